@@ -1,0 +1,58 @@
+"""The ``evalstats`` command line: a thin layer over the public API.
+
+Each subcommand lives in its own module with ``add_parser(subparsers)`` and ``run(args) -> int``.
+User errors (any :class:`~evalstats.errors.EvalstatsError`) print one line
+``evalstats: error: ...`` to stderr and exit with status 2; ``--debug`` re-raises instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from evalstats.errors import EvalstatsError
+
+__all__ = ["main"]
+
+#: Subcommand modules, in the order ``evalstats --help`` lists them.
+COMMANDS: tuple[str, ...] = (
+    "ingest",
+    "demo",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered."""
+    from evalstats import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="evalstats",
+        description="Decide whether an LLM evaluation claim holds, from recorded prediction dumps.",
+    )
+    parser.add_argument("--version", action="version", version=f"evalstats {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of user errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module = importlib.import_module(f"evalstats.cli.{name.replace('-', '_')}")
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.run(args) or 0)
+    except EvalstatsError as exc:
+        if args.debug:
+            raise
+        print(f"evalstats: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `evalstats ... | head`
+        return 0

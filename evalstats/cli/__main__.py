@@ -1,0 +1,7 @@
+"""``python -m evalstats.cli``."""
+
+import sys
+
+from evalstats.cli import main
+
+sys.exit(main())

@@ -1,0 +1,117 @@
+"""Options and output shared by every subcommand (input loading, --json, --out)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from evalstats.errors import ParameterError
+
+__all__ = ["add_input_arguments", "add_output_arguments", "emit", "load", "params_from", "write_table"]
+
+
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """PATH and the loader options every analysis command takes (same as ``ingest``)."""
+    from evalstats.io import FORMATS
+
+    parser.add_argument("path", metavar="PATH", help="file, glob or folder of a prediction dump")
+    parser.add_argument("--format", default="auto", choices=["auto", *FORMATS],
+                        help="source format (default: detect)")
+    parser.add_argument("--columns", default=argparse.SUPPRESS, metavar="SRC=ROLE,...",
+                        help="explicit column roles, e.g. prompt_id=variant,acc=score")
+    parser.add_argument("--on-invalid", dest="on_invalid", choices=["error", "skip"],
+                        default=argparse.SUPPRESS,
+                        help="invalid rows: stop with an error (default) or set aside and count")
+    parser.add_argument("--score-scale", dest="score_scale", choices=["auto", "unit", "percent"],
+                        default=argparse.SUPPRESS, help="score scale (default: auto-detect 0-100)")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--out`` and ``--json``."""
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write the result table to .parquet, .csv or .jsonl (default: CSV on stdout)")
+    parser.add_argument("--json", action="store_true",
+                        help='print {"command", "params", "rows"} as JSON on stdout')
+
+
+_LOADER_OPTIONS = ("columns", "on_invalid", "score_scale")
+
+
+def load(args: argparse.Namespace):
+    """Read ``args.path`` with the loader options the user set; print the report to stderr."""
+    from evalstats.io import read
+
+    options = {k: getattr(args, k) for k in _LOADER_OPTIONS if hasattr(args, k)}
+    options.update(getattr(args, "loader_options", {}) or {})
+    ingest = read(args.path, format=args.format, **options)
+    if not getattr(args, "quiet", False):
+        print(ingest.report.summary(), file=sys.stderr)
+    return ingest
+
+
+def params_from(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    """The options among ``names`` that the user set (unset ones are not passed on)."""
+    return {n: getattr(args, n) for n in names if hasattr(args, n) and getattr(args, n) is not None}
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return None
+    if isinstance(v, Path):
+        return str(v)
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, Mapping):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    return v
+
+
+def write_table(frame: pl.DataFrame, out: Path) -> None:
+    """Write ``frame`` to ``out`` by suffix (.parquet, .csv, .jsonl)."""
+    suffix = out.suffix.lower()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if suffix in (".parquet", ".pq"):
+        frame.write_parquet(out)
+    elif suffix == ".csv":
+        _flat(frame).write_csv(out)
+    elif suffix in (".jsonl", ".ndjson"):
+        frame.write_ndjson(out)
+    elif suffix == ".json":
+        out.write_text(json.dumps(_jsonable(frame.to_dicts()), indent=2, default=str))
+    else:
+        raise ParameterError(f"`--out` must end in .parquet, .csv, .jsonl or .json, got {out.name!r}.")
+
+
+def _flat(frame: pl.DataFrame) -> pl.DataFrame:
+    """CSV cannot hold list columns: write them as JSON-like strings."""
+    nested = [c for c, t in frame.schema.items() if isinstance(t, (pl.List, pl.Array, pl.Struct))]
+    if not nested:
+        return frame
+    return frame.with_columns(
+        pl.col(c).map_elements(lambda v: json.dumps(_jsonable(v.to_list() if hasattr(v, "to_list") else v)),
+                               return_dtype=pl.String)
+        for c in nested
+    )
+
+
+def emit(frame: pl.DataFrame, args: argparse.Namespace, *, command: str,
+         params: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None) -> None:
+    """Write a result table the way every command does: --json, --out, or CSV on stdout."""
+    if getattr(args, "out", None) is not None:
+        write_table(frame, args.out)
+        print(f"wrote {args.out}", file=sys.stderr)
+    if getattr(args, "json", False):
+        doc: dict[str, Any] = {"command": command, "params": _jsonable(dict(params or {})),
+                               "rows": _jsonable(frame.to_dicts())}
+        if extra:
+            doc.update(_jsonable(dict(extra)))
+        sys.stdout.write(json.dumps(doc, default=str) + "\n")
+    elif getattr(args, "out", None) is None:
+        sys.stdout.write(_flat(frame).write_csv())

@@ -1,0 +1,79 @@
+"""Loaders: every source format into the canonical observation table (see DESIGN.md).
+
+Each loader returns an :class:`Ingest` ``(observations, report)``. :func:`read` picks the loader
+from ``format`` or detects it from the files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evalstats.errors import ParameterError
+from evalstats.io._report import Ingest, IngestReport, SetAsideExample
+from evalstats.io.table import read_table
+
+__all__ = ["FORMATS", "Ingest", "IngestReport", "SetAsideExample", "detect_format", "read", "read_table"]
+
+
+def _lazy(module: str, name: str) -> Callable[..., Ingest]:
+    def call(*args: Any, **kwargs: Any) -> Ingest:
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+#: Loader of each ``--format`` name. Detection order is the order below (table last).
+FORMATS: dict[str, Callable[..., Ingest]] = {
+    # formats: one line per loader; keep "table" last (it accepts anything tabular)
+    "table": read_table,
+}
+
+#: Detectors: format name -> function(path) -> bool, tried in order; ``table`` is the fallback.
+DETECTORS: dict[str, Callable[[Path], bool]] = {}
+
+
+def detect_format(path: str | Path) -> str:
+    """Name of the loader that fits ``path`` (``table`` when no specific format matches)."""
+    p = Path(path)
+    for name, detect in DETECTORS.items():
+        try:
+            if detect(p):
+                return name
+        except OSError:
+            continue
+    return "table"
+
+
+def read(path: str | Path, *, format: str = "auto", **options: Any) -> Ingest:
+    """Read ``path`` with the loader named by ``format`` (``auto`` detects it).
+
+    Parameters
+    ----------
+    path : str or Path
+        File, glob or folder.
+    format : str, default 'auto'
+        One of ``auto`` and the keys of :data:`FORMATS`.
+    **options
+        Passed to the loader (``columns``, ``on_invalid``, ``score_scale``, ...).
+
+    Returns
+    -------
+    Ingest
+
+    Raises
+    ------
+    ParameterError
+        If ``format`` is unknown.
+    """
+    if format == "auto":
+        format = detect_format(path)
+    if format not in FORMATS:
+        raise ParameterError(
+            f"`format` must be 'auto' or one of {', '.join(map(repr, FORMATS))}, got {format!r}."
+        )
+    return FORMATS[format](path, **options)

@@ -1,0 +1,132 @@
+"""Column roles: recognised aliases and explicit mappings from source columns to canonical ones."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from evalstats.errors import ParameterError, SchemaError
+
+__all__ = ["ALIASES", "ROLES", "parse_mapping", "resolve_roles"]
+
+#: Canonical roles and the source column names recognised for each, in order of preference.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "model": ("model", "model_name", "model_id"),
+    "dataset": ("dataset", "task", "benchmark", "task_name", "dataset_name"),
+    "item": ("item", "item_id", "input_id", "example_id", "doc_id", "sample_index", "sample_id",
+             "rubric_id", "question_id", "id"),
+    "variant": ("variant", "prompt", "prompt_id", "template", "prompt_variant", "config_id",
+                "configuration"),
+    "run": ("run", "run_idx", "run_id", "seed", "epoch", "trial", "repeat", "repetition"),
+    "score": ("score", "correct", "accuracy", "acc", "pass1", "pass@1", "is_correct", "exact_match"),
+    "n_items": ("n_items", "num_items", "num_questions"),
+    "answer": ("answer", "pred", "prediction", "parsed_answer", "extracted_answer", "closest_answer"),
+    "response": ("response", "output", "generated_text", "completion", "raw_response", "raw_output"),
+    "gold": ("gold", "target", "gt", "ground_truth", "label", "reference", "answer_key"),
+    "input_text": ("input_text", "question", "input", "prompt_text", "raw_input"),
+    "input_len": ("input_len",),
+    "output_len": ("output_len",),
+    "latency_s": ("latency_s", "latency", "latency_seconds", "duration_s"),
+    "error": ("error", "error_type", "failure"),
+}
+
+#: Roles a user may name in an explicit mapping, besides the canonical ones.
+ROLES = (*ALIASES, "factor", "ignore")
+
+#: Source columns never used as factors unless mapped explicitly (row ids, timestamps, blobs).
+IGNORED_BY_DEFAULT = frozenset(
+    {"", "index", "Unnamed: 0", "__index_level_0__", "date", "timestamp", "time", "created_at",
+     "metadata", "doc", "arguments", "resps", "filtered_resps", "messages", "prompt_messages"}
+)
+
+
+def parse_mapping(spec: str | Mapping[str, str] | None) -> dict[str, str]:
+    """Parse ``"prompt_id=variant,acc=score"`` (or a mapping) into ``{source: role}``.
+
+    Raises
+    ------
+    ParameterError
+        If an entry is not ``source=role`` or names an unknown role.
+
+    Examples
+    --------
+    >>> parse_mapping("prompt_id=variant, acc=score")
+    {'prompt_id': 'variant', 'acc': 'score'}
+    """
+    if spec is None:
+        return {}
+    if isinstance(spec, str):
+        out: dict[str, str] = {}
+        for part in spec.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if "=" not in part:
+                raise ParameterError(
+                    f"`columns` entry {part!r} is not of the form source=role "
+                    "(for example prompt_id=variant)."
+                )
+            src, role = (x.strip() for x in part.split("=", 1))
+            out[src] = role
+        spec = out
+    mapping = dict(spec)
+    for src, role in mapping.items():
+        if role not in ROLES:
+            raise ParameterError(
+                f"`columns` maps {src!r} to {role!r}, which is not a role "
+                f"(roles: {', '.join(ROLES)})."
+            )
+    return mapping
+
+
+def resolve_roles(names: Sequence[str], mapping: Mapping[str, str] | None = None,
+                  *, path: str | None = None) -> tuple[dict[str, str], list[str]]:
+    """Decide the role of every source column.
+
+    Explicit mappings win; then the first recognised alias of each role (case-insensitive);
+    remaining columns become factors, except row ids and timestamps (``IGNORED_BY_DEFAULT``).
+
+    Returns
+    -------
+    renames : dict
+        ``{source: canonical}`` for columns with a canonical role.
+    factors : list of str
+        Source columns kept as factor columns, in file order.
+
+    Raises
+    ------
+    SchemaError
+        If a mapped source column does not exist, or two columns claim the same role.
+    """
+    mapping = dict(mapping or {})
+    where = f"{path}: " if path else ""
+    for src in mapping:
+        if src not in names:
+            raise SchemaError(
+                f"{where}`columns` maps {src!r}, which is not a column of the file "
+                f"(columns: {', '.join(names)})."
+            )
+    renames: dict[str, str] = {}
+    taken: dict[str, str] = {}
+    for src, role in mapping.items():
+        if role in ("factor", "ignore"):
+            continue
+        if role in taken:
+            raise SchemaError(f"{where}both {taken[role]!r} and {src!r} are mapped to {role!r}.")
+        renames[src] = role
+        taken[role] = src
+    lower = {n.lower(): n for n in names}
+    for role, aliases in ALIASES.items():
+        if role in taken:
+            continue
+        for alias in aliases:
+            src = lower.get(alias.lower())
+            if src is not None and src not in renames and src not in mapping:
+                renames[src] = role
+                taken[role] = src
+                break
+    factors = [
+        n for n in names
+        if n not in renames and mapping.get(n) != "ignore"
+        and (mapping.get(n) == "factor" or n not in IGNORED_BY_DEFAULT)
+    ]
+    return renames, factors

@@ -1,0 +1,147 @@
+"""The ingest report and the ``Ingest`` pair every loader returns."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+import polars as pl
+
+__all__ = ["Ingest", "IngestReport", "SetAsideExample"]
+
+
+@dataclass(frozen=True, slots=True)
+class SetAsideExample:
+    """One row set aside: where it was and why."""
+
+    reason: str
+    path: str
+    row: int | None
+    column: str | None
+    detail: str | None = None
+
+    def describe(self) -> str:
+        """One line: ``file, row N, column 'c': reason (detail)``."""
+        where = [self.path]
+        if self.row is not None:
+            where.append(f"row {self.row}")
+        if self.column is not None:
+            where.append(f"column {self.column!r}")
+        tail = f" ({self.detail})" if self.detail else ""
+        return f"{', '.join(where)}: {self.reason}{tail}"
+
+
+@dataclass(frozen=True, slots=True)
+class IngestReport:
+    """What a loader read, kept and set aside.
+
+    ``rows_read == rows_kept + sum(set_aside.values())`` always holds; the constructor checks it.
+
+    Attributes
+    ----------
+    format : str
+        The loader that produced the table (``table``, ``dove``, ``llm-stability``, ...).
+    sources : tuple of str
+        Files read, in order.
+    rows_read : int
+        Rows (records) found in the sources.
+    rows_kept : int
+        Rows in the observation table.
+    set_aside : Mapping[str, int]
+        Rows set aside, by reason (``duplicate``, ``missing_score``, ``unknown_item``, ...).
+    examples : tuple of SetAsideExample
+        The first few set-aside rows of each reason, with file, row and column.
+    notes : tuple of str
+        Conversions and decisions worth knowing (a percent scale converted, a derived column).
+    """
+
+    format: str
+    sources: tuple[str, ...]
+    rows_read: int
+    rows_kept: int
+    set_aside: Mapping[str, int] = field(default_factory=dict)
+    examples: tuple[SetAsideExample, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        clean = {k: int(v) for k, v in sorted(self.set_aside.items()) if int(v) > 0}
+        object.__setattr__(self, "set_aside", MappingProxyType(clean))
+        if self.rows_read != self.rows_kept + sum(clean.values()):
+            raise AssertionError(  # a bug in a loader, never a user error
+                f"ingest accounting broken: read {self.rows_read} != kept {self.rows_kept} "
+                f"+ set aside {sum(clean.values())}"
+            )
+
+    @property
+    def rows_set_aside(self) -> int:
+        """Total rows set aside."""
+        return sum(self.set_aside.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary."""
+        return {
+            "format": self.format,
+            "sources": list(self.sources),
+            "rows_read": self.rows_read,
+            "rows_kept": self.rows_kept,
+            "set_aside": dict(self.set_aside),
+            "examples": [
+                {"reason": e.reason, "path": e.path, "row": e.row, "column": e.column, "detail": e.detail}
+                for e in self.examples
+            ],
+            "notes": list(self.notes),
+        }
+
+    def to_json(self) -> str:
+        """The report as a JSON string."""
+        return json.dumps(self.to_dict(), indent=2)
+
+    def summary(self) -> str:
+        """Human-readable multi-line summary (the CLI prints it to stderr)."""
+        n_src = len(self.sources)
+        lines = [
+            f"ingest ({self.format}): {n_src} file{'s' if n_src != 1 else ''}, "
+            f"{self.rows_read} rows read, {self.rows_kept} kept, {self.rows_set_aside} set aside"
+        ]
+        for reason, count in self.set_aside.items():
+            lines.append(f"  set aside {count} x {reason}")
+            for ex in self.examples:
+                if ex.reason == reason:
+                    lines.append(f"    e.g. {ex.describe()}")
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    @classmethod
+    def combine(cls, reports: Iterable[IngestReport], *, format: str | None = None) -> IngestReport:
+        """Sum several reports (one per file or per source) into one."""
+        reports = list(reports)
+        set_aside: dict[str, int] = {}
+        for r in reports:
+            for k, v in r.set_aside.items():
+                set_aside[k] = set_aside.get(k, 0) + v
+        return cls(
+            format=format or (reports[0].format if reports else "unknown"),
+            sources=tuple(s for r in reports for s in r.sources),
+            rows_read=sum(r.rows_read for r in reports),
+            rows_kept=sum(r.rows_kept for r in reports),
+            set_aside=set_aside,
+            examples=tuple(e for r in reports for e in r.examples),
+            notes=tuple(n for r in reports for n in r.notes),
+        )
+
+
+class Ingest(NamedTuple):
+    """What every loader returns: the observation table and the ingest report.
+
+    Unpack it (``obs, report = read_table(path)``) or use the fields.
+    """
+
+    observations: pl.LazyFrame
+    report: IngestReport

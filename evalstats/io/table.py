@@ -1,0 +1,112 @@
+"""Generic tables: CSV, TSV, Parquet and JSON Lines (plain or gzipped), item- or unit-level."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import polars as pl
+
+from evalstats.io._columns import parse_mapping, resolve_roles
+from evalstats.io._files import expand_paths, scan_file, table_suffix
+from evalstats.io._pipeline import OnInvalid, ScoreScale, finalize
+from evalstats.io._report import Ingest
+
+__all__ = ["read_table"]
+
+
+def read_table(
+    path: str | Path | Sequence[str | Path],
+    *,
+    columns: str | Mapping[str, str] | None = None,
+    dataset: str | None = None,
+    model: str | None = None,
+    on_invalid: OnInvalid = "error",
+    score_scale: ScoreScale = "auto",
+) -> Ingest:
+    """Read generic tables of scored outputs into the observation table.
+
+    Parameters
+    ----------
+    path : str, Path or sequence of them
+        A file, a glob pattern, or a folder (every table file below it).
+    columns : str or mapping, optional
+        Explicit roles, ``{"prompt_id": "variant", "acc": "score"}`` or the string
+        ``"prompt_id=variant,acc=score"``. Roles: ``model, dataset, item, variant, run, score,
+        n_items, answer, response, gold, input_text, input_len, output_len, latency_s, error``,
+        ``factor`` (keep as a factor column) and ``ignore``. Unmapped columns are recognised by
+        alias (``doc_id`` is an item, ``epoch`` a run, ``correct`` a score, ...; see
+        :data:`evalstats.io._columns.ALIASES`); the rest become factor columns.
+    dataset : str, optional
+        Dataset name when the table has no dataset column (default: the file name's stem).
+    model : str, optional
+        Model name when the table has no model column.
+    on_invalid : {'error', 'skip'}, default 'error'
+        Raise on the first invalid row (missing, non-numeric or out-of-range score, missing
+        model or item, duplicate row), or set such rows aside and count them in the report.
+    score_scale : {'auto', 'unit', 'percent'}, default 'auto'
+        See :func:`evalstats.io._pipeline.finalize`; ``auto`` converts files on a 0-100 scale
+        and says so in the report. Booleans and ``"True"``/``"False"`` become 1/0.
+
+    Returns
+    -------
+    Ingest
+        ``(observations, report)``. Without an item column each row is a unit score (optionally
+        with ``n_items``).
+
+    Raises
+    ------
+    IngestError
+        A file cannot be read, or a row is invalid and ``on_invalid='error'``.
+    SchemaError
+        A mapped column does not exist.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "mmlu.csv").write_text("model,doc_id,prompt,correct\\nA,1,p1,True\\nA,2,p1,False\\n")
+    >>> obs, report = read_table(d / "mmlu.csv")
+    >>> obs.select("model", "dataset", "item", "variant", "score").collect().rows()
+    [('A', 'mmlu', '1', 'p1', 1.0), ('A', 'mmlu', '2', 'p1', 0.0)]
+    >>> report.rows_read, report.rows_kept
+    (2, 2)
+    """
+    mapping = parse_mapping(columns)
+    files = expand_paths(path)
+    parts = []
+    notes: list[str] = []
+    factor_order: list[str] = []
+    source_names: dict[str, str] = {}
+    for f in files:
+        lf = scan_file(f)
+        names = lf.collect_schema().names()
+        renames, factors = resolve_roles(names, mapping, path=str(f))
+        for src, role in renames.items():
+            source_names.setdefault(role, src)
+        keep = list(renames) + factors
+        lf = lf.select(keep).rename({k: ("__input_text" if v == "input_text" else v) for k, v in renames.items()})
+        if "dataset" not in renames.values():
+            name = dataset if dataset is not None else _stem(f)
+            lf = lf.with_columns(pl.lit(name, dtype=pl.String).alias("dataset"))
+        if "model" not in renames.values() and model is not None:
+            lf = lf.with_columns(pl.lit(model, dtype=pl.String).alias("model"))
+        if "item" in renames.values():
+            lf = lf.with_columns(pl.col("item").cast(pl.String))
+        for fac in factors:
+            if fac not in factor_order:
+                factor_order.append(fac)
+        parts.append((str(f), lf))
+        mapped = ", ".join(f"{k}->{v}" for k, v in renames.items() if k != v)
+        if mapped:
+            note = f"column roles: {mapped}"
+            if note not in notes:
+                notes.append(note)
+    return finalize(parts, format="table", on_invalid=on_invalid, score_scale=score_scale,
+                    factors=factor_order, notes=notes, source_names=source_names)
+
+
+def _stem(path: Path) -> str:
+    suf = table_suffix(path) or path.suffix
+    name = path.name
+    return name[: -len(suf)] if suf and name.lower().endswith(suf) else path.stem
