@@ -1,0 +1,101 @@
+"""Shared figure style: display names, one colour per model, paper style, axes creation.
+
+Nothing here changes matplotlib's global state at import; :func:`paper_style` is a context
+manager.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from evalstats.errors import MissingDependencyError
+
+__all__ = ["LABELS", "label", "model_colors", "new_axes", "paper_style", "require_plotting"]
+
+#: Display names of result columns (axis labels come from here, never from ad-hoc strings).
+LABELS: dict[str, str] = {
+    "score": "Accuracy",
+    "mean": "Mean accuracy",
+    "variance": "Variance of accuracy",
+    "n": "Number of variants n",
+    "delta_mean": "|Δ(n)|",
+    "eta_sq": "η²",
+    "partial_eta_sq": "Partial η²",
+    "tar_a": "TARa@N",
+    "tar_r": "TARr@N",
+    "spread": "Spread (max − min)",
+    "acc_mean": "Mean accuracy over runs",
+    "input_len": "Input length (words)",
+    "output_len": "Output length (words)",
+    "latency_s": "Latency (s)",
+    "model": "Model",
+    "dataset": "Dataset",
+    "variant": "Variant",
+    "statistic": "Statistic",
+    "pvalue": "p-value",
+    "difference": "Difference in accuracy",
+    "mean_abs_shap": "Mean |SHAP| (accuracy points)",
+}
+
+
+def label(column: str) -> str:
+    """Display name of ``column`` (the column name itself when none is registered)."""
+    return LABELS.get(column, column.replace("_", " "))
+
+
+def require_plotting() -> tuple[Any, Any]:
+    """Import and return ``(matplotlib.pyplot, seaborn)``; a clear error if they are missing."""
+    try:
+        import matplotlib
+
+        if matplotlib.get_backend().lower() not in ("agg", "pdf", "svg") and not _has_display():
+            matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import seaborn as sns
+    except ImportError as exc:  # pragma: no cover - seaborn is a dependency
+        raise MissingDependencyError(
+            f"plotting needs matplotlib and seaborn ({exc}); pip install seaborn"
+        ) from None
+    return plt, sns
+
+
+def _has_display() -> bool:
+    import os
+
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def model_colors(models: Iterable[str]) -> dict[str, Any]:
+    """One colour per model, stable across figures: colour-blind-safe palette in sorted order.
+
+    The same set of models always gets the same colours, whatever order a figure draws them in.
+    """
+    _, sns = require_plotting()
+    names = sorted(set(models))
+    palette = sns.color_palette("colorblind", n_colors=max(len(names), 1))
+    if len(names) > 10:
+        palette = sns.color_palette("husl", n_colors=len(names))
+    return dict(zip(names, palette))
+
+
+def new_axes(ax: Any = None, *, figsize: tuple[float, float] = (3.4, 2.6)) -> tuple[Any, Any]:
+    """``(figure, axes)``: the given ``ax`` and its figure, or a new column-width figure."""
+    plt, _ = require_plotting()
+    if ax is not None:
+        return ax.figure, ax
+    fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return fig, ax
+
+
+@contextlib.contextmanager
+def paper_style(*, serif: bool = False, font_scale: float = 0.9) -> Iterator[None]:
+    """Context manager: a paper look (white grid, small fonts, optional serif) within the block."""
+    plt, sns = require_plotting()
+    rc = {"axes.spines.top": False, "axes.spines.right": False, "savefig.dpi": 200,
+          "figure.dpi": 100, "pdf.fonttype": 42}
+    if serif:
+        rc["font.family"] = "serif"
+    with plt.rc_context(), sns.axes_style("whitegrid"), sns.plotting_context("paper", font_scale=font_scale, rc=rc):
+        yield
