@@ -17,6 +17,10 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 def _doctest_namespace(doctest_namespace):
     doctest_namespace["pl"] = pl
     doctest_namespace["np"] = np
-    with pl.Config(tbl_formatting="ASCII_MARKDOWN", tbl_hide_column_data_types=True,
-                   tbl_hide_dataframe_shape=True, float_precision=4):
+    with pl.Config(
+        tbl_formatting="ASCII_MARKDOWN",
+        tbl_hide_column_data_types=True,
+        tbl_hide_dataframe_shape=True,
+        float_precision=4,
+    ):
         yield

@@ -13,7 +13,9 @@ from evalstats.schema import KEY_COLUMNS, as_lazy, factor_columns, validate_obse
 __all__ = ["to_units"]
 
 
-def to_units(observations: pl.DataFrame | pl.LazyFrame, *, check_values: bool = True) -> pl.LazyFrame:
+def to_units(
+    observations: pl.DataFrame | pl.LazyFrame, *, check_values: bool = True
+) -> pl.LazyFrame:
     """Aggregate item rows to unit rows.
 
     Parameters
@@ -50,7 +52,11 @@ def to_units(observations: pl.DataFrame | pl.LazyFrame, *, check_values: bool = 
     factors = factor_columns(schema.names())
     keys = list(KEY_COLUMNS) + factors
     if "item" not in schema:
-        n_items = pl.col("n_items").cast(pl.Int64) if "n_items" in schema else pl.lit(None, dtype=pl.Int64)
+        n_items = (
+            pl.col("n_items").cast(pl.Int64)
+            if "n_items" in schema
+            else pl.lit(None, dtype=pl.Int64)
+        )
         out = lf.with_columns(n_items.alias("n_items"))
         cols = keys[:4] + ["score", "n_items"] + factors
         if "error" in schema:

@@ -11,7 +11,9 @@ import polars as pl
 __all__ = ["DEMO_FILE", "demo_path", "run_demo"]
 
 #: Where the demo data lives in a source checkout.
-DEMO_FILE = Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "demo_observations.parquet"
+DEMO_FILE = (
+    Path(__file__).resolve().parent.parent / "fixtures" / "demo" / "demo_observations.parquet"
+)
 
 
 def demo_path(cache_dir: Path | None = None) -> Path:

@@ -131,7 +131,9 @@ def _columns_hint(names: Iterable[str]) -> str:
     return ", ".join(names)
 
 
-def validate_by(names: Sequence[str], by: Sequence[str] | str, *, table: str = "unit table") -> tuple[str, ...]:
+def validate_by(
+    names: Sequence[str], by: Sequence[str] | str, *, table: str = "unit table"
+) -> tuple[str, ...]:
     """Check that every column in ``by`` exists; return ``by`` as a tuple.
 
     Raises
@@ -250,9 +252,7 @@ def validate_observations(
         )
     _check_dtypes(schema, OBSERVATION_COLUMNS, "observation table")
     casts = [
-        pl.col(c).cast(t)
-        for c, t in OBSERVATION_COLUMNS.items()
-        if c in schema and schema[c] != t
+        pl.col(c).cast(t) for c, t in OBSERVATION_COLUMNS.items() if c in schema and schema[c] != t
     ]
     if casts:
         lf = lf.with_columns(casts)
@@ -261,7 +261,9 @@ def validate_observations(
     return lf
 
 
-def validate_units(frame: pl.DataFrame | pl.LazyFrame, *, check_values: bool = True) -> pl.LazyFrame:
+def validate_units(
+    frame: pl.DataFrame | pl.LazyFrame, *, check_values: bool = True
+) -> pl.LazyFrame:
     """Check a unit table (or accept an observation table and aggregate it).
 
     An observation table (it has an ``item`` column) is aggregated with
@@ -308,13 +310,7 @@ def validate_units(frame: pl.DataFrame | pl.LazyFrame, *, check_values: bool = T
         lf = lf.with_columns(casts)
     if check_values:
         _check_scores(lf, "unit table")
-        dup = (
-            lf.group_by(KEY_COLUMNS)
-            .len()
-            .filter(pl.col("len") > 1)
-            .head(1)
-            .collect()
-        )
+        dup = lf.group_by(KEY_COLUMNS).len().filter(pl.col("len") > 1).head(1).collect()
         if dup.height:
             r = dup.row(0, named=True)
             raise SchemaError(

@@ -43,7 +43,9 @@ def _logit(p: np.ndarray) -> np.ndarray:
 
 
 def _design(
-    factors: Mapping[str, Mapping[Any, float]] | None, n_variants: int, design: str,
+    factors: Mapping[str, Mapping[Any, float]] | None,
+    n_variants: int,
+    design: str,
     rng: np.random.Generator,
 ) -> list[dict[str, Any]]:
     if not factors:
@@ -157,7 +159,8 @@ def observations(
     variants = _design(factors, n_variants, design, rng)
     V = len(variants)
     vnames = (
-        [f"v{k:02d}" for k in range(V)] if not factors
+        [f"v{k:02d}" for k in range(V)]
+        if not factors
         else ["|".join(f"{f}={lv}" for f, lv in v.items()) for v in variants]
     )
     provs = list(providers) if providers else [None]
@@ -183,7 +186,7 @@ def observations(
 
     base = _expit(_logit(acc)[:, None, None] + difficulty[None, :, :])  # M, D, I
     p = (
-        base[:, :, None, :, None]                       # M D V I P
+        base[:, :, None, :, None]  # M D V I P
         + prompt_re[:, :, :, None, None]
         + v_eff[:, None, :, None, None]
         + p_eff[None, None, None, None, :]
@@ -228,7 +231,9 @@ def observations(
     }
     if providers:
         cols["model"] = cols["model"]
-        cols["variant"] = np.char.add(np.char.add(cols["variant"], "|provider="), np.array(provs)[ix[4]])
+        cols["variant"] = np.char.add(
+            np.char.add(cols["variant"], "|provider="), np.array(provs)[ix[4]]
+        )
     error = None
     latency_s = None
     if error_rates:
@@ -248,7 +253,9 @@ def observations(
         answer = np.where(has_err, None, answer.astype(object))
         for i in np.flatnonzero(has_err):
             cat = error[i]
-            response[i] = None if cat in ("api_error", "timeout") else ("" if cat == "empty" else '{"Answ')
+            response[i] = (
+                None if cat in ("api_error", "timeout") else ("" if cat == "empty" else '{"Answ')
+            )
     if latency:
         latency_s = rng.lognormal(mean=0.0, sigma=0.5, size=n)
         if error is not None:
@@ -269,6 +276,7 @@ def observations(
         cols["latency_s"] = latency_s
     if error is not None:
         cols["error"] = pl.Series("error", error.tolist(), dtype=pl.String)
+
     def _series(name: str, values: Any) -> pl.Series:
         if isinstance(values, pl.Series):
             return values.alias(name)
@@ -277,8 +285,15 @@ def observations(
         return pl.Series(name, values)
 
     df = pl.DataFrame([_series(k, v) for k, v in cols.items()])
-    casts = {"model": pl.String, "dataset": pl.String, "item": pl.String, "variant": pl.String,
-             "answer": pl.String, "response": pl.String, "gold": pl.String}
+    casts = {
+        "model": pl.String,
+        "dataset": pl.String,
+        "item": pl.String,
+        "variant": pl.String,
+        "answer": pl.String,
+        "response": pl.String,
+        "gold": pl.String,
+    }
     return df.with_columns([pl.col(c).cast(t) for c, t in casts.items()])
 
 
@@ -334,10 +349,22 @@ def demo_observations(seed: int = 0) -> pl.DataFrame:
     """
     t = DEMO_TRUTH
     return observations(
-        n_models=3, n_datasets=2, n_items=50, n_variants=24, n_runs=3,
-        model_accuracy=t["model_accuracy"], prompt_sd=0.02, factors=t["factors"],
-        interactions=t["interactions"], model_effects=t["model_effects"], design="sample",
-        instability=t["instability"], raw_instability=t["raw_instability"],
-        providers=t["providers"], provider_effects=t["provider_effects"],
-        error_rates=t["error_rates"], latency=True, seed=seed,
+        n_models=3,
+        n_datasets=2,
+        n_items=50,
+        n_variants=24,
+        n_runs=3,
+        model_accuracy=t["model_accuracy"],
+        prompt_sd=0.02,
+        factors=t["factors"],
+        interactions=t["interactions"],
+        model_effects=t["model_effects"],
+        design="sample",
+        instability=t["instability"],
+        raw_instability=t["raw_instability"],
+        providers=t["providers"],
+        provider_effects=t["provider_effects"],
+        error_rates=t["error_rates"],
+        latency=True,
+        seed=seed,
     )

@@ -6,16 +6,17 @@ import os
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 import pytest
 from hypothesis import HealthCheck, settings
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
-settings.register_profile("ci", max_examples=40, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("nightly", max_examples=500, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "nightly", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile(os.environ.get("EVALSTATS_HYPOTHESIS_PROFILE", "ci"))
 
 

@@ -1,4 +1,3 @@
-import numpy as np
 import polars as pl
 from polars.testing import assert_frame_equal
 
@@ -15,8 +14,13 @@ def test_same_seed_gives_identical_tables():
 
 
 def test_planted_factor_effect_is_recovered_in_the_means():
-    obs = observations(n_models=1, n_items=400, factors={"shots": {0: 0.0, 5: 0.10}, "t": {"a": 0.0, "b": 0.0}},
-                       prompt_sd=0.0, seed=1)
+    obs = observations(
+        n_models=1,
+        n_items=400,
+        factors={"shots": {0: 0.0, 5: 0.10}, "t": {"a": 0.0, "b": 0.0}},
+        prompt_sd=0.0,
+        seed=1,
+    )
     means = obs.group_by("shots").agg(pl.col("score").mean()).sort("shots")["score"].to_list()
     # 400 items x 2 variants per level: SE of a difference ~ 0.025
     assert abs((means[1] - means[0]) - 0.10) < 0.06
@@ -33,9 +37,19 @@ def test_zero_instability_gives_identical_runs_and_full_instability_does_not():
 
 
 def test_error_rates_are_planted_per_provider():
-    obs = observations(n_models=1, n_items=2000, n_variants=1, providers=["a", "b"],
-                       error_rates={"a": {"api_error": 0.0}, "b": {"api_error": 0.1, "empty": 0.05}}, seed=3)
-    rates = obs.group_by("provider").agg((pl.col("error") == "api_error").fill_null(False).mean().alias("r")).sort("provider")
+    obs = observations(
+        n_models=1,
+        n_items=2000,
+        n_variants=1,
+        providers=["a", "b"],
+        error_rates={"a": {"api_error": 0.0}, "b": {"api_error": 0.1, "empty": 0.05}},
+        seed=3,
+    )
+    rates = (
+        obs.group_by("provider")
+        .agg((pl.col("error") == "api_error").fill_null(False).mean().alias("r"))
+        .sort("provider")
+    )
     assert rates["r"][0] == 0.0
     assert abs(rates["r"][1] - 0.1) < 0.02  # binomial SE ~ 0.007
     errored = obs.filter(pl.col("error").is_not_null())

@@ -14,7 +14,14 @@ import polars as pl
 
 from evalstats.errors import ParameterError
 
-__all__ = ["add_input_arguments", "add_output_arguments", "emit", "load", "params_from", "write_table"]
+__all__ = [
+    "add_input_arguments",
+    "add_output_arguments",
+    "emit",
+    "load",
+    "params_from",
+    "write_table",
+]
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,23 +29,45 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     from evalstats.io import FORMATS
 
     parser.add_argument("path", metavar="PATH", help="file, glob or folder of a prediction dump")
-    parser.add_argument("--format", default="auto", choices=["auto", *FORMATS],
-                        help="source format (default: detect)")
-    parser.add_argument("--columns", default=argparse.SUPPRESS, metavar="SRC=ROLE,...",
-                        help="explicit column roles, e.g. prompt_id=variant,acc=score")
-    parser.add_argument("--on-invalid", dest="on_invalid", choices=["error", "skip"],
-                        default=argparse.SUPPRESS,
-                        help="invalid rows: stop with an error (default) or set aside and count")
-    parser.add_argument("--score-scale", dest="score_scale", choices=["auto", "unit", "percent"],
-                        default=argparse.SUPPRESS, help="score scale (default: auto-detect 0-100)")
+    parser.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", *FORMATS],
+        help="source format (default: detect)",
+    )
+    parser.add_argument(
+        "--columns",
+        default=argparse.SUPPRESS,
+        metavar="SRC=ROLE,...",
+        help="explicit column roles, e.g. prompt_id=variant,acc=score",
+    )
+    parser.add_argument(
+        "--on-invalid",
+        dest="on_invalid",
+        choices=["error", "skip"],
+        default=argparse.SUPPRESS,
+        help="invalid rows: stop with an error (default) or set aside and count",
+    )
+    parser.add_argument(
+        "--score-scale",
+        dest="score_scale",
+        choices=["auto", "unit", "percent"],
+        default=argparse.SUPPRESS,
+        help="score scale (default: auto-detect 0-100)",
+    )
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     """``--out`` and ``--json``."""
-    parser.add_argument("--out", type=Path, default=None,
-                        help="write the result table to .parquet, .csv or .jsonl (default: CSV on stdout)")
-    parser.add_argument("--json", action="store_true",
-                        help='print {"command", "params", "rows"} as JSON on stdout')
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write the result table to .parquet, .csv or .jsonl (default: CSV on stdout)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help='print {"command", "params", "rows"} as JSON on stdout'
+    )
 
 
 _LOADER_OPTIONS = ("columns", "on_invalid", "score_scale")
@@ -86,7 +115,9 @@ def write_table(frame: pl.DataFrame, out: Path) -> None:
     elif suffix == ".json":
         out.write_text(json.dumps(_jsonable(frame.to_dicts()), indent=2, default=str))
     else:
-        raise ParameterError(f"`--out` must end in .parquet, .csv, .jsonl or .json, got {out.name!r}.")
+        raise ParameterError(
+            f"`--out` must end in .parquet, .csv, .jsonl or .json, got {out.name!r}."
+        )
 
 
 def _flat(frame: pl.DataFrame) -> pl.DataFrame:
@@ -95,21 +126,32 @@ def _flat(frame: pl.DataFrame) -> pl.DataFrame:
     if not nested:
         return frame
     return frame.with_columns(
-        pl.col(c).map_elements(lambda v: json.dumps(_jsonable(v.to_list() if hasattr(v, "to_list") else v)),
-                               return_dtype=pl.String)
+        pl.col(c).map_elements(
+            lambda v: json.dumps(_jsonable(v.to_list() if hasattr(v, "to_list") else v)),
+            return_dtype=pl.String,
+        )
         for c in nested
     )
 
 
-def emit(frame: pl.DataFrame, args: argparse.Namespace, *, command: str,
-         params: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None) -> None:
+def emit(
+    frame: pl.DataFrame,
+    args: argparse.Namespace,
+    *,
+    command: str,
+    params: Mapping[str, Any] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> None:
     """Write a result table the way every command does: --json, --out, or CSV on stdout."""
     if getattr(args, "out", None) is not None:
         write_table(frame, args.out)
         print(f"wrote {args.out}", file=sys.stderr)
     if getattr(args, "json", False):
-        doc: dict[str, Any] = {"command": command, "params": _jsonable(dict(params or {})),
-                               "rows": _jsonable(frame.to_dicts())}
+        doc: dict[str, Any] = {
+            "command": command,
+            "params": _jsonable(dict(params or {})),
+            "rows": _jsonable(frame.to_dicts()),
+        }
         if extra:
             doc.update(_jsonable(dict(extra)))
         sys.stdout.write(json.dumps(doc, default=str) + "\n")

@@ -9,11 +9,18 @@ from pathlib import Path
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the subcommand."""
-    p = sub.add_parser("demo", help="run the analysis on the bundled demo data",
-                       description="Run evalstats on the bundled demo data (simulated with planted "
-                       "effects; see evalstats.simulate.DEMO_TRUTH).")
-    p.add_argument("--out", type=Path, default=Path("evalstats-demo"),
-                   help="folder for the outputs (default: ./evalstats-demo)")
+    p = sub.add_parser(
+        "demo",
+        help="run the analysis on the bundled demo data",
+        description="Run evalstats on the bundled demo data (simulated with planted "
+        "effects; see evalstats.simulate.DEMO_TRUTH).",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("evalstats-demo"),
+        help="folder for the outputs (default: ./evalstats-demo)",
+    )
     p.set_defaults(run=run)
 
 

@@ -11,15 +11,21 @@ from evalstats.cli._common import add_input_arguments, load, write_table
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the subcommand."""
-    p = sub.add_parser("ingest", help="read a dump into the canonical table and report what was kept",
-                       description="Read a prediction dump into the observation table (or the unit "
-                       "table), print the ingest report and write the table.")
+    p = sub.add_parser(
+        "ingest",
+        help="read a dump into the canonical table and report what was kept",
+        description="Read a prediction dump into the observation table (or the unit "
+        "table), print the ingest report and write the table.",
+    )
     add_input_arguments(p)
-    p.add_argument("--level", choices=["units", "observations"], default="units",
-                   help="write unit rows (default) or observation rows")
+    p.add_argument(
+        "--level",
+        choices=["units", "observations"],
+        default="units",
+        help="write unit rows (default) or observation rows",
+    )
     p.add_argument("--out", default=None, help="write the table (.parquet, .csv, .jsonl)")
-    p.add_argument("--json", action="store_true",
-                   help='print {"report": {...}} as JSON on stdout')
+    p.add_argument("--json", action="store_true", help='print {"report": {...}} as JSON on stdout')
     p.set_defaults(run=run)
 
 

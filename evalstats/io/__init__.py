@@ -14,7 +14,15 @@ from evalstats.errors import ParameterError
 from evalstats.io._report import Ingest, IngestReport, SetAsideExample
 from evalstats.io.table import read_table
 
-__all__ = ["FORMATS", "Ingest", "IngestReport", "SetAsideExample", "detect_format", "read", "read_table"]
+__all__ = [
+    "FORMATS",
+    "Ingest",
+    "IngestReport",
+    "SetAsideExample",
+    "detect_format",
+    "read",
+    "read_table",
+]
 
 
 def _lazy(module: str, name: str) -> Callable[..., Ingest]:

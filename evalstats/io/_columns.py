@@ -12,15 +12,55 @@ __all__ = ["ALIASES", "ROLES", "parse_mapping", "resolve_roles"]
 ALIASES: dict[str, tuple[str, ...]] = {
     "model": ("model", "model_name", "model_id"),
     "dataset": ("dataset", "task", "benchmark", "task_name", "dataset_name"),
-    "item": ("item", "item_id", "input_id", "example_id", "doc_id", "sample_index", "sample_id",
-             "rubric_id", "question_id", "id"),
-    "variant": ("variant", "prompt", "prompt_id", "template", "prompt_variant", "config_id",
-                "configuration"),
+    "item": (
+        "item",
+        "item_id",
+        "input_id",
+        "example_id",
+        "doc_id",
+        "sample_index",
+        "sample_id",
+        "rubric_id",
+        "question_id",
+        "id",
+    ),
+    "variant": (
+        "variant",
+        "prompt",
+        "prompt_id",
+        "template",
+        "prompt_variant",
+        "config_id",
+        "configuration",
+    ),
     "run": ("run", "run_idx", "run_id", "seed", "epoch", "trial", "repeat", "repetition"),
-    "score": ("score", "correct", "accuracy", "acc", "pass1", "pass@1", "is_correct", "exact_match"),
+    "score": (
+        "score",
+        "correct",
+        "accuracy",
+        "acc",
+        "pass1",
+        "pass@1",
+        "is_correct",
+        "exact_match",
+    ),
     "n_items": ("n_items", "num_items", "num_questions"),
-    "answer": ("answer", "pred", "prediction", "parsed_answer", "extracted_answer", "closest_answer"),
-    "response": ("response", "output", "generated_text", "completion", "raw_response", "raw_output"),
+    "answer": (
+        "answer",
+        "pred",
+        "prediction",
+        "parsed_answer",
+        "extracted_answer",
+        "closest_answer",
+    ),
+    "response": (
+        "response",
+        "output",
+        "generated_text",
+        "completion",
+        "raw_response",
+        "raw_output",
+    ),
     "gold": ("gold", "target", "gt", "ground_truth", "label", "reference", "answer_key"),
     "input_text": ("input_text", "question", "input", "prompt_text", "raw_input"),
     "input_len": ("input_len",),
@@ -34,8 +74,23 @@ ROLES = (*ALIASES, "factor", "ignore")
 
 #: Source columns never used as factors unless mapped explicitly (row ids, timestamps, blobs).
 IGNORED_BY_DEFAULT = frozenset(
-    {"", "index", "Unnamed: 0", "__index_level_0__", "date", "timestamp", "time", "created_at",
-     "metadata", "doc", "arguments", "resps", "filtered_resps", "messages", "prompt_messages"}
+    {
+        "",
+        "index",
+        "Unnamed: 0",
+        "__index_level_0__",
+        "date",
+        "timestamp",
+        "time",
+        "created_at",
+        "metadata",
+        "doc",
+        "arguments",
+        "resps",
+        "filtered_resps",
+        "messages",
+        "prompt_messages",
+    }
 )
 
 
@@ -78,8 +133,9 @@ def parse_mapping(spec: str | Mapping[str, str] | None) -> dict[str, str]:
     return mapping
 
 
-def resolve_roles(names: Sequence[str], mapping: Mapping[str, str] | None = None,
-                  *, path: str | None = None) -> tuple[dict[str, str], list[str]]:
+def resolve_roles(
+    names: Sequence[str], mapping: Mapping[str, str] | None = None, *, path: str | None = None
+) -> tuple[dict[str, str], list[str]]:
     """Decide the role of every source column.
 
     Explicit mappings win; then the first recognised alias of each role (case-insensitive);
@@ -125,8 +181,10 @@ def resolve_roles(names: Sequence[str], mapping: Mapping[str, str] | None = None
                 taken[role] = src
                 break
     factors = [
-        n for n in names
-        if n not in renames and mapping.get(n) != "ignore"
+        n
+        for n in names
+        if n not in renames
+        and mapping.get(n) != "ignore"
         and (mapping.get(n) == "factor" or n not in IGNORED_BY_DEFAULT)
     ]
     return renames, factors

@@ -15,8 +15,18 @@ from evalstats.io._pipeline import read_error
 
 __all__ = ["TABLE_SUFFIXES", "expand_paths", "scan_file", "table_suffix"]
 
-TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz",
-                  ".csv.gz", ".tsv.gz")
+TABLE_SUFFIXES = (
+    ".csv",
+    ".tsv",
+    ".parquet",
+    ".pq",
+    ".jsonl",
+    ".ndjson",
+    ".jsonl.gz",
+    ".ndjson.gz",
+    ".csv.gz",
+    ".tsv.gz",
+)
 
 
 def table_suffix(path: str | Path) -> str | None:
@@ -28,7 +38,9 @@ def table_suffix(path: str | Path) -> str | None:
     return None
 
 
-def expand_paths(path: str | Path | Sequence[str | Path], suffixes: Sequence[str] = TABLE_SUFFIXES) -> list[Path]:
+def expand_paths(
+    path: str | Path | Sequence[str | Path], suffixes: Sequence[str] = TABLE_SUFFIXES
+) -> list[Path]:
     """Files named by ``path``: a file, a glob pattern, a folder (searched recursively), or a list.
 
     Raises
@@ -44,7 +56,8 @@ def expand_paths(path: str | Path | Sequence[str | Path], suffixes: Sequence[str
     p = Path(path)
     if p.is_dir():
         files = sorted(
-            f for f in p.rglob("*")
+            f
+            for f in p.rglob("*")
             if f.is_file() and any(str(f).lower().endswith(s) for s in suffixes)
         )
         if not files:
@@ -71,8 +84,9 @@ def scan_file(path: Path) -> pl.LazyFrame:
         if suffix in (".parquet", ".pq"):
             lf = pl.scan_parquet(path)
         elif suffix in (".csv", ".tsv"):
-            lf = pl.scan_csv(path, separator="\t" if suffix == ".tsv" else ",",
-                             infer_schema_length=10000)
+            lf = pl.scan_csv(
+                path, separator="\t" if suffix == ".tsv" else ",", infer_schema_length=10000
+            )
         elif suffix in (".jsonl", ".ndjson"):
             lf = pl.scan_ndjson(path, infer_schema_length=10000)
         elif suffix in (".jsonl.gz", ".ndjson.gz"):
@@ -82,8 +96,9 @@ def scan_file(path: Path) -> pl.LazyFrame:
                 raise IngestError("the file is empty (no JSON lines).", path=str(path))
             lf = pl.read_ndjson(io.BytesIO(data), infer_schema_length=10000).lazy()
         elif suffix in (".csv.gz", ".tsv.gz"):
-            lf = pl.read_csv(path, separator="\t" if suffix == ".tsv.gz" else ",",
-                             infer_schema_length=10000).lazy()
+            lf = pl.read_csv(
+                path, separator="\t" if suffix == ".tsv.gz" else ",", infer_schema_length=10000
+            ).lazy()
         else:
             raise IngestError(
                 f"unknown file type; expected one of {', '.join(TABLE_SUFFIXES)}.", path=str(path)

@@ -21,7 +21,15 @@ from evalstats.errors import IngestError, ParameterError
 from evalstats.io._report import Ingest, IngestReport, SetAsideExample
 from evalstats.schema import OBSERVATION_COLUMNS, factor_columns, variant_key
 
-__all__ = ["Check", "finalize", "parse_score", "read_error", "OnInvalid", "ScoreScale"]
+__all__ = [
+    "Check",
+    "OnInvalid",
+    "ScoreScale",
+    "finalize",
+    "parse_score",
+    "read_error",
+    "validate_options",
+]
 
 OnInvalid = Literal["error", "skip"]
 ScoreScale = Literal["auto", "unit", "percent"]
@@ -47,7 +55,7 @@ class Check:
     message: str = "invalid value"
 
 
-def _validate_options(on_invalid: str, score_scale: str) -> None:
+def validate_options(on_invalid: str, score_scale: str) -> None:
     if on_invalid not in ("error", "skip"):
         raise ParameterError(f"`on_invalid` must be 'error' or 'skip', got {on_invalid!r}.")
     if score_scale not in ("auto", "unit", "percent"):
@@ -147,7 +155,7 @@ def finalize(
         item or dataset, duplicates unless they are a quirk of the source).
     score_scale : {'auto', 'unit', 'percent'}, default 'auto'
         ``auto`` divides a file's scores by 100 when they lie in [0, 100] and most non-zero
-        values exceed 1, and says so in the report; ``unit`` never converts; ``percent`` always.
+        values exceed 1 (more than half), and says so in the report; ``unit`` never converts; ``percent`` always.
     checks : sequence of Check
         Loader-specific reasons, tested before the generic ones.
     duplicates : {'invalid', 'quirk'}, default 'invalid'
@@ -165,7 +173,7 @@ def finalize(
         Records the loader set aside before building frames (reason -> count, e.g. files with
         no rows, JSON lines it could not parse). Counted in ``rows_read`` and ``set_aside``.
     """
-    _validate_options(on_invalid, score_scale)
+    validate_options(on_invalid, score_scale)
     source_names = dict(source_names or {})
     notes = list(notes)
     if not parts:
@@ -224,7 +232,9 @@ def finalize(
                 pl.len().alias("rows"),
                 pl.col("__score").filter(finite).min().alias("min"),
                 pl.col("__score").filter(finite).max().alias("max"),
-                (pl.col("__score").filter(finite & (pl.col("__score") != 0)) > 1).mean().alias("share_gt1"),
+                (pl.col("__score").filter(finite & (pl.col("__score") != 0)) > 1)
+                .mean()
+                .alias("share_gt1"),
             )
             .collect(engine="streaming")
         )
@@ -239,7 +249,7 @@ def finalize(
         if score_scale == "percent":
             scale[i] = 0.01
         elif score_scale == "auto":
-            looks_pct = r["min"] >= 0 and 1 < r["max"] <= 100 and (r["share_gt1"] or 0) >= 0.5
+            looks_pct = r["min"] >= 0 and 1 < r["max"] <= 100 and (r["share_gt1"] or 0) > 0.5
             if looks_pct:
                 scale[i] = 0.01
                 notes.append(
@@ -252,32 +262,57 @@ def finalize(
             list(scale.keys()), list(scale.values()), return_dtype=pl.Float64
         )
         lf = lf.with_columns(
-            pl.when(pl.col("__pct")).then(pl.col("__score")).otherwise(pl.col("__score") * factor_expr).alias("__score")
+            pl.when(pl.col("__pct"))
+            .then(pl.col("__score"))
+            .otherwise(pl.col("__score") * factor_expr)
+            .alias("__score")
         )
 
     # --- reasons -------------------------------------------------------------------------
     rules: list[Check] = list(checks)
     for name in ("model", "dataset") + (("item",) if has_item else ()):
         rules.append(
-            Check(f"missing_{name}", pl.col(name).is_null(), column=name, message="required value is missing")
+            Check(
+                f"missing_{name}",
+                pl.col(name).is_null(),
+                column=name,
+                message="required value is missing",
+            )
         )
     rules.append(
-        Check("missing_run", pl.col("__run").is_null() | (pl.col("__run") < 0), column="run",
-              message="expected a non-negative whole number")
+        Check(
+            "missing_run",
+            pl.col("__run").is_null() | (pl.col("__run") < 0),
+            column="run",
+            message="expected a non-negative whole number",
+        )
     )
     s = pl.col("__score")
     rules += [
-        Check("missing_score", pl.col("__raw_score").is_null() | s.is_nan(), column="score",
-              message="expected a number in [0, 1], got a missing value"),
-        Check("unparseable_score", s.is_null(), column="score", message="expected a number in [0, 1]"),
-        Check("score_out_of_range", (s < 0) | (s > 1), column="score", message="expected a number in [0, 1]"),
+        Check(
+            "missing_score",
+            pl.col("__raw_score").is_null() | s.is_nan(),
+            column="score",
+            message="expected a number in [0, 1], got a missing value",
+        ),
+        Check(
+            "unparseable_score", s.is_null(), column="score", message="expected a number in [0, 1]"
+        ),
+        Check(
+            "score_out_of_range",
+            (s < 0) | (s > 1),
+            column="score",
+            message="expected a number in [0, 1]",
+        ),
     ]
     reason: pl.Expr = pl.lit(None, dtype=pl.String)
     for rule in reversed(rules):
         reason = pl.when(rule.expr.fill_null(False)).then(pl.lit(rule.reason)).otherwise(reason)
     lf = lf.with_columns(reason.alias("__reason"))
-    key = list(dedup_key) if dedup_key is not None else (
-        ["model", "dataset", "variant", "__run"] + (["item"] if has_item else [])
+    key = (
+        list(dedup_key)
+        if dedup_key is not None
+        else (["model", "dataset", "variant", "__run"] + (["item"] if has_item else []))
     )
     key = ["__run" if k == "run" else k for k in key]
     valid = pl.col("__reason").is_null()
@@ -300,7 +335,10 @@ def finalize(
             lf.group_by("__reason")
             .agg(
                 pl.len().alias("n"),
-                pl.struct("__src", "__row", "__raw_score").sort_by("__src", "__row").head(N_EXAMPLES).alias("ex"),
+                pl.struct("__src", "__row", "__raw_score")
+                .sort_by("__src", "__row")
+                .head(N_EXAMPLES)
+                .alias("ex"),
             )
             .collect(engine="streaming")
         )
@@ -319,7 +357,9 @@ def finalize(
         shown = source_names.get(column, column) if column else None
         for ex in r["ex"]:
             detail = ex["__raw_score"] if column == "score" else None
-            examples.append(SetAsideExample(reason_name, paths[ex["__src"]], ex["__row"], shown, detail))
+            examples.append(
+                SetAsideExample(reason_name, paths[ex["__src"]], ex["__row"], shown, detail)
+            )
             if reason_name not in quirks:
                 cand = (ex["__src"], ex["__row"], reason_name, detail)
                 if first_invalid is None or cand[:2] < first_invalid[:2]:
@@ -331,7 +371,9 @@ def finalize(
         if column == "score" and detail is not None and reason_name != "missing_score":
             message = f"{message}, got {detail!r}"
             try:
-                if float(str(detail).rstrip("%")) > 1 and not math.isnan(float(str(detail).rstrip("%"))):
+                if float(str(detail).rstrip("%")) > 1 and not math.isnan(
+                    float(str(detail).rstrip("%"))
+                ):
                     message += ". The scores look percent-scaled: pass score_scale='percent' (CLI: --score-scale percent)"
             except ValueError:
                 pass
@@ -352,15 +394,26 @@ def finalize(
         pl.col("__score").alias("score"), pl.col("__run").alias("run")
     )
     if "__input_text" in schema and "input_len" not in schema:
-        out = out.with_columns(pl.col("__input_text").str.count_matches(r"\S+").cast(pl.Int64).alias("input_len"))
+        out = out.with_columns(
+            pl.col("__input_text").str.count_matches(r"\S+").cast(pl.Int64).alias("input_len")
+        )
     if "response" in schema and "output_len" not in schema:
-        out = out.with_columns(pl.col("response").cast(pl.String).str.count_matches(r"\S+").cast(pl.Int64).alias("output_len"))
+        out = out.with_columns(
+            pl.col("response")
+            .cast(pl.String)
+            .str.count_matches(r"\S+")
+            .cast(pl.Int64)
+            .alias("output_len")
+        )
     out_schema = out.collect_schema()
     canonical = [c for c in OBSERVATION_COLUMNS if c in out_schema]
+    if "n_items" in out_schema:  # unit-level input carries its item count
+        canonical.insert(canonical.index("score") + 1, "n_items")
     facs = [c for c in factor_list if c in out_schema]
     rest = [c for c in factor_columns(out_schema.names()) if c not in facs]
-    casts = [pl.col(c).cast(OBSERVATION_COLUMNS[c]) for c in canonical]
-    ordered = canonical[:6] + facs + rest + canonical[6:]
+    casts = [pl.col(c).cast(OBSERVATION_COLUMNS.get(c, pl.Int64)) for c in canonical]
+    n_head = canonical.index("score") + 1 + ("n_items" in canonical)
+    ordered = canonical[:n_head] + facs + rest + canonical[n_head:]
     ordered_exprs = {c: e for c, e in zip(canonical, casts)}
     out = out.select([ordered_exprs.get(c, pl.col(c)) for c in ordered])
     report = IngestReport(
@@ -375,7 +428,9 @@ def finalize(
     return Ingest(out, report)
 
 
-def _locate_read_error(parts: Sequence[tuple[str, pl.LazyFrame]], exc: BaseException) -> IngestError:
+def _locate_read_error(
+    parts: Sequence[tuple[str, pl.LazyFrame]], exc: BaseException
+) -> IngestError:
     """Find which file fails to read (one collect per file) and describe it."""
     for path, lf in parts:
         try:
@@ -384,4 +439,6 @@ def _locate_read_error(parts: Sequence[tuple[str, pl.LazyFrame]], exc: BaseExcep
             lf.collect(engine="streaming")
         except pl.exceptions.PolarsError as inner:
             return read_error(path, inner)
-    return IngestError(f"cannot read the input ({str(exc).splitlines()[0]}).", path=str(parts[0][0]))
+    return IngestError(
+        f"cannot read the input ({str(exc).splitlines()[0]}).", path=str(parts[0][0])
+    )

@@ -89,7 +89,13 @@ class IngestReport:
             "rows_kept": self.rows_kept,
             "set_aside": dict(self.set_aside),
             "examples": [
-                {"reason": e.reason, "path": e.path, "row": e.row, "column": e.column, "detail": e.detail}
+                {
+                    "reason": e.reason,
+                    "path": e.path,
+                    "row": e.row,
+                    "column": e.column,
+                    "detail": e.detail,
+                }
                 for e in self.examples
             ],
             "notes": list(self.notes),

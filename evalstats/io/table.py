@@ -9,7 +9,7 @@ import polars as pl
 
 from evalstats.io._columns import parse_mapping, resolve_roles
 from evalstats.io._files import expand_paths, scan_file, table_suffix
-from evalstats.io._pipeline import OnInvalid, ScoreScale, finalize
+from evalstats.io._pipeline import OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
 
 __all__ = ["read_table"]
@@ -72,6 +72,7 @@ def read_table(
     >>> report.rows_read, report.rows_kept
     (2, 2)
     """
+    validate_options(on_invalid, score_scale)
     mapping = parse_mapping(columns)
     files = expand_paths(path)
     parts = []
@@ -85,7 +86,9 @@ def read_table(
         for src, role in renames.items():
             source_names.setdefault(role, src)
         keep = list(renames) + factors
-        lf = lf.select(keep).rename({k: ("__input_text" if v == "input_text" else v) for k, v in renames.items()})
+        lf = lf.select(keep).rename(
+            {k: ("__input_text" if v == "input_text" else v) for k, v in renames.items()}
+        )
         if "dataset" not in renames.values():
             name = dataset if dataset is not None else _stem(f)
             lf = lf.with_columns(pl.lit(name, dtype=pl.String).alias("dataset"))
@@ -102,8 +105,15 @@ def read_table(
             note = f"column roles: {mapped}"
             if note not in notes:
                 notes.append(note)
-    return finalize(parts, format="table", on_invalid=on_invalid, score_scale=score_scale,
-                    factors=factor_order, notes=notes, source_names=source_names)
+    return finalize(
+        parts,
+        format="table",
+        on_invalid=on_invalid,
+        score_scale=score_scale,
+        factors=factor_order,
+        notes=notes,
+        source_names=source_names,
+    )
 
 
 def _stem(path: Path) -> str:

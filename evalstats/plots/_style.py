@@ -93,9 +93,18 @@ def new_axes(ax: Any = None, *, figsize: tuple[float, float] = (3.4, 2.6)) -> tu
 def paper_style(*, serif: bool = False, font_scale: float = 0.9) -> Iterator[None]:
     """Context manager: a paper look (white grid, small fonts, optional serif) within the block."""
     plt, sns = require_plotting()
-    rc = {"axes.spines.top": False, "axes.spines.right": False, "savefig.dpi": 200,
-          "figure.dpi": 100, "pdf.fonttype": 42}
+    rc = {
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "savefig.dpi": 200,
+        "figure.dpi": 100,
+        "pdf.fonttype": 42,
+    }
     if serif:
         rc["font.family"] = "serif"
-    with plt.rc_context(), sns.axes_style("whitegrid"), sns.plotting_context("paper", font_scale=font_scale, rc=rc):
+    with (
+        plt.rc_context(),
+        sns.axes_style("whitegrid"),
+        sns.plotting_context("paper", font_scale=font_scale, rc=rc),
+    ):
         yield
