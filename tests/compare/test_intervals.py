@@ -1,0 +1,161 @@
+"""Intervals: reference values from scipy/statsmodels, coverage in seeded simulation."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from numpy.testing import assert_allclose
+from scipy import stats
+
+from evalstats.compare import intervals, mean_interval
+from evalstats.errors import DegenerateDataWarning, ParameterError, SchemaError
+from evalstats.simulate import observations, unit_table
+
+
+@pytest.fixture(scope="module")
+def units():
+    return unit_table(n_models=2, n_items=40, n_variants=12, seed=3)
+
+
+def test_t_interval_matches_scipy_t(units):
+    out = intervals(units, method="t", confidence_level=0.9)
+    for model in ("m0", "m1"):
+        x = units.filter(pl.col("model") == model)["score"].to_numpy()
+        ref = stats.ttest_1samp(x, 0.0).confidence_interval(0.9)
+        row = out.filter(pl.col("model") == model).row(0, named=True)
+        assert_allclose([row["ci_low"], row["ci_high"]], [ref.low, ref.high], rtol=1e-12)
+        assert_allclose(row["se"], stats.sem(x), rtol=1e-12)
+        assert row["n"] == 12 and row["confidence_level"] == 0.9
+
+
+@pytest.mark.parametrize(
+    ("method", "scipy_method"), [("bootstrap", "BCa"), ("percentile", "percentile")]
+)
+def test_bootstrap_matches_scipy_bootstrap(units, method, scipy_method):
+    """Same generator seed, same resamples: the values are identical to scipy's."""
+    out = intervals(units, method=method, n_resamples=999, seed=7)
+    x = units.filter(pl.col("model") == "m1")["score"].to_numpy()
+    ref = stats.bootstrap(
+        (x,), np.mean, n_resamples=999, method=scipy_method, rng=np.random.default_rng(7)
+    )
+    row = out.filter(pl.col("model") == "m1").row(0, named=True)
+    assert_allclose([row["ci_low"], row["ci_high"]], list(ref.confidence_interval), rtol=1e-12)
+    assert row["method"] == ("bca" if method == "bootstrap" else "percentile")
+
+
+def test_wilson_matches_statsmodels():
+    from statsmodels.stats.proportion import proportion_confint
+
+    obs = observations(n_models=2, n_items=80, n_variants=1, seed=5)
+    out = intervals(obs, over="items", method="wilson", confidence_level=0.99)
+    for model in ("m0", "m1"):
+        x = obs.filter(pl.col("model") == model)["score"].to_numpy()
+        low, high = proportion_confint(int(x.sum()), x.size, alpha=0.01, method="wilson")
+        row = out.filter(pl.col("model") == model).row(0, named=True)
+        assert_allclose([row["ci_low"], row["ci_high"]], [low, high], rtol=1e-12)
+
+
+def test_cluster_matches_statsmodels_ols_cluster():
+    import statsmodels.api as sm
+
+    obs = observations(n_models=1, n_items=90, n_variants=1, seed=2).with_columns(
+        passage=(pl.col("item").cast(pl.Int64) // 4).cast(pl.String)
+    )
+    out = intervals(obs, over="items", method="cluster", cluster="passage").row(0, named=True)
+    y = obs.sort(pl.col("item").cast(pl.Int64))["score"].to_numpy()
+    groups = obs.sort(pl.col("item").cast(pl.Int64))["passage"].cast(pl.Int64).to_numpy()
+    fit = sm.OLS(y, np.ones_like(y)).fit(
+        cov_type="cluster", cov_kwds={"groups": groups}, use_t=True
+    )
+    assert_allclose(out["se"], fit.bse[0], rtol=1e-10)
+    assert_allclose([out["ci_low"], out["ci_high"]], fit.conf_int(0.05)[0], rtol=1e-10)
+    assert out["n_clusters"] == 23
+
+
+def test_intervals_over_runs_and_items_count_units():
+    obs = observations(n_models=1, n_items=30, n_variants=4, n_runs=3, instability=0.3, seed=1)
+    assert intervals(obs, over="runs").row(0, named=True)["n"] == 3
+    assert intervals(obs, over="items").row(0, named=True)["n"] == 30
+    assert intervals(obs, over="variants").row(0, named=True)["n"] == 4
+
+
+def test_intervals_columns_fixed_and_sorted(units):
+    a = intervals(units, method="t")
+    b = intervals(units.sample(fraction=1.0, shuffle=True, seed=1), method="t")
+    assert a.columns == [
+        "model",
+        "dataset",
+        "over",
+        "method",
+        "confidence_level",
+        "n",
+        "n_clusters",
+        "mean",
+        "se",
+        "ci_low",
+        "ci_high",
+    ]
+    assert a.equals(b)
+
+
+def test_bad_arguments_raise_clear_errors(units):
+    with pytest.raises(ParameterError, match="Did you mean 0.95"):
+        intervals(units, confidence_level=95)
+    with pytest.raises(ParameterError, match="`method` must be one of"):
+        intervals(units, method="normal")
+    with pytest.raises(ParameterError, match="0/1 scores"):
+        intervals(units, method="wilson")
+    with pytest.raises(SchemaError, match="no column 'item'"):
+        intervals(units, over="items")
+    with pytest.raises(SchemaError, match="`by` names 'prompt'"):
+        intervals(units, by=("prompt",))
+
+
+def test_single_score_warns_and_returns_nan():
+    with pytest.warns(DegenerateDataWarning):
+        mean, se, low, high = mean_interval(np.array([0.5]))
+    assert mean == 0.5 and np.isnan(low) and np.isnan(high)
+
+
+# --- coverage in simulation ------------------------------------------------------------------
+
+
+def _coverage(method: str, reps: int, seed: int, n: int = 50) -> float:
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for r in range(reps):
+        clusters = None
+        if method == "wilson":
+            truth = 0.3
+            x = (rng.random(n) < truth).astype(float)
+        elif method == "cluster":
+            truth = 0.6
+            g = np.repeat(np.arange(n), 4)  # n clusters of 4 items with a shared effect
+            x = truth + rng.normal(0, 0.1, n)[g] + rng.normal(0, 0.1, g.size)
+            clusters = g
+        else:
+            truth = 0.6
+            x = rng.normal(truth, 0.1, n)
+        _, _, low, high = mean_interval(
+            x, method=method, clusters=clusters, n_resamples=1999, seed=r
+        )
+        hits += low <= truth <= high
+    return hits / reps
+
+
+@pytest.mark.parametrize("method", ["t", "wilson", "cluster", "percentile", "bootstrap"])
+def test_coverage_short(method):
+    """Short seeded version: 200 replicates; bounds are ±3.5 binomial SEs around 0.95."""
+    reps = 200 if method in ("t", "wilson", "cluster") else 60
+    cov = _coverage(method, reps, seed=11)
+    se = np.sqrt(0.95 * 0.05 / reps)
+    assert 0.95 - 3.5 * se <= cov <= min(1.0, 0.95 + 3.5 * se)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["t", "wilson", "cluster", "percentile", "bootstrap"])
+def test_coverage_full(method):
+    """2,000 replicates at n = 50: 95% intervals cover the truth 93.5-96.5% of the time."""
+    cov = _coverage(method, 2000, seed=2024)
+    assert 0.935 <= cov <= 0.965, cov
