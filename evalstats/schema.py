@@ -24,6 +24,9 @@ factors        any        the dimensions that define ``variant`` (template, shot
 ``error``      String     null for a clean call, else a category (``api_error``, ...)
 =============  =========  ==========================================================
 
+``cumulative_logprob`` (Float64, optional) keeps the summed token log-probability of the output
+when a source records it (DOVE); like the other optional columns it is not a factor.
+
 The unit table has ``model, dataset, variant, run, score, n_items``, the factor columns, and
 ``n_errors`` when the observations carried an ``error`` column.
 """
@@ -66,6 +69,7 @@ OBSERVATION_COLUMNS: dict[str, pl.DataType] = {
     "output_len": pl.Int64(),
     "latency_s": pl.Float64(),
     "error": pl.String(),
+    "cumulative_logprob": pl.Float64(),
 }
 
 #: Columns of the unit table besides the factor columns.
