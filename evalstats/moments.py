@@ -1,0 +1,232 @@
+"""Distribution of a model's score over prompt variants: moments, quantiles, MaxP/AvgP/CPS, PSS.
+
+ReliableEval (Lior et al.) treats the score of a model over meaning-preserving prompt
+perturbations as a random variable and summarises it by its moments; State of What Art
+(Mizrahi et al.) adds MaxP, AvgP and CPS; ProSA (Zhuo et al.) adds the item-level PSS.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import polars as pl
+
+from evalstats.errors import DegenerateDataWarning
+from evalstats.schema import as_lazy, validate_by, validate_observations, validate_units
+
+__all__ = ["SPREAD_COLUMNS", "prompt_spread", "variant_scores"]
+
+#: Result columns of :func:`prompt_spread` after the group columns, in order.
+SPREAD_COLUMNS: tuple[str, ...] = (
+    "n_variants",
+    "mean",
+    "variance",
+    "variance_unbiased",
+    "std",
+    "skewness",
+    "kurtosis",
+    "min",
+    "q05",
+    "q25",
+    "median",
+    "q75",
+    "q95",
+    "max",
+    "spread",
+    "max_p",
+    "avg_p",
+    "cps",
+    "pss",
+    "noise_variance",
+    "prompt_variance",
+)
+
+
+def variant_scores(
+    units: pl.DataFrame | pl.LazyFrame, *, by: Sequence[str] | str = ("model", "dataset")
+) -> pl.DataFrame:
+    """One score per (group, variant): the unit score, averaged over runs when there are several.
+
+    Parameters
+    ----------
+    units : polars.DataFrame or polars.LazyFrame
+        Unit table (or an observation table, which is aggregated first).
+    by : tuple of str, default ('model', 'dataset')
+        Group columns.
+
+    Returns
+    -------
+    polars.DataFrame
+        Columns ``*by, variant, score, n_items, n_runs`` sorted by group and variant;
+        ``n_items`` is the total over runs (null when unknown).
+
+    Examples
+    --------
+    >>> from evalstats.simulate import unit_table
+    >>> variant_scores(unit_table(n_models=1, n_variants=3, n_runs=2, seed=0)).height
+    3
+    """
+    lf = validate_units(units)
+    by = validate_by(lf.collect_schema().names(), by)
+    keys = [*by, "variant"]
+    return (
+        lf.group_by(keys)
+        .agg(
+            pl.col("score").mean().alias("score"),
+            pl.when(pl.col("n_items").is_null().any())
+            .then(None)
+            .otherwise(pl.col("n_items").sum())
+            .cast(pl.Int64)
+            .alias("n_items"),
+            pl.len().cast(pl.Int64).alias("n_runs"),
+        )
+        .sort(keys)
+        .collect()
+    )
+
+
+def _pss(observations: pl.LazyFrame, by: tuple[str, ...]) -> pl.LazyFrame:
+    """ProSA's PSS per group: mean over items of the mean pairwise |difference| over variants."""
+    per_cell = observations.group_by([*by, "item", "variant"]).agg(pl.col("score").mean())
+    k = pl.len()
+    rank = pl.int_range(1, k + 1)
+    per_item = (
+        per_cell.group_by([*by, "item"])
+        .agg(
+            k.alias("__k"),
+            (pl.col("score").sort() * (2 * rank - k - 1)).sum().alias("__s"),
+        )
+        .filter(pl.col("__k") >= 2)
+        .with_columns((pl.col("__s") / (pl.col("__k") * (pl.col("__k") - 1) / 2)).alias("__d"))
+    )
+    return per_item.group_by(list(by)).agg(pl.col("__d").mean().alias("pss"))
+
+
+def prompt_spread(
+    units: pl.DataFrame | pl.LazyFrame, *, by: Sequence[str] | str = ("model", "dataset")
+) -> pl.DataFrame:
+    """Moments, quantiles and prompt-sensitivity scores of unit scores over prompt variants.
+
+    Parameters
+    ----------
+    units : polars.DataFrame or polars.LazyFrame
+        Unit table, one row per (model, dataset, variant, run); see :mod:`evalstats.schema`.
+        An observation table (with ``item``) is aggregated first and also gives ``pss``.
+    by : tuple of str, default ('model', 'dataset')
+        Group columns; one result row per group.
+
+    Returns
+    -------
+    polars.DataFrame
+        The group columns, then :data:`SPREAD_COLUMNS`, sorted by the group columns.
+
+    Raises
+    ------
+    SchemaError
+        If a column named in ``by`` is missing, or the table is invalid.
+
+    Warns
+    -----
+    DegenerateDataWarning
+        When a group has fewer than two variants (its variance-based columns are NaN).
+
+    See Also
+    --------
+    evalstats.resampling.sample_size_curve : How many variants the mean needs.
+
+    Notes
+    -----
+    With ``x_1..x_N`` the unit scores of the ``N`` variants of a group (averaged over runs when a
+    variant has several):
+
+    - ``mean`` = mu_1 = sum(x)/N; ``variance`` = mu_2 = sum((x - mu_1)^2)/N (ReliableEval's
+      population form, Eq. 3); ``variance_unbiased`` divides by N - 1; ``std`` = sqrt(mu_2);
+    - ``skewness`` and ``kurtosis`` (excess) are the biased sample forms, as
+      ``scipy.stats.skew`` / ``scipy.stats.kurtosis`` with defaults;
+    - quantiles use linear interpolation (numpy's default);
+    - ``max_p`` = max, ``avg_p`` = mean and ``cps`` = MaxP * (1 - (MaxP - AvgP)) (Mizrahi et
+      al., 2024);
+    - ``pss`` (ProSA, Zhuo et al., 2024) = mean over items of the mean over variant pairs of
+      ``|y(item, v) - y(item, v')|``; null for unit-level input;
+    - ``noise_variance`` = mean over variants of x(1 - x)/n_items (the binomial sampling variance
+      of a unit score; n_items summed over runs); ``prompt_variance`` =
+      max(variance_unbiased - noise_variance, 0). Both null when ``n_items`` is unknown.
+
+    Checked against: the authors' published ``bbh {AvgP,MaxP,CPS} (no filtering).csv`` for all
+    15 BBH tasks and 11 models to 1e-9 (fixtures/reference/state_of_what_art/); skewness and
+    kurtosis against scipy.stats in tests/test_moments.py.
+
+    References
+    ----------
+    .. [1] Lior et al., "A Recipe for Stochastic LLM Evaluation via Method of Moments"
+       (ReliableEval).
+    .. [2] Mizrahi et al., "State of What Art? A Call for Multi-Prompt LLM Evaluation", TACL 2024.
+    .. [3] Zhuo et al., "ProSA: Assessing and Understanding the Prompt Sensitivity of LLMs",
+       EMNLP 2024 Findings.
+
+    Examples
+    --------
+    >>> from evalstats.simulate import observations
+    >>> obs = observations(n_models=2, n_items=40, n_variants=8, seed=0)
+    >>> out = prompt_spread(obs)
+    >>> out.select("model", "n_variants", "max_p").rows()
+    [('m0', 8, 0.55), ('m1', 8, 0.825)]
+    >>> round(out["cps"][0], 6), round(out["pss"][0], 4)
+    (0.510469, 0.4491)
+    """
+    lf = as_lazy(units)
+    names = lf.collect_schema().names()
+    by = validate_by(names, by, table="unit table" if "item" not in names else "observation table")
+    pss = None
+    if "item" in names:
+        obs = validate_observations(lf)
+        pss = _pss(obs, by)
+    scores = variant_scores(lf, by=by)
+    x = pl.col("score")
+    nan = float("nan")
+    out = scores.group_by(list(by)).agg(
+        pl.len().cast(pl.Int64).alias("n_variants"),
+        x.mean().alias("mean"),
+        x.var(ddof=0).alias("variance"),
+        x.var(ddof=1).fill_null(nan).alias("variance_unbiased"),
+        x.std(ddof=0).alias("std"),
+        x.skew(bias=True).fill_null(nan).alias("skewness"),
+        x.kurtosis(fisher=True, bias=True).fill_null(nan).alias("kurtosis"),
+        x.min().alias("min"),
+        x.quantile(0.05, interpolation="linear").alias("q05"),
+        x.quantile(0.25, interpolation="linear").alias("q25"),
+        x.quantile(0.5, interpolation="linear").alias("median"),
+        x.quantile(0.75, interpolation="linear").alias("q75"),
+        x.quantile(0.95, interpolation="linear").alias("q95"),
+        x.max().alias("max"),
+        pl.when(pl.col("n_items").is_null().any())
+        .then(None)
+        .otherwise((x * (1 - x) / pl.col("n_items")).mean())
+        .alias("noise_variance"),
+    )
+    out = out.with_columns(
+        (pl.col("max") - pl.col("min")).alias("spread"),
+        pl.col("max").alias("max_p"),
+        pl.col("mean").alias("avg_p"),
+        (pl.col("max") * (1 - (pl.col("max") - pl.col("mean")))).alias("cps"),
+        pl.when(pl.col("noise_variance").is_null())
+        .then(None)
+        .otherwise(pl.max_horizontal(pl.col("variance_unbiased") - pl.col("noise_variance"), 0.0))
+        .alias("prompt_variance"),
+    )
+    if pss is not None:
+        out = out.join(pss.collect(), on=list(by), how="left")
+    else:
+        out = out.with_columns(pl.lit(None, dtype=pl.Float64).alias("pss"))
+    out = out.select(*by, *SPREAD_COLUMNS).sort(list(by))
+    small = out.filter(pl.col("n_variants") < 2)
+    if small.height:
+        first = small.select(*by).row(0)
+        warnings.warn(
+            f"{small.height} group(s) have a single variant (first: {first!r}); their variance, "
+            "skewness and kurtosis are NaN.",
+            DegenerateDataWarning,
+            stacklevel=2,
+        )
+    return out

@@ -1,0 +1,162 @@
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import polars as pl
+import pytest
+from numpy.testing import assert_allclose
+from scipy import stats
+
+from evalstats._kernels import mean_pairwise_abs_diff
+from evalstats.errors import DegenerateDataWarning, SchemaError
+from evalstats.io.state_of_what_art import read_state_of_what_art
+from evalstats.moments import SPREAD_COLUMNS, prompt_spread
+from evalstats.simulate import observations, unit_table
+
+SOWA = "dumps/state_of_what_art"
+
+
+def test_prompt_spread_matches_published_state_of_what_art_metrics(fixtures):
+    """avg_p, max_p, cps vs the authors' "bbh {AvgP,MaxP,CPS} (no filtering).csv"; see PROVENANCE.
+
+    Tolerance 1e-9: the published values are float64 means of the same two-decimal accuracies.
+    """
+    obs, _ = read_state_of_what_art(fixtures / SOWA, metadata=False)
+    out = prompt_spread(obs)
+    ref_dir = fixtures / "reference/state_of_what_art"
+    checked = 0
+    for metric, col in (("AvgP", "avg_p"), ("MaxP", "max_p"), ("CPS", "cps")):
+        ref = pl.read_csv(ref_dir / f"bbh {metric} (no filtering).csv")
+        ref = ref.rename({"task ": "task"})
+        ref = (
+            ref.with_columns(pl.exclude("benchmark", "task").cast(pl.Float64))
+            .unpivot(index=["benchmark", "task"], variable_name="model", value_name="expected")
+            .drop_nulls("expected")
+        )
+        joined = ref.join(
+            out, left_on=["model", "task"], right_on=["model", "dataset"], how="inner"
+        )
+        # every published cell for a model present in the accuracies is checked
+        models = set(out["model"])
+        assert joined.height == ref.filter(pl.col("model").is_in(models)).height
+        assert_allclose(joined[col].to_numpy(), joined["expected"].to_numpy(), rtol=0, atol=1e-9)
+        checked += joined.height
+    assert checked == 3 * 15 * 11
+
+
+def test_moments_match_numpy_and_scipy(rng):
+    x = rng.beta(5, 3, size=37)
+    units = pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "variant": [f"v{i}" for i in range(37)],
+            "score": x,
+            "n_items": 50,
+        }
+    )
+    r = prompt_spread(units).row(0, named=True)
+    assert r["n_variants"] == 37
+    assert_allclose(r["mean"], x.mean(), rtol=1e-12)
+    assert_allclose(r["variance"], np.var(x), rtol=1e-12)
+    assert_allclose(r["variance_unbiased"], np.var(x, ddof=1), rtol=1e-12)
+    assert_allclose(r["std"], np.std(x), rtol=1e-12)
+    assert_allclose(r["skewness"], stats.skew(x), rtol=1e-10)
+    assert_allclose(r["kurtosis"], stats.kurtosis(x), rtol=1e-10)
+    for q, name in ((0.05, "q05"), (0.25, "q25"), (0.5, "median"), (0.75, "q75"), (0.95, "q95")):
+        assert_allclose(r[name], np.quantile(x, q), rtol=1e-12)
+    assert r["spread"] == pytest.approx(x.max() - x.min())
+    assert r["cps"] == pytest.approx(x.max() * (1 - (x.max() - x.mean())))
+    noise = np.mean(x * (1 - x) / 50)
+    assert_allclose(r["noise_variance"], noise, rtol=1e-12)
+    assert_allclose(r["prompt_variance"], max(np.var(x, ddof=1) - noise, 0.0), rtol=1e-12)
+    assert r["pss"] is None
+
+
+def test_columns_are_fixed_and_sorted():
+    out = prompt_spread(unit_table(n_models=3, n_datasets=2, n_items=20, n_variants=5, seed=1))
+    assert out.columns == ["model", "dataset", *SPREAD_COLUMNS]
+    assert out.select("model", "dataset").rows() == sorted(out.select("model", "dataset").rows())
+
+
+def test_pss_equals_brute_force_pairwise_mean():
+    obs = observations(n_models=1, n_items=15, n_variants=6, seed=3)
+    got = prompt_spread(obs)["pss"].item()
+    per_item = []
+    for _, g in obs.group_by("item"):
+        y = g.sort("variant")["score"].to_numpy()
+        diffs = [abs(a - b) for a, b in itertools.combinations(y, 2)]
+        per_item.append(np.mean(diffs))
+    assert_allclose(got, np.mean(per_item), rtol=1e-12)
+
+
+def test_pss_is_zero_when_variants_agree_on_every_item():
+    obs = pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "item": ["1", "2", "1", "2"],
+            "variant": ["a", "a", "b", "b"],
+            "score": [1.0, 0.0, 1.0, 0.0],
+        }
+    )
+    assert prompt_spread(obs)["pss"].item() == 0.0
+
+
+def test_mean_pairwise_abs_diff_kernel_matches_loop(rng):
+    y = rng.random(11)
+    loop = np.mean([abs(a - b) for a, b in itertools.combinations(y, 2)])
+    assert_allclose(mean_pairwise_abs_diff(y), loop, rtol=1e-12)
+    assert np.isnan(mean_pairwise_abs_diff(np.array([0.3])))
+
+
+def test_runs_are_averaged_within_a_variant():
+    units = pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "variant": ["a", "a", "b", "b"],
+            "run": [0, 1, 0, 1],
+            "score": [0.2, 0.4, 0.6, 0.8],
+            "n_items": 10,
+        }
+    )
+    r = prompt_spread(units).row(0, named=True)
+    assert r["n_variants"] == 2
+    assert r["mean"] == pytest.approx(0.5)
+    assert r["min"] == pytest.approx(0.3)
+    # noise of a two-run mean uses 20 items
+    assert r["noise_variance"] == pytest.approx(np.mean([0.3 * 0.7 / 20, 0.7 * 0.3 / 20]))
+
+
+def test_single_variant_warns_and_gives_nan():
+    units = pl.DataFrame({"model": "m", "dataset": "d", "variant": ["a"], "score": [0.5]})
+    with pytest.warns(DegenerateDataWarning, match="single variant"):
+        r = prompt_spread(units).row(0, named=True)
+    assert np.isnan(r["variance_unbiased"]) and r["variance"] == 0.0
+
+
+def test_unknown_n_items_gives_null_noise():
+    units = pl.DataFrame({"model": "m", "dataset": "d", "variant": ["a", "b"], "score": [0.5, 0.7]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = prompt_spread(units).row(0, named=True)
+    assert r["noise_variance"] is None and r["prompt_variance"] is None
+
+
+def test_invariant_to_row_order():
+    units = unit_table(n_models=2, n_items=20, n_variants=9, seed=5)
+    a = prompt_spread(units)
+    b = prompt_spread(units.sample(fraction=1.0, shuffle=True, seed=1))
+    assert_allclose(
+        a.drop("model", "dataset").to_numpy(), b.drop("model", "dataset").to_numpy(), rtol=1e-12
+    )
+
+
+def test_by_names_a_missing_column():
+    with pytest.raises(SchemaError, match="`by` names 'prompt'"):
+        prompt_spread(
+            unit_table(n_models=1, n_items=5, n_variants=2, seed=0), by=("model", "prompt")
+        )
