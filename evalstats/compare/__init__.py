@@ -6,5 +6,21 @@ The public names live in private modules and are re-exported here.
 from __future__ import annotations
 
 from evalstats.compare._intervals import intervals, mean_interval
+from evalstats.compare._paired import (
+    PairedDifference,
+    compare_models,
+    paired_difference,
+    paired_matrix,
+)
+from evalstats.compare._providers import ProviderAudit, provider_audit
 
-__all__ = ["intervals", "mean_interval"]
+__all__ = [
+    "PairedDifference",
+    "ProviderAudit",
+    "compare_models",
+    "intervals",
+    "mean_interval",
+    "paired_difference",
+    "paired_matrix",
+    "provider_audit",
+]

@@ -1,0 +1,138 @@
+"""Paired model differences: references (scipy, statsmodels) and calibration under the null."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from numpy.testing import assert_allclose
+from scipy import stats
+
+from evalstats.compare import compare_models, paired_difference
+from evalstats.errors import InsufficientDataError, ParameterError
+from evalstats.simulate import observations
+
+
+def test_interval_matches_scipy_ttest_rel(rng):
+    a = rng.normal(0.6, 0.1, 40)
+    b = a + rng.normal(-0.02, 0.05, 40)
+    res = paired_difference(a, b, confidence_level=0.9, n_resamples=999)
+    ref = stats.ttest_rel(a, b).confidence_interval(0.9)
+    assert_allclose(
+        [res.confidence_interval.low, res.confidence_interval.high], [ref.low, ref.high], rtol=1e-12
+    )
+    assert_allclose(res.correlation, stats.pearsonr(a, b).statistic, rtol=1e-12)
+
+
+def test_exact_sign_flip_pvalue_matches_enumeration():
+    d = np.array([0.5, 1.0, -0.2, 0.3, 0.9, 0.1])
+    res = paired_difference(d, np.zeros_like(d), method="permutation")
+    signs = np.array(np.meshgrid(*[[-1, 1]] * 6)).reshape(6, -1).T
+    null = (signs * d).mean(axis=1)
+    expected = np.mean(np.abs(null) >= abs(d.mean()) - 1e-12)
+    assert_allclose(res.pvalue, expected, rtol=1e-12)
+    assert res.null_distribution.size == 64
+
+
+def test_mcnemar_matches_statsmodels_exact(rng):
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    a = (rng.random(80) < 0.7).astype(float)
+    b = (rng.random(80) < 0.6).astype(float)
+    res = paired_difference(a, b)
+    table = [
+        [np.sum((a == 1) & (b == 1)), np.sum((a == 1) & (b == 0))],
+        [np.sum((a == 0) & (b == 1)), np.sum((a == 0) & (b == 0))],
+    ]
+    ref = mcnemar(table, exact=True)
+    assert res.method == "mcnemar"
+    assert_allclose(res.pvalue, ref.pvalue, rtol=1e-12)
+    assert res.statistic == ref.statistic
+
+
+def test_mdd_matches_statsmodels_ttestpower(rng):
+    from statsmodels.stats.power import TTestPower
+
+    a = rng.normal(0.6, 0.1, 50)
+    b = a + rng.normal(0, 0.05, 50)
+    res = paired_difference(a, b, n_resamples=99)
+    es = TTestPower().solve_power(nobs=50, alpha=0.05, power=0.8)
+    assert_allclose(res.mdd, es * np.std(a - b, ddof=1), rtol=1e-10)
+    # at the mdd a paired t test has 80% power (closes the loop)
+    power = TTestPower().power(res.mdd / np.std(a - b, ddof=1), nobs=50, alpha=0.05)
+    assert_allclose(power, 0.8, rtol=1e-6)
+
+
+def test_compare_models_holm_matches_multipletests():
+    from statsmodels.stats.multitest import multipletests
+
+    obs = observations(n_models=4, n_items=40, n_variants=3, seed=4)
+    for correction, sm in (("holm", "holm"), ("bh", "fdr_bh")):
+        out = compare_models(obs, correction=correction, n_resamples=999)
+        assert_allclose(out["pvalue_corrected"], multipletests(out["pvalue"], method=sm)[1])
+    assert out.height == 6 and (out["method"] == "permutation").all()
+
+
+def test_compare_models_single_run_binary_items_use_mcnemar():
+    obs = observations(n_models=2, n_items=60, n_variants=1, seed=0)
+    row = compare_models(obs).row(0, named=True)
+    assert row["method"] == "mcnemar"
+    assert row["n_a_only"] + row["n_b_only"] > 0
+    a = obs.filter(pl.col("model") == "m0").sort(pl.col("item").cast(int))["score"]
+    b = obs.filter(pl.col("model") == "m1").sort(pl.col("item").cast(int))["score"]
+    assert_allclose(row["difference"], (a - b).mean(), rtol=1e-12)
+
+
+def test_compare_models_finds_planted_gap_and_renaming_invariance():
+    obs = observations(n_models=2, n_items=150, n_variants=4, model_accuracy=(0.6, 0.7), seed=9)
+    out = compare_models(obs, n_resamples=1999).row(0, named=True)
+    assert out["ci_high"] < 0 and out["pvalue"] < 0.01
+    renamed = obs.with_columns(pl.col("model").replace({"m0": "z", "m1": "a"}))
+    swapped = compare_models(renamed, n_resamples=1999).row(0, named=True)
+    assert (swapped["model_a"], swapped["model_b"]) == ("a", "z")
+    assert_allclose(swapped["difference"], -out["difference"], rtol=1e-12)
+    assert_allclose(swapped["pvalue"], out["pvalue"], atol=2e-3)
+
+
+def test_errors():
+    with pytest.raises(InsufficientDataError, match="at least 2 models"):
+        compare_models(observations(n_models=1, n_items=5, n_variants=1, seed=0))
+    with pytest.raises(ParameterError, match="`correction` must be one of"):
+        compare_models(observations(n_models=2, n_items=5, n_variants=1, seed=0), correction="bonf")
+    with pytest.raises(ParameterError, match="0/1 scores"):
+        paired_difference(np.array([0.5, 0.2]), np.array([0.1, 0.3]), method="mcnemar")
+
+
+def _null_rejection(method: str, reps: int, seed: int, n: int = 60) -> float:
+    rng = np.random.default_rng(seed)
+    rejected = 0
+    for r in range(reps):
+        if method == "mcnemar":
+            p = rng.uniform(0.2, 0.9, n)  # item difficulty shared by both models: no difference
+            a = (rng.random(n) < p).astype(float)
+            b = (rng.random(n) < p).astype(float)
+        else:
+            base = rng.normal(0.6, 0.1, n)
+            a = base + rng.normal(0, 0.05, n)
+            b = base + rng.normal(0, 0.05, n)
+        res = paired_difference(a, b, method=method, n_resamples=999, seed=r)
+        rejected += res.pvalue <= 0.05
+    return rejected / reps
+
+
+@pytest.mark.parametrize("method", ["permutation", "mcnemar"])
+def test_null_rejection_short(method):
+    rate = _null_rejection(method, 200, seed=3)
+    assert rate <= 0.05 + 3.5 * np.sqrt(0.05 * 0.95 / 200)
+    assert rate >= 0.01
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["permutation", "mcnemar"])
+def test_null_rejection_full(method):
+    """2,000 null replicates: the sign-flip test rejects at ~alpha; exact McNemar at most alpha."""
+    rate = _null_rejection(method, 2000, seed=2024)
+    if method == "permutation":
+        assert 0.04 <= rate <= 0.06, rate
+    else:
+        assert 0.025 <= rate <= 0.055, rate

@@ -1,0 +1,104 @@
+"""Provider audit: planted error rates are recovered; the two policies differ by the error share."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from numpy.testing import assert_allclose
+
+from evalstats.compare import provider_audit
+from evalstats.errors import SchemaError
+from evalstats.simulate import observations
+
+RATES = {
+    "fast": {"api_error": 0.01, "empty": 0.02},
+    "slow": {"api_error": 0.05, "truncated": 0.03, "timeout": 0.02},
+}
+
+
+@pytest.fixture(scope="module")
+def obs():
+    return observations(
+        n_models=2,
+        n_items=200,
+        n_variants=10,
+        providers=("fast", "slow"),
+        provider_effects={"slow": -0.03},
+        error_rates=RATES,
+        latency=True,
+        seed=21,
+    )
+
+
+@pytest.fixture(scope="module")
+def audit(obs):
+    return provider_audit(obs, n_resamples=999)
+
+
+def test_recovers_planted_error_rates(audit):
+    """Each planted rate lies within 4 binomial SEs of the estimate (2,000 calls per cell)."""
+    for prov, rates in RATES.items():
+        for cat in ("api_error", "empty", "truncated", "timeout"):
+            truth = rates.get(cat, 0.0)
+            got = audit.errors.filter(provider=prov, category=cat)
+            assert got.height == 2
+            for r in got.iter_rows(named=True):
+                se = np.sqrt(max(truth, 1e-3) * (1 - truth) / r["n_calls"])
+                assert abs(r["rate"] - truth) <= 4 * se, (prov, cat, r["rate"])
+        anyrate = audit.errors.filter(provider=prov, category="any")["rate"].to_numpy()
+        assert_allclose(anyrate, sum(rates.values()), atol=4 * np.sqrt(0.1 * 0.9 / 2000))
+
+
+def test_policies_differ_exactly_by_error_share(audit):
+    s = audit.scores.pivot(on="policy", index=["model", "provider", "error_share"], values="mean")
+    assert_allclose(
+        s["errors_as_failures"], s["errors_excluded"] * (1 - s["error_share"]), rtol=1e-12
+    )
+
+
+def test_scores_match_direct_computation(obs, audit):
+    sub = obs.filter(model="m0", provider="slow")
+    fail = sub.select(
+        pl.when(pl.col("error").is_null()).then(pl.col("score")).otherwise(0.0).mean()
+    ).item()
+    excl = sub.filter(pl.col("error").is_null())["score"].mean()
+    row = audit.scores.filter(model="m0", provider="slow")
+    assert_allclose(row.filter(policy="errors_as_failures")["mean"], fail, rtol=1e-12)
+    assert_allclose(row.filter(policy="errors_excluded")["mean"], excl, rtol=1e-12)
+    assert (row["ci_low"] < row["mean"]).all() and (row["mean"] < row["ci_high"]).all()
+
+
+def test_provider_differences_paired_on_items(audit):
+    d = audit.differences.filter(policy="errors_as_failures")
+    assert d.height == 2 and (d["n"] == 200).all()
+    # slow is worse by its extra errors (~0.07 of calls) plus 3 points: detected for both models
+    assert (d["ci_low"] > 0).all()
+    assert (d["provider_a"] == "fast").all()
+
+
+def test_latency_and_tail_quality(obs, audit):
+    lat = audit.latency.filter(model="m0", provider="slow").row(0, named=True)
+    t = obs.filter(model="m0", provider="slow")["latency_s"]
+    assert_allclose(lat["mean"], t.mean(), rtol=1e-12)
+    assert lat["p99"] == pytest.approx(60.0)  # timeouts are recorded at 60 s
+    tq = audit.tail_quality.filter(model="m0", provider="slow")
+    q = tq["quality"].to_numpy()
+    assert np.all(np.diff(q) >= 0) and q[0] == 0.0
+    final = audit.scores.filter(model="m0", provider="slow", policy="errors_as_failures")
+    assert_allclose(q[-1], final["mean"].item(), rtol=1e-12)
+
+
+def test_without_latency_or_errors_frames_are_empty_but_typed():
+    obs = observations(n_models=1, n_items=20, n_variants=2, providers=("a", "b"), seed=0)
+    audit = provider_audit(obs, n_resamples=99)
+    assert audit.latency.height == 0 and "p99" in audit.latency.columns
+    assert audit.errors["rate"].to_list() == [0.0, 0.0]
+    s = audit.scores.pivot(on="policy", index="provider", values="mean")
+    assert_allclose(s["errors_as_failures"], s["errors_excluded"], rtol=1e-12)
+
+
+def test_missing_provider_column_names_it():
+    obs = observations(n_models=1, n_items=5, n_variants=1, seed=0)
+    with pytest.raises(SchemaError, match="provider column 'provider'"):
+        provider_audit(obs)
