@@ -1,0 +1,794 @@
+"""ReliableEval's resampling recipe: Delta(n), CI_delta, n*, its uncertainty and the proxy check.
+
+For a group (one model on one dataset) with unit scores ``x_1..x_N`` over ``N`` prompt variants,
+``Delta_i(n)`` is the distribution of ``|mu_i(S') - mu_i(S_D)|`` over subsets ``S'`` of size
+``n`` (Lior et al., ReliableEval). ``n*`` is the smallest ``n`` whose CI_delta upper bound is
+within ``epsilon``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from statistics import NormalDist
+
+import numpy as np
+import polars as pl
+
+from evalstats._kernels import first_reached, subset_deviations
+from evalstats.errors import InsufficientDataError, ParameterError, SchemaError
+from evalstats.moments import variant_scores
+from evalstats.schema import as_lazy, validate_by
+
+__all__ = [
+    "CURVE_COLUMNS",
+    "NSTAR_COLUMNS",
+    "PROXY_COLUMNS",
+    "UNCERTAINTY_COLUMNS",
+    "reference_model_check",
+    "required_sample_size",
+    "sample_size_curve",
+    "sample_size_uncertainty",
+]
+
+_METHODS = ("pool", "bootstrap", "analytic")
+_MOMENTS = ("mean", "variance")
+
+#: Columns of :func:`sample_size_curve` after the group columns.
+CURVE_COLUMNS = ("moment", "n", "delta_mean", "ci_low", "ci_high", "exhaustive")
+#: Columns of :func:`required_sample_size` after the group columns.
+NSTAR_COLUMNS = ("moment", "n_star", "n_available", "reached", "epsilon", "delta", "method", "seed")
+#: Columns of :func:`sample_size_uncertainty` after the group columns.
+UNCERTAINTY_COLUMNS = (
+    "moment",
+    "n_star",
+    "n_star_median",
+    "ci_low",
+    "ci_high",
+    "share_reached",
+    "confidence_level",
+    "n_available",
+    "n_bootstrap",
+    "epsilon",
+    "delta",
+    "method",
+    "seed",
+)
+#: Columns of :func:`reference_model_check` after the group columns.
+PROXY_COLUMNS = (
+    "moment",
+    "n_star",
+    "reference_model",
+    "reference_n_star",
+    "proxy_sufficient",
+    "ci_high_at_reference",
+    "within_epsilon_at_reference",
+    "epsilon",
+    "delta",
+    "method",
+    "seed",
+)
+
+
+# --- validation ----------------------------------------------------------------------------------
+
+
+def _validate(
+    *,
+    moments: Sequence[str] | str,
+    delta: float,
+    n_resamples: int,
+    method: str,
+    compat: str | None,
+    epsilon: float | None = None,
+    population_size: int | None = None,
+) -> tuple[str, ...]:
+    if isinstance(moments, str):
+        moments = tuple(m.strip() for m in moments.split(",") if m.strip())
+    moments = tuple(moments)
+    if not moments:
+        raise ParameterError("`moments` must name at least one of 'mean', 'variance'.")
+    for m in moments:
+        if m not in _MOMENTS:
+            raise ParameterError(f"`moments` must be among 'mean', 'variance', got {m!r}.")
+    if len(set(moments)) != len(moments):
+        raise ParameterError(f"`moments` repeats a moment: {moments!r}.")
+    if not (isinstance(delta, (int, float)) and 0 < delta < 1):
+        hint = " Did you mean 0.1?" if isinstance(delta, (int, float)) and 1 <= delta < 100 else ""
+        raise ParameterError(f"`delta` must be in (0, 1), got {delta!r}.{hint}")
+    if epsilon is not None and not (
+        isinstance(epsilon, (int, float)) and epsilon > 0 and math.isfinite(epsilon)
+    ):
+        raise ParameterError(f"`epsilon` must be a positive number, got {epsilon!r}.")
+    if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ParameterError(f"`n_resamples` must be a positive integer, got {n_resamples!r}.")
+    if method not in _METHODS:
+        raise ParameterError(
+            f"`method` must be one of {', '.join(map(repr, _METHODS))}, got {method!r}."
+        )
+    if compat not in (None, "reliable-eval"):
+        raise ParameterError(f"`compat` must be None or 'reliable-eval', got {compat!r}.")
+    if compat is not None and method != "pool":
+        raise ParameterError(
+            f"`compat='reliable-eval'` reproduces the reference script, which uses pool subsets; "
+            f"it cannot be combined with method={method!r}."
+        )
+    if population_size is not None and (
+        not isinstance(population_size, (int, np.integer)) or population_size < 1
+    ):
+        raise ParameterError(
+            f"`population_size` must be a positive integer, got {population_size!r}."
+        )
+    return moments
+
+
+def _groups(
+    units: pl.DataFrame | pl.LazyFrame, by: Sequence[str] | str
+) -> tuple[tuple[str, ...], list[tuple[tuple, np.ndarray]], dict]:
+    lf = as_lazy(units)
+    by = validate_by(lf.collect_schema().names(), by)
+    scores = variant_scores(lf, by=by)
+    if scores.height == 0:
+        raise InsufficientDataError("the unit table has no rows.")
+    out = []
+    for key, frame in scores.group_by(list(by), maintain_order=True):
+        out.append((tuple(key), frame["score"].to_numpy().astype(float)))
+    return by, out, {b: scores.schema[b] for b in by}
+
+
+def _group_seed(seed: int, i: int) -> np.random.Generator:
+    return np.random.default_rng([int(seed), i])
+
+
+# --- the curve -----------------------------------------------------------------------------------
+
+
+def _analytic_curve(
+    x: np.ndarray, moments: tuple[str, ...], delta: float, population_size: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Normal approximation of |Delta(n)|: (mean, low, high), each of shape (moments, N)."""
+    N = x.size
+    n = np.arange(1, N + 1, dtype=float)
+    fpc = (
+        np.ones(N)
+        if population_size is None
+        else np.clip((population_size - n) / max(population_size - 1, 1), 0.0, None)
+    )
+    z_hi = NormalDist().inv_cdf(1 - delta / 2)
+    z_lo = NormalDist().inv_cdf(0.5 + delta / 4)  # delta/2 quantile of |Z|
+    mean = np.empty((len(moments), N))
+    low = np.empty_like(mean)
+    high = np.empty_like(mean)
+    for j, m in enumerate(moments):
+        sd = _analytic_sd(x, m)
+        s_n = sd / np.sqrt(n) * np.sqrt(fpc)
+        mean[j] = s_n * math.sqrt(2 / math.pi)
+        low[j] = s_n * z_lo
+        high[j] = s_n * z_hi
+    return mean, low, high
+
+
+def _analytic_sd(x: np.ndarray, moment: str) -> float:
+    if x.size < 2:
+        return float("nan")
+    if moment == "mean":
+        return float(np.std(x, ddof=1))
+    xc = x - x.mean()
+    mu2 = float(np.mean(xc**2))
+    mu4 = float(np.mean(xc**4))
+    return math.sqrt(max(mu4 - mu2 * mu2, 0.0))  # delta-method sd of the sample variance * sqrt(n)
+
+
+def _curve_arrays(
+    x: np.ndarray,
+    *,
+    moments: tuple[str, ...],
+    delta: float,
+    n_resamples: int,
+    method: str,
+    compat: str | None,
+    population_size: int | None,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    if method == "analytic":
+        mean, low, high = _analytic_curve(x, moments, delta, population_size)
+        return mean, low, high, np.zeros(x.size, dtype=bool)
+    res = subset_deviations(
+        x,
+        moments=moments,
+        n_resamples=n_resamples,
+        replace=(method == "bootstrap"),
+        delta=delta,
+        compat=compat,
+        rng=rng,
+    )
+    return res.mean, res.low, res.high, res.exhaustive
+
+
+def sample_size_curve(
+    units: pl.DataFrame | pl.LazyFrame,
+    *,
+    moments: Sequence[str] | str = ("mean", "variance"),
+    delta: float = 0.1,
+    n_resamples: int = 5000,
+    method: str = "pool",
+    compat: str | None = None,
+    population_size: int | None = None,
+    seed: int = 0,
+    by: Sequence[str] | str = ("model", "dataset"),
+) -> pl.DataFrame:
+    """ReliableEval's Delta(n) curve: how far a moment over ``n`` variants is from its full value.
+
+    Parameters
+    ----------
+    units : polars.DataFrame or polars.LazyFrame
+        Unit table, one row per (model, dataset, variant, run); see :mod:`evalstats.schema`.
+        Runs of one variant are averaged first.
+    moments : sequence of str, default ('mean', 'variance')
+        Moments ``mu_i`` to follow: ``mean`` (mu_1) and ``variance`` (mu_2, population form).
+    delta : float, default 0.1
+        CI_delta(Delta(n)) is the ``delta/2`` and ``1 - delta/2`` percentiles (ReliableEval's
+        delta).
+    n_resamples : int, default 5000
+        Subsets per size ``n`` when they are not enumerated (pool: enumerated when
+        ``C(N, n) <= n_resamples``).
+    method : {'pool', 'bootstrap', 'analytic'}, default 'pool'
+        ``pool``: the paper's definition, subsets of the N observed variants without replacement
+        and the reference is the pool (Delta(N) = 0). ``bootstrap``: the N variants are a sample of
+        a larger perturbation space; samples of size n drawn with replacement, deviation from the
+        pool value. ``analytic``: normal approximation (see Notes).
+    compat : {None, 'reliable-eval'}, default None
+        ``'reliable-eval'`` reproduces the published reference script: only ``n <= 2`` enumerated,
+        integer-truncated percentiles (and, in :func:`required_sample_size`, a strict ``<``).
+    population_size : int, optional
+        Size of the perturbation space for the analytic finite-population correction; None
+        treats it as infinite.
+    seed : int, default 0
+        Seed of the random subsets; each group draws from ``default_rng([seed, group_index])``.
+    by : tuple of str, default ('model', 'dataset')
+        Group columns.
+
+    Returns
+    -------
+    polars.DataFrame
+        Group columns, then ``moment, n, delta_mean, ci_low, ci_high, exhaustive``: one row per
+        group, moment and ``n = 1..N``, sorted by group, moment and n.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown moment or method, ``delta`` outside (0, 1), or ``n_resamples < 1``.
+    SchemaError
+        If a column named in ``by`` is missing.
+
+    See Also
+    --------
+    required_sample_size : n* read from this curve.
+
+    Notes
+    -----
+    ``delta_mean`` is the mean of ``|mu_i(S') - mu_i(S_D)|`` over the subsets (Lior et al.,
+    Eq. 4-5), ``ci_low``/``ci_high`` its ``delta/2`` and ``1 - delta/2`` percentiles (linear
+    interpolation). Random subsets of all sizes come from the prefixes of ``n_resamples``
+    random permutations (cost O(n_resamples * N)). Pool mode is optimistic for n close to N:
+    the subsets share most variants with the reference (a finite-population effect), so it
+    understates the error against a fresh set of variants; ``bootstrap`` does not.
+
+    ``analytic``: with S the sample sd of the N scores and ``f = (P - n)/(P - 1)`` the
+    finite-population factor for a perturbation space of size ``P = population_size`` (1 when
+    None), ``sd_n = S * sqrt(f / n)``; ``delta_mean = sd_n * sqrt(2/pi)`` (mean of a half-normal),
+    ``ci_low = sd_n * z_{1/2 + delta/4}`` and ``ci_high = sd_n * z_{1 - delta/2}``, the normal
+    bound that ``|Delta(n)|`` exceeds with probability delta. For the variance the sd of
+    ``sqrt(n) * mu_2`` is ``sqrt(mu_4 - mu_2^2)`` (delta method).
+
+    Checked against: a loop implementation of the paper's algorithm in tests/test_resampling.py
+    (exact when enumerated) and the Reliable-Eval reference script's choices in
+    fixtures/reference/reliable_eval/.
+
+    References
+    ----------
+    .. [1] Lior et al., "A Recipe for Stochastic LLM Evaluation via Method of Moments"
+       (ReliableEval); reference code github.com/SLAB-NLP/Reliable-Eval,
+       scripts/post_process/analyze_100_resamplings.py.
+
+    Examples
+    --------
+    >>> from evalstats.simulate import unit_table
+    >>> units = unit_table(n_models=1, n_items=50, n_variants=6, seed=0)
+    >>> curve = sample_size_curve(units, moments="mean")
+    >>> curve.select("n", "exhaustive").rows()[:2]
+    [(1, True), (2, True)]
+    >>> curve.filter(pl.col("n") == 6)["delta_mean"].item()
+    0.0
+    """
+    moments = _validate(
+        moments=moments,
+        delta=delta,
+        n_resamples=n_resamples,
+        method=method,
+        compat=compat,
+        population_size=population_size,
+    )
+    by, groups, keys = _groups(units, by)
+    rows: list[dict] = []
+    for gi, (key, x) in enumerate(groups):
+        mean, low, high, exh = _curve_arrays(
+            x,
+            moments=moments,
+            delta=delta,
+            n_resamples=n_resamples,
+            method=method,
+            compat=compat,
+            population_size=population_size,
+            rng=_group_seed(seed, gi),
+        )
+        N = x.size
+        for j, m in enumerate(moments):
+            for n in range(1, N + 1):
+                rows.append(
+                    {
+                        **dict(zip(by, key)),
+                        "moment": m,
+                        "n": n,
+                        "delta_mean": float(mean[j, n - 1]),
+                        "ci_low": float(low[j, n - 1]),
+                        "ci_high": float(high[j, n - 1]),
+                        "exhaustive": bool(exh[n - 1]),
+                    }
+                )
+    schema = keys | {
+        "moment": pl.String,
+        "n": pl.Int64,
+        "delta_mean": pl.Float64,
+        "ci_low": pl.Float64,
+        "ci_high": pl.Float64,
+        "exhaustive": pl.Boolean,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row").sort([*by, "moment", "n"])
+
+
+# --- n* ------------------------------------------------------------------------------------------
+
+
+def _analytic_nstar(
+    x: np.ndarray, moment: str, epsilon: float, delta: float, population_size: int | None
+) -> int | None:
+    N = x.size
+    sd = _analytic_sd(x, moment)
+    if not math.isfinite(sd):
+        return None
+    z = NormalDist().inv_cdf(1 - delta / 2)
+    n0 = (z * sd / epsilon) ** 2
+    n = n0 if population_size is None else n0 / (1 + (n0 - 1) / population_size)
+    n_star = max(1, math.ceil(n - 1e-9))
+    return n_star if n_star <= N else None
+
+
+def _nstar_one(
+    x: np.ndarray,
+    *,
+    moments: tuple[str, ...],
+    epsilon: float,
+    delta: float,
+    n_resamples: int,
+    method: str,
+    compat: str | None,
+    population_size: int | None,
+    rng: np.random.Generator,
+) -> tuple[dict[str, int | None], np.ndarray]:
+    """n* per moment plus ``overall``; also the curve's ci_high (moments x N)."""
+    _, _, high, _ = _curve_arrays(
+        x,
+        moments=moments,
+        delta=delta,
+        n_resamples=n_resamples,
+        method=method,
+        compat=compat,
+        population_size=population_size,
+        rng=rng,
+    )
+    out: dict[str, int | None] = {}
+    for j, m in enumerate(moments):
+        if method == "analytic":
+            out[m] = _analytic_nstar(x, m, epsilon, delta, population_size)
+        else:
+            out[m] = first_reached(high[j], epsilon, strict=compat == "reliable-eval")
+    vals = list(out.values())
+    out["overall"] = None if any(v is None for v in vals) else max(vals)  # type: ignore[type-var]
+    return out, high
+
+
+def required_sample_size(
+    units: pl.DataFrame | pl.LazyFrame,
+    *,
+    epsilon: float = 0.01,
+    delta: float = 0.1,
+    moments: Sequence[str] | str = ("mean", "variance"),
+    n_resamples: int = 5000,
+    method: str = "pool",
+    compat: str | None = None,
+    population_size: int | None = None,
+    seed: int = 0,
+    by: Sequence[str] | str = ("model", "dataset"),
+) -> pl.DataFrame:
+    """ReliableEval's n*: the fewest prompt variants whose moments are within ``epsilon``.
+
+    Parameters
+    ----------
+    units : polars.DataFrame or polars.LazyFrame
+        Unit table, one row per (model, dataset, variant, run); see :mod:`evalstats.schema`.
+    epsilon : float, default 0.01
+        Tolerated absolute error of each moment (ReliableEval's epsilon).
+    delta : float, default 0.1
+        CI_delta uses the ``delta/2`` and ``1 - delta/2`` percentiles of Delta(n).
+    moments, n_resamples, method, compat, population_size, seed, by
+        As in :func:`sample_size_curve`.
+
+    Returns
+    -------
+    polars.DataFrame
+        Group columns, then ``moment, n_star, n_available, reached, epsilon, delta, method,
+        seed``; one row per group and moment plus a row ``moment == "overall"`` (the max over
+        the moments). ``n_star`` is null and ``reached`` false when no ``n <= N`` qualifies.
+
+    Raises
+    ------
+    ParameterError
+        For parameters out of their domain.
+    SchemaError
+        If a column named in ``by`` is missing.
+
+    See Also
+    --------
+    sample_size_curve : The Delta(n) curve that ``n_star`` is read from.
+    sample_size_uncertainty : Bootstrap distribution of n*.
+    reference_model_check : The paper's Step 3 (a reference model's n* as a proxy).
+
+    Notes
+    -----
+    ``n*_i = min{n : epsilon >= CI_delta(Delta_i(n)).high}`` and ``n* = max_i n*_i``. With
+    ``compat='reliable-eval'`` the comparison is strict (``high < epsilon``) as in the
+    reference script, which also only reports the mean's n* and fails (IndexError) when no n
+    qualifies; here that case is a null ``n_star`` with ``reached = False``. ``analytic``:
+    ``n0 = (z_{1-delta/2} S / epsilon)^2``, corrected to ``n0 / (1 + (n0 - 1)/P)`` when
+    ``population_size = P`` is given, rounded up.
+
+    Checked against: fixtures/reference/reliable_eval/ (loop re-implementation of the reference
+    script's choices) and a super-population simulation (tests/test_resampling.py).
+
+    Examples
+    --------
+    >>> from evalstats.simulate import unit_table
+    >>> units = unit_table(n_models=2, n_items=100, n_variants=30, prompt_sd=0.03, seed=0)
+    >>> out = required_sample_size(units, epsilon=0.01, moments="mean", n_resamples=2000)
+    >>> out.select("model", "moment", "n_star", "reached").rows()
+    [('m0', 'mean', 25, True), ('m0', 'overall', 25, True), ('m1', 'mean', 26, True), ('m1', 'overall', 26, True)]
+    """
+    moments = _validate(
+        moments=moments,
+        delta=delta,
+        n_resamples=n_resamples,
+        method=method,
+        compat=compat,
+        epsilon=epsilon,
+        population_size=population_size,
+    )
+    by, groups, keys = _groups(units, by)
+    rows = []
+    for gi, (key, x) in enumerate(groups):
+        ns, _ = _nstar_one(
+            x,
+            moments=moments,
+            epsilon=epsilon,
+            delta=delta,
+            n_resamples=n_resamples,
+            method=method,
+            compat=compat,
+            population_size=population_size,
+            rng=_group_seed(seed, gi),
+        )
+        for m, v in ns.items():
+            rows.append(
+                {
+                    **dict(zip(by, key)),
+                    "moment": m,
+                    "n_star": v,
+                    "n_available": x.size,
+                    "reached": v is not None,
+                    "epsilon": float(epsilon),
+                    "delta": float(delta),
+                    "method": _method_label(method, compat),
+                    "seed": int(seed),
+                }
+            )
+    return _nstar_frame(rows, by, keys)
+
+
+def _method_label(method: str, compat: str | None) -> str:
+    return f"{method}+{compat}" if compat else method
+
+
+def _nstar_frame(rows: list[dict], by: tuple[str, ...], keys: dict) -> pl.DataFrame:
+    schema = keys | {
+        "moment": pl.String,
+        "n_star": pl.Int64,
+        "n_available": pl.Int64,
+        "reached": pl.Boolean,
+        "epsilon": pl.Float64,
+        "delta": pl.Float64,
+        "method": pl.String,
+        "seed": pl.Int64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row").sort([*by, "moment"])
+
+
+# --- uncertainty of n* ---------------------------------------------------------------------------
+
+
+def sample_size_uncertainty(
+    units: pl.DataFrame | pl.LazyFrame,
+    *,
+    epsilon: float = 0.01,
+    delta: float = 0.1,
+    moments: Sequence[str] | str = ("mean", "variance"),
+    n_bootstrap: int = 200,
+    confidence_level: float = 0.9,
+    n_resamples: int = 1000,
+    method: str = "pool",
+    compat: str | None = None,
+    population_size: int | None = None,
+    seed: int = 0,
+    by: Sequence[str] | str = ("model", "dataset"),
+) -> pl.DataFrame:
+    """Bootstrap distribution of n*: resample the N variants with replacement and recompute n*.
+
+    Parameters
+    ----------
+    units : polars.DataFrame or polars.LazyFrame
+        Unit table; see :mod:`evalstats.schema`.
+    epsilon, delta, moments, method, compat, population_size, by
+        As in :func:`required_sample_size`.
+    n_bootstrap : int, default 200
+        Bootstrap replicates of the variant set.
+    confidence_level : float, default 0.9
+        Level of the percentile interval of n*.
+    n_resamples : int, default 1000
+        Subsets per size inside each replicate.
+    seed : int, default 0
+        Seed; each group uses ``default_rng([seed, group_index])``.
+
+    Returns
+    -------
+    polars.DataFrame
+        Group columns, then ``moment, n_star`` (on the data), ``n_star_median, ci_low,
+        ci_high`` (over replicates), ``share_reached``, ``confidence_level, n_available,
+        n_bootstrap, epsilon, delta, method, seed``.
+
+    Notes
+    -----
+    A replicate in which n* is not reached counts as ``+inf``; a median or bound that falls on
+    such replicates is null (not reached).
+
+    Examples
+    --------
+    >>> from evalstats.simulate import unit_table
+    >>> units = unit_table(n_models=1, n_items=100, n_variants=20, prompt_sd=0.02, seed=0)
+    >>> out = sample_size_uncertainty(units, epsilon=0.02, moments="mean", n_bootstrap=20,
+    ...                               n_resamples=300)
+    >>> out.select("moment", "n_star", "n_star_median", "ci_low", "ci_high").rows()[0]
+    ('mean', 11, 10.0, 6.0, 12.0)
+    """
+    moments = _validate(
+        moments=moments,
+        delta=delta,
+        n_resamples=n_resamples,
+        method=method,
+        compat=compat,
+        epsilon=epsilon,
+        population_size=population_size,
+    )
+    if not 0 < confidence_level < 1:
+        raise ParameterError(f"`confidence_level` must be in (0, 1), got {confidence_level!r}.")
+    if not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 1:
+        raise ParameterError(f"`n_bootstrap` must be a positive integer, got {n_bootstrap!r}.")
+    by, groups, keys = _groups(units, by)
+    rows = []
+    a = (1 - confidence_level) / 2
+    for gi, (key, x) in enumerate(groups):
+        rng = _group_seed(seed, gi)
+        kw = dict(
+            moments=moments,
+            epsilon=epsilon,
+            delta=delta,
+            n_resamples=n_resamples,
+            method=method,
+            compat=compat,
+            population_size=population_size,
+        )
+        point, _ = _nstar_one(x, rng=rng, **kw)
+        reps: dict[str, list[float]] = {m: [] for m in point}
+        for _ in range(n_bootstrap):
+            xb = x[rng.integers(0, x.size, size=x.size)]
+            nb, _ = _nstar_one(xb, rng=rng, **kw)
+            for m, v in nb.items():
+                reps[m].append(math.inf if v is None else float(v))
+        for m, vals in reps.items():
+            arr = np.asarray(vals)
+            qs = np.quantile(arr, [0.5, a, 1 - a], method="inverted_cdf")
+            med, lo, hi = (float(q) if math.isfinite(q) else None for q in qs)
+            rows.append(
+                {
+                    **dict(zip(by, key)),
+                    "moment": m,
+                    "n_star": point[m],
+                    "n_star_median": med,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "share_reached": float(np.isfinite(arr).mean()),
+                    "confidence_level": float(confidence_level),
+                    "n_available": x.size,
+                    "n_bootstrap": int(n_bootstrap),
+                    "epsilon": float(epsilon),
+                    "delta": float(delta),
+                    "method": _method_label(method, compat),
+                    "seed": int(seed),
+                }
+            )
+    schema = keys | {
+        "moment": pl.String,
+        "n_star": pl.Int64,
+        "n_star_median": pl.Float64,
+        "ci_low": pl.Float64,
+        "ci_high": pl.Float64,
+        "share_reached": pl.Float64,
+        "confidence_level": pl.Float64,
+        "n_available": pl.Int64,
+        "n_bootstrap": pl.Int64,
+        "epsilon": pl.Float64,
+        "delta": pl.Float64,
+        "method": pl.String,
+        "seed": pl.Int64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row").sort([*by, "moment"])
+
+
+# --- reference-model proxy (Step 3) --------------------------------------------------------------
+
+
+def reference_model_check(
+    units: pl.DataFrame | pl.LazyFrame,
+    *,
+    reference_model: str,
+    epsilon: float = 0.01,
+    delta: float = 0.1,
+    moments: Sequence[str] | str = ("mean", "variance"),
+    n_resamples: int = 5000,
+    method: str = "pool",
+    compat: str | None = None,
+    population_size: int | None = None,
+    seed: int = 0,
+    by: Sequence[str] | str = ("model", "dataset"),
+) -> pl.DataFrame:
+    """ReliableEval's Step 3: check whether a reference model's n* suffices for the others.
+
+    Parameters
+    ----------
+    units : polars.DataFrame or polars.LazyFrame
+        Unit table; see :mod:`evalstats.schema`. ``by`` must contain ``model``.
+    reference_model : str
+        The proxy model whose n* would be used for all models.
+    epsilon, delta, moments, n_resamples, method, compat, population_size, seed, by
+        As in :func:`required_sample_size`.
+
+    Returns
+    -------
+    polars.DataFrame
+        Group columns, then ``moment, n_star`` (the model's own), ``reference_model,
+        reference_n_star``, ``proxy_sufficient`` (reference n* >= own n*; false when the model's
+        n* is not reached, null when the reference's is not), ``ci_high_at_reference`` (the
+        model's CI upper bound at the reference n*), ``within_epsilon_at_reference``,
+        ``epsilon, delta, method, seed``.
+
+    Raises
+    ------
+    SchemaError
+        If ``by`` lacks ``model`` or the reference model is absent from a group.
+
+    Examples
+    --------
+    >>> from evalstats.simulate import unit_table
+    >>> units = unit_table(n_models=2, n_items=100, n_variants=20, prompt_sd=0.03, seed=0)
+    >>> out = reference_model_check(units, reference_model="m0", epsilon=0.02,
+    ...                             moments="mean", n_resamples=500)
+    >>> cols = ("model", "moment", "n_star", "reference_n_star", "proxy_sufficient")
+    >>> out.filter(pl.col("moment") == "mean").select(cols).rows()
+    [('m0', 'mean', 14, 14, True), ('m1', 'mean', 15, 14, False)]
+    """
+    moments = _validate(
+        moments=moments,
+        delta=delta,
+        n_resamples=n_resamples,
+        method=method,
+        compat=compat,
+        epsilon=epsilon,
+        population_size=population_size,
+    )
+    by, groups, keys = _groups(units, by)
+    if "model" not in by:
+        raise SchemaError(f"`by` must contain 'model' for the reference-model check, got {by!r}.")
+    mi = by.index("model")
+    results = {}
+    for gi, (key, x) in enumerate(groups):
+        ns, high = _nstar_one(
+            x,
+            moments=moments,
+            epsilon=epsilon,
+            delta=delta,
+            n_resamples=n_resamples,
+            method=method,
+            compat=compat,
+            population_size=population_size,
+            rng=_group_seed(seed, gi),
+        )
+        results[key] = (ns, high, x.size)
+    models = {k[mi] for k in results}
+    if reference_model not in models:
+        raise SchemaError(
+            f"`reference_model` {reference_model!r} is not a model of the unit table "
+            f"(models: {', '.join(sorted(map(str, models)))})."
+        )
+    rows = []
+    for key, (ns, high, N) in results.items():
+        rest = key[:mi] + key[mi + 1 :]
+        ref_key = key[:mi] + (reference_model,) + key[mi + 1 :]
+        if ref_key not in results:
+            raise SchemaError(
+                f"the reference model {reference_model!r} has no units for "
+                f"{dict(zip([b for b in by if b != 'model'], rest))!r}."
+            )
+        ref_ns = results[ref_key][0]
+        for j, m in enumerate([*moments, "overall"]):
+            own, ref = ns[m], ref_ns[m]
+            if ref is None:
+                sufficient, at_ref = None, None
+            else:
+                sufficient = own is not None and ref >= own
+                if m == "overall":
+                    at_ref = float(max(high[:, min(ref, N) - 1])) if ref <= N else None
+                else:
+                    at_ref = float(high[j, ref - 1]) if ref <= N else None
+            within = (
+                None
+                if at_ref is None
+                else (at_ref < epsilon if compat == "reliable-eval" else at_ref <= epsilon)
+            )
+            rows.append(
+                {
+                    **dict(zip(by, key)),
+                    "moment": m,
+                    "n_star": own,
+                    "reference_model": reference_model,
+                    "reference_n_star": ref,
+                    "proxy_sufficient": sufficient,
+                    "ci_high_at_reference": at_ref,
+                    "within_epsilon_at_reference": within,
+                    "epsilon": float(epsilon),
+                    "delta": float(delta),
+                    "method": _method_label(method, compat),
+                    "seed": int(seed),
+                }
+            )
+    schema = keys | {
+        "moment": pl.String,
+        "n_star": pl.Int64,
+        "reference_model": pl.String,
+        "reference_n_star": pl.Int64,
+        "proxy_sufficient": pl.Boolean,
+        "ci_high_at_reference": pl.Float64,
+        "within_epsilon_at_reference": pl.Boolean,
+        "epsilon": pl.Float64,
+        "delta": pl.Float64,
+        "method": pl.String,
+        "seed": pl.Int64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row").sort([*by, "moment"])

@@ -1,0 +1,284 @@
+from __future__ import annotations
+
+import json
+import math
+from itertools import combinations
+from statistics import NormalDist
+
+import numpy as np
+import polars as pl
+import pytest
+from numpy.testing import assert_allclose
+
+from evalstats.errors import ParameterError, SchemaError
+from evalstats.resampling import (
+    CURVE_COLUMNS,
+    NSTAR_COLUMNS,
+    reference_model_check,
+    required_sample_size,
+    sample_size_curve,
+    sample_size_uncertainty,
+)
+from evalstats.simulate import unit_table
+
+
+def _units(scores: dict[str, np.ndarray], dataset: str = "d") -> pl.DataFrame:
+    rows = [
+        {"model": m, "dataset": dataset, "variant": f"v{i:03d}", "score": float(v)}
+        for m, xs in scores.items()
+        for i, v in enumerate(xs)
+    ]
+    return pl.DataFrame(rows)
+
+
+def _loop_curve(x, n_resamples, delta, rng):
+    """The paper's algorithm written plainly: loops over n and over subsets (independent code)."""
+    N = len(x)
+    mu, var = float(np.mean(x)), float(np.var(x))
+    out = {"mean": [], "variance": []}
+    for n in range(1, N + 1):
+        if math.comb(N, n) <= n_resamples:
+            subsets = [list(c) for c in combinations(range(N), n)]
+            exhaustive = True
+        else:
+            subsets = [list(rng.choice(N, size=n, replace=False)) for _ in range(n_resamples)]
+            exhaustive = False
+        em = [abs(float(np.mean(x[s])) - mu) for s in subsets]
+        ev = [abs(float(np.var(x[s])) - var) for s in subsets]
+        for name, e in (("mean", em), ("variance", ev)):
+            lo, hi = np.percentile(e, [100 * delta / 2, 100 * (1 - delta / 2)])
+            out[name].append((float(np.mean(e)), float(lo), float(hi), exhaustive, np.array(e)))
+    return out
+
+
+def test_pool_equals_loop_implementation_exactly_when_exhaustive(rng):
+    x = rng.beta(6, 4, size=9)
+    curve = sample_size_curve(_units({"m": x}), n_resamples=200, delta=0.1)
+    assert curve.columns == ["model", "dataset", *CURVE_COLUMNS]
+    assert curve["exhaustive"].all()  # C(9, n) <= 126 <= 200 for every n
+    ref = _loop_curve(x, 200, 0.1, rng)
+    for moment in ("mean", "variance"):
+        got = curve.filter(pl.col("moment") == moment).sort("n")
+        exp = np.array([r[:3] for r in ref[moment]])
+        assert_allclose(got["delta_mean"].to_numpy(), exp[:, 0], rtol=1e-11, atol=1e-15)
+        assert_allclose(got["ci_low"].to_numpy(), exp[:, 1], rtol=1e-11, atol=1e-15)
+        assert_allclose(got["ci_high"].to_numpy(), exp[:, 2], rtol=1e-11, atol=1e-15)
+
+
+def test_pool_equals_loop_implementation_within_mc_error_when_sampled(rng):
+    x = rng.beta(6, 4, size=30)
+    R = 2000
+    curve = sample_size_curve(_units({"m": x}), n_resamples=R, seed=7)
+    ref = _loop_curve(x, R, 0.1, np.random.default_rng(99))
+    for moment in ("mean", "variance"):
+        got = curve.filter(pl.col("moment") == moment).sort("n")
+        for n in range(1, 31):
+            mean_l, _lo, hi_l, exh, draws = ref[moment][n - 1]
+            row = got.row(n - 1, named=True)
+            assert row["exhaustive"] == exh
+            if exh:
+                assert row["delta_mean"] == pytest.approx(mean_l, rel=1e-11, abs=1e-15)
+                continue
+            # mean of |Delta|: both are means of R draws; 5 standard errors of the difference
+            se = draws.std() * math.sqrt(2 / R)
+            assert abs(row["delta_mean"] - mean_l) <= 5 * se + 1e-15
+            # 95th percentile: within the spread of the loop draws between the 93rd and 97th
+            lo_q, hi_q = np.percentile(draws, [93, 97])
+            assert lo_q - 1e-15 <= row["ci_high"] <= hi_q + 1e-15
+
+
+def test_pool_curve_is_zero_at_n_equal_N_and_n_star_never_silently_N():
+    x = np.linspace(0.2, 0.8, 12)
+    curve = sample_size_curve(_units({"m": x}), moments="mean")
+    assert curve.filter(pl.col("n") == 12)["ci_high"].item() == 0.0
+    out = required_sample_size(_units({"m": x}), epsilon=1e-6, moments="mean", method="bootstrap")
+    assert out.columns == ["model", "dataset", *NSTAR_COLUMNS]
+    row = out.filter(pl.col("moment") == "mean").row(0, named=True)
+    assert row["n_star"] is None and row["reached"] is False and row["n_available"] == 12
+    over = out.filter(pl.col("moment") == "overall").row(0, named=True)
+    assert over["n_star"] is None and over["reached"] is False
+
+
+def test_compat_reliable_eval_matches_reference_script(fixtures):
+    """fixtures/reference/reliable_eval: loop re-implementation of the reference script's choices.
+
+    Exhaustive sizes (k <= 2) exactly; random sizes within Monte Carlo error; n* exactly.
+    """
+    ref_dir = fixtures / "reference/reliable_eval"
+    scores = json.loads((ref_dir / "scores.json").read_text())
+    expected = json.loads((ref_dir / "expected.json").read_text())
+    units = _units({m: np.array(list(v.values())) for m, v in scores.items()})
+    eps, delta = expected["epsilon"], expected["delta"]
+    curve = sample_size_curve(units, delta=delta, compat="reliable-eval", n_resamples=5000)
+    nstar = required_sample_size(
+        units, epsilon=eps, delta=delta, compat="reliable-eval", n_resamples=5000
+    )
+    for model, exp in expected["models"].items():
+        for moment in ("mean", "variance"):
+            got = curve.filter(pl.col("model") == model, pl.col("moment") == moment).sort("n")
+            assert got["exhaustive"].to_list()[:2] == [True, True]
+            assert not got["exhaustive"][2:].any()
+            for col, key in (("delta_mean", "mean"), ("ci_low", "low"), ("ci_high", "high")):
+                assert_allclose(
+                    got[col].to_numpy()[:2], exp[moment][key][:2], rtol=1e-12, atol=1e-15
+                )
+                assert_allclose(got[col].to_numpy(), exp[moment][key], rtol=0, atol=0.004)
+        row = nstar.filter(pl.col("model") == model, pl.col("moment") == "mean").row(0, named=True)
+        assert row["n_star"] == exp["n_star_mean"]
+        assert row["method"] == "pool+reliable-eval"
+
+
+def test_compat_uses_truncated_percentiles_and_strict_comparison():
+    x = np.array([0.0, 1.0])
+    units = _units({"m": x})
+    # n = 1: |Delta| is 0.5 for both subsets; strict < epsilon = 0.5 fails, <= passes
+    strict = required_sample_size(units, epsilon=0.5, moments="mean", compat="reliable-eval")
+    loose = required_sample_size(units, epsilon=0.5, moments="mean")
+    assert strict.filter(pl.col("moment") == "mean")["n_star"].item() == 2
+    assert loose.filter(pl.col("moment") == "mean")["n_star"].item() == 1
+
+
+def test_analytic_n_star_is_the_closed_form():
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.6, 0.04, size=200).clip(0, 1)
+    out = required_sample_size(
+        _units({"m": x}), epsilon=0.01, delta=0.1, moments="mean", method="analytic"
+    )
+    z = NormalDist().inv_cdf(0.95)
+    n0 = (z * np.std(x, ddof=1) / 0.01) ** 2
+    assert out.filter(pl.col("moment") == "mean")["n_star"].item() == math.ceil(n0)
+    fpc = required_sample_size(
+        _units({"m": x}), epsilon=0.01, moments="mean", method="analytic", population_size=200
+    )
+    assert fpc.filter(pl.col("moment") == "mean")["n_star"].item() == math.ceil(
+        n0 / (1 + (n0 - 1) / 200)
+    )
+
+
+def test_n_star_does_not_grow_with_epsilon():
+    units = unit_table(n_models=2, n_items=100, n_variants=25, prompt_sd=0.03, seed=4)
+    prev = None
+    for eps in (0.005, 0.01, 0.02, 0.04, 0.08):
+        out = required_sample_size(units, epsilon=eps, n_resamples=500, seed=1)
+        vals = [v if v is not None else 10**9 for v in out.sort("model", "moment")["n_star"]]
+        if prev is not None:
+            assert all(a <= b for a, b in zip(vals, prev))
+        prev = vals
+
+
+def test_results_are_reproducible_with_seed_and_change_without():
+    units = unit_table(n_models=1, n_items=100, n_variants=40, prompt_sd=0.03, seed=2)
+    a = sample_size_curve(units, n_resamples=300, seed=5)
+    b = sample_size_curve(units, n_resamples=300, seed=5)
+    c = sample_size_curve(units, n_resamples=300, seed=6)
+    assert a.equals(b)
+    assert not a.equals(c)
+
+
+def test_bootstrap_curve_does_not_vanish_at_N():
+    units = unit_table(n_models=1, n_items=100, n_variants=20, prompt_sd=0.03, seed=2)
+    curve = sample_size_curve(units, method="bootstrap", moments="mean", n_resamples=500)
+    assert curve.filter(pl.col("n") == 20)["ci_high"].item() > 0
+    assert not curve["exhaustive"].any()
+
+
+def test_uncertainty_and_proxy_tables():
+    units = unit_table(n_models=2, n_items=100, n_variants=20, prompt_sd=0.03, seed=0)
+    unc = sample_size_uncertainty(
+        units, epsilon=0.02, moments="mean", n_bootstrap=30, n_resamples=200
+    )
+    row = unc.filter(pl.col("model") == "m0", pl.col("moment") == "mean").row(0, named=True)
+    assert row["ci_low"] <= row["n_star_median"] <= row["ci_high"]
+    assert 0 <= row["share_reached"] <= 1 and row["confidence_level"] == 0.9
+    proxy = reference_model_check(
+        units, reference_model="m1", epsilon=0.02, moments="mean", n_resamples=300
+    )
+    m1 = proxy.filter(pl.col("model") == "m1", pl.col("moment") == "mean").row(0, named=True)
+    assert m1["proxy_sufficient"] is True and m1["within_epsilon_at_reference"] is True
+    for r in proxy.filter(pl.col("moment") == "mean").iter_rows(named=True):
+        assert r["proxy_sufficient"] == (r["n_star"] <= r["reference_n_star"])
+        assert r["within_epsilon_at_reference"] == (r["ci_high_at_reference"] <= 0.02)
+
+
+def test_reference_model_must_exist():
+    units = unit_table(n_models=2, n_items=10, n_variants=4, seed=0)
+    with pytest.raises(SchemaError, match="`reference_model` 'gpt'"):
+        reference_model_check(units, reference_model="gpt")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"delta": 10}, r"`delta` must be in \(0, 1\), got 10. Did you mean 0.1\?"),
+        ({"method": "jackknife"}, "`method` must be one of"),
+        ({"moments": ("mean", "skew")}, "`moments` must be among"),
+        ({"n_resamples": 0}, "`n_resamples` must be a positive integer"),
+        ({"compat": "paper"}, "`compat` must be None or 'reliable-eval'"),
+        ({"compat": "reliable-eval", "method": "bootstrap"}, "cannot be combined"),
+        ({"epsilon": -1}, "`epsilon` must be a positive number"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    units = unit_table(n_models=1, n_items=10, n_variants=4, seed=0)
+    with pytest.raises(ParameterError, match=match):
+        required_sample_size(units, **kwargs)
+
+
+# --- the guarantee on fresh draws from a super-population -------------------------------------
+
+
+def _failure_probability(n_star, sigma, epsilon):
+    """P(|mean of n fresh variants - mu| > epsilon) for normal variant scores (exact)."""
+    return 2 * (1 - NormalDist().cdf(epsilon * math.sqrt(n_star) / sigma))
+
+
+def _guarantee(n_reps, n_resamples, seed):
+    mu, sigma, N, eps, delta = 0.6, 0.03, 80, 0.01, 0.1
+    rng = np.random.default_rng(seed)
+    fail = {"pool": [], "bootstrap": [], "analytic": []}
+    for rep in range(n_reps):
+        x = rng.normal(mu, sigma, size=N)
+        units = _units({"m": x})
+        for method in fail:
+            out = required_sample_size(
+                units,
+                epsilon=eps,
+                delta=delta,
+                moments="mean",
+                method=method,
+                n_resamples=n_resamples,
+                seed=rep,
+            )
+            n_star = out.filter(pl.col("moment") == "mean")["n_star"].item()
+            n_star = (
+                N if n_star is None else n_star
+            )  # not reached: all N variants (counted as used)
+            fail[method].append(_failure_probability(n_star, sigma, eps))
+    return {m: np.array(v) for m, v in fail.items()}, delta
+
+
+def _check_guarantee(fail, delta, n_reps):
+    mc = 3 / math.sqrt(n_reps) * 0.05  # 3 MC SE of a mean of failure probabilities (sd <~ 0.05)
+    assert fail["bootstrap"].mean() <= delta + mc
+    assert fail["analytic"].mean() <= delta + mc
+    # pool mode is optimistic: its n* falls short (failure probability above delta) more often
+    short_pool = (fail["pool"] > delta).mean()
+    short_boot = (fail["bootstrap"] > delta).mean()
+    assert short_pool > 0.5 and short_pool > short_boot
+    assert fail["pool"].mean() > delta
+    return short_pool
+
+
+def test_bootstrap_and_analytic_n_star_keep_the_guarantee_short():
+    fail, delta = _guarantee(n_reps=40, n_resamples=500, seed=11)
+    _check_guarantee(fail, delta, 40)
+
+
+@pytest.mark.slow
+def test_bootstrap_and_analytic_n_star_keep_the_guarantee_full():
+    fail, delta = _guarantee(n_reps=1000, n_resamples=5000, seed=12)
+    short_pool = _check_guarantee(fail, delta, 1000)
+    print(
+        f"P(fail): pool {fail['pool'].mean():.4f} bootstrap {fail['bootstrap'].mean():.4f} "
+        f"analytic {fail['analytic'].mean():.4f}; pool n* falls short in {short_pool:.1%}"
+    )
