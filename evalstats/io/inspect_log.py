@@ -1,0 +1,545 @@
+"""Inspect AI evaluation logs (``.eval`` zip archives and ``.json`` logs) into the observation table.
+
+One observation per (sample, epoch): the sample ``id`` is the item, ``epoch - 1`` the run, the
+chosen scorer's value the score, ``eval.model`` the model and ``eval.task`` the dataset. See
+``docs/formats/inspect.md`` for the mapping and the quirks handled here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from evalstats.errors import IngestError, ParameterError
+from evalstats.io._files import expand_paths
+from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize
+from evalstats.io._report import Ingest
+from evalstats.schema import OBSERVATION_COLUMNS
+
+__all__ = ["detect_inspect", "read_inspect", "value_to_float"]
+
+_SUFFIXES = (".eval", ".json")
+
+#: Inspect's default score letters (``inspect_ai.scorer``: CORRECT, PARTIAL, INCORRECT, NOANSWER).
+_LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
+
+#: Generation settings recorded on the log that become factor columns when present.
+_GENERATE_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "seed", "reasoning_effort")
+
+_SAMPLE_MEMBER = re.compile(r"^samples/.+\.json$")
+
+
+def value_to_float(value: Any) -> float | None:
+    """Map an Inspect score value to a float as ``inspect_ai.scorer.value_to_float()`` does.
+
+    Numbers and booleans are cast; ``"C"``, ``"P"``, ``"I"``, ``"N"`` become 1, 0.5, 0, 0;
+    ``"yes"``/``"true"`` and ``"no"``/``"false"`` (any case) become 1 and 0; numeric strings are
+    parsed. Anything else gives None (Inspect logs a warning and uses 0; evalstats reports the
+    value as unparseable instead).
+
+    Examples
+    --------
+    >>> [value_to_float(v) for v in ("C", "P", "I", "N", True, 0.25, "Yes", "0.5", "maybe")]
+    [1.0, 0.5, 0.0, 0.0, 1.0, 0.25, 1.0, 0.5, None]
+    """
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    if isinstance(value, str):
+        if value in _LETTERS:
+            return _LETTERS[value]
+        low = value.strip().lower()
+        if low in ("yes", "true"):
+            return 1.0
+        if low in ("no", "false"):
+            return 0.0
+        try:
+            number = float(low)
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
+
+
+def detect_inspect(path: str | Path) -> bool:
+    """Whether ``path`` is an Inspect log (or a folder holding ``.eval`` logs).
+
+    A ``.eval`` file must be a zip archive with ``header.json`` or ``_journal/start.json``; a
+    ``.json`` file must start like an Inspect log (``"version"`` and ``"eval"`` keys near the top).
+
+    Examples
+    --------
+    >>> detect_inspect("no/such/file.eval")
+    False
+    """
+    p = Path(path)
+    if p.is_dir():
+        return any(f.is_file() and _is_eval_zip(f) for f in p.rglob("*.eval"))
+    if not p.is_file():
+        return False
+    if p.suffix == ".eval":
+        return _is_eval_zip(p)
+    if p.suffix == ".json":
+        return _looks_like_json_log(p)
+    return False
+
+
+def _is_eval_zip(p: Path) -> bool:
+    try:
+        with zipfile.ZipFile(p) as z:
+            names = set(z.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return False
+    return bool({"header.json", "_journal/start.json", "start.json"} & names)
+
+
+def _looks_like_json_log(p: Path) -> bool:
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", errors="ignore")
+    except OSError:
+        return False
+    return head.lstrip().startswith("{") and '"version"' in head and '"eval"' in head
+
+
+def read_inspect(
+    path: str | Path | Sequence[str | Path],
+    *,
+    scorer: str | None = None,
+    columns: str | Mapping[str, str] | None = None,
+    on_invalid: OnInvalid = "error",
+    score_scale: ScoreScale = "auto",
+) -> Ingest:
+    """Read Inspect AI logs into the observation table.
+
+    Parameters
+    ----------
+    path : str, Path or sequence of them
+        A ``.eval`` or ``.json`` log, a glob, or a folder (every ``.eval``/``.json`` log below it;
+        ``.json`` files that are not Inspect logs, such as ``logs.json``, are skipped with a note).
+    scorer : str, optional
+        Scorer whose value is the score when a log has several (default: the first scorer listed
+        in the log header). A scorer whose value is a dictionary is addressed as
+        ``scorer.key``.
+    columns : str or mapping, optional
+        The command-line route to ``scorer``: ``"<scorer>=score"`` picks that scorer. No other
+        role can be mapped.
+    on_invalid : {'error', 'skip'}, default 'error'
+        Raise on the first invalid sample (a score that is not a number, ...) or set such samples
+        aside and count them.
+    score_scale : {'auto', 'unit', 'percent'}, default 'auto'
+        See :func:`evalstats.io._pipeline.finalize`.
+
+    Returns
+    -------
+    Ingest
+        ``(observations, report)`` with one row per (sample, epoch). Columns: ``model``
+        (``eval.model``), ``dataset`` (``eval.task``), ``item`` (sample id), ``variant``,
+        ``run`` (``epoch - 1``), ``score``, ``answer`` (the scorer's answer), ``response`` (the
+        completion), ``gold`` (the target), and factor columns from scalar task arguments and the
+        generation config (``temperature``, ...).
+
+    Raises
+    ------
+    IngestError
+        A file is not an Inspect log or is unreadable, no sample has a score, the scorer does
+        not exist, or a sample is invalid and ``on_invalid='error'``.
+    ParameterError
+        ``columns`` maps something other than a scorer to ``score``.
+
+    Notes
+    -----
+    Score values follow ``inspect_ai.scorer.value_to_float``: ``C``/``P``/``I``/``N`` are 1, 0.5,
+    0, 0; numbers and booleans are cast; ``yes``/``true``/``no``/``false`` and numeric strings are
+    parsed. Departure from Inspect: a value it cannot convert (Inspect warns and uses 0) is
+    reported as ``unparseable_score``. Samples without a score (``scores`` empty, the chosen
+    scorer missing, or a NaN value, Inspect's "unscored") are set aside as ``unscored``, and
+    samples that ended in an error as ``sample_error``; both are counted, never an error.
+    Samples are numbered (the report's ``row``) in Inspect's order: by epoch, then id.
+    Checked against: the real logs in ``fixtures/dumps/inspect/`` (inspect_ai's test fixtures)
+    and hand-written logs in the documented schema, ``tests/io/test_inspect_log.py``.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> log = {"version": 2, "status": "success",
+    ...        "eval": {"task": "arith", "model": "openai/gpt-4o", "scorers": [{"name": "match"}]},
+    ...        "samples": [{"id": i, "epoch": e, "scores": {"match": {"value": v}}}
+    ...                    for (i, e, v) in [(1, 1, "C"), (2, 1, "I"), (1, 2, "C"), (2, 2, "P")]]}
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "log.json"
+    >>> _ = path.write_text(json.dumps(log))
+    >>> obs, report = read_inspect(path)
+    >>> obs.select("item", "run", "score").collect().rows()
+    [('1', 0, 1.0), ('2', 0, 0.0), ('1', 1, 1.0), ('2', 1, 0.5)]
+    >>> report.rows_read, report.rows_kept
+    (4, 4)
+    """
+    scorer = _scorer_from_columns(columns, scorer)
+    files = _log_files(path)
+    parts: list[tuple[str, pl.LazyFrame]] = []
+    notes: list[str] = []
+    skipped: list[str] = []
+    n_scored = 0
+    chosen_all: list[str] = []
+    for f in files:
+        log = _open_log(f, skip_foreign=len(files) > 1)
+        if log is None:
+            skipped.append(f.name)
+            continue
+        header, samples, header_note = log
+        if header_note:
+            notes.append(f"{f}: {header_note}")
+        frame, chosen, scored, file_notes = _frame(f, header, samples, scorer)
+        n_scored += scored
+        if chosen is not None and chosen not in chosen_all:
+            chosen_all.append(chosen)
+        notes.extend(file_notes)
+        parts.append((str(f), frame.lazy()))
+    if skipped:
+        notes.append(
+            f"skipped {len(skipped)} .json file(s) that are not Inspect logs: "
+            f"{', '.join(sorted(skipped))}"
+        )
+    if not parts:
+        raise IngestError(
+            "no Inspect log found (expected .eval archives or .json logs).", path=str(path)
+        )
+    if n_scored == 0:
+        raise IngestError(
+            "no sample has a score (the log may have been written with --no-score or "
+            "cancelled before scoring; score it with `inspect score` first).",
+            path=parts[0][0] if len(parts) == 1 else str(path),
+        )
+    checks = [
+        Check(
+            "sample_error",
+            pl.col("__sample_error"),
+            quirk=True,
+            message="the sample ended in an error and has no score",
+        ),
+        Check(
+            "unscored",
+            pl.col("__unscored"),
+            column="score",
+            quirk=True,
+            message="the sample has no value for the chosen scorer",
+        ),
+    ]
+    return finalize(
+        parts,
+        format="inspect",
+        on_invalid=on_invalid,
+        score_scale=score_scale,
+        checks=checks,
+        factors=_factor_order(parts),
+        source_names={"score": _score_source(chosen_all), "item": "id", "run": "epoch"},
+        notes=notes + ["run = epoch - 1 (Inspect epochs start at 1)"],
+    )
+
+
+def _score_source(chosen: list[str]) -> str:
+    if len(chosen) == 1 and "." in chosen[0]:
+        name, key = chosen[0].split(".", 1)
+        return f"scores.{name}.value.{key}"
+    return f"scores.{chosen[0]}.value" if len(chosen) == 1 else "scores.<scorer>.value"
+
+
+def _scorer_from_columns(columns: str | Mapping[str, str] | None, scorer: str | None) -> str | None:
+    if columns is None:
+        return scorer
+    from evalstats.io._columns import parse_mapping
+
+    mapping = parse_mapping(columns)
+    bad = {k: v for k, v in mapping.items() if v != "score"}
+    if bad or len(mapping) > 1:
+        raise ParameterError(
+            "`columns` for Inspect logs can only pick the scorer, as '<scorer>=score'; "
+            f"got {columns!r}."
+        )
+    (name,) = mapping
+    if scorer is not None and scorer != name:
+        raise ParameterError(f"`scorer` is {scorer!r} but `columns` picks {name!r}; give one.")
+    return name
+
+
+def _log_files(path: str | Path | Sequence[str | Path]) -> list[Path]:
+    files = expand_paths(path, suffixes=_SUFFIXES)
+    return [f for f in files if f.suffix in _SUFFIXES] or files
+
+
+def _open_log(f: Path, *, skip_foreign: bool) -> tuple[dict, list[dict], str | None] | None:
+    """Header, samples (Inspect order) and a note, or None for a foreign .json in a folder."""
+    if f.stat().st_size == 0:
+        raise IngestError("the file is empty (0 bytes).", path=str(f))
+    if f.suffix == ".eval":
+        return _open_eval(f)
+    if f.suffix != ".json":
+        raise IngestError("unknown file type; expected an Inspect .eval or .json log.", path=str(f))
+    try:
+        doc = json.loads(f.read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        if skip_foreign:
+            return None
+        raise IngestError(f"not valid JSON ({exc}).", path=str(f)) from None
+    if not (isinstance(doc, dict) and isinstance(doc.get("eval"), dict)):
+        if skip_foreign:
+            return None
+        raise IngestError(
+            "not an Inspect log: expected a JSON object with an 'eval' header "
+            f"(keys: {', '.join(list(doc)[:8]) if isinstance(doc, dict) else type(doc).__name__}).",
+            path=str(f),
+        )
+    samples = doc.get("samples") or []
+    note = None
+    if not samples:
+        note = "the log holds no samples (written with --no-log-samples?)"
+    return doc, _sorted(samples), note
+
+
+def _open_eval(f: Path) -> tuple[dict, list[dict], str | None]:
+    try:
+        z = zipfile.ZipFile(f)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise IngestError(f"not a readable .eval (zip) archive ({exc}).", path=str(f)) from None
+    with z:
+        names = z.namelist()
+        note = None
+        try:
+            if "header.json" in names:
+                header = json.loads(z.read("header.json"))
+            elif "_journal/start.json" in names:
+                header = json.loads(z.read("_journal/start.json"))
+                note = "no header.json (the run did not finish); model and task from _journal/start.json"
+            elif "start.json" in names:
+                header = json.loads(z.read("start.json"))
+            else:
+                raise IngestError(
+                    "not an Inspect .eval log: the archive has no header.json or "
+                    f"_journal/start.json (members: {', '.join(names[:6])}).",
+                    path=str(f),
+                )
+            samples = []
+            for name in names:
+                if _SAMPLE_MEMBER.match(name):
+                    try:
+                        samples.append(json.loads(z.read(name)))
+                    except json.JSONDecodeError as exc:
+                        raise IngestError(
+                            f"sample file {name!r} is not valid JSON ({exc}).", path=str(f)
+                        ) from None
+        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+            raise IngestError(f"the .eval archive is damaged ({exc}).", path=str(f)) from None
+        except json.JSONDecodeError as exc:
+            raise IngestError(f"the log header is not valid JSON ({exc}).", path=str(f)) from None
+    if not isinstance(header, dict) or not isinstance(header.get("eval"), dict):
+        raise IngestError("the log header has no 'eval' section.", path=str(f))
+    if not samples and note is None:
+        note = "the log holds no samples"
+    return header, _sorted(samples), note
+
+
+def _sorted(samples: list[dict]) -> list[dict]:
+    def key(s: dict) -> tuple:
+        sid = s.get("id")
+        return (s.get("epoch") or 0, isinstance(sid, str), sid if sid is not None else "")
+
+    try:
+        return sorted(samples, key=key)
+    except TypeError:
+        return samples
+
+
+def _scorer_names(header: dict, samples: list[dict]) -> list[str]:
+    """Scorer names in header order, then others seen in samples; dict values give ``name.key``."""
+    seen: list[str] = []
+    for spec in (header.get("eval") or {}).get("scorers") or []:
+        if isinstance(spec, dict) and spec.get("name"):
+            seen.append(str(spec["name"]))
+    if not seen and isinstance((header.get("eval") or {}).get("scorer"), str):
+        seen.append(header["eval"]["scorer"])
+    keys: dict[str, list[str]] = {}
+    for s in samples:
+        for name, score in (_scores(s) or {}).items():
+            if name not in seen:
+                seen.append(name)
+            value = score.get("value") if isinstance(score, dict) else None
+            if isinstance(value, dict):
+                for k in value:
+                    if k not in keys.setdefault(name, []):
+                        keys[name].append(k)
+    names: list[str] = []
+    for name in seen:
+        if name in keys:
+            names.extend(f"{name}.{k}" for k in keys[name])
+        else:
+            names.append(name)
+    return names
+
+
+def _scores(sample: dict) -> dict | None:
+    scores = sample.get("scores")
+    if scores is None and isinstance(sample.get("score"), dict):  # log format version 1
+        scores = {"score": sample["score"]}
+    return scores if isinstance(scores, dict) else None
+
+
+def _lookup(scores: dict | None, scorer: str) -> tuple[bool, Any, Any]:
+    """(found, value, answer) for ``scorer`` (``name`` or ``name.key`` for dict values)."""
+    if not scores:
+        return False, None, None
+    if scorer in scores and isinstance(scores[scorer], dict):
+        sc = scores[scorer]
+        return "value" in sc, sc.get("value"), sc.get("answer")
+    if "." in scorer:
+        name, key = scorer.split(".", 1)
+        sc = scores.get(name)
+        if isinstance(sc, dict) and isinstance(sc.get("value"), dict) and key in sc["value"]:
+            return True, sc["value"][key], sc.get("answer")
+    return False, None, None
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        if all(isinstance(v, str) for v in value):
+            return json.dumps(value, ensure_ascii=False)
+        parts = [
+            c.get("text") for c in value if isinstance(c, dict) and isinstance(c.get("text"), str)
+        ]
+        return "".join(parts) if parts else None
+    return str(value)
+
+
+def _completion(sample: dict) -> str | None:
+    out = sample.get("output")
+    if not isinstance(out, dict):
+        return None
+    if isinstance(out.get("completion"), str):
+        return out["completion"]
+    choices = out.get("choices") or []
+    if choices and isinstance(choices[0], dict):
+        return _text((choices[0].get("message") or {}).get("content"))
+    return None
+
+
+def _factors(header: dict) -> dict[str, Any]:
+    ev = header.get("eval") or {}
+    out: dict[str, Any] = {}
+    for k, v in (ev.get("task_args") or {}).items():
+        if isinstance(v, (str, int, float, bool)):
+            out[k] = v
+    config = dict(ev.get("model_generate_config") or {})
+    config.update((header.get("plan") or {}).get("config") or {})
+    for k in _GENERATE_KEYS:
+        if isinstance(config.get(k), (str, int, float, bool)):
+            out[k] = config[k]
+    renamed = {}
+    for k, v in out.items():
+        name = (
+            f"task_{k}"
+            if k in OBSERVATION_COLUMNS or k.startswith("__") or k in ("item", "variant", "n_items")
+            else k
+        )
+        renamed[name] = v if not isinstance(v, bool) else str(v).lower()
+    return renamed
+
+
+def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
+    ev = header["eval"]
+    names = _scorer_names(header, samples)
+    notes: list[str] = []
+    status = header.get("status")
+    if status not in (None, "success"):
+        notes.append(f"{f}: log status is {status!r}; only the samples it holds are read")
+    chosen = scorer
+    if chosen is None:
+        chosen = names[0] if names else None
+        if len(names) > 1:
+            notes.append(
+                f"{f}: scores from scorer {chosen!r} (also available: "
+                f"{', '.join(repr(n) for n in names[1:])}); pick one with scorer=... "
+                f"(CLI: --columns <scorer>=score)"
+            )
+    elif samples and names and chosen not in names:
+        raise IngestError(
+            f"no scorer {chosen!r} in the log (scorers: {', '.join(repr(n) for n in names)}).",
+            path=str(f),
+        )
+    factors = _factors(header)
+    rows: dict[str, list] = {
+        k: []
+        for k in (
+            "model",
+            "dataset",
+            "item",
+            "run",
+            "score",
+            "answer",
+            "response",
+            "gold",
+            "__input_text",
+            "__unscored",
+            "__sample_error",
+        )
+    }
+    scored = 0
+    for s in samples:
+        found, value, answer = _lookup(_scores(s), chosen) if chosen else (False, None, None)
+        unscored = not found or value is None or (isinstance(value, float) and math.isnan(value))
+        errored = s.get("error") is not None and unscored
+        num = None if unscored else value_to_float(value)
+        if unscored:
+            raw = None
+        elif num is not None:
+            raw = repr(num)
+        else:
+            raw = value if isinstance(value, str) else json.dumps(value)
+        scored += 0 if unscored else 1
+        sid = s.get("id")
+        epoch = s.get("epoch", 1)
+        rows["model"].append(ev.get("model"))
+        rows["dataset"].append(ev.get("task"))
+        rows["item"].append(None if sid is None else str(sid))
+        rows["run"].append(epoch - 1 if isinstance(epoch, int) else None)
+        rows["score"].append(raw)
+        rows["answer"].append(None if answer is None else str(answer))
+        rows["response"].append(_completion(s))
+        rows["gold"].append(_text(s.get("target")))
+        rows["__input_text"].append(s.get("input") if isinstance(s.get("input"), str) else None)
+        rows["__unscored"].append(unscored and not errored)
+        rows["__sample_error"].append(errored)
+    schema = {
+        "model": pl.String,
+        "dataset": pl.String,
+        "item": pl.String,
+        "run": pl.Int64,
+        "score": pl.String,
+        "answer": pl.String,
+        "response": pl.String,
+        "gold": pl.String,
+        "__input_text": pl.String,
+        "__unscored": pl.Boolean,
+        "__sample_error": pl.Boolean,
+    }
+    frame = pl.DataFrame(rows, schema=schema)
+    if factors:
+        frame = frame.with_columns(pl.lit(v).alias(k) for k, v in factors.items())
+    return frame, chosen, scored, notes
+
+
+def _factor_order(parts: list[tuple[str, pl.LazyFrame]]) -> list[str]:
+    order: list[str] = []
+    for _, lf in parts:
+        for name in lf.collect_schema().names():
+            if name not in OBSERVATION_COLUMNS and not name.startswith("__") and name not in order:
+                order.append(name)
+    return order
