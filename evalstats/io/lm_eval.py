@@ -1,0 +1,457 @@
+"""lm-evaluation-harness results folders (``--log_samples`` output) into the observation table.
+
+``lm_eval --output_path OUT --log_samples`` writes ``OUT/<model_name_sanitized>/`` with
+``results_<date>.json`` and one ``samples_<task>_<date>.jsonl`` per task: one JSON object per
+document **and filter**. This module maps ``doc_id`` to the item, the task to the dataset, the
+model from the results file (or the folder name), one metric to the score, and repeated runs
+(samples files of the same task with different dates) to ``run``. See ``docs/formats/lm-eval.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from evalstats.errors import IngestError, ParameterError
+from evalstats.io._files import expand_paths
+from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize
+from evalstats.io._report import Ingest
+
+__all__ = ["detect_lm_eval", "read_lm_eval"]
+
+#: Keys of a logged sample that are bookkeeping, not metrics.
+_BOOKKEEPING = frozenset(
+    {
+        "doc_id",
+        "doc",
+        "target",
+        "arguments",
+        "resps",
+        "filtered_resps",
+        "filter",
+        "metrics",
+        "doc_hash",
+        "prompt_hash",
+        "target_hash",
+    }
+)
+
+#: ``GeneralConfigTracker._get_model_name``: prefixes of ``model_args``, in lm-eval's order.
+_MODEL_ARG_PREFIXES = ("peft=", "delta=", "pretrained=", "model=", "path=", "engine=")
+
+_SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>[^_]+)\.jsonl$")
+
+
+def detect_lm_eval(path: str | Path) -> bool:
+    """Whether ``path`` is an lm-eval samples file or a folder holding ``samples_*.jsonl`` files.
+
+    Examples
+    --------
+    >>> detect_lm_eval("no/such/folder")
+    False
+    """
+    p = Path(path)
+    if p.is_file():
+        return _SAMPLES.match(p.name) is not None
+    if p.is_dir():
+        return any(_SAMPLES.match(f.name) for f in p.rglob("samples_*.jsonl"))
+    return False
+
+
+def read_lm_eval(
+    path: str | Path | Sequence[str | Path],
+    *,
+    metric: str | Mapping[str, str] | None = None,
+    filter: str | Mapping[str, str] | None = None,
+    columns: str | Mapping[str, str] | None = None,
+    on_invalid: OnInvalid = "error",
+    score_scale: ScoreScale = "auto",
+) -> Ingest:
+    r"""Read lm-evaluation-harness per-sample logs into the observation table.
+
+    Parameters
+    ----------
+    path : str, Path or sequence of them
+        The ``--output_path`` folder (searched recursively), a model folder, one
+        ``samples_<task>_<date>.jsonl`` file, or a glob.
+    metric : str or mapping, optional
+        Metric used as the score (``acc``, ``acc_norm``, ``exact_match``, ...), or a mapping
+        ``{task: metric}``. Default: the first entry of each record's ``metrics`` list (the
+        task's first metric).
+    filter : str or mapping, optional
+        Filter whose records are read (``none``, ``strict-match``, ``flexible-extract``, ...), or
+        a mapping ``{task: filter}``. Default: the first filter in each file. Records of the other filters are the same
+        documents scored after another answer extraction; they are set aside as
+        ``other_filter`` so that no document is counted twice.
+    columns : str or mapping, optional
+        The command-line route to ``metric``: ``"acc_norm=score"`` picks that metric. No other
+        role can be mapped.
+    on_invalid : {'error', 'skip'}, default 'error'
+        Raise on the first invalid record (a line that is not JSON, a metric value that is not a
+        number, a duplicate document) or set such records aside and count them.
+    score_scale : {'auto', 'unit', 'percent'}, default 'auto'
+        See :func:`evalstats.io._pipeline.finalize`.
+
+    Returns
+    -------
+    Ingest
+        ``(observations, report)``, one row per document of the chosen filter. Columns:
+        ``model``, ``dataset`` (the task), ``item`` (``doc_id``), ``variant`` (from ``shots``),
+        ``run``, ``score``, ``answer`` (first filtered response, for generation tasks),
+        ``response`` (first raw response), ``gold`` (``target``), and the factor ``shots``
+        (``n-shot`` of the results file).
+
+    Raises
+    ------
+    IngestError
+        No samples file, an unknown metric or filter, or an invalid record with
+        ``on_invalid='error'``.
+    ParameterError
+        ``columns`` maps something other than a metric to ``score``.
+
+    Notes
+    -----
+    File names follow lm-eval's ``save_results_samples``: the task is the text between the first
+    and the last ``_`` of ``samples_<task>_<date>.jsonl`` (``lm_eval.utils.get_file_task_name``)
+    and the results file of a samples file is the ``.json`` in the same folder whose name ends
+    with the same ``_<date>``. The model is ``model_name`` of that results file, else the name in
+    ``config.model_args`` (``pretrained=``, ``model=``, ... as lm-eval parses it), else the
+    folder name (``model_name_sanitized``, ``/`` written as ``__``). Metric values are cast as
+    lm-eval writes them: numbers, booleans, and strings such as ``"1.0"`` or ``"True"`` (numpy
+    scalars that ``handle_non_serializable`` turned into strings). Corpus-level metrics (``bleu``,
+    ``chrf``, ``ter``) are logged per document as ``[reference, prediction]`` pairs and cannot be
+    an item score: they are invalid (``corpus_metric``). Several samples files of one
+    (model, task, shots) with different dates are repeated runs, numbered by date from 0.
+    ``repeats`` inside one run are not recoverable: lm-eval logs one metric value per document
+    and filter. Checked against: ``fixtures/dumps/lm_eval/`` (written in the harness's format),
+    ``tests/io/test_lm_eval.py``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, json
+    >>> d = pathlib.Path(tempfile.mkdtemp()) / "org__model"
+    >>> d.mkdir()
+    >>> recs = [{"doc_id": i, "target": "0", "filter": "none", "metrics": ["acc"], "acc": a}
+    ...         for i, a in enumerate([1.0, 0.0, 1.0])]
+    >>> _ = (d / "samples_boolq_2024-05-01T10-00-00.000001.jsonl").write_text(
+    ...     "".join(json.dumps(r) + "\n" for r in recs))
+    >>> obs, report = read_lm_eval(d.parent)
+    >>> obs.select("model", "dataset", "item", "score").collect().rows()
+    [('org__model', 'boolq', '0', 1.0), ('org__model', 'boolq', '1', 0.0), ('org__model', 'boolq', '2', 1.0)]
+    """
+    metric = _metric_from_columns(columns, metric)
+    files = [f for f in expand_paths(path, suffixes=(".jsonl",)) if _SAMPLES.match(f.name)]
+    if not files:
+        raise IngestError(
+            "no samples_<task>_<date>.jsonl files (lm_eval writes them with --log_samples).",
+            path=str(path),
+        )
+    results_cache: dict[Path, dict[str, tuple[Path, dict]]] = {}
+    notes: list[str] = []
+    parts: list[tuple[str, pl.DataFrame]] = []
+    keys: list[tuple[str, str, Any, str]] = []
+    metrics_used: list[str] = []
+    for f in files:
+        m = _SAMPLES.match(f.name)
+        task, date = m["task"], m["date"]
+        results = _results_for(f.parent, date, results_cache)
+        model, how = _model_name(results, f.parent)
+        if how != "results":
+            note = f"{f.parent}: model {model!r} taken from {how}"
+            if note not in notes:
+                notes.append(note)
+        shots = _shots(results, task)
+        frame, used, file_notes = _read_samples(
+            f, task, model, shots, _for_task(metric, task), _for_task(filter, task), on_invalid
+        )
+        notes.extend(n for n in file_notes if n not in notes)
+        if used not in metrics_used:
+            metrics_used.append(used)
+        parts.append((str(f), frame))
+        keys.append((model, task, shots, date))
+    parts = _number_runs(parts, keys, notes)
+    checks = [
+        Check(
+            "other_filter",
+            pl.col("__other_filter"),
+            quirk=True,
+            message="a record of another filter for the same document",
+        ),
+        Check("invalid_json", pl.col("__bad_json"), message="the line is not a JSON object"),
+        Check(
+            "corpus_metric",
+            pl.col("__corpus_metric"),
+            column="score",
+            message="the metric is logged per document as [reference, prediction] "
+            "(a corpus-level metric such as bleu); pick a per-document metric with metric=...",
+        ),
+    ]
+    return finalize(
+        [(p, df.lazy()) for p, df in parts],
+        format="lm-eval",
+        on_invalid=on_invalid,
+        score_scale=score_scale,
+        checks=checks,
+        factors=["shots"],
+        source_names={
+            "score": metrics_used[0] if len(metrics_used) == 1 else "<metric>",
+            "item": "doc_id",
+            "gold": "target",
+        },
+        notes=notes,
+    )
+
+
+def _for_task(option: str | Mapping[str, str] | None, task: str) -> str | None:
+    if isinstance(option, Mapping):
+        return option.get(task)
+    return option
+
+
+def _metric_from_columns(columns: str | Mapping[str, str] | None, metric: Any) -> Any:
+    if columns is None:
+        return metric
+    from evalstats.io._columns import parse_mapping
+
+    mapping = parse_mapping(columns)
+    if len(mapping) != 1 or next(iter(mapping.values())) != "score":
+        raise ParameterError(
+            "`columns` for lm-eval can only pick the metric, as '<metric>=score' "
+            f"(for example acc_norm=score); got {columns!r}."
+        )
+    (name,) = mapping
+    if metric is not None and metric != name:
+        raise ParameterError(f"`metric` is {metric!r} but `columns` picks {name!r}; give one.")
+    return name
+
+
+def _results_for(folder: Path, date: str, cache: dict) -> dict | None:
+    """The results JSON in ``folder`` whose name ends with ``_<date>.json`` (None if absent)."""
+    if folder not in cache:
+        found: dict[str, tuple[Path, dict]] = {}
+        for f in sorted(folder.glob("*.json")):
+            if "_" not in f.stem:
+                continue
+            try:
+                doc = json.loads(f.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise IngestError(
+                    f"the results file is not valid JSON ({exc}).", path=str(f)
+                ) from None
+            if isinstance(doc, dict) and ("results" in doc or "config" in doc):
+                found[f.stem.rsplit("_", 1)[1]] = (f, doc)
+        cache[folder] = found
+    hit = cache[folder].get(date)
+    return hit[1] if hit else None
+
+
+def _model_name(results: dict | None, folder: Path) -> tuple[str, str]:
+    if results:
+        name = results.get("model_name")
+        if isinstance(name, str) and name:
+            return name, "results"
+        args = (results.get("config") or {}).get("model_args")
+        if isinstance(args, dict):
+            for prefix in _MODEL_ARG_PREFIXES:
+                if isinstance(args.get(prefix[:-1]), str):
+                    return args[prefix[:-1]], "results"
+        elif isinstance(args, str):
+            for prefix in _MODEL_ARG_PREFIXES:
+                if prefix in args:
+                    return args.split(prefix)[1].split(",")[0], "results"
+        return folder.name, "the folder name (the results file names no model)"
+    return folder.name, "the folder name (no results_<date>.json next to the samples)"
+
+
+def _shots(results: dict | None, task: str) -> int | None:
+    if not results:
+        return None
+    n = (results.get("n-shot") or {}).get(task)
+    if n is None:
+        n = ((results.get("configs") or {}).get(task) or {}).get("num_fewshot")
+    try:
+        return None if n is None else int(n)
+    except (TypeError, ValueError):
+        return None
+
+
+def _value(v: Any) -> tuple[str | None, bool]:
+    """(score as text for finalize, is_corpus_metric)."""
+    if v is None:
+        return None, False
+    if isinstance(v, bool):
+        return ("true" if v else "false"), False
+    if isinstance(v, (int, float)):
+        return repr(float(v)), False
+    if isinstance(v, str):
+        return v, False
+    return json.dumps(v, ensure_ascii=False), isinstance(v, list)
+
+
+def _first_text(v: Any) -> str | None:
+    while isinstance(v, list) and v:
+        v = v[0]
+    return v if isinstance(v, str) else None
+
+
+def _read_samples(
+    f: Path,
+    task: str,
+    model: str,
+    shots: int | None,
+    metric: str | None,
+    filter: str | None,
+    on_invalid: str,
+):
+    if f.stat().st_size == 0:
+        raise IngestError("the file is empty (0 bytes).", path=str(f))
+    records: list[dict | None] = []
+    try:
+        lines = f.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"the file is not valid UTF-8 text ({exc}).", path=str(f)) from None
+    row = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        row += 1
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            rec = None
+            if on_invalid == "error":
+                raise IngestError(
+                    f"the line is not valid JSON ({exc.msg} at character {exc.pos}). To set such "
+                    "lines aside and count them, pass on_invalid='skip' (CLI: --on-invalid skip).",
+                    path=str(f),
+                    row=row,
+                ) from None
+        records.append(rec if isinstance(rec, dict) else None)
+        if rec is not None and not isinstance(rec, dict) and on_invalid == "error":
+            raise IngestError(
+                f"expected a JSON object, got {type(rec).__name__}.", path=str(f), row=row
+            )
+    good = [r for r in records if r is not None]
+    filters = list(dict.fromkeys(str(r.get("filter", "none")) for r in good))
+    notes: list[str] = []
+    chosen_filter = filter if filter is not None else (filters[0] if filters else "none")
+    if good and chosen_filter not in filters:
+        raise IngestError(
+            f"no records of filter {chosen_filter!r} (filters: {', '.join(map(repr, filters))}).",
+            path=str(f),
+        )
+    if len(filters) > 1:
+        notes.append(
+            f"{f.name}: filter {chosen_filter!r} read; records of "
+            f"{', '.join(repr(x) for x in filters if x != chosen_filter)} set aside as other_filter "
+            "(pick one with filter=...)"
+        )
+    mine = [r for r in good if str(r.get("filter", "none")) == chosen_filter]
+    available = _metrics_of(mine)
+    used = metric if metric is not None else (available[0] if available else None)
+    if used is None or (mine and used not in available):
+        raise IngestError(
+            f"no metric {used!r} in the records (metrics: {', '.join(map(repr, available)) or 'none'}).",
+            path=str(f),
+        )
+    if metric is None and len(available) > 1:
+        notes.append(
+            f"{task}: score = metric {used!r} (also logged: "
+            f"{', '.join(repr(x) for x in available[1:])}; pick one with metric=..., "
+            f"CLI: --columns <metric>=score)"
+        )
+    cols: dict[str, list] = {
+        k: []
+        for k in (
+            "model",
+            "dataset",
+            "item",
+            "score",
+            "answer",
+            "response",
+            "gold",
+            "__input_text",
+            "__other_filter",
+            "__bad_json",
+            "__corpus_metric",
+        )
+    }
+    for rec in records:
+        ok = rec is not None
+        rec = rec or {}
+        score, corpus = _value(rec.get(used))
+        doc_id = rec.get("doc_id")
+        args = rec.get("arguments")
+        prompt = None
+        if isinstance(args, dict):
+            prompt = _first_text((args.get("gen_args_0") or {}).get("arg_0"))
+        elif isinstance(args, list):
+            prompt = _first_text(args)
+        cols["model"].append(model if ok else None)
+        cols["dataset"].append(task if ok else None)
+        cols["item"].append(None if doc_id is None else str(doc_id))
+        cols["score"].append(score)
+        cols["answer"].append(_first_text(rec.get("filtered_resps")))
+        cols["response"].append(_first_text(rec.get("resps")))
+        cols["gold"].append(None if rec.get("target") is None else str(rec.get("target")))
+        cols["__input_text"].append(prompt)
+        cols["__other_filter"].append(ok and str(rec.get("filter", "none")) != chosen_filter)
+        cols["__bad_json"].append(not ok)
+        cols["__corpus_metric"].append(corpus)
+    schema = {
+        "model": pl.String,
+        "dataset": pl.String,
+        "item": pl.String,
+        "score": pl.String,
+        "answer": pl.String,
+        "response": pl.String,
+        "gold": pl.String,
+        "__input_text": pl.String,
+        "__other_filter": pl.Boolean,
+        "__bad_json": pl.Boolean,
+        "__corpus_metric": pl.Boolean,
+    }
+    frame = pl.DataFrame(cols, schema=schema).with_columns(
+        pl.lit(shots, dtype=pl.Int64).alias("shots")
+    )
+    return frame, used, notes
+
+
+def _metrics_of(records: list[dict]) -> list[str]:
+    names: list[str] = []
+    for r in records:
+        listed = r.get("metrics")
+        if isinstance(listed, list):
+            cand = [str(x) for x in listed]
+        else:  # older harness versions do not write "metrics"
+            cand = [k for k in r if k not in _BOOKKEEPING]
+        for c in cand:
+            if c not in names:
+                names.append(c)
+    return names
+
+
+def _number_runs(parts, keys, notes):
+    """Give samples files of the same (model, task, shots) run numbers 0, 1, ... by date."""
+    groups: dict[tuple, list[int]] = {}
+    for i, (model, task, shots, _date) in enumerate(keys):
+        groups.setdefault((model, task, shots), []).append(i)
+    run_of = [0] * len(parts)
+    for (model, task, _), idx in groups.items():
+        idx.sort(key=lambda i: keys[i][3])
+        for r, i in enumerate(idx):
+            run_of[i] = r
+        if len(idx) > 1:
+            notes.append(
+                f"{model} / {task}: {len(idx)} samples files with different dates read "
+                f"as runs 0-{len(idx) - 1} (oldest first)"
+            )
+    return [
+        (p, df.with_columns(pl.lit(run_of[i], dtype=pl.Int64).alias("run")))
+        for i, (p, df) in enumerate(parts)
+    ]
