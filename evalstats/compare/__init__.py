@@ -5,6 +5,13 @@ The public names live in private modules and are re-exported here.
 
 from __future__ import annotations
 
+from evalstats.compare._audit import (
+    ReversalAudit,
+    SubsetRankings,
+    parse_claim,
+    reversal_audit,
+    subset_rankings,
+)
 from evalstats.compare._intervals import intervals, mean_interval
 from evalstats.compare._paired import (
     PairedDifference,
@@ -17,10 +24,15 @@ from evalstats.compare._providers import ProviderAudit, provider_audit
 __all__ = [
     "PairedDifference",
     "ProviderAudit",
+    "ReversalAudit",
+    "SubsetRankings",
     "compare_models",
     "intervals",
     "mean_interval",
     "paired_difference",
     "paired_matrix",
+    "parse_claim",
     "provider_audit",
+    "reversal_audit",
+    "subset_rankings",
 ]
