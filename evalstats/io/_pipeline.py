@@ -305,6 +305,7 @@ def finalize(
             message="expected a number in [0, 1]",
         ),
     ]
+    rows = lf  # every row, before the reasons: the observation table is taken from here
     reason: pl.Expr = pl.lit(None, dtype=pl.String)
     for rule in reversed(rules):
         reason = pl.when(rule.expr.fill_null(False)).then(pl.lit(rule.reason)).otherwise(reason)
@@ -317,7 +318,13 @@ def finalize(
     key = ["__run" if k == "run" else k for k in key]
     valid = pl.col("__reason").is_null()
     lf = lf.with_columns(
-        pl.when(valid & ~pl.struct(key).is_first_distinct().over(valid))
+        # one pass without a window: set-aside rows get a null key, which no valid row has
+        pl.when(
+            valid
+            & ~pl.when(valid)
+            .then(pl.struct(*key, pl.lit(True).alias("__valid")))
+            .is_first_distinct()
+        )
         .then(pl.lit("duplicate"))
         .otherwise(pl.col("__reason"))
         .alias("__reason")
@@ -336,9 +343,11 @@ def finalize(
             .agg(
                 pl.len().alias("n"),
                 pl.struct("__src", "__row", "__raw_score")
-                .sort_by("__src", "__row")
-                .head(N_EXAMPLES)
+                .filter(pl.col("__reason").is_not_null())
+                .bottom_k_by(["__src", "__row"], N_EXAMPLES)
                 .alias("ex"),
+                # where the set-aside rows are, so the table need not recompute the reasons
+                pl.struct("__src", "__row").filter(pl.col("__reason").is_not_null()).alias("ids"),
             )
             .collect(engine="streaming")
         )
@@ -355,7 +364,7 @@ def finalize(
         set_aside[reason_name] = r["n"]
         column = messages.get(reason_name, (None, ""))[0]
         shown = source_names.get(column, column) if column else None
-        for ex in r["ex"]:
+        for ex in sorted(r["ex"], key=lambda e: (e["__src"], e["__row"])):
             detail = ex["__raw_score"] if column == "score" else None
             examples.append(
                 SetAsideExample(reason_name, paths[ex["__src"]], ex["__row"], shown, detail)
@@ -390,9 +399,11 @@ def finalize(
         rows_read += sum(int(v) for v in extra_read.values())
 
     # --- the observation table -----------------------------------------------------------
-    out = lf.filter(pl.col("__reason").is_null()).with_columns(
-        pl.col("__score").alias("score"), pl.col("__run").alias("run")
-    )
+    ids = counts.select(pl.col("ids").explode()).drop_nulls().unnest("ids")
+    out = rows
+    if ids.height:
+        out = out.join(ids.lazy(), on=["__src", "__row"], how="anti", maintain_order="left")
+    out = out.with_columns(pl.col("__score").alias("score"), pl.col("__run").alias("run"))
     if "__input_text" in schema and "input_len" not in schema:
         out = out.with_columns(
             pl.col("__input_text").str.count_matches(r"\S+").cast(pl.Int64).alias("input_len")
