@@ -381,3 +381,17 @@ def test_cli_bad_dove_file_exits_2(dove, capsys):
     assert err.startswith("evalstats: error: ")
     assert "out_of_range.parquet, row 7, column 'score'" in err
     assert "Traceback" not in err
+
+
+def test_kept_rows_keep_file_order_and_values(dove):
+    """The table is the raw rows minus the set-aside ones, in file order (finalize's anti-join)."""
+    raw = flat_pandas(dove / "lite")
+    keep = (raw["sample_index"] != -1) & ~(
+        (raw["sample_index"] != -1) & raw.duplicated(AUTHORS_KEY + ["language"])
+    )
+    df = read_dove(dove / "lite")[0].collect(engine="streaming")
+    assert df["item"].to_list() == raw.loc[keep, "sample_index"].astype(str).tolist()
+    assert_allclose(df["score"].to_numpy(), raw.loc[keep, "score"].to_numpy(), rtol=0)
+    assert_allclose(
+        df["cumulative_logprob"].to_numpy(), raw.loc[keep, "cumulative_logprob"].to_numpy(), rtol=0
+    )
