@@ -1,0 +1,358 @@
+"""Normality of run accuracies: Lilliefors, Shapiro-Wilk, Anderson-Darling and plain KS tests.
+
+A configuration run N times gives N run accuracies. :func:`run_normality` asks whether those N
+numbers look like a sample from *some* normal distribution (mean and sd estimated from them);
+:func:`run_distribution` summarises them (mean, median, quantiles) for the histogram of
+:func:`evalstats.plots.plot_run_distribution`.
+
+Both accept a unit table (the ``score`` of each run of a group), an observation table (aggregated
+to units first) or a stability table (its ``acc_per_run`` list, one value per run).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from evalstats.errors import DegenerateDataWarning, ParameterError, SchemaError
+from evalstats.schema import as_lazy, validate_by, validate_units
+
+__all__ = ["METHODS", "run_distribution", "run_normality"]
+
+#: Test names accepted by ``method`` (``"all"`` runs every one), in output order.
+METHODS: tuple[str, ...] = ("lilliefors", "shapiro", "anderson", "ks")
+
+#: Label written in the ``method`` column for each test.
+_LABELS = {
+    "lilliefors": "lilliefors",
+    "shapiro": "shapiro",
+    "anderson": "anderson",
+    "ks": "ks_uncorrected",
+}
+
+#: Fewest values each test accepts (below it the row is NaN with a DegenerateDataWarning).
+_MIN_N = {"lilliefors": 4, "shapiro": 3, "anderson": 3, "ks": 2}
+
+_DEFAULT_BY = ("model", "dataset", "variant")
+
+
+def _values_frame(
+    data: pl.DataFrame | pl.LazyFrame, by: Sequence[str] | str
+) -> tuple[pl.DataFrame, tuple[str, ...]]:
+    """Long frame ``(*by, __value)`` of run accuracies, from a stability or a unit table."""
+    lf = as_lazy(data)
+    names = lf.collect_schema().names()
+    if "acc_per_run" in names:
+        by = validate_by(names, by, table="stability table")
+        dtype = lf.collect_schema()["acc_per_run"]
+        if not isinstance(dtype, (pl.List, pl.Array)):
+            raise SchemaError(
+                f"column 'acc_per_run' of the stability table must be a list of floats, got {dtype}."
+            )
+        long = (
+            lf.select(*by, pl.col("acc_per_run").alias("__value"))
+            .explode("__value")
+            .with_columns(pl.col("__value").cast(pl.Float64))
+        )
+    else:
+        units = validate_units(lf)
+        by = validate_by(units.collect_schema().names(), by)
+        long = (
+            units.select(*by, pl.col("run"), pl.col("score").alias("__value"))
+            .sort([*by, "run"], nulls_last=True)
+            .drop("run")
+        )
+    frame = long.collect()
+    return frame, by
+
+
+def _groups(frame: pl.DataFrame, by: tuple[str, ...]) -> list[tuple[tuple, np.ndarray]]:
+    """``[(key, values)]`` sorted by key; null or NaN values are dropped."""
+    if not by:
+        return [((), _clean(frame["__value"]))]
+    agg = (
+        frame.group_by(list(by), maintain_order=True)
+        .agg(pl.col("__value"))
+        .sort(list(by), nulls_last=True)
+    )
+    return [(tuple(r[: len(by)]), _clean(r[-1])) for r in agg.iter_rows()]
+
+
+def _clean(values: object) -> np.ndarray:
+    x = np.asarray(values.to_list() if hasattr(values, "to_list") else values, dtype=float)
+    return x[np.isfinite(x)]
+
+
+def _test(x: np.ndarray, method: str) -> tuple[float, float]:
+    """``(statistic, pvalue)`` of one normality test on ``x`` (numpy in, floats out)."""
+    import scipy.stats as st
+
+    if method == "lilliefors":
+        from statsmodels.stats.diagnostic import lilliefors
+
+        stat, p = lilliefors(x, dist="norm", pvalmethod="table")
+    elif method == "shapiro":
+        stat, p = st.shapiro(x)
+    elif method == "anderson":
+        from statsmodels.stats.diagnostic import normal_ad
+
+        stat, p = normal_ad(x)
+    else:  # plain KS against N(mean, sd) with both estimated from x: conservative
+        res = st.kstest(x, "norm", args=(float(np.mean(x)), float(np.std(x, ddof=1))))
+        stat, p = res.statistic, res.pvalue
+    return float(stat), float(p)
+
+
+def _validate_method(method: str | Sequence[str]) -> list[str]:
+    if isinstance(method, str):
+        method = list(METHODS) if method == "all" else [method]
+    out = []
+    for m in method:
+        m = "ks" if m == "ks_uncorrected" else m
+        if m not in METHODS:
+            raise ParameterError(
+                f"`method` must be 'all' or one of {', '.join(map(repr, METHODS))}, got {m!r}."
+            )
+        if m not in out:
+            out.append(m)
+    return out
+
+
+def run_normality(
+    data: pl.DataFrame | pl.LazyFrame,
+    *,
+    by: Sequence[str] | str = _DEFAULT_BY,
+    method: str | Sequence[str] = "lilliefors",
+    low_power_n: int = 20,
+) -> pl.DataFrame:
+    r"""Test whether the run accuracies of each group look normally distributed.
+
+    Parameters
+    ----------
+    data : polars.DataFrame or polars.LazyFrame
+        A unit table (one row per (model, dataset, variant, run); the values are the ``score``
+        of each run), an observation table (aggregated to units first), or a stability table
+        with an ``acc_per_run`` list column (one accuracy per run).
+    by : tuple of str, default ('model', 'dataset', 'variant')
+        Columns that define a group; one test per group and method.
+    method : {'lilliefors', 'shapiro', 'anderson', 'ks', 'all'} or sequence, default 'lilliefors'
+        The test(s): Lilliefors-corrected Kolmogorov-Smirnov, Shapiro-Wilk, Anderson-Darling,
+        or the plain one-sample KS against a normal with the sample's mean and sd (written
+        ``ks_uncorrected`` in the output because it ignores that the parameters were estimated).
+    low_power_n : int, default 20
+        Groups with fewer values than this get ``low_power = True``.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per group and method, sorted by the group keys then ``method`` in the order
+        above, with the ``by`` columns and ``method``, ``statistic``, ``pvalue``, ``n``,
+        ``mean``, ``sd`` (ddof=1), ``low_power`` and ``uncorrected`` (True for the plain KS).
+
+    Raises
+    ------
+    SchemaError
+        If a column in ``by`` is missing, or the table is neither a unit nor a stability table.
+    ParameterError
+        If ``method`` or ``low_power_n`` is invalid.
+
+    Warns
+    -----
+    DegenerateDataWarning
+        For a group whose values are constant or fewer than the test needs (4 for Lilliefors,
+        3 for Shapiro-Wilk and Anderson-Darling, 2 for KS); its statistic and p-value are NaN.
+
+    See Also
+    --------
+    run_distribution : Mean, median and quantiles of the same values.
+
+    Notes
+    -----
+    Each test compares the N values with the normal distribution whose mean and standard
+    deviation (ddof=1) are estimated from the same N values:
+
+    - ``lilliefors``: :math:`D = \sup_x |F_N(x) - \Phi((x - \bar x)/s)|`, with the p-value from
+      Lilliefors' null distribution for estimated parameters (statsmodels
+      ``lilliefors(x, pvalmethod='table')``).
+    - ``shapiro``: Shapiro-Wilk W (``scipy.stats.shapiro``).
+    - ``anderson``: Anderson-Darling :math:`A^2` (the same statistic as ``scipy.stats.anderson``)
+      with the D'Agostino-Stephens p-value for estimated parameters (statsmodels ``normal_ad``).
+    - ``ks`` (``ks_uncorrected``): the same D as Lilliefors, but its p-value is taken from the
+      Kolmogorov distribution for a *fully specified* normal (``scipy.stats.kstest``). Because
+      the normal was fitted to the data, D is systematically small and this p-value is far too
+      large: the test almost never rejects (it is conservative). It is reported to show that.
+
+    Testing raw accuracies against the *standard* normal N(0, 1), as the llm-stability paper
+    did, is wrong: accuracies lie in [0, 1] around their mean with a tiny sd, so any sample of
+    them is far from N(0, 1) and the test "rejects normality" whatever their shape. With N = 5
+    runs every test here has little power (``low_power``): a large p-value is no evidence of
+    normality. See docs/methods/stability.md.
+
+    Checked against: scipy 1.17 / statsmodels 0.15 values on the authors' run accuracies and
+    simulated samples, fixtures/reference/normality/ (see its PROVENANCE).
+
+    References
+    ----------
+    .. [1] Lilliefors, H. W. (1967). On the Kolmogorov-Smirnov test for normality with mean and
+       variance unknown. JASA 62(318), 399-402.
+    .. [2] Atil, B. et al. (2024). LLM Stability: A detailed analysis with some surprises.
+
+    Examples
+    --------
+    >>> from evalstats.simulate import unit_table
+    >>> units = unit_table(n_models=1, n_items=200, n_variants=1, n_runs=30,
+    ...                    instability=0.3, seed=1)
+    >>> res = run_normality(units, method="all")
+    >>> res.select("method", "n", "low_power").rows()
+    [('lilliefors', 30, False), ('shapiro', 30, False), ('anderson', 30, False), ('ks_uncorrected', 30, False)]
+    >>> [round(p, 4) for p in res["pvalue"]]
+    [0.3855, 0.202, 0.2513, 0.7742]
+    """
+    methods = _validate_method(method)
+    if (
+        isinstance(low_power_n, bool)
+        or not isinstance(low_power_n, (int, np.integer))
+        or low_power_n < 0
+    ):
+        raise ParameterError(f"`low_power_n` must be a non-negative integer, got {low_power_n!r}.")
+    frame, by = _values_frame(data, by)
+    rows = []
+    for key, x in _groups(frame, by):
+        n = int(x.size)
+        mean = float(np.mean(x)) if n else float("nan")
+        sd = float(np.std(x, ddof=1)) if n > 1 else float("nan")
+        for m in methods:
+            where = ", ".join(f"{b}={k!r}" for b, k in zip(by, key)) or "the table"
+            if n < _MIN_N[m]:
+                warnings.warn(
+                    f"{where}: {n} run values, but the {m} test needs at least {_MIN_N[m]}; "
+                    "statistic and p-value are NaN.",
+                    DegenerateDataWarning,
+                    stacklevel=2,
+                )
+                stat = p = float("nan")
+            elif not sd > 0:
+                warnings.warn(
+                    f"{where}: all {n} run values are equal ({mean!r}); normality tests are "
+                    "undefined, statistic and p-value are NaN.",
+                    DegenerateDataWarning,
+                    stacklevel=2,
+                )
+                stat = p = float("nan")
+            else:
+                stat, p = _test(x, m)
+            rows.append((*key, _LABELS[m], stat, p, n, mean, sd, n < low_power_n, m == "ks"))
+    schema = {b: frame.schema[b] for b in by}
+    schema.update(
+        method=pl.String,
+        statistic=pl.Float64,
+        pvalue=pl.Float64,
+        n=pl.Int64,
+        mean=pl.Float64,
+        sd=pl.Float64,
+        low_power=pl.Boolean,
+        uncorrected=pl.Boolean,
+    )
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def run_distribution(
+    data: pl.DataFrame | pl.LazyFrame,
+    *,
+    by: Sequence[str] | str = _DEFAULT_BY,
+    quantiles: tuple[float, float] = (0.05, 0.95),
+) -> pl.DataFrame:
+    """Summarise the distribution of run accuracies of each group (the paper's Figure 2).
+
+    Parameters
+    ----------
+    data : polars.DataFrame or polars.LazyFrame
+        A unit table, an observation table or a stability table, as for :func:`run_normality`.
+    by : tuple of str, default ('model', 'dataset', 'variant')
+        Columns that define a group.
+    quantiles : tuple of two floats, default (0.05, 0.95)
+        Lower and upper quantile levels, each in [0, 1].
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per group, sorted by the group keys, with the ``by`` columns and ``n``,
+        ``values`` (list of run accuracies, in run order), ``mean``, ``median``, ``sd`` (ddof=1),
+        ``min``, ``max``, ``q_low``, ``q_high`` (the quantiles) and ``q_low_level``,
+        ``q_high_level`` (their levels).
+
+    Raises
+    ------
+    SchemaError
+        If a column in ``by`` is missing.
+    ParameterError
+        If ``quantiles`` is not two increasing levels in [0, 1].
+
+    See Also
+    --------
+    run_normality : Normality tests on the same values.
+
+    Notes
+    -----
+    Quantiles use linear interpolation between order statistics (``numpy.quantile``'s default,
+    Hyndman-Fan type 7, as R's ``quantile``). Null or NaN accuracies are dropped.
+
+    Checked against: ``numpy.mean``, ``numpy.median`` and ``numpy.quantile`` in
+    tests/test_normality.py.
+
+    Examples
+    --------
+    >>> from evalstats.simulate import unit_table
+    >>> units = unit_table(n_models=1, n_items=200, n_variants=1, n_runs=30,
+    ...                    instability=0.3, seed=1)
+    >>> d = run_distribution(units)
+    >>> d.select("n", "mean", "median", "q_low", "q_high").rows()
+    [(30, 0.5673333333333332, 0.565, 0.54225, 0.59)]
+    """
+    q = tuple(quantiles)
+    if len(q) != 2 or not all(0 <= v <= 1 for v in q) or not q[0] < q[1]:
+        raise ParameterError(
+            f"`quantiles` must be two increasing levels in [0, 1], got {quantiles!r}."
+        )
+    frame, by = _values_frame(data, by)
+    rows = []
+    nan = float("nan")
+    for key, x in _groups(frame, by):
+        n = int(x.size)
+        if n == 0:
+            warnings.warn(
+                f"{', '.join(f'{b}={k!r}' for b, k in zip(by, key))}: no run values.",
+                DegenerateDataWarning,
+                stacklevel=2,
+            )
+            stats = [nan] * 7
+        else:
+            lo, hi = np.quantile(x, q)
+            stats = [
+                float(np.mean(x)),
+                float(np.median(x)),
+                float(np.std(x, ddof=1)) if n > 1 else nan,
+                float(np.min(x)),
+                float(np.max(x)),
+                float(lo),
+                float(hi),
+            ]
+        rows.append((*key, n, x.tolist(), *stats, float(q[0]), float(q[1])))
+    schema = {b: frame.schema[b] for b in by}
+    schema.update(n=pl.Int64, values=pl.List(pl.Float64))
+    for c in (
+        "mean",
+        "median",
+        "sd",
+        "min",
+        "max",
+        "q_low",
+        "q_high",
+        "q_low_level",
+        "q_high_level",
+    ):
+        schema[c] = pl.Float64
+    return pl.DataFrame(rows, schema=schema, orient="row")

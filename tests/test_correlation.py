@@ -1,0 +1,195 @@
+"""Tests of evalstats.correlation: scipy reference values, permutation p-values, edge cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+import scipy.stats as st
+from numpy.testing import assert_allclose
+
+from evalstats.correlation import DEFAULT_COLUMNS, correlation_matrix, spearman_matrix
+from evalstats.errors import DegenerateDataWarning, ParameterError, SchemaError
+
+AUTHOR_COLUMNS = ["tar_a", "tar_r", "spread", "acc_mean", "best_possible", "worst_possible"]
+
+
+@pytest.fixture
+def reference(fixtures):
+    base = fixtures / "reference" / "correlation"
+    return {
+        "authors": pl.read_csv(base / "input_authors.csv"),
+        "sim": pl.read_csv(base / "input_sim.csv"),
+        "expected": pl.read_csv(base / "expected.csv"),
+    }
+
+
+@pytest.mark.parametrize("method", ["spearman", "kendall", "pearson"])
+def test_matches_scipy_on_the_authors_stability_table(reference, method):
+    """fixtures/reference/correlation/: scipy spearmanr/kendalltau/pearsonr and the exact
+    permutation_test (7 tasks, 7! = 5040 pairings) on the authors' metrics; see PROVENANCE.
+    Same formulas, so agreement is to rounding (rtol 1e-10)."""
+    out = correlation_matrix(reference["authors"], columns=AUTHOR_COLUMNS, method=method)
+    exp = reference["expected"].filter(pl.col("input") == "authors", pl.col("method") == method)
+    assert out.select("x", "y").rows() == exp.select("x", "y").rows()
+    assert_allclose(out["statistic"], exp["statistic"], rtol=1e-10, atol=1e-14)
+    assert_allclose(out["pvalue"], exp["pvalue"], rtol=1e-8, atol=1e-14)
+    assert_allclose(out["pvalue_perm"], exp["pvalue_perm"], rtol=1e-10)
+    assert out["perm_exact"].all()
+    assert (out["n"] == 7).all()
+
+
+@pytest.mark.parametrize("method", ["spearman", "kendall", "pearson"])
+def test_monte_carlo_permutation_equals_scipy_with_the_same_seed(reference, method):
+    """30 rows with ties: the Monte Carlo permutation p-value equals scipy's
+    permutation_test(rng=0, n_resamples=9999) exactly, as the same pairings are drawn."""
+    out = correlation_matrix(reference["sim"], method=method, seed=0)
+    exp = reference["expected"].filter(pl.col("input") == "sim", pl.col("method") == method)
+    assert out.select("x", "y").rows() == exp.select("x", "y").rows()
+    assert_allclose(out["statistic"], exp["statistic"], rtol=1e-10, atol=1e-14)
+    assert_allclose(out["pvalue"], exp["pvalue"], rtol=1e-8, atol=1e-14)
+    assert_allclose(out["pvalue_perm"], exp["pvalue_perm"], rtol=1e-12)
+    assert not out["perm_exact"].any()
+
+
+def test_monte_carlo_pvalue_is_close_to_the_exact_one(rng):
+    """n = 8: exact enumeration (8! = 40320) vs 20,000 random pairings; MC SE <= 0.0036."""
+    t = pl.DataFrame({"a": rng.random(8), "b": rng.random(8)})
+    exact = correlation_matrix(t, columns=["a", "b"], n_resamples=40320)
+    mc = correlation_matrix(t, columns=["a", "b"], n_resamples=20_000, seed=5)
+    assert exact["perm_exact"][0] and not mc["perm_exact"][0]
+    assert abs(exact["pvalue_perm"][0] - mc["pvalue_perm"][0]) < 0.015
+
+
+def test_same_seed_same_pvalues_and_seed_is_recorded(rng):
+    t = pl.DataFrame({"a": rng.random(20), "b": rng.random(20)})
+    a = correlation_matrix(t, columns=["a", "b"], seed=3)
+    b = correlation_matrix(t, columns=["a", "b"], seed=3)
+    assert a.equals(b)
+    assert a["seed"][0] == 3 and a["n_resamples"][0] == 9999
+
+
+def test_one_sided_alternative_matches_scipy(rng):
+    x = rng.random(12)
+    y = x + rng.normal(0, 0.5, 12)
+    out = correlation_matrix(
+        pl.DataFrame({"x": x, "y": y}), columns=["x", "y"], alternative="greater"
+    )
+    assert_allclose(out["pvalue"][0], st.spearmanr(x, y, alternative="greater").pvalue, rtol=1e-12)
+    assert (
+        out["pvalue_perm"][0]
+        < correlation_matrix(pl.DataFrame({"x": x, "y": y}), columns=["x", "y"])["pvalue_perm"][0]
+    )
+
+
+def test_default_columns_and_fixed_output_columns(reference):
+    out = correlation_matrix(reference["sim"])
+    assert out.columns == [
+        "x",
+        "y",
+        "method",
+        "statistic",
+        "pvalue",
+        "pvalue_perm",
+        "perm_exact",
+        "n",
+        "n_resamples",
+        "alternative",
+        "seed",
+    ]
+    assert out.height == math.comb(len(DEFAULT_COLUMNS), 2)
+    assert out.row(0)[:2] == ("tar_a", "tar_r")
+    assert ((out["pvalue"] >= 0) & (out["pvalue"] <= 1)).all()
+    assert ((out["pvalue_perm"] > 0) & (out["pvalue_perm"] <= 1)).all()
+
+
+def test_spearman_matrix_is_correlation_matrix_with_spearman(reference):
+    a = spearman_matrix(reference["sim"], seed=1)
+    b = correlation_matrix(reference["sim"], method="spearman", seed=1)
+    assert a.equals(b)
+
+
+def test_nulls_are_dropped_pair_by_pair():
+    t = pl.DataFrame(
+        {
+            "a": [0.1, 0.2, 0.3, 0.4, 0.5, None],
+            "b": [0.2, 0.1, 0.4, 0.3, 0.6, 0.7],
+            "c": [1.0, float("nan"), 3.0, 2.0, 5.0, 4.0],
+        }
+    )
+    out = correlation_matrix(t, columns=["a", "b", "c"])
+    assert out["n"].to_list() == [5, 4, 5]
+    assert_allclose(
+        out["statistic"][0], st.spearmanr([0.1, 0.2, 0.3, 0.4, 0.5], [0.2, 0.1, 0.4, 0.3, 0.6])[0]
+    )
+
+
+def test_zero_resamples_skips_the_permutation_test(rng):
+    t = pl.DataFrame({"a": rng.random(6), "b": rng.random(6)})
+    out = correlation_matrix(t, columns=["a", "b"], n_resamples=0)
+    assert out["pvalue_perm"].is_null().all() and out["perm_exact"].is_null().all()
+
+
+def test_constant_column_gives_nan_and_a_warning():
+    t = pl.DataFrame({"a": [0.1, 0.2, 0.3, 0.4], "b": [0.5] * 4})
+    with pytest.warns(DegenerateDataWarning, match="'a' and 'b': a constant column"):
+        out = correlation_matrix(t, columns=["a", "b"])
+    assert math.isnan(out["statistic"][0]) and math.isnan(out["pvalue_perm"][0])
+
+
+def test_all_null_column_warns_about_too_few_rows():
+    t = pl.DataFrame({"a": [0.1, 0.2, 0.3], "input_len": [None, None, None]})
+    with pytest.warns(DegenerateDataWarning, match="0 complete rows"):
+        out = correlation_matrix(t, columns=["a", "input_len"])
+    assert out["n"][0] == 0
+
+
+def test_missing_column_is_a_schema_error():
+    with pytest.raises(SchemaError, match="`columns` names 'tar_a', which is not a column"):
+        correlation_matrix(pl.DataFrame({"x": [1.0], "y": [2.0]}))
+
+
+def test_string_column_is_a_schema_error():
+    t = pl.DataFrame({"a": [1.0, 2.0, 3.0], "model": ["x", "y", "z"]})
+    with pytest.raises(SchemaError, match="column 'model' must be numeric"):
+        correlation_matrix(t, columns=["a", "model"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"method": "rank"}, "`method` must be one of"),
+        ({"alternative": "two_sided"}, "`alternative` must be one of"),
+        ({"n_resamples": -1}, "`n_resamples` must be a non-negative integer"),
+        ({"columns": ["a"]}, "`columns` must name at least two"),
+        ({"columns": "a,b"}, "`columns` must name at least two"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    t = pl.DataFrame({"a": [1.0, 2.0, 3.0], "b": [3.0, 1.0, 2.0]})
+    kwargs.setdefault("columns", ["a", "b"])
+    with pytest.raises(ParameterError, match=match):
+        correlation_matrix(t, **kwargs)
+
+
+def test_row_order_does_not_change_the_result(reference):
+    t = reference["sim"]
+    a = correlation_matrix(t, n_resamples=0)
+    b = correlation_matrix(t.sample(fraction=1.0, shuffle=True, seed=2), n_resamples=0)
+    assert_allclose(a["statistic"], b["statistic"], rtol=1e-12)
+    assert_allclose(a["pvalue"], b["pvalue"], rtol=1e-10)
+
+
+def test_permutation_pvalues_are_calibrated_under_independence():
+    """Seeded null check: 200 independent pairs of n = 6, exact p-values; P(p <= 0.1) ~ 0.1."""
+    rng = np.random.default_rng(11)
+    ps = [
+        correlation_matrix(
+            pl.DataFrame({"a": rng.random(6), "b": rng.random(6)}), columns=["a", "b"]
+        )["pvalue_perm"][0]
+        for _ in range(200)
+    ]
+    rate = np.mean(np.asarray(ps) <= 0.1)
+    assert abs(rate - 0.1) < 3.5 * math.sqrt(0.1 * 0.9 / 200)
