@@ -55,7 +55,6 @@ _IMPORTANCE_SCHEMA: dict[str, pl.DataType] = {
     "factor": pl.String(),
     "n_levels": pl.Int64(),
     "mean_abs_shap": pl.Float64(),
-    "null_low": pl.Float64(),
     "null_high": pl.Float64(),
     "above_null": pl.Boolean(),
     "partial_r_sq": pl.Float64(),
@@ -185,7 +184,7 @@ class AttributionResult:
     factors: tuple[str, ...] = field(repr=False, default=())
 
     def to_frame(self) -> pl.DataFrame:
-        """Per-factor table: ``factor, n_levels, mean_abs_shap, null_low, null_high, above_null,
+        """Per-factor table: ``factor, n_levels, mean_abs_shap, null_high, above_null,
         partial_r_sq`` (``partial_r_sq`` is null for xgboost), sorted by ``mean_abs_shap``.
         """  # noqa: D205
         return self.importance
@@ -758,15 +757,15 @@ def attribute(
     n_null : int, default 30
         Refits on permuted scores for the null band (0 skips it; the band is then null).
     confidence_level : float, default 0.95
-        Coverage of the null band (central quantiles of the refits' mean |SHAP|) and of the
-        coefficient intervals.
+        Coverage of the one-sided null band (its upper end is this quantile of the refits'
+        mean |SHAP|) and of the coefficient intervals.
     n_folds : int, default 5
         Folds of the cross-validated R².
 
     Returns
     -------
     AttributionResult
-        ``to_frame()``: one row per factor with ``factor, n_levels, mean_abs_shap, null_low,
+        ``to_frame()``: one row per factor with ``factor, n_levels, mean_abs_shap,
         null_high, above_null, partial_r_sq``; ``coefficients`` per level (linear);
         ``cv_r_sq``; ``score_scale``.
 
@@ -790,9 +789,12 @@ def attribute(
     Importance is mean |SHAP| on the score scale (0-1, so 0.01 is one accuracy point): for
     xgboost the TreeSHAP contributions from xgboost's own ``pred_contribs`` (one feature per
     factor, native categorical, so no one-hot columns to sum); for OLS the exact linear SHAP
-    value φ_f(i) = Σ_l β_l (x_il − x̄_l) over the factor's dummy columns. The null band is the
-    central ``confidence_level`` quantile range of each factor's mean |SHAP| over ``n_null``
-    refits on permuted scores; ``above_null`` is mean |SHAP| > ``null_high``. Fit quality
+    value φ_f(i) = Σ_l β_l (x_il − x̄_l) over the factor's dummy columns. The null band of a factor
+    is [0, ``null_high``], ``null_high`` the ``confidence_level`` quantile of its mean |SHAP|
+    over ``n_null`` refits on permuted scores (every factor is null there); ``above_null`` is
+    mean |SHAP| > ``null_high``. The band is one-sided because an effect can only raise
+    importance; on real scores a null factor usually sits lower still, since the factors that
+    matter take up the fit (so the band is conservative for them, never anti-conservative). Fit quality
     ``cv_r_sq`` = 1 − Σ(y − ŷ_oof)²/Σ(y − ȳ)² from out-of-fold predictions.
 
     OLS: coefficients (difference from the reference level) with t intervals from
@@ -888,19 +890,17 @@ def attribute(
     if sst == 0:
         warnings.warn("scores are constant; cv_r_sq is NaN.", DegenerateDataWarning, stacklevel=2)
     null = np.array([fit_importance(y[p]) for p in perms]).reshape(n_null, len(factors))
-    alpha = 1 - confidence_level
     if n_null:
-        lo, hi = np.quantile(null, [alpha / 2, 1 - alpha / 2], axis=0)
+        hi = np.quantile(null, confidence_level, axis=0)
         above = [bool(s > h) for s, h in zip(shap, hi)]
     else:
-        lo = hi = [None] * len(factors)
+        hi = [None] * len(factors)
         above = [None] * len(factors)
     importance = pl.DataFrame(
         {
             "factor": factors,
             "n_levels": ks,
             "mean_abs_shap": [float(s) for s in shap],
-            "null_low": [None if v is None else float(v) for v in lo],
             "null_high": [None if v is None else float(v) for v in hi],
             "above_null": above,
             "partial_r_sq": partial,

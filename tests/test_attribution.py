@@ -1,0 +1,345 @@
+"""Tests of evalstats.attribution: factor_anova, attribute, interaction_means."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from numpy.testing import assert_allclose
+
+from evalstats.attribution import (
+    _permutation_indices,
+    attribute,
+    factor_anova,
+    interaction_means,
+)
+from evalstats.errors import (
+    DegenerateDataWarning,
+    InsufficientDataError,
+    ParameterError,
+    SchemaError,
+)
+from evalstats.simulate import observations, unit_table
+
+# planted truth: population eta^2 order a > b > a:b > (c, d, their interactions) = 0
+PLANTED = {
+    "factors": {
+        "a": {0: 0.0, 1: 0.15},
+        "b": {0: 0.0, 1: 0.10},
+        "c": {"x": 0.0, "y": 0.0, "z": 0.0},
+        "d": {False: 0.0, True: 0.0},
+    },
+    "interactions": {("a", "b"): {(1, 1): 0.12}},
+}
+NULL = {"a": {0: 0.0, 1: 0.0}, "b": {0: 0.0, 1: 0.0}, "c": {"x": 0.0, "y": 0.0, "z": 0.0}}
+
+
+def _planted_units(seed: int = 0, keep: float = 0.8) -> pl.DataFrame:
+    units = unit_table(
+        n_models=1, n_items=200, n_runs=3, instability=1.0, prompt_sd=0.0, seed=seed, **PLANTED
+    )
+    rng = np.random.default_rng(seed)
+    return units.filter(pl.Series(rng.random(units.height) < keep))  # unbalanced
+
+
+# ---------------------------------------------------------------------------------------------
+# reference values
+
+
+@pytest.mark.parametrize("ss_type", [1, 2, 3])
+def test_factor_anova_matches_statsmodels_anova_lm(fixtures, ss_type):
+    """statsmodels anova_lm(typ=ss_type) (Type III with C(f, Sum)) on an unbalanced design with
+    missing three-way cells, fixtures/reference/anova/; see its PROVENANCE. Tolerance 1e-8: both
+    are exact least squares, differing only by rounding."""
+    ref = fixtures / "reference" / "anova"
+    units = pl.read_csv(ref / "input.csv")
+    expected = pl.read_csv(ref / f"expected_type{ss_type}.csv")
+    res = factor_anova(units, factors=["a", "b", "c"], ss_type=ss_type, n_resamples=0)
+    got = res.to_frame()
+    assert res.ss_type == ss_type
+    assert units.select("a", "b", "c").unique().height < 24  # missing cells
+    joined = expected.join(got, on="term", how="left", suffix="_got")
+    assert joined.height == got.height == 7
+    assert_allclose(joined["df_got"], joined["df"], rtol=0)
+    assert_allclose(joined["sum_sq_got"], joined["sum_sq"], rtol=1e-8)
+    terms = joined.filter(pl.col("term") != "Residual")
+    assert_allclose(terms["statistic_got"], terms["statistic"], rtol=1e-8)
+    assert_allclose(terms["pvalue_got"], terms["pvalue"], rtol=1e-8)
+
+
+def test_factor_anova_block_matches_statsmodels_with_block_term():
+    """Block as a nuisance fixed effect: SS and F equal anova_lm of score ~ C(item) + (a+b)**2
+    (Type II), computed here with statsmodels; rounding tolerance."""
+    smf = pytest.importorskip("statsmodels.formula.api")
+    from statsmodels.stats.anova import anova_lm
+
+    obs = observations(
+        n_models=1,
+        n_items=15,
+        n_runs=2,
+        instability=0.5,
+        seed=3,
+        factors={"a": {0: 0.0, 1: 0.1}, "b": {"p": 0.0, "q": 0.0, "r": 0.05}},
+    )
+    res = factor_anova(obs, factors=["a", "b"], block="item", n_resamples=0)
+    fit = smf.ols("score ~ C(item) + (C(a) + C(b))**2", data=obs.to_pandas()).fit()
+    table = anova_lm(fit, typ=2)
+    got = {r["term"]: r for r in res.to_frame().iter_rows(named=True)}
+    for name, key in (("C(a)", "a"), ("C(b)", "b"), ("C(a):C(b)", "a:b")):
+        assert_allclose(got[key]["sum_sq"], table.loc[name, "sum_sq"], rtol=1e-8)
+        assert_allclose(got[key]["statistic"], table.loc[name, "F"], rtol=1e-8)
+    assert_allclose(got["Residual"]["sum_sq"], fit.ssr, rtol=1e-8)
+    assert got["Residual"]["df"] == int(fit.df_resid)
+
+
+def test_missing_two_way_cell_reduces_df_to_the_rank():
+    units = _planted_units(seed=1, keep=1.0)
+    units = units.filter(~((pl.col("a") == 1) & (pl.col("c") == "z")))  # empty a:c cell
+    tab = factor_anova(units, factors=["a", "b", "c"], n_resamples=0).to_frame()
+    row = tab.filter(pl.col("term") == "a:c").row(0, named=True)
+    assert row["df"] == 1  # 2 columns, rank 1
+    # SS(a:c) is the drop in RSS when the term is removed from the full model
+    y = units["score"].to_numpy()
+    codes = {f: units[f].to_numpy() for f in "abc"}
+
+    def rss(with_ac: bool) -> float:
+        cols = [np.ones(y.size)]
+        for f in "abc":
+            for lv in np.unique(codes[f])[1:]:
+                cols.append((codes[f] == lv).astype(float))
+        for f, g in (("a", "b"), ("a", "c"), ("b", "c")):
+            if (f, g) == ("a", "c") and not with_ac:
+                continue
+            for lf in np.unique(codes[f])[1:]:
+                for lg in np.unique(codes[g])[1:]:
+                    cols.append(((codes[f] == lf) & (codes[g] == lg)).astype(float))
+        x = np.column_stack(cols)
+        r = y - x @ np.linalg.lstsq(x, y, rcond=None)[0]
+        return float(r @ r)
+
+    assert_allclose(row["sum_sq"], rss(False) - rss(True), rtol=1e-8)
+
+
+# ---------------------------------------------------------------------------------------------
+# structure and properties
+
+
+def test_factor_anova_columns_order_and_eta_sums_to_one_under_type1():
+    units = _planted_units()
+    res = factor_anova(units, factors=["a", "b", "c", "d"], ss_type=1, n_resamples=99)
+    tab = res.to_frame()
+    assert tab.columns == [
+        "term",
+        "df",
+        "sum_sq",
+        "mean_sq",
+        "statistic",
+        "pvalue",
+        "pvalue_perm",
+        "eta_sq",
+        "partial_eta_sq",
+    ]
+    assert tab["term"][-1] == "Residual"
+    eta = tab["eta_sq"].to_list()[:-1]
+    assert eta == sorted(eta, reverse=True)
+    total = tab["sum_sq"].sum()
+    sst = float(((units["score"] - units["score"].mean()) ** 2).sum())
+    assert_allclose(total, sst, rtol=1e-10)
+    assert_allclose(tab["eta_sq"][:-1].sum() + tab["sum_sq"][-1] / sst, 1.0, rtol=1e-10)
+    assert res.null_distribution.shape == (10, 99)
+    assert set(res.terms) == set(tab["term"][:-1])
+
+
+def test_pvalue_perm_formula_and_bounds():
+    units = _planted_units()
+    res = factor_anova(units, factors=["a", "b", "c"], n_resamples=199, seed=4)
+    tab = res.to_frame().filter(pl.col("term") != "Residual")
+    for row in tab.iter_rows(named=True):
+        i = res.terms.index(row["term"])
+        hits = np.sum(res.null_distribution[i] >= row["statistic"] * (1 - 1e-9))
+        assert_allclose(row["pvalue_perm"], (1 + hits) / 200, rtol=1e-12)
+        assert 1 / 200 <= row["pvalue_perm"] <= 1
+
+
+def test_factor_anova_is_reproducible_and_row_order_invariant():
+    units = _planted_units()
+    a = factor_anova(units, factors=["a", "b", "c"], n_resamples=99, seed=7).to_frame()
+    b = factor_anova(units, factors=["a", "b", "c"], n_resamples=99, seed=7).to_frame()
+    assert a.equals(b)
+    shuffled = units.sample(fraction=1.0, shuffle=True, seed=1)
+    c = factor_anova(shuffled, factors=["a", "b", "c"], n_resamples=0).to_frame()
+    d = factor_anova(units, factors=["a", "b", "c"], n_resamples=0).to_frame()
+    assert c["term"].to_list() == d["term"].to_list()
+    assert_allclose(c["sum_sq"], d["sum_sq"], rtol=1e-10)
+
+
+def test_block_permutations_stay_within_blocks():
+    blocks = np.repeat(np.arange(4), [3, 5, 1, 6]).astype(float)
+    idx = _permutation_indices(np.random.default_rng(0), 50, blocks.size, blocks)
+    assert (blocks[idx] == blocks[None, :]).all()
+    assert all(sorted(row) == list(range(blocks.size)) for row in idx)
+
+
+# ---------------------------------------------------------------------------------------------
+# planted effects and calibration
+
+
+def test_planted_terms_found_and_eta_ranking_matches_truth():
+    units = _planted_units(seed=0)
+    tab = factor_anova(units, factors=["a", "b", "c", "d"], n_resamples=999, seed=0).to_frame()
+    terms = tab["term"].to_list()
+    assert terms[:3] == ["a", "b", "a:b"]
+    p = dict(zip(terms, tab["pvalue_perm"]))
+    assert all(p[t] < 0.01 for t in ("a", "b", "a:b"))
+
+
+def test_planted_effects_with_item_blocks():
+    obs = observations(
+        n_models=1,
+        n_items=40,
+        n_runs=1,
+        prompt_sd=0.0,
+        seed=2,
+        factors={"a": {0: 0.0, 1: 0.15}, "c": {"x": 0.0, "y": 0.0, "z": 0.0}},
+    )
+    tab = factor_anova(obs, factors=["a", "c"], block="item", n_resamples=199, seed=0).to_frame()
+    p = dict(zip(tab["term"], tab["pvalue_perm"]))
+    assert tab["term"][0] == "a"
+    assert p["a"] < 0.01
+
+
+def _null_rejection_rate(n_sims: int, n_resamples: int) -> float:
+    rejections, tests = 0, 0
+    for s in range(n_sims):
+        units = unit_table(
+            n_models=1,
+            n_items=30,
+            n_runs=3,
+            instability=1.0,
+            prompt_sd=0.0,
+            factors=NULL,
+            seed=1000 + s,
+        )
+        tab = factor_anova(units, factors=["a", "b", "c"], n_resamples=n_resamples, seed=s)
+        p = tab.to_frame().filter(pl.col("term") != "Residual")["pvalue_perm"].to_numpy()
+        rejections += int(np.sum(p < 0.05))
+        tests += p.size
+    return rejections / tests
+
+
+def test_null_rejection_rate_is_about_alpha_short():
+    rate = _null_rejection_rate(n_sims=25, n_resamples=199)  # 150 tests
+    assert 0.005 <= rate <= 0.12  # binomial(150, 0.05): +-3.9 sd
+
+
+@pytest.mark.slow
+def test_null_rejection_rate_is_about_alpha_full():
+    rate = _null_rejection_rate(n_sims=300, n_resamples=999)  # 1800 tests, sd 0.0051
+    assert abs(rate - 0.05) <= 0.016
+
+
+# ---------------------------------------------------------------------------------------------
+# errors
+
+
+def test_factor_anova_errors_name_the_problem():
+    units = _planted_units()
+    with pytest.raises(SchemaError, match="`factors` names 'shots'"):
+        factor_anova(units, factors=["a", "shots"])
+    with pytest.raises(ParameterError, match="`ss_type` must be one of 1, 2, 3, got 4"):
+        factor_anova(units, factors=["a"], ss_type=4)
+    with pytest.raises(ParameterError, match="`interactions`"):
+        factor_anova(units, factors=["a"], interactions=3)
+    with pytest.raises(ParameterError, match="`n_resamples`"):
+        factor_anova(units, factors=["a"], n_resamples=-1)
+    with pytest.raises(InsufficientDataError, match="factor 'a' has a single level"):
+        factor_anova(units.filter(pl.col("a") == 0), factors=["a", "b"])
+    with pytest.raises(SchemaError, match="column 'c': a factor value is null"):
+        factor_anova(
+            units.with_columns(
+                pl.when(pl.col("run") == 1).then(None).otherwise(pl.col("c")).alias("c")
+            ),
+            factors=["c"],
+        )
+    with pytest.raises(SchemaError, match="no column 'item'"):
+        factor_anova(units, factors=["a"], block="item")
+
+
+def test_exact_fit_warns_and_returns_nan():
+    units = unit_table(
+        n_models=1,
+        n_items=20,
+        n_runs=2,
+        seed=0,
+        factors={"a": {0: 0.0, 1: 0.1}, "b": {0: 0.0, 1: 0.0}},
+    )
+    with pytest.warns(DegenerateDataWarning, match="exactly"):
+        tab = factor_anova(units, factors=["a", "b"], n_resamples=9).to_frame()
+    assert tab.filter(pl.col("term") == "a")["statistic"].is_nan().all()
+
+
+# ---------------------------------------------------------------------------------------------
+# interaction_means and attribute
+
+
+def test_interaction_means_are_cell_means():
+    units = _planted_units()
+    cells = interaction_means(units, term="a:b")
+    assert cells.columns == ["term", "level_a", "level_b", "score", "n"]
+    want = units.filter((pl.col("a") == 1) & (pl.col("b") == 0))["score"].mean()
+    got = cells.filter((pl.col("level_a") == "1") & (pl.col("level_b") == "0"))["score"][0]
+    assert_allclose(got, want, rtol=1e-12)
+    assert cells["n"].sum() == units.height
+
+
+def test_linear_attribution_matches_statsmodels_ols():
+    """Coefficients and 95% intervals equal statsmodels OLS with treatment coding."""
+    smf = pytest.importorskip("statsmodels.formula.api")
+    units = _planted_units()
+    res = attribute(units, factors=["a", "b", "c"], method="linear", n_null=0)
+    fit = smf.ols("score ~ C(a) + C(b) + C(c)", data=units.to_pandas()).fit()
+    coef = res.coefficients.filter(~pl.col("reference"))
+    names = ["C(a)[T.1]", "C(b)[T.1]", "C(c)[T.y]", "C(c)[T.z]"]
+    assert_allclose(coef["estimate"], fit.params[names], rtol=1e-8)
+    ci = fit.conf_int(0.05).loc[names]
+    assert_allclose(coef["ci_low"], ci[0], rtol=1e-8)
+    assert_allclose(coef["ci_high"], ci[1], rtol=1e-8)
+    assert_allclose(coef["pvalue"], fit.pvalues[names], rtol=1e-6)
+    # partial R^2 of c: (RSS without c - RSS) / RSS without c
+    red = smf.ols("score ~ C(a) + C(b)", data=units.to_pandas()).fit()
+    pr2 = res.to_frame().filter(pl.col("factor") == "c")["partial_r_sq"][0]
+    assert_allclose(pr2, (red.ssr - fit.ssr) / red.ssr, rtol=1e-8)
+
+
+def test_linear_planted_factors_above_null_band():
+    units = _planted_units()
+    res = attribute(units, factors=["a", "b", "c", "d"], method="linear", n_null=49, seed=0)
+    tab = {r["factor"]: r for r in res.to_frame().iter_rows(named=True)}
+    assert tab["a"]["above_null"] and tab["b"]["above_null"]
+    assert not tab["c"]["above_null"] and not tab["d"]["above_null"]
+    assert res.cv_r_sq > 0.5
+
+
+def test_xgboost_planted_factors_above_null_band_and_null_inside():
+    units = _planted_units()
+    res = attribute(units, factors=["a", "b", "c", "d"], method="xgboost", n_null=19, seed=0)
+    assert res.method == "xgboost"
+    assert res.null_distribution.shape == (19, 4)
+    tab = {r["factor"]: r for r in res.to_frame().iter_rows(named=True)}
+    for f in ("a", "b"):
+        assert tab[f]["mean_abs_shap"] > tab[f]["null_high"]
+    for f in ("c", "d"):
+        assert 0 <= tab[f]["mean_abs_shap"] <= tab[f]["null_high"]
+    assert res.to_frame()["factor"][:2].to_list() == ["a", "b"]
+    assert res.cv_r_sq > 0.5
+    assert res.coefficients.height == 0 and res.to_frame()["partial_r_sq"].is_null().all()
+
+
+def test_attribute_errors():
+    units = _planted_units()
+    with pytest.raises(ParameterError, match="`method` must be 'xgboost' or 'linear'"):
+        attribute(units, factors=["a"], method="shap")
+    with pytest.raises(ParameterError, match="Did you mean 0.95"):
+        attribute(units, factors=["a"], confidence_level=95)
+    with pytest.raises(SchemaError, match="`factors` names 'zz'"):
+        attribute(units, factors=["zz"])
