@@ -369,14 +369,14 @@ def _scores_frame(
     for model, per_template in doc.items():
         values = [_number(v) for k, v in per_template.items() if "placeCorrectChoice" not in k]
         finite = [v for v in values if v is not None and math.isfinite(v)]
-        factor = 1.0
+        divisor = 1.0
         if score_scale == "percent":
-            factor = 0.01
+            divisor = 100.0
         elif score_scale == "auto" and finite:
             nonzero = [v for v in finite if v != 0]
             share = sum(v > 1 for v in nonzero) / len(nonzero) if nonzero else 0.0
             if min(finite) >= 0 and 1 < max(finite) <= 100 and share >= 0.5:
-                factor = 0.01
+                divisor = 100.0
                 notes.append(
                     f"{f.name}: model {model!r} has scores on a 0-100 scale "
                     f"(max {max(finite):g}); divided by 100"
@@ -384,7 +384,7 @@ def _scores_frame(
         for template, raw in per_template.items():
             num = _number(raw)
             if num is not None and math.isfinite(num):
-                text = repr(num * factor)
+                text = repr(num / divisor)
             else:
                 text = None if raw is None else str(raw)
             rows["model"].append(str(model))
