@@ -160,3 +160,27 @@ def test_by_names_a_missing_column():
         prompt_spread(
             unit_table(n_models=1, n_items=5, n_variants=2, seed=0), by=("model", "prompt")
         )
+
+
+def test_cli_moments_json_and_plot(fixtures, tmp_path, capsys):
+    import json
+
+    from evalstats.cli import main
+
+    f = fixtures / SOWA / "paraphrases accuracies/BBH/snarks.csv"
+    png = tmp_path / "box.png"
+    assert main(["moments", str(f), "--json", "--plot", str(png)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["command"] == "moments" and len(doc["rows"]) == 11
+    assert list(doc["rows"][0])[:3] == ["model", "dataset", "n_variants"]
+    assert png.stat().st_size > 0
+
+
+def test_cli_moments_bad_by_exits_2(fixtures, capsys):
+    from evalstats.cli import main
+
+    f = fixtures / SOWA / "paraphrases accuracies/BBH/snarks.csv"
+    assert main(["moments", str(f), "--by", "model,prompt"]) == 2
+    err = capsys.readouterr().err
+    assert "evalstats: error: `by` names 'prompt'" in err
+    assert "Traceback" not in err

@@ -261,11 +261,12 @@ def _check_guarantee(fail, delta, n_reps):
     mc = 3 / math.sqrt(n_reps) * 0.05  # 3 MC SE of a mean of failure probabilities (sd <~ 0.05)
     assert fail["bootstrap"].mean() <= delta + mc
     assert fail["analytic"].mean() <= delta + mc
-    # pool mode is optimistic: its n* falls short (failure probability above delta) more often
+    # pool mode is optimistic (finite-population effect): its n* falls short of the guarantee
+    # (failure probability above delta) far more often than the bootstrap n*
     short_pool = (fail["pool"] > delta).mean()
     short_boot = (fail["bootstrap"] > delta).mean()
-    assert short_pool > 0.5 and short_pool > short_boot
-    assert fail["pool"].mean() > delta
+    assert short_pool > short_boot + 0.2
+    assert fail["pool"].mean() > fail["bootstrap"].mean()
     return short_pool
 
 
@@ -282,3 +283,67 @@ def test_bootstrap_and_analytic_n_star_keep_the_guarantee_full():
         f"P(fail): pool {fail['pool'].mean():.4f} bootstrap {fail['bootstrap'].mean():.4f} "
         f"analytic {fail['analytic'].mean():.4f}; pool n* falls short in {short_pool:.1%}"
     )
+
+
+# --- command line ---------------------------------------------------------------------------------
+
+
+def _sowa(fixtures):
+    return str(fixtures / "dumps/state_of_what_art/paraphrases accuracies/BBH/snarks.csv")
+
+
+def test_cli_nstar_json(fixtures, capsys):
+    from evalstats.cli import main
+
+    code = main(
+        [
+            "nstar",
+            _sowa(fixtures),
+            "--epsilon",
+            "0.02",
+            "--moments",
+            "mean",
+            "--n-resamples",
+            "300",
+            "--json",
+        ]
+    )
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["command"] == "nstar"
+    assert doc["params"] == {"epsilon": 0.02, "moments": ["mean"], "n_resamples": 300}
+    assert {r["moment"] for r in doc["rows"]} == {"mean", "overall"}
+    assert list(doc["rows"][0]) == ["model", "dataset", *NSTAR_COLUMNS]
+
+
+def test_cli_nstar_reference_model_and_plot(fixtures, tmp_path, capsys):
+    from evalstats.cli import main
+
+    png = tmp_path / "conv.png"
+    code = main(
+        [
+            "nstar",
+            _sowa(fixtures),
+            "--epsilon",
+            "0.02",
+            "--moments",
+            "mean",
+            "--n-resamples",
+            "200",
+            "--reference-model",
+            "flan-t5-xxl",
+            "--plot",
+            str(png),
+        ]
+    )
+    assert code == 0
+    out = pl.read_csv(capsys.readouterr().out.encode())
+    assert set(out["reference_model"]) == {"flan-t5-xxl"} and png.stat().st_size > 0
+
+
+def test_cli_nstar_bad_delta_exits_2(fixtures, capsys):
+    from evalstats.cli import main
+
+    assert main(["nstar", _sowa(fixtures), "--delta", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "evalstats: error: `delta` must be in (0, 1), got 10.0" in err and "Traceback" not in err

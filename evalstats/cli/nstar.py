@@ -1,0 +1,162 @@
+"""``evalstats nstar``: ReliableEval's n* (and its curve, uncertainty and proxy check)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
+
+_LIBRARY_OPTIONS = (
+    "epsilon",
+    "delta",
+    "moments",
+    "n_resamples",
+    "method",
+    "compat",
+    "population_size",
+    "seed",
+    "by",
+)
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(b.strip() for b in text.split(",") if b.strip())
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the subcommand."""
+    p = sub.add_parser(
+        "nstar",
+        help="how many prompt variants the mean/variance need (ReliableEval n*)",
+        description="ReliableEval's Delta(n) and n*: the fewest prompt variants whose moments are "
+        "within epsilon of the full value with confidence 1 - delta.",
+    )
+    add_input_arguments(p)
+    S = argparse.SUPPRESS
+    p.add_argument("--epsilon", type=float, default=S, help="tolerated error (default 0.01)")
+    p.add_argument("--delta", type=float, default=S, help="1 - confidence (default 0.1)")
+    p.add_argument(
+        "--moments",
+        type=_csv,
+        default=S,
+        metavar="mean,variance",
+        help="moments to follow (default mean,variance)",
+    )
+    p.add_argument(
+        "--n-resamples",
+        dest="n_resamples",
+        type=int,
+        default=S,
+        help="subsets per size n when not enumerated (default 5000)",
+    )
+    p.add_argument(
+        "--method",
+        choices=["pool", "bootstrap", "analytic"],
+        default=S,
+        help="pool (the paper; default), bootstrap or analytic",
+    )
+    p.add_argument(
+        "--compat",
+        choices=["reliable-eval"],
+        default=S,
+        help="reproduce the published reference script's choices",
+    )
+    p.add_argument(
+        "--population-size",
+        dest="population_size",
+        type=int,
+        default=S,
+        help="size of the perturbation space (analytic finite-population correction)",
+    )
+    p.add_argument("--seed", type=int, default=S, help="random seed (default 0)")
+    p.add_argument(
+        "--by",
+        type=_csv,
+        default=S,
+        metavar="COL,...",
+        help="group columns (default model,dataset)",
+    )
+    what = p.add_mutually_exclusive_group()
+    what.add_argument(
+        "--reference-model",
+        dest="reference_model",
+        default=None,
+        metavar="NAME",
+        help="report each model's n* against this proxy model's n* (Step 3)",
+    )
+    what.add_argument(
+        "--uncertainty",
+        type=int,
+        default=None,
+        metavar="B",
+        help="bootstrap the variants B times and report the distribution of n*",
+    )
+    what.add_argument("--curve", action="store_true", help="write the Delta(n) curve instead of n*")
+    add_output_arguments(p)
+    p.add_argument(
+        "--plot",
+        default=None,
+        metavar="FILE",
+        help="save the convergence plot (one panel per model and dataset)",
+    )
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``nstar``."""
+    from evalstats import resampling
+
+    args.quiet = args.json
+    obs, _ = load(args)
+    params = params_from(args, *_LIBRARY_OPTIONS)
+    if args.reference_model is not None:
+        out = resampling.reference_model_check(obs, reference_model=args.reference_model, **params)
+        command_params = {**params, "reference_model": args.reference_model}
+    elif args.uncertainty is not None:
+        out = resampling.sample_size_uncertainty(obs, n_bootstrap=args.uncertainty, **params)
+        command_params = {**params, "uncertainty": args.uncertainty}
+    elif args.curve:
+        params.pop("epsilon", None)
+        out = resampling.sample_size_curve(obs, **params)
+        command_params = {**params, "curve": True}
+    else:
+        out = resampling.required_sample_size(obs, **params)
+        command_params = params
+    emit(out, args, command="nstar", params=command_params)
+    if args.plot:
+        _plot(obs, params, args.plot)
+    return 0
+
+
+def _plot(obs, params: dict, path: str) -> None:
+    import polars as pl
+
+    from evalstats import resampling
+    from evalstats.plots import paper_style, plot_convergence
+    from evalstats.plots._style import require_plotting
+
+    plt, _ = require_plotting()
+    curve_params = {k: v for k, v in params.items() if k != "epsilon"}
+    curve = resampling.sample_size_curve(obs, **curve_params)
+    nstar = resampling.required_sample_size(obs, **params)
+    groups = curve.select("model", "dataset").unique().sort("model", "dataset").rows()
+    ncol = min(3, len(groups))
+    nrow = -(-len(groups) // ncol)
+    with paper_style():
+        fig, axes = plt.subplots(
+            nrow, ncol, figsize=(4.2 * ncol, 3.0 * nrow), squeeze=False, layout="constrained"
+        )
+        flat = list(axes.ravel())
+        for ax, (m, d) in zip(flat, groups):
+            plot_convergence(
+                curve.filter(pl.col("model") == m, pl.col("dataset") == d),
+                nstar,
+                model=m,
+                dataset=d,
+                ax=ax,
+            )
+        for ax in flat[len(groups) :]:
+            ax.set_visible(False)
+        fig.savefig(path)
+    print(f"wrote {path}", file=sys.stderr)

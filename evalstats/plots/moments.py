@@ -1,0 +1,286 @@
+"""Figures of prompt sensitivity: scores over variants, and ReliableEval's convergence of Delta(n).
+
+Every number drawn comes from :func:`evalstats.moments.variant_scores`,
+:func:`evalstats.resampling.sample_size_curve` and :func:`evalstats.resampling.required_sample_size`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from evalstats.errors import ParameterError
+from evalstats.plots._style import label, model_colors, new_axes, require_plotting
+
+__all__ = ["plot_convergence", "plot_convergence_overlay", "plot_prompt_spread"]
+
+_MOMENT_COLORS = {"mean": "0.15", "variance": "tab:blue"}
+
+
+def plot_prompt_spread(
+    units: pl.DataFrame | pl.LazyFrame,
+    *,
+    ax: Any = None,
+    order: list[str] | None = None,
+    col_wrap: int = 3,
+) -> Any:
+    """Box plots of unit scores over prompt variants, one box per model, one panel per dataset.
+
+    Parameters
+    ----------
+    units : polars.DataFrame or polars.LazyFrame
+        Unit (or observation) table; scores per variant come from
+        :func:`evalstats.moments.variant_scores` (runs averaged).
+    ax : matplotlib.axes.Axes, optional
+        Draw here; only allowed when the table has a single dataset.
+    order : list of str, optional
+        Model order (default: by median score).
+    col_wrap : int, default 3
+        Panels per row.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from evalstats.simulate import unit_table
+    >>> fig = plot_prompt_spread(unit_table(n_models=3, n_items=20, n_variants=8, seed=0))  # doctest: +SKIP
+    """
+    from evalstats.moments import variant_scores
+
+    plt, sns = require_plotting()
+    scores = variant_scores(units)
+    datasets = sorted(scores["dataset"].unique().to_list())
+    if ax is not None and len(datasets) > 1:
+        raise ParameterError(
+            f"`ax` takes one panel but the table has {len(datasets)} datasets; omit `ax`."
+        )
+    if order is None:
+        med = scores.group_by("model").agg(pl.col("score").median()).sort("score", "model")
+        order = med["model"].to_list()
+    colors = model_colors(scores["model"].unique().to_list())
+    if ax is not None:
+        fig, axes = ax.figure, [ax]
+    else:
+        ncol = min(col_wrap, len(datasets))
+        nrow = -(-len(datasets) // ncol)
+        fig, grid = plt.subplots(
+            nrow,
+            ncol,
+            figsize=(3.4 * ncol, 2.6 * nrow),
+            layout="constrained",
+            squeeze=False,
+            sharey=True,
+        )
+        axes = list(grid.ravel())
+        for extra in axes[len(datasets) :]:
+            extra.set_visible(False)
+    for a, ds in zip(axes, datasets):
+        # a plain dict: seaborn takes it without pandas' pyarrow bridge
+        sub = (
+            scores.filter(pl.col("dataset") == ds).select("model", "score").to_dict(as_series=False)
+        )
+        sns.boxplot(
+            data=sub,
+            x="model",
+            y="score",
+            order=order,
+            hue="model",
+            hue_order=order,
+            palette=colors,
+            ax=a,
+            legend=False,
+            fliersize=2,
+            linewidth=0.8,
+        )
+        a.set_title(ds)
+        a.set_xlabel(label("model"))
+        a.set_ylabel(label("score"))
+        a.tick_params(axis="x", labelrotation=45)
+    return fig
+
+
+def _one_group(
+    frame: pl.DataFrame, model: str | None, dataset: str | None, what: str
+) -> tuple[pl.DataFrame, str, str]:
+    if model is not None:
+        frame = frame.filter(pl.col("model") == model)
+    if dataset is not None:
+        frame = frame.filter(pl.col("dataset") == dataset)
+    groups = frame.select("model", "dataset").unique().sort("model", "dataset")
+    if groups.height != 1:
+        raise ParameterError(
+            f"{what} holds {groups.height} (model, dataset) groups; pass `model` and `dataset` "
+            "to pick one."
+        )
+    m, d = groups.row(0)
+    return frame, m, d
+
+
+def _epsilon(nstar: pl.DataFrame | None, epsilon: float | None) -> float | None:
+    if epsilon is not None:
+        return float(epsilon)
+    if nstar is not None and nstar.height:
+        return float(nstar["epsilon"][0])
+    return None
+
+
+def plot_convergence(
+    curve: pl.DataFrame,
+    nstar: pl.DataFrame | None = None,
+    *,
+    model: str | None = None,
+    dataset: str | None = None,
+    epsilon: float | None = None,
+    ax: Any = None,
+) -> Any:
+    """Convergence of one model: mean Delta(n) and its CI band per moment, epsilon and n*.
+
+    Parameters
+    ----------
+    curve : polars.DataFrame
+        Result of :func:`evalstats.resampling.sample_size_curve`.
+    nstar : polars.DataFrame, optional
+        Result of :func:`evalstats.resampling.required_sample_size`; adds the n* markers and
+        the epsilon line.
+    model, dataset : str, optional
+        The group to draw when ``curve`` holds several.
+    epsilon : float, optional
+        Epsilon line (default: from ``nstar``).
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from evalstats.resampling import sample_size_curve
+    >>> from evalstats.simulate import unit_table
+    >>> curve = sample_size_curve(unit_table(n_models=1, n_items=50, n_variants=20, seed=0))
+    >>> fig = plot_convergence(curve)  # doctest: +SKIP
+    """
+    curve, m, d = _one_group(curve, model, dataset, "`curve`")
+    fig, ax = new_axes(ax, figsize=(4.2, 3.0))
+    for moment in curve["moment"].unique(maintain_order=True).to_list():
+        c = curve.filter(pl.col("moment") == moment).sort("n")
+        color = _MOMENT_COLORS.get(moment, None)
+        ax.plot(
+            c["n"].to_numpy(),
+            c["delta_mean"].to_numpy(),
+            color=color,
+            label=f"{moment}: mean |Δ(n)|",
+        )
+        ax.fill_between(
+            c["n"].to_numpy(),
+            c["ci_low"].to_numpy(),
+            c["ci_high"].to_numpy(),
+            color=color,
+            alpha=0.25,
+            linewidth=0,
+            label=f"{moment}: CI",
+        )
+    eps = _epsilon(nstar, epsilon)
+    if eps is not None:
+        ax.axhline(eps, color="tab:red", linestyle="--", linewidth=1, label=f"ε = {eps:g}")
+    if nstar is not None:
+        ns = nstar.filter(
+            pl.col("model") == m,
+            pl.col("dataset") == d,
+            pl.col("moment") != "overall",
+            pl.col("reached"),
+        )
+        for r in ns.iter_rows(named=True):
+            ax.plot([r["n_star"]], [r["epsilon"]], "o", color="tab:orange", zorder=3)
+            ax.annotate(
+                f"n* = {r['n_star']} ({r['moment']})",
+                (r["n_star"], r["epsilon"]),
+                textcoords="offset points",
+                xytext=(4, 4),
+                fontsize=7,
+                color="tab:orange",
+            )
+    ax.set_xlabel(label("n"))
+    ax.set_ylabel(label("delta_mean"))
+    ax.set_title(f"{m} · {d}")
+    ax.legend(fontsize=6)
+    return fig
+
+
+def plot_convergence_overlay(
+    curve: pl.DataFrame,
+    nstar: pl.DataFrame | None = None,
+    *,
+    dataset: str | None = None,
+    moment: str = "mean",
+    epsilon: float | None = None,
+    ax: Any = None,
+) -> Any:
+    """Several models' convergence of one moment on one dataset (ReliableEval's Figure 2).
+
+    Parameters
+    ----------
+    curve : polars.DataFrame
+        Result of :func:`evalstats.resampling.sample_size_curve`.
+    nstar : polars.DataFrame, optional
+        Result of :func:`evalstats.resampling.required_sample_size` (n* markers).
+    dataset : str, optional
+        The dataset when ``curve`` holds several.
+    moment : str, default 'mean'
+    epsilon : float, optional
+        Epsilon line (default: from ``nstar``).
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from evalstats.resampling import sample_size_curve
+    >>> from evalstats.simulate import unit_table
+    >>> curve = sample_size_curve(unit_table(n_models=3, n_items=50, n_variants=20, seed=0))
+    >>> fig = plot_convergence_overlay(curve)  # doctest: +SKIP
+    """
+    c = curve.filter(pl.col("moment") == moment)
+    if dataset is not None:
+        c = c.filter(pl.col("dataset") == dataset)
+    datasets = c["dataset"].unique().to_list()
+    if len(datasets) != 1:
+        raise ParameterError(
+            f"`curve` holds {len(datasets)} datasets for moment {moment!r}; pass `dataset`."
+        )
+    d = datasets[0]
+    fig, ax = new_axes(ax, figsize=(4.2, 3.0))
+    models = sorted(c["model"].unique().to_list())
+    colors = model_colors(models)
+    for m in models:
+        cm = c.filter(pl.col("model") == m).sort("n")
+        ax.plot(cm["n"].to_numpy(), cm["delta_mean"].to_numpy(), color=colors[m], label=m)
+        ax.fill_between(
+            cm["n"].to_numpy(),
+            cm["ci_low"].to_numpy(),
+            cm["ci_high"].to_numpy(),
+            color=colors[m],
+            alpha=0.2,
+            linewidth=0,
+        )
+        if nstar is not None:
+            ns = nstar.filter(
+                pl.col("model") == m,
+                pl.col("dataset") == d,
+                pl.col("moment") == moment,
+                pl.col("reached"),
+            )
+            for r in ns.iter_rows(named=True):
+                ax.plot([r["n_star"]], [r["epsilon"]], "o", color=colors[m], zorder=3)
+    eps = _epsilon(nstar, epsilon)
+    if eps is not None:
+        ax.axhline(eps, color="tab:red", linestyle="--", linewidth=1, label=f"ε = {eps:g}")
+    ax.set_xlabel(label("n"))
+    ax.set_ylabel(label("delta_mean"))
+    ax.set_title(f"{d} · {moment}")
+    ax.legend(fontsize=6)
+    return fig

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import polars as pl  # noqa: E402
+import pytest  # noqa: E402
+
+from evalstats.errors import ParameterError  # noqa: E402
+from evalstats.plots import (  # noqa: E402
+    plot_convergence,
+    plot_convergence_overlay,
+    plot_prompt_spread,
+)
+from evalstats.resampling import required_sample_size, sample_size_curve  # noqa: E402
+from evalstats.simulate import unit_table  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def units():
+    return unit_table(n_models=3, n_datasets=2, n_items=50, n_variants=15, prompt_sd=0.03, seed=0)
+
+
+def test_prompt_spread_boxes_one_panel_per_dataset(units):
+    fig = plot_prompt_spread(units)
+    visible = [a for a in fig.axes if a.get_visible()]
+    assert [a.get_title() for a in visible] == ["d0", "d1"]
+    for a in visible:
+        assert [t.get_text() for t in a.get_xticklabels()] and a.get_ylabel() == "Accuracy"
+        assert len(a.patches) == 3  # one box per model
+
+
+def test_prompt_spread_rejects_ax_with_several_datasets(units):
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots()
+    with pytest.raises(ParameterError, match="one panel"):
+        plot_prompt_spread(units, ax=ax)
+
+
+def test_convergence_draws_band_epsilon_and_n_star(units):
+    one = units.filter(pl.col("model") == "m0", pl.col("dataset") == "d0")
+    curve = sample_size_curve(one, n_resamples=300)
+    nstar = required_sample_size(one, epsilon=0.02, n_resamples=300)
+    fig = plot_convergence(curve, nstar)
+    ax = fig.axes[0]
+    assert len(ax.collections) == 2  # one CI band per moment
+    eps_lines = [ln for ln in ax.lines if list(ln.get_ydata()) == [0.02, 0.02]]
+    assert len(eps_lines) == 1
+    reached = nstar.filter(pl.col("moment") != "overall", pl.col("reached"))
+    markers = [ln for ln in ax.lines if len(ln.get_xdata()) == 1]
+    assert sorted(m.get_xdata()[0] for m in markers) == sorted(reached["n_star"].to_list())
+    assert ax.get_xlabel() == "Number of variants n"
+
+
+def test_convergence_needs_one_group(units):
+    curve = sample_size_curve(units, n_resamples=100, moments="mean")
+    with pytest.raises(ParameterError, match="groups"):
+        plot_convergence(curve)
+    fig = plot_convergence(curve, model="m1", dataset="d1")
+    assert fig.axes[0].get_title() == "m1 · d1"
+
+
+def test_overlay_one_line_per_model(units):
+    curve = sample_size_curve(units, n_resamples=200, moments="mean")
+    nstar = required_sample_size(units, epsilon=0.03, moments="mean", n_resamples=200)
+    fig = plot_convergence_overlay(curve, nstar, dataset="d0")
+    ax = fig.axes[0]
+    assert len(ax.collections) == 3
+    assert [t.get_text() for t in ax.get_legend().get_texts()][:3] == ["m0", "m1", "m2"]
+    with pytest.raises(ParameterError, match="datasets"):
+        plot_convergence_overlay(curve)
