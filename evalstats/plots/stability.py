@@ -1,0 +1,291 @@
+"""Figures of run-to-run stability: TAR heatmaps, correlation heatmap, run-accuracy histogram.
+
+Every number drawn comes from :func:`evalstats.stability.stability_table`,
+:func:`evalstats.correlation.correlation_matrix` and :func:`evalstats.normality.run_distribution`;
+these functions only arrange and draw it (the llm-stability paper's Figures 2 to 6).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from evalstats.errors import ParameterError, SchemaError
+from evalstats.plots._style import label, new_axes, require_plotting
+
+__all__ = ["plot_correlation_heatmap", "plot_run_distribution", "plot_tar_heatmap"]
+
+
+def _need(frame: pl.DataFrame, columns: list[str], what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise SchemaError(
+            f"the {what} has no column {missing[0]!r} (columns: {', '.join(frame.columns)})."
+        )
+
+
+def plot_tar_heatmap(
+    stability: pl.DataFrame,
+    *,
+    value: str = "tar_r",
+    x: str = "dataset",
+    y: str = "model",
+    ax: Any = None,
+    annot: bool = True,
+    cmap: str = "viridis",
+) -> Any:
+    """Heatmap of TARr@N or TARa@N, models by tasks (the paper's Figures 3 and 4).
+
+    Parameters
+    ----------
+    stability : polars.DataFrame
+        Result of :func:`evalstats.stability.stability_table`, one row per (y, x) cell.
+    value : str, default 'tar_r'
+        Column to colour by: ``tar_r``, ``tar_a`` or any column in [0, 1].
+    x, y : str, default 'dataset', 'model'
+        Columns for the heatmap's columns and rows (sorted).
+    ax : matplotlib.axes.Axes, optional
+        Draw here instead of a new figure.
+    annot : bool, default True
+        Write each cell's value (as a percentage).
+    cmap : str, default 'viridis'
+        Colour map; the colour scale spans [0, 1].
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    SchemaError
+        If ``value``, ``x`` or ``y`` is not a column.
+    ParameterError
+        If a (y, x) cell has several rows (several variants: filter them first).
+
+    Examples
+    --------
+    >>> from evalstats.stability import stability_table
+    >>> from evalstats.simulate import observations
+    >>> obs = observations(n_models=3, n_datasets=4, n_items=30, n_variants=1, n_runs=5,
+    ...                    instability=0.1, raw_instability=0.1, seed=0)
+    >>> fig = plot_tar_heatmap(stability_table(obs), value="tar_a")  # doctest: +SKIP
+    """
+    _, sns = require_plotting()
+    _need(stability, [value, x, y], "stability table")
+    dup = stability.group_by(y, x).len().filter(pl.col("len") > 1).sort(y, x)
+    if dup.height:
+        r = dup.row(0, named=True)
+        raise ParameterError(
+            f"{r['len']} rows for {y}={r[y]!r}, {x}={r[x]!r}; the heatmap takes one row per "
+            f"({y}, {x}). Filter the variants first, e.g. "
+            f"stability.filter(pl.col('variant') == ...)."
+        )
+    rows = sorted(stability[y].unique().to_list(), key=str)
+    cols = sorted(stability[x].unique().to_list(), key=str)
+    mat = np.full((len(rows), len(cols)), np.nan)
+    ri = {v: i for i, v in enumerate(rows)}
+    ci = {v: i for i, v in enumerate(cols)}
+    for ry, cx, v in stability.select(y, x, value).iter_rows():
+        mat[ri[ry], ci[cx]] = np.nan if v is None else float(v)
+    fig, ax = new_axes(ax, figsize=(1.0 + 0.9 * len(cols), 0.8 + 0.45 * len(rows)))
+    sns.heatmap(
+        mat * 100,
+        ax=ax,
+        vmin=0,
+        vmax=100,
+        cmap=cmap,
+        annot=annot,
+        fmt=".1f",
+        xticklabels=[str(c) for c in cols],
+        yticklabels=[str(r) for r in rows],
+        cbar_kws={"label": f"{label(value)} (%)"},
+        linewidths=0.5,
+        linecolor="white",
+    )
+    ax.set_xlabel(label(x))
+    ax.set_ylabel(label(y))
+    ax.set_title(label(value))
+    ax.tick_params(axis="x", labelrotation=45)
+    return fig
+
+
+def plot_correlation_heatmap(
+    corr: pl.DataFrame,
+    *,
+    ax: Any = None,
+    annot: bool = True,
+    alpha: float | None = 0.05,
+    pvalue: str = "pvalue_perm",
+    cmap: str = "vlag",
+) -> Any:
+    """Heatmap of a correlation matrix (the paper's Figures 5 and 6).
+
+    Parameters
+    ----------
+    corr : polars.DataFrame
+        Result of :func:`evalstats.correlation.correlation_matrix` (one row per pair).
+    ax : matplotlib.axes.Axes, optional
+        Draw here instead of a new figure.
+    annot : bool, default True
+        Write each coefficient in its cell.
+    alpha : float or None, default 0.05
+        Mark with ``*`` the pairs whose ``pvalue`` column is at most ``alpha``; None marks none.
+    pvalue : {'pvalue_perm', 'pvalue'}, default 'pvalue_perm'
+        Which p-value column the marks use.
+    cmap : str, default 'vlag'
+        Diverging colour map over [-1, 1].
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    SchemaError
+        If ``corr`` lacks ``x``, ``y``, ``statistic`` or the ``pvalue`` column.
+
+    Notes
+    -----
+    The matrix is symmetric with 1 on the diagonal; the lower triangle is drawn. The variable
+    order is the order of first appearance in ``corr`` (the ``columns`` order).
+
+    Examples
+    --------
+    >>> from evalstats.correlation import correlation_matrix
+    >>> t = pl.DataFrame({"tar_a": [0.5, 0.7, 0.9, 0.8], "spread": [0.3, 0.2, 0.05, 0.1],
+    ...                   "acc_mean": [0.6, 0.5, 0.9, 0.7]})
+    >>> fig = plot_correlation_heatmap(correlation_matrix(t, columns=list(t.columns)))  # doctest: +SKIP
+    """
+    _, sns = require_plotting()
+    _need(
+        corr, ["x", "y", "statistic"] + ([pvalue] if alpha is not None else []), "correlation table"
+    )
+    names: list[str] = []
+    for a, b in corr.select("x", "y").iter_rows():
+        for v in (a, b):
+            if v not in names:
+                names.append(v)
+    k = len(names)
+    idx = {v: i for i, v in enumerate(names)}
+    mat = np.eye(k)
+    text = np.full((k, k), "", dtype=object)
+    pcol = corr[pvalue].to_list() if alpha is not None else [None] * corr.height
+    for (a, b, s), p in zip(corr.select("x", "y", "statistic").iter_rows(), pcol):
+        i, j = idx[a], idx[b]
+        s = np.nan if s is None else s
+        mat[i, j] = mat[j, i] = s
+        star = "*" if (alpha is not None and p is not None and p <= alpha) else ""
+        text[i, j] = text[j, i] = "" if np.isnan(s) else f"{s:.2f}{star}"
+    for i in range(k):
+        text[i, i] = "1"
+    mask = np.triu(np.ones((k, k), dtype=bool), k=1)
+    fig, ax = new_axes(ax, figsize=(1.2 + 0.7 * k, 0.9 + 0.6 * k))
+    method = corr["method"][0] if "method" in corr.columns and corr.height else "correlation"
+    sns.heatmap(
+        mat,
+        mask=mask,
+        ax=ax,
+        vmin=-1,
+        vmax=1,
+        center=0,
+        cmap=cmap,
+        annot=text if annot else False,
+        fmt="",
+        square=True,
+        xticklabels=[label(n) for n in names],
+        yticklabels=[label(n) for n in names],
+        cbar_kws={"label": f"{str(method).capitalize()} coefficient"},
+        linewidths=0.5,
+        linecolor="white",
+    )
+    ax.tick_params(axis="x", labelrotation=45)
+    return fig
+
+
+def plot_run_distribution(
+    dist: pl.DataFrame,
+    *,
+    ax: Any = None,
+    bins: int | str = "auto",
+    col_wrap: int = 3,
+) -> Any:
+    """Histogram of run accuracies with mean, median and quantiles (the paper's Figure 2).
+
+    Parameters
+    ----------
+    dist : polars.DataFrame
+        Result of :func:`evalstats.normality.run_distribution`; one panel per row.
+    ax : matplotlib.axes.Axes, optional
+        Draw here; only allowed when ``dist`` has one row.
+    bins : int or str, default 'auto'
+        Histogram bins (as ``numpy.histogram_bin_edges``).
+    col_wrap : int, default 3
+        Panels per row when there are several.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    SchemaError
+        If ``dist`` lacks a column of :func:`~evalstats.normality.run_distribution`'s output.
+    ParameterError
+        If ``ax`` is given and ``dist`` has several rows, or ``dist`` is empty.
+
+    Notes
+    -----
+    Vertical lines: mean (solid), median (dashed), the ``q_low`` and ``q_high`` quantiles
+    (dotted), with their levels in the legend.
+
+    Examples
+    --------
+    >>> from evalstats.normality import run_distribution
+    >>> from evalstats.simulate import unit_table
+    >>> units = unit_table(n_models=1, n_items=200, n_variants=1, n_runs=100,
+    ...                    instability=0.3, seed=0)
+    >>> fig = plot_run_distribution(run_distribution(units))  # doctest: +SKIP
+    """
+    plt, _ = require_plotting()
+    need = ["values", "mean", "median", "q_low", "q_high", "q_low_level", "q_high_level", "n"]
+    _need(dist, need, "run distribution")
+    if dist.height == 0:
+        raise ParameterError("`dist` has no rows; nothing to draw.")
+    if ax is not None and dist.height > 1:
+        raise ParameterError(
+            f"`ax` takes one panel but `dist` has {dist.height} rows; omit `ax` or filter `dist`."
+        )
+    keys = [c for c in dist.columns if c not in need and c not in ("sd", "min", "max")]
+    if ax is not None:
+        fig, axes = ax.figure, [ax]
+    elif dist.height == 1:
+        fig, ax = new_axes(None, figsize=(4.0, 2.8))
+        axes = [ax]
+    else:
+        ncol = min(col_wrap, dist.height)
+        nrow = -(-dist.height // ncol)
+        fig, grid = plt.subplots(
+            nrow, ncol, figsize=(3.4 * ncol, 2.6 * nrow), layout="constrained", squeeze=False
+        )
+        axes = list(grid.ravel())
+        for extra in axes[dist.height :]:
+            extra.set_visible(False)
+    for a, row in zip(axes, dist.iter_rows(named=True)):
+        vals = np.asarray(row["values"], dtype=float)
+        a.hist(vals, bins=bins, color="0.75", edgecolor="white")
+        lines = [
+            (row["mean"], "-", "tab:blue", "mean"),
+            (row["median"], "--", "tab:orange", "median"),
+            (row["q_low"], ":", "tab:red", f"{row['q_low_level']:.0%} quantile"),
+            (row["q_high"], ":", "tab:purple", f"{row['q_high_level']:.0%} quantile"),
+        ]
+        for v, ls, color, name in lines:
+            if v is not None and np.isfinite(v):
+                a.axvline(v, linestyle=ls, color=color, linewidth=1.2, label=name)
+        a.set_xlabel(label("score"))
+        a.set_ylabel(f"Runs (N = {row['n']})")
+        a.set_title(" / ".join(str(row[k]) for k in keys))
+        a.legend(fontsize="small", frameon=False)
+    return fig
