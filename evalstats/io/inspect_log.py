@@ -19,7 +19,7 @@ import polars as pl
 
 from evalstats.errors import IngestError, ParameterError
 from evalstats.io._files import expand_paths
-from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize
+from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
 from evalstats.schema import OBSERVATION_COLUMNS
 
@@ -180,6 +180,7 @@ def read_inspect(
     >>> report.rows_read, report.rows_kept
     (4, 4)
     """
+    validate_options(on_invalid, score_scale)
     scorer = _scorer_from_columns(columns, scorer)
     files = _log_files(path)
     parts: list[tuple[str, pl.LazyFrame]] = []

@@ -19,7 +19,7 @@ import polars as pl
 
 from evalstats.errors import IngestError, ParameterError
 from evalstats.io._files import expand_paths
-from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize
+from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
 
 __all__ = ["detect_lm_eval", "read_lm_eval"]
@@ -144,6 +144,7 @@ def read_lm_eval(
     >>> obs.select("model", "dataset", "item", "score").collect().rows()
     [('org__model', 'boolq', '0', 1.0), ('org__model', 'boolq', '1', 0.0), ('org__model', 'boolq', '2', 1.0)]
     """
+    validate_options(on_invalid, score_scale)
     metric = _metric_from_columns(columns, metric)
     files = [f for f in expand_paths(path, suffixes=(".jsonl",)) if _SAMPLES.match(f.name)]
     if not files:

@@ -28,7 +28,7 @@ import polars as pl
 
 from evalstats.errors import IngestError, ParameterError
 from evalstats.io._files import expand_paths
-from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize
+from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
 
 __all__ = ["FACTORS", "detect_reliable_eval", "parse_template", "read_reliable_eval"]
@@ -184,10 +184,7 @@ def read_reliable_eval(
             "`columns` is not used by the reliable-eval format (its fields are fixed); "
             f"got {columns!r}."
         )
-    if score_scale not in ("auto", "unit", "percent"):
-        raise ParameterError(
-            f"`score_scale` must be 'auto', 'unit' or 'percent', got {score_scale!r}."
-        )
+    validate_options(on_invalid, score_scale)
     files = expand_paths(path, suffixes=(".json",))
     docs: list[tuple[Path, str, dict]] = []
     data_files: list[tuple[Path, dict]] = []

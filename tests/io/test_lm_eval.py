@@ -8,6 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evalstats.aggregate import to_units
 from evalstats.cli import main
@@ -292,3 +294,49 @@ def test_cli_bad_line_exits_2_without_traceback(out, tmp_path, capsys):
         r"evalstats: error: .*samples_arc_easy_.*\.jsonl, row 7: the line is not valid JSON", err
     )
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("loader", ["lm", "inspect", "reliable"])
+def test_option_values_are_checked_first(loader):
+    from evalstats.io.inspect_log import read_inspect
+    from evalstats.io.reliable_eval import read_reliable_eval
+
+    fn = {"lm": read_lm_eval, "inspect": read_inspect, "reliable": read_reliable_eval}[loader]
+    with pytest.raises(
+        ParameterError, match=r"`on_invalid` must be 'error' or 'skip', got 'ignore'"
+    ):
+        fn("unused", on_invalid="ignore")
+
+
+# --- accounting property --------------------------------------------------------------------
+
+FILTERS = st.sampled_from(["none", "strict-match", "flexible-extract"])
+RECORD = st.one_of(
+    st.tuples(st.integers(0, 5), FILTERS, st.sampled_from([0.0, 1.0, "1.0", "True", True])),
+    st.just("junk"),
+)
+
+
+@given(st.lists(RECORD, min_size=1, max_size=25))
+def test_accounting_adds_up_for_any_mix_of_filters_duplicates_and_junk(tmp_path_factory, recs):
+    d = tmp_path_factory.mktemp("prop") / "m"
+    d.mkdir()
+    lines = []
+    for r in recs:
+        if r == "junk":
+            lines.append("{not json")
+        else:
+            doc, filt, v = r
+            lines.append(json.dumps({"doc_id": doc, "filter": filt, "metrics": ["acc"], "acc": v}))
+    p = d / "samples_boolq_2024-01-01T00-00-00.000000.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    good = [r for r in recs if r != "junk"]
+    if not good:
+        return
+    first = good[0][1]
+    docs = {r[0] for r in good if r[1] == first}
+    obs, rep = read_lm_eval(p, on_invalid="skip")
+    assert rep.rows_read == len(recs) == rep.rows_kept + rep.rows_set_aside
+    assert rep.rows_kept == len(docs) == obs.collect().height
+    assert rep.set_aside.get("other_filter", 0) == sum(r[1] != first for r in good)
+    assert rep.set_aside.get("invalid_json", 0) == len(recs) - len(good)
