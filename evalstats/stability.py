@@ -13,7 +13,7 @@ compare; :func:`unstable_items` lists the items that move, for error analysis;
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -125,87 +125,96 @@ def _prepare(
         *[pl.col(c) for c in lens],
         (pl.col("gold") if "gold" in schema else pl.lit(None, dtype=pl.String)).alias("__gold"),
     )
-    keys = [*by]
-    cover = (
-        lf.select(*keys, "item", "run")
-        .with_columns(pl.col("run").n_unique().over(keys).alias("__n_runs"))
-        .group_by([*keys, "item"])
-        .agg(
-            pl.len().alias("__rows"),
-            pl.col("run").n_unique().alias("__runs"),
-            pl.col("__n_runs").first(),
-        )
+    return lf, by, has_a, has_r, lens
+
+
+def _where(group: dict) -> pl.Expr:
+    return pl.all_horizontal([pl.col(k).eq_missing(v) for k, v in group.items()])
+
+
+def _reduce(
+    lf: pl.LazyFrame,
+    keys: list[str],
+    on_mismatch: str,
+    item_aggs: Sequence[pl.Expr] = (),
+    run_aggs: Sequence[pl.Expr] = (),
+    extra: Sequence[Callable[[pl.LazyFrame], pl.LazyFrame]] = (),
+) -> tuple[pl.DataFrame, pl.DataFrame, list[pl.DataFrame]]:
+    """Per-item and per-run aggregates (and ``extra`` queries) in one parallel pass.
+
+    Checks on the small aggregated frames that each run scores each item once and that the runs
+    of a group cover the same items; with ``on_mismatch='intersect'`` warns and recomputes on
+    the items present in every run. ``per_item`` gets ``__n_runs`` (the group's run count).
+    """
+    item_q = lf.group_by([*keys, "item"]).agg(
+        pl.len().alias("__rows"), pl.col("run").n_unique().alias("__runs"), *item_aggs
     )
-    stats = cover.select(
-        (pl.col("__rows") != pl.col("__runs")).any().alias("dup"),
-        (pl.col("__runs") != pl.col("__n_runs")).any().alias("gap"),
-    ).collect()
-    if stats["dup"][0]:
+    run_q = lf.group_by([*keys, "run"]).agg(pl.len().alias("__n"), *run_aggs)
+    per_item, per_run, *rest = pl.collect_all([item_q, run_q, *(q(lf) for q in extra)])
+    n_runs = per_run.group_by(keys).agg(pl.len().cast(pl.Int64).alias("__n_runs"))
+    per_item = per_item.join(n_runs, on=keys, how="left", nulls_equal=True)
+    dup = per_item.filter(pl.col("__rows") != pl.col("__runs"))
+    if dup.height:
+        first = dup.sort([*keys, "item"], nulls_last=True).row(0, named=True)
+        group = {k: first[k] for k in keys}
         row = (
-            lf.group_by([*keys, "item", "run"])
+            lf.filter(_where(group) & (pl.col("item") == first["item"]))
+            .group_by("run")
             .len()
             .filter(pl.col("len") > 1)
-            .sort([*keys, "item", "run"])
-            .head(1)
+            .sort("run")
             .collect()
             .row(0, named=True)
         )
-        group = {k: row[k] for k in keys}
         raise SchemaError(
-            f"the observation table has {row['len']} rows for item {row['item']!r}, run "
+            f"the observation table has {row['len']} rows for item {first['item']!r}, run "
             f"{row['run']} in the group {_describe(group)}; each run must score an item once."
         )
-    if stats["gap"][0]:
-        runs_items = lf.group_by([*keys, "run"]).agg(pl.col("item").n_unique().alias("n"))
-        all_items = lf.group_by(keys).agg(pl.col("item").n_unique().alias("total"))
-        short = (
-            runs_items.join(all_items, on=keys)
-            .filter(pl.col("n") < pl.col("total"))
-            .sort([*keys, "run"])
-            .collect()
+    gap = per_item.filter(pl.col("__runs") < pl.col("__n_runs"))
+    if not gap.height:
+        return per_item, per_run, rest
+    totals = per_item.group_by(keys).agg(pl.len().alias("__total"))
+    short = (
+        per_run.join(totals, on=keys, nulls_equal=True)
+        .filter(pl.col("__n") < pl.col("__total"))
+        .sort([*keys, "run"], nulls_last=True)
+    )
+    left_out = (
+        gap.group_by(keys)
+        .agg(pl.len().alias("n"), pl.col("item").sort().head(3).alias("ex"))
+        .sort(keys, nulls_last=True)
+    )
+    if on_mismatch == "error":
+        first = left_out.row(0, named=True)
+        group = {k: first[k] for k in keys}
+        lacking = "; ".join(
+            f"run {r['run']} has {r['__n']} of {r['__total']} items"
+            for r in short.filter(_where(group)).iter_rows(named=True)
         )
-        left_out = (
-            cover.filter(pl.col("__runs") < pl.col("__n_runs"))
-            .group_by(keys)
-            .agg(pl.len().alias("n"), pl.col("item").sort().head(3).alias("ex"))
-            .sort(keys)
-            .collect()
+        raise SchemaError(
+            f"the runs of the group {_describe(group)} cover different items ({lacking}). "
+            "Stability compares the same items across runs: pass on_mismatch='intersect' "
+            "(CLI: --on-mismatch intersect) to analyse the items present in every run."
         )
-        if on_mismatch == "error":
-            first = short.row(0, named=True)
-            group = {k: first[k] for k in keys}
-            same = short.filter(
-                pl.all_horizontal([pl.col(k).eq_missing(v) for k, v in group.items()])
-            )
-            lacking = "; ".join(
-                f"run {r['run']} has {r['n']} of {r['total']} items"
-                for r in same.iter_rows(named=True)
-            )
-            raise SchemaError(
-                f"the runs of the group {_describe(group)} cover different items ({lacking}). "
-                "Stability compares the same items across runs: pass on_mismatch='intersect' "
-                "(CLI: --on-mismatch intersect) to analyse the items present in every run."
-            )
-        for r in left_out.iter_rows(named=True):
-            group = {k: r[k] for k in keys}
-            runs = short.filter(
-                pl.all_horizontal([pl.col(k).eq_missing(v) for k, v in group.items()])
-            )["run"].to_list()
-            warnings.warn(
-                f"group {_describe(group)}: analysed only the items present in every run; left "
-                f"out {r['n']} item(s) (e.g. {', '.join(map(repr, r['ex']))}) missing from "
-                f"run(s) {', '.join(map(str, runs))}.",
-                EvalstatsWarning,
-                stacklevel=3,
-            )
-        complete = cover.filter(pl.col("__runs") == pl.col("__n_runs")).select(*keys, "item")
-        lf = lf.join(complete, on=[*keys, "item"], how="semi", nulls_equal=True)
-    return lf, by, has_a, has_r, lens
+    for r in left_out.iter_rows(named=True):
+        group = {k: r[k] for k in keys}
+        runs = short.filter(_where(group))["run"].to_list()
+        warnings.warn(
+            f"group {_describe(group)}: analysed only the items present in every run; left "
+            f"out {r['n']} item(s) (e.g. {', '.join(map(repr, r['ex']))}) missing from "
+            f"run(s) {', '.join(map(str, runs))}.",
+            EvalstatsWarning,
+            stacklevel=4,
+        )
+    complete = per_item.filter(pl.col("__runs") == pl.col("__n_runs")).select(*keys, "item")
+    lf = lf.join(complete.lazy(), on=[*keys, "item"], how="semi", nulls_equal=True)
+    return _reduce(lf, keys, "error", item_aggs, run_aggs, extra)
 
 
 def _agree(col: str) -> pl.Expr:
     # every run gave the same non-null text; a null (unparsed) answer never agrees
-    return (pl.col(col).null_count() == 0) & (pl.col(col).n_unique() == 1)
+    # (comparing with the first value is cheaper than counting distinct strings)
+    return (pl.col(col).null_count() == 0) & (pl.col(col) == pl.col(col).first()).all()
 
 
 # --- the stability table -------------------------------------------------------------------
@@ -304,10 +313,27 @@ def stability_table(
     """
     lf, by, has_a, has_r, lens = _prepare(observations, by, normalize, on_mismatch)
     keys = list(by)
-    per_run = (
-        lf.group_by([*keys, "run"])
-        .agg(pl.col("score").mean().alias("acc"))
-        .group_by(keys)
+    none_bool = pl.lit(None, dtype=pl.Boolean)
+    item_aggs = [
+        pl.col("score").max().alias("__best"),
+        pl.col("score").min().alias("__worst"),
+        _agree("__a").alias("__ta") if has_a else none_bool.alias("__ta"),
+        _agree("__r").alias("__tr") if has_r else none_bool.alias("__tr"),
+    ]
+
+    def lengths(frame: pl.LazyFrame) -> pl.LazyFrame:
+        return frame.group_by(keys).agg(
+            *[
+                (pl.col(c).median() if c in lens else pl.lit(None)).cast(pl.Float64).alias(c)
+                for c in ("input_len", "output_len")
+            ]
+        )
+
+    per_item, per_run, (c,) = _reduce(
+        lf, keys, on_mismatch, item_aggs, [pl.col("score").mean().alias("acc")], [lengths]
+    )
+    a = (
+        per_run.group_by(keys)
         .agg(
             pl.len().cast(pl.Int64).alias("n_runs"),
             pl.col("acc").sort_by("run").alias("acc_per_run"),
@@ -318,30 +344,13 @@ def stability_table(
         )
         .with_columns((pl.col("acc_max") - pl.col("acc_min")).alias("spread"))
     )
-    per_item = (
-        lf.group_by([*keys, "item"])
-        .agg(
-            pl.col("score").max().alias("__best"),
-            pl.col("score").min().alias("__worst"),
-            _agree("__a").alias("__ta") if has_a else pl.lit(None, dtype=pl.Boolean).alias("__ta"),
-            _agree("__r").alias("__tr") if has_r else pl.lit(None, dtype=pl.Boolean).alias("__tr"),
-        )
-        .group_by(keys)
-        .agg(
-            pl.len().cast(pl.Int64).alias("n_items"),
-            pl.col("__ta").cast(pl.Float64).mean().alias("tar_a"),
-            pl.col("__tr").cast(pl.Float64).mean().alias("tar_r"),
-            pl.col("__best").mean().alias("best_possible"),
-            pl.col("__worst").mean().alias("worst_possible"),
-        )
+    b = per_item.group_by(keys).agg(
+        pl.len().cast(pl.Int64).alias("n_items"),
+        pl.col("__ta").cast(pl.Float64).mean().alias("tar_a"),
+        pl.col("__tr").cast(pl.Float64).mean().alias("tar_r"),
+        pl.col("__best").mean().alias("best_possible"),
+        pl.col("__worst").mean().alias("worst_possible"),
     )
-    length = lf.group_by(keys).agg(
-        *[
-            (pl.col(c).median() if c in lens else pl.lit(None)).cast(pl.Float64).alias(c)
-            for c in ("input_len", "output_len")
-        ]
-    )
-    a, b, c = pl.collect_all([per_run, per_item, length])
     out = a.join(b, on=keys, nulls_equal=True).join(c, on=keys, nulls_equal=True)
     single = out.filter(pl.col("n_runs") < 2)
     if single.height:
@@ -441,26 +450,40 @@ def tar_curve(
     """
     lf, by, has_a, has_r, _ = _prepare(observations, by, normalize, on_mismatch)
     keys = list(by)
-    groups_lf = lf.group_by(keys).agg(
-        pl.col("run").n_unique().cast(pl.Int64).alias("n_runs"),
-        pl.col("item").n_unique().cast(pl.Int64).alias("n_items"),
+    text = [
+        (name, col)
+        for name, col, present in (("tar_a", "__a", has_a), ("tar_r", "__r", has_r))
+        if present
+    ]
+
+    def classes_of(col: str) -> Callable[[pl.LazyFrame], pl.LazyFrame]:
+        def query(frame: pl.LazyFrame) -> pl.LazyFrame:
+            return (
+                frame.filter(pl.col(col).is_not_null())
+                .group_by([*keys, "item", col])
+                .agg(pl.len().alias("__c"))
+                .drop(col)
+            )
+
+        return query
+
+    per_item, _, class_frames = _reduce(
+        lf, keys, on_mismatch, extra=[classes_of(col) for _, col in text]
     )
-    groups = groups_lf.sort(keys, nulls_last=True).collect().with_row_index("__gid")
+    groups = (
+        per_item.group_by(keys)
+        .agg(
+            pl.col("__n_runs").first().cast(pl.Int64).alias("n_runs"),
+            pl.len().cast(pl.Int64).alias("n_items"),
+        )
+        .sort(keys, nulls_last=True)
+        .with_row_index("__gid")
+    )
     gmap = groups.select(*keys, "__gid", pl.col("n_runs").alias("__n"))
     max_n = int(groups["n_runs"].max() or 0)
-    sums = {}
-    for name, col, present in (("tar_a", "__a", has_a), ("tar_r", "__r", has_r)):
-        if not present:
-            sums[name] = None
-            continue
-        classes = (
-            lf.filter(pl.col(col).is_not_null())
-            .group_by([*keys, "item", col])
-            .agg(pl.len().alias("__c"))
-            .join(gmap.lazy(), on=keys, nulls_equal=True)
-            .select("__gid", "__c", "__n")
-            .collect()
-        )
+    sums: dict[str, np.ndarray | None] = {"tar_a": None, "tar_r": None}
+    for (name, _), classes in zip(text, class_frames, strict=True):
+        classes = classes.join(gmap, on=keys, nulls_equal=True).select("__gid", "__c", "__n")
         sums[name] = _curve_for(classes, groups, max_n)
     rows_gid, rows_k = [], []
     for g, n in enumerate(groups["n_runs"].to_list()):
@@ -541,31 +564,29 @@ def unstable_items(
         raise ParameterError(f"`top` must be a positive integer or None, got {top!r}.")
     lf, by, has_a, has_r, _ = _prepare(observations, by, normalize, on_mismatch)
     keys = list(by)
+    none_int = pl.lit(None, dtype=pl.Int64)
+    none_bool = pl.lit(None, dtype=pl.Boolean)
+    item_aggs = [
+        pl.col("__a").drop_nulls().n_unique().cast(pl.Int64).alias("n_answers")
+        if has_a
+        else none_int.alias("n_answers"),
+        pl.col("__a").null_count().cast(pl.Int64).alias("n_unparsed")
+        if has_a
+        else none_int.alias("n_unparsed"),
+        pl.col("__r").drop_nulls().n_unique().cast(pl.Int64).alias("n_responses")
+        if has_r
+        else none_int.alias("n_responses"),
+        pl.col("score").mean().alias("share_correct"),
+        _agree("__a").alias("answer_agree") if has_a else none_bool.alias("answer_agree"),
+        _agree("__r").alias("response_agree") if has_r else none_bool.alias("response_agree"),
+        pl.col("__gold").drop_nulls().first().alias("gold"),
+        pl.col("__a").sort_by("run").alias("answers")
+        if has_a
+        else pl.lit(None, dtype=pl.List(pl.String)).alias("answers"),
+    ]
+    per_item, _, _ = _reduce(lf, keys, on_mismatch, item_aggs)
     out = (
-        lf.group_by([*keys, "item"])
-        .agg(
-            pl.len().cast(pl.Int64).alias("n_runs"),
-            pl.col("__a").drop_nulls().n_unique().cast(pl.Int64).alias("n_answers")
-            if has_a
-            else pl.lit(None, dtype=pl.Int64).alias("n_answers"),
-            pl.col("__a").null_count().cast(pl.Int64).alias("n_unparsed")
-            if has_a
-            else pl.lit(None, dtype=pl.Int64).alias("n_unparsed"),
-            pl.col("__r").drop_nulls().n_unique().cast(pl.Int64).alias("n_responses")
-            if has_r
-            else pl.lit(None, dtype=pl.Int64).alias("n_responses"),
-            pl.col("score").mean().alias("share_correct"),
-            _agree("__a").alias("answer_agree")
-            if has_a
-            else pl.lit(None, dtype=pl.Boolean).alias("answer_agree"),
-            _agree("__r").alias("response_agree")
-            if has_r
-            else pl.lit(None, dtype=pl.Boolean).alias("response_agree"),
-            pl.col("__gold").drop_nulls().first().alias("gold"),
-            pl.col("__a").sort_by("run").alias("answers")
-            if has_a
-            else pl.lit(None, dtype=pl.List(pl.String)).alias("answers"),
-        )
+        per_item.with_columns(pl.col("__rows").cast(pl.Int64).alias("n_runs"))
         .with_columns(
             (pl.col("n_answers").fill_null(0) + pl.col("n_unparsed").fill_null(0)).alias("__na"),
             (pl.col("share_correct") - 0.5).abs().alias("__mid"),
@@ -578,7 +599,7 @@ def unstable_items(
     )
     if top is not None:
         out = out.filter(pl.int_range(pl.len()).over(keys) < top)
-    return out.select(*keys, *ITEM_COLUMNS).collect()
+    return out.select(*keys, *ITEM_COLUMNS)
 
 
 # --- Table 2 -------------------------------------------------------------------------------
