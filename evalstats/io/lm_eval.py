@@ -294,6 +294,20 @@ def _value(v: Any) -> tuple[str | None, bool]:
     return json.dumps(v, ensure_ascii=False), isinstance(v, list)
 
 
+def _generated(v: Any, *, depth: int) -> str | None:
+    """Text of a generation task's first (filtered) response; None for loglikelihood tasks.
+
+    ``filtered_resps`` of a generation task is ``["text"]`` and ``resps`` is ``[["text"]]``; for
+    loglikelihood tasks they hold ``[loglikelihood, is_greedy]`` pairs (as strings), which are not
+    answers.
+    """
+    for _ in range(depth):
+        if not (isinstance(v, list) and v):
+            return None
+        v = v[0]
+    return v if isinstance(v, str) else None
+
+
 def _first_text(v: Any) -> str | None:
     while isinstance(v, list) and v:
         v = v[0]
@@ -397,8 +411,8 @@ def _read_samples(
         cols["dataset"].append(task if ok else None)
         cols["item"].append(None if doc_id is None else str(doc_id))
         cols["score"].append(score)
-        cols["answer"].append(_first_text(rec.get("filtered_resps")))
-        cols["response"].append(_first_text(rec.get("resps")))
+        cols["answer"].append(_generated(rec.get("filtered_resps"), depth=1))
+        cols["response"].append(_generated(rec.get("resps"), depth=2))
         cols["gold"].append(None if rec.get("target") is None else str(rec.get("target")))
         cols["__input_text"].append(prompt)
         cols["__other_filter"].append(ok and str(rec.get("filter", "none")) != chosen_filter)

@@ -142,6 +142,10 @@ def test_observation_columns(out):
     assert row["item"] == "0" and row["answer"] == "5" and row["gold"] == "... #### 5"
     assert row["response"].startswith(" We compute it") and row["shots"] == 5
     assert row["variant"] == "shots=5" and row["input_len"] > 0
+    # loglikelihood tasks log [loglikelihood, is_greedy] pairs: no text answer or response
+    arc = read_lm_eval(out / PYTHIA / f"samples_arc_easy_{D1}.jsonl").observations.collect()
+    assert arc["answer"].null_count() == arc["response"].null_count() == arc.height == 6
+    assert arc["gold"].to_list() == ["1", "0", "2", "1", "3", "1"]
 
 
 def test_exact_match_strings_are_numbers(out):
