@@ -12,6 +12,7 @@ from evalstats.compare._audit import (
     reversal_audit,
     subset_rankings,
 )
+from evalstats.compare._converge import convergence, stopping_sizes
 from evalstats.compare._intervals import intervals, mean_interval
 from evalstats.compare._paired import (
     PairedDifference,
@@ -20,19 +21,25 @@ from evalstats.compare._paired import (
     paired_matrix,
 )
 from evalstats.compare._providers import ProviderAudit, provider_audit
+from evalstats.compare._ranks import FriedmanResult, friedman_nemenyi, rank_intervals
 
 __all__ = [
+    "FriedmanResult",
     "PairedDifference",
     "ProviderAudit",
     "ReversalAudit",
     "SubsetRankings",
     "compare_models",
+    "convergence",
+    "friedman_nemenyi",
     "intervals",
     "mean_interval",
     "paired_difference",
     "paired_matrix",
     "parse_claim",
     "provider_audit",
+    "rank_intervals",
     "reversal_audit",
+    "stopping_sizes",
     "subset_rankings",
 ]
