@@ -67,7 +67,7 @@ def test_pool_equals_loop_implementation_exactly_when_exhaustive(rng):
 
 def test_pool_equals_loop_implementation_within_mc_error_when_sampled(rng):
     x = rng.beta(6, 4, size=30)
-    R = 2000
+    R = 1000
     curve = sample_size_curve(_units({"m": x}), n_resamples=R, seed=7)
     ref = _loop_curve(x, R, 0.1, np.random.default_rng(99))
     for moment in ("mean", "variance"):
@@ -82,8 +82,8 @@ def test_pool_equals_loop_implementation_within_mc_error_when_sampled(rng):
             # mean of |Delta|: both are means of R draws; 5 standard errors of the difference
             se = draws.std() * math.sqrt(2 / R)
             assert abs(row["delta_mean"] - mean_l) <= 5 * se + 1e-15
-            # 95th percentile: within the spread of the loop draws between the 93rd and 97th
-            lo_q, hi_q = np.percentile(draws, [93, 97])
+            # 95th percentile: within the loop draws' 91st..99th percentiles (~4 MC SE)
+            lo_q, hi_q = np.percentile(draws, [91, 99])
             assert lo_q - 1e-15 <= row["ci_high"] <= hi_q + 1e-15
 
 
@@ -319,11 +319,15 @@ def test_cli_nstar_json(fixtures, capsys):
 def test_cli_nstar_reference_model_and_plot(fixtures, tmp_path, capsys):
     from evalstats.cli import main
 
+    small = tmp_path / "snarks.csv"  # two models keep the figure small
+    pl.read_csv(_sowa(fixtures)).select("paraphrase idx", "flan-t5-xxl_acc", "t0pp_acc").write_csv(
+        small
+    )
     png = tmp_path / "conv.png"
     code = main(
         [
             "nstar",
-            _sowa(fixtures),
+            str(small),
             "--epsilon",
             "0.02",
             "--moments",
@@ -339,6 +343,7 @@ def test_cli_nstar_reference_model_and_plot(fixtures, tmp_path, capsys):
     assert code == 0
     out = pl.read_csv(capsys.readouterr().out.encode())
     assert set(out["reference_model"]) == {"flan-t5-xxl"} and png.stat().st_size > 0
+    assert set(out["model"]) == {"flan-t5-xxl", "t0pp"}
 
 
 def test_cli_nstar_bad_delta_exits_2(fixtures, capsys):

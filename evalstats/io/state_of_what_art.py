@@ -115,6 +115,31 @@ def _read_metadata(path: Path) -> tuple[pl.DataFrame, int]:
     return out, uncertain
 
 
+def _first_bad_cell(wide: pl.DataFrame, models: list[str], path: Path) -> None:
+    """Raise on the first empty or non-numeric accuracy, naming its CSV row and column."""
+    for i, row in enumerate(wide.select(models).iter_rows()):
+        for col, val in zip(models, row):
+            text = None if val is None else val.strip()
+            if not text:
+                raise IngestError(
+                    "expected a number in [0, 1], got a missing value. To set such cells aside "
+                    "and count them, pass on_invalid='skip' (CLI: --on-invalid skip).",
+                    path=str(path),
+                    row=i + 1,
+                    column=col,
+                )
+            try:
+                float(text)
+            except ValueError:
+                raise IngestError(
+                    f"expected a number in [0, 1], got {val!r}. To set such cells aside and count "
+                    "them, pass on_invalid='skip' (CLI: --on-invalid skip).",
+                    path=str(path),
+                    row=i + 1,
+                    column=col,
+                ) from None
+
+
 def read_state_of_what_art(
     path: str | Path | Sequence[str | Path],
     *,
@@ -188,6 +213,8 @@ def read_state_of_what_art(
             wide = pl.read_csv(f, infer_schema_length=0)
         except (pl.exceptions.PolarsError, OSError) as exc:
             raise read_error(f, exc) from None
+        if on_invalid == "error":
+            _first_bad_cell(wide, models, f)
         long = (
             wide.select(pl.col(IDX_COLUMN).str.strip_chars().alias("variant"), *models)
             .with_row_index("__line")

@@ -90,11 +90,19 @@ def test_detection_and_read_dispatch(fixtures):
 def test_missing_cell_is_an_error_naming_file_row_and_column(tmp_path):
     f = tmp_path / "task.csv"
     f.write_text("paraphrase idx,a_acc,b_acc\n1,0.5,0.6\n2,,0.4\n")
-    with pytest.raises(IngestError, match=r"task.csv, row \d+, column '<model>_acc'"):
+    with pytest.raises(IngestError, match=r"task.csv, row 2, column 'a_acc': expected a number"):
         read_state_of_what_art(f)
     obs, report = read_state_of_what_art(f, on_invalid="skip")
     assert report.set_aside == {"missing_score": 1}
     assert report.rows_read == 4 and obs.collect().height == 3
+
+
+def test_non_numeric_cell_names_row_and_column(tmp_path):
+    f = tmp_path / "task.csv"
+    f.write_text("paraphrase idx,a_acc,b_acc\n1,0.5,0.6\n2,0.7,n/a\n")
+    with pytest.raises(IngestError, match=r"task.csv, row 2, column 'b_acc': .*got 'n/a'"):
+        read_state_of_what_art(f)
+    assert read_state_of_what_art(f, on_invalid="skip").report.set_aside == {"unparseable_score": 1}
 
 
 def test_percent_scale_is_converted_and_reported(tmp_path):
