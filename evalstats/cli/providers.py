@@ -1,0 +1,47 @@
+"""``evalstats providers``: error rates, scoring policies and differences per provider."""
+
+from __future__ import annotations
+
+import argparse
+
+from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
+
+_TABLES = ("scores", "errors", "differences", "latency", "tail_quality")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the subcommand."""
+    p = sub.add_parser(
+        "providers",
+        help="provider and error audit",
+        description="Per (model, provider): error rates by category, the score "
+        "with errors as failures and with errors excluded, paired provider "
+        "differences, latency and tail-to-quality.",
+    )
+    add_input_arguments(p)
+    p.add_argument("--provider", default=None, help="provider column (default: provider)")
+    p.add_argument("--method", choices=["cluster", "t", "wilson"], default=None)
+    p.add_argument("--confidence-level", dest="confidence_level", type=float, default=None)
+    p.add_argument("--n-resamples", dest="n_resamples", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument(
+        "--table",
+        choices=_TABLES,
+        default="scores",
+        help="which table to write (default: scores; all are in --json)",
+    )
+    add_output_arguments(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``providers``."""
+    from evalstats.compare import provider_audit
+
+    args.quiet = args.json
+    obs, _ = load(args)
+    params = params_from(args, "provider", "method", "confidence_level", "n_resamples", "seed")
+    res = provider_audit(obs, **params)
+    extra = {t: getattr(res, t).to_dicts() for t in _TABLES if t != args.table}
+    emit(getattr(res, args.table), args, command="providers", params=params, extra=extra)
+    return 0

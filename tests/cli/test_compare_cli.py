@@ -1,0 +1,94 @@
+"""CLI: intervals, compare, audit, converge, providers (in-process main([...]))."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import polars as pl
+import pytest
+
+from evalstats.cli import main
+from evalstats.simulate import observations
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory):
+    obs = observations(
+        n_models=3,
+        n_items=40,
+        n_variants=8,
+        providers=("a", "b"),
+        factors={
+            "template": {"plain": 0.0, "qa": 0.02},
+            "shots": {0: 0.0, 5: 0.05},
+            "cot": {False: 0.0, True: 0.0},
+        },
+        error_rates={"b": {"timeout": 0.05}},
+        latency=True,
+        seed=0,
+    )
+    path = tmp_path_factory.mktemp("dump") / "obs.parquet"
+    obs.write_parquet(path)
+    return str(path)
+
+
+def _csv(text: str) -> pl.DataFrame:
+    return pl.read_csv(io.StringIO(text))
+
+
+def test_intervals_csv_on_stdout(dump, capsys):
+    assert main(["intervals", dump, "--method", "wilson", "--over", "items"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("evalstats: error:") or "evalstats: error:" in err
+    assert "Traceback" not in err
+    assert main(["intervals", dump, "--over", "items", "--confidence-level", "0.9"]) == 0
+    out = _csv(capsys.readouterr().out)
+    assert out.height == 3 and (out["confidence_level"] == 0.9).all() and (out["n"] == 40).all()
+
+
+def test_compare_json_carries_params(dump, capsys):
+    assert main(["compare", dump, "--correction", "bh", "--n-resamples", "199", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["command"] == "compare" and doc["params"]["correction"] == "bh"
+    assert len(doc["rows"]) == 3 and doc["rows"][0]["correction"] == "bh"
+
+
+def test_audit_reports_reversals_and_writes_out(dump, capsys, tmp_path):
+    out = tmp_path / "pairs.csv"
+    rc = main(
+        [
+            "audit",
+            dump,
+            "--default",
+            "template=plain,shots=0,cot=false",
+            "--claim",
+            "m2>m0",
+            "--out",
+            str(out),
+        ]
+    )
+    assert rc == 0
+    assert "conclusion reversal(s)" in capsys.readouterr().err
+    pairs = pl.read_csv(out)
+    assert pairs.height == 3
+    assert pairs.filter(pl.col("claim") == "m2>m0")["claim_status"].item() == "supported"
+
+
+def test_audit_bad_default_is_a_one_line_error(dump, capsys):
+    assert main(["audit", dump, "--default", "template"]) == 2
+    err = capsys.readouterr().err
+    assert "evalstats: error: `--default` expects factor=value" in err and "Traceback" not in err
+    assert main(["audit", dump, "--default", "prompt=x"]) == 2
+    assert "`default` names 'prompt'" in capsys.readouterr().err
+
+
+def test_converge_and_providers(dump, capsys):
+    assert main(["converge", dump, "--batch", "4", "--n-orders", "20"]) == 0
+    conv = _csv(capsys.readouterr().out)
+    assert conv.height == 3 and (conv["n_available"] == 16).all()
+    assert main(["providers", dump, "--table", "errors", "--n-resamples", "99", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {"scores", "differences", "latency", "tail_quality"} <= set(doc)
+    timeouts = [r for r in doc["rows"] if r["category"] == "timeout" and r["provider"] == "b"]
+    assert len(timeouts) == 3 and all(0 < r["rate"] < 0.15 for r in timeouts)
