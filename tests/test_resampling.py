@@ -8,6 +8,8 @@ from statistics import NormalDist
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from evalstats.errors import ParameterError, SchemaError
@@ -352,3 +354,30 @@ def test_cli_nstar_bad_delta_exits_2(fixtures, capsys):
     assert main(["nstar", _sowa(fixtures), "--delta", "10"]) == 2
     err = capsys.readouterr().err
     assert "evalstats: error: `delta` must be in (0, 1), got 10.0" in err and "Traceback" not in err
+
+
+# --- properties -------------------------------------------------------------------------------
+
+
+@given(st.lists(st.floats(0, 1, allow_nan=False), min_size=2, max_size=7))
+def test_property_exhaustive_pool_matches_brute_force_and_bounds(values):
+    x = np.array(values)
+    curve = sample_size_curve(_units({"m": x}), n_resamples=10**6)
+    assert curve["exhaustive"].all()
+    ref = _loop_curve(x, 10**6, 0.1, np.random.default_rng(0))
+    for moment in ("mean", "variance"):
+        got = curve.filter(pl.col("moment") == moment).sort("n")
+        exp = np.array([r[:3] for r in ref[moment]])
+        assert_allclose(got["delta_mean"].to_numpy(), exp[:, 0], rtol=1e-9, atol=1e-12)
+        assert_allclose(got["ci_high"].to_numpy(), exp[:, 2], rtol=1e-9, atol=1e-12)
+        assert (got["ci_low"] <= got["ci_high"] + 1e-15).all()
+        assert (got["ci_low"] >= 0).all()
+
+
+@given(st.lists(st.floats(0, 1, allow_nan=False), min_size=3, max_size=12), st.integers(0, 10**6))
+def test_property_renaming_models_and_shuffling_rows_keeps_enumerated_sizes(values, seed):
+    x = np.array(values)
+    a = sample_size_curve(_units({"m": x}), n_resamples=50, moments="mean", seed=seed)
+    b = sample_size_curve(_units({"other": x[::-1]}), n_resamples=50, moments="mean", seed=seed)
+    ea, eb = a.filter(pl.col("exhaustive")), b.filter(pl.col("exhaustive"))
+    assert_allclose(ea["ci_high"].to_numpy(), eb["ci_high"].to_numpy(), rtol=1e-9, atol=1e-12)
