@@ -108,6 +108,7 @@ def plot_tar_heatmap(
     ax.set_ylabel(label(y))
     ax.set_title(label(value))
     ax.tick_params(axis="x", labelrotation=45)
+    ax.grid(False)
     return fig
 
 
@@ -181,7 +182,7 @@ def plot_correlation_heatmap(
     for i in range(k):
         text[i, i] = "1"
     mask = np.triu(np.ones((k, k), dtype=bool), k=1)
-    fig, ax = new_axes(ax, figsize=(1.2 + 0.7 * k, 0.9 + 0.6 * k))
+    fig, ax = new_axes(ax, figsize=(1.8 + 0.95 * k, 1.2 + 0.8 * k))
     method = corr["method"][0] if "method" in corr.columns and corr.height else "correlation"
     sns.heatmap(
         mat,
@@ -193,6 +194,7 @@ def plot_correlation_heatmap(
         cmap=cmap,
         annot=text if annot else False,
         fmt="",
+        annot_kws={"fontsize": "small"},
         square=True,
         xticklabels=[label(n) for n in names],
         yticklabels=[label(n) for n in names],
@@ -201,6 +203,7 @@ def plot_correlation_heatmap(
         linecolor="white",
     )
     ax.tick_params(axis="x", labelrotation=45)
+    ax.grid(False)
     return fig
 
 
