@@ -1,0 +1,386 @@
+"""Figures of the claim audit: forest plots, score distributions, CD diagram, providers.
+
+Each function draws a result of :mod:`evalstats.compare` and computes no statistics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from evalstats.errors import SchemaError
+from evalstats.plots._style import label, model_colors, new_axes, require_plotting
+
+__all__ = [
+    "plot_critical_difference",
+    "plot_differences",
+    "plot_intervals",
+    "plot_provider_comparison",
+    "plot_score_distribution",
+    "plot_tail_quality",
+]
+
+
+def _frame(
+    result: Any, needed: tuple[str, ...], what: str, attr: str | None = None
+) -> pl.DataFrame:
+    if attr is not None and hasattr(result, attr):
+        result = getattr(result, attr)
+    frame = (
+        result.to_frame()
+        if hasattr(result, "to_frame") and not isinstance(result, pl.DataFrame)
+        else result
+    )
+    if not isinstance(frame, pl.DataFrame):
+        raise SchemaError(
+            f"expected the result of {what} or a polars DataFrame, got {type(result).__name__}."
+        )
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise SchemaError(
+            f"the frame lacks column {missing[0]!r} (columns: {', '.join(frame.columns)}); "
+            f"pass the result of {what}."
+        )
+    return frame
+
+
+def _row_labels(
+    frame: pl.DataFrame, first: str, extra: tuple[str, ...] = ("dataset",)
+) -> list[str]:
+    parts = [c for c in extra if c in frame.columns and frame[c].n_unique() > 1]
+    labels = []
+    for r in frame.iter_rows(named=True):
+        tail = ", ".join(str(r[c]) for c in parts)
+        labels.append(f"{r[first]} ({tail})" if tail else str(r[first]))
+    return labels
+
+
+def plot_intervals(intervals: Any, *, ax: Any = None) -> Any:
+    """Forest plot of mean score with interval per model, with the default-configuration marker.
+
+    Parameters
+    ----------
+    intervals : polars.DataFrame or ReversalAudit
+        Result of :func:`evalstats.compare.intervals`, or :func:`evalstats.compare.reversal_audit`
+        (its ``models`` frame, which adds ``default_score``, drawn as a red diamond).
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Notes
+    -----
+    The evaluatology paper's Figure 5a: one row per model (and dataset), a dot at the mean over
+    configurations, a bar for ``[ci_low, ci_high]``, and the default configuration's score.
+
+    Examples
+    --------
+    >>> from evalstats.compare import intervals
+    >>> from evalstats.simulate import unit_table
+    >>> fig = plot_intervals(intervals(unit_table(n_models=3, seed=0)))  # doctest: +SKIP
+    """
+    frame = _frame(intervals, ("model", "mean", "ci_low", "ci_high"), "intervals()", "models")
+    fig, ax = new_axes(ax, figsize=(3.4, 0.5 + 0.35 * frame.height))
+    colors = model_colors(frame["model"].to_list())
+    labels = _row_labels(frame, "model")
+    for y, r in enumerate(frame.iter_rows(named=True)):
+        c = colors[r["model"]]
+        ax.errorbar(
+            r["mean"],
+            y,
+            xerr=[[r["mean"] - r["ci_low"]], [r["ci_high"] - r["mean"]]],
+            fmt="o",
+            color=c,
+            capsize=3,
+        )
+        if r.get("default_score") is not None:
+            ax.plot(
+                r["default_score"],
+                y,
+                marker="D",
+                color="tab:red",
+                linestyle="none",
+                label="default configuration" if y == 0 else None,
+            )
+    ax.set_yticks(range(frame.height), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel(label("score"))
+    if "default_score" in frame.columns:
+        ax.legend(loc="best", fontsize="small")
+    return fig
+
+
+def plot_differences(differences: Any, *, ax: Any = None) -> Any:
+    """Forest plot of paired differences between models with intervals (and default marker).
+
+    Parameters
+    ----------
+    differences : polars.DataFrame or ReversalAudit
+        Result of :func:`evalstats.compare.compare_models` or ``reversal_audit(...).pairs``
+        (whose ``default_difference`` is drawn as a red diamond).
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Notes
+    -----
+    The evaluatology paper's Figure 5b; the dashed line marks no difference.
+
+    Examples
+    --------
+    >>> from evalstats.compare import compare_models
+    >>> from evalstats.simulate import observations
+    >>> fig = plot_differences(compare_models(observations(seed=0)))  # doctest: +SKIP
+    """
+    frame = _frame(
+        differences,
+        ("model_a", "model_b", "difference", "ci_low", "ci_high"),
+        "compare_models() or reversal_audit()",
+        "pairs",
+    )
+    frame = frame.with_columns(pair=pl.col("model_a") + " − " + pl.col("model_b"))
+    fig, ax = new_axes(ax, figsize=(3.4, 0.5 + 0.35 * frame.height))
+    for y, r in enumerate(frame.iter_rows(named=True)):
+        ax.errorbar(
+            r["difference"],
+            y,
+            xerr=[[r["difference"] - r["ci_low"]], [r["ci_high"] - r["difference"]]],
+            fmt="o",
+            color="0.2",
+            capsize=3,
+        )
+        if r.get("default_difference") is not None:
+            ax.plot(
+                r["default_difference"],
+                y,
+                marker="D",
+                color="tab:red",
+                linestyle="none",
+                label="default configuration" if y == 0 else None,
+            )
+    ax.axvline(0.0, color="0.5", linestyle="--", linewidth=0.8)
+    ax.set_yticks(range(frame.height), _row_labels(frame, "pair"))
+    ax.invert_yaxis()
+    ax.set_xlabel(label("difference"))
+    if "default_difference" in frame.columns:
+        ax.legend(loc="best", fontsize="small")
+    return fig
+
+
+def plot_score_distribution(units: pl.DataFrame, *, ax: Any = None) -> Any:
+    """Distribution of each model's scores over configurations (box plot with points).
+
+    Parameters
+    ----------
+    units : polars.DataFrame
+        Unit table (one score per configuration and run), e.g. from
+        :func:`evalstats.aggregate.to_units`.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Notes
+    -----
+    The evaluatology paper's Figure 4. Draws the recorded unit scores; no statistic is computed
+    beyond the box plot's quartiles.
+
+    Examples
+    --------
+    >>> from evalstats.simulate import unit_table
+    >>> fig = plot_score_distribution(unit_table(seed=0))  # doctest: +SKIP
+    """
+    _, sns = require_plotting()
+    frame = _frame(units, ("model", "score"), "to_units()")
+    fig, ax = new_axes(ax)
+    order = sorted(frame["model"].unique().to_list())
+    values = [frame.filter(pl.col("model") == m)["score"].to_numpy() for m in order]
+    box = ax.boxplot(
+        values, positions=range(len(order)), showfliers=False, patch_artist=True, widths=0.6
+    )
+    colors = model_colors(order)
+    for patch, m in zip(box["boxes"], order):
+        patch.set_facecolor(colors[m])
+        patch.set_alpha(0.6)
+    data = frame.select("model", "score").to_pandas()
+    sns.stripplot(
+        data=data, x="model", y="score", order=order, color="0.2", size=2, ax=ax, jitter=0.2
+    )
+    ax.set_xticks(range(len(order)), order)
+    ax.set_xlabel(label("model"))
+    ax.set_ylabel(label("score"))
+    return fig
+
+
+def plot_critical_difference(result: Any, *, ax: Any = None) -> Any:
+    """Critical-difference diagram: mean ranks, the CD bar, and cliques of tied models.
+
+    Parameters
+    ----------
+    result : FriedmanResult
+        Result of :func:`evalstats.compare.friedman_nemenyi`.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Notes
+    -----
+    Demšar (2006): models whose mean ranks differ by less than the critical difference are
+    joined by a thick bar (not significantly different).
+
+    Examples
+    --------
+    >>> from evalstats.compare import friedman_nemenyi
+    >>> from evalstats.simulate import unit_table
+    >>> res = friedman_nemenyi(unit_table(n_models=4, n_datasets=5, seed=0))
+    >>> fig = plot_critical_difference(res)  # doctest: +SKIP
+    """
+    if not hasattr(result, "critical_difference"):
+        raise SchemaError(
+            f"expected the result of friedman_nemenyi(), got {type(result).__name__}."
+        )
+    ranks = result.ranks.sort("mean_rank")
+    k = result.n_models
+    cd = result.critical_difference
+    fig, ax = new_axes(ax, figsize=(4.5, 0.8 + 0.25 * k))
+    ax.set_xlim(0.5, k + 0.5)
+    ax.hlines(0, 1, k, color="0.2")
+    for r in range(1, k + 1):
+        ax.vlines(r, -0.05, 0.05, color="0.2")
+    ax.set_ylim(-(k + 1) * 0.25 - 0.3, 0.6)
+    ax.hlines(0.4, 1, 1 + cd, color="tab:red", linewidth=2)
+    ax.text(1 + cd / 2, 0.45, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize="small")
+    names, means = ranks["model"].to_list(), ranks["mean_rank"].to_list()
+    for i, (m, r) in enumerate(zip(names, means)):
+        y = -0.25 * (i + 1)
+        ax.plot([r, r], [0, y], color="0.4", linewidth=0.8)
+        ax.plot(r, 0, "o", color="0.2", markersize=3)
+        ax.text(
+            k + 0.45 if r > (k + 1) / 2 else 0.55,
+            y,
+            f"{m} ({r:.2f})",
+            va="center",
+            ha="right" if r > (k + 1) / 2 else "left",
+            fontsize="small",
+        )
+    # cliques: maximal runs of models whose mean ranks are within CD of each other
+    cliques: list[tuple[int, int]] = []
+    for i in range(len(means)):
+        j = i
+        while j + 1 < len(means) and means[j + 1] - means[i] < cd:
+            j += 1
+        if j > i and not any(i0 <= i and j <= j0 for i0, j0 in cliques):
+            cliques.append((i, j))
+    for level, (i, j) in enumerate(cliques, start=1):
+        ax.hlines(-0.08 * level, means[i] - 0.03, means[j] + 0.03, color="0.1", linewidth=3)
+    ax.set_yticks([])
+    for side in ("left", "right", "bottom"):
+        ax.spines[side].set_visible(False)
+    ax.set_xticks(range(1, k + 1))
+    ax.xaxis.set_ticks_position("top")
+    ax.set_xlabel("Mean rank")
+    return fig
+
+
+def plot_provider_comparison(audit: Any, *, ax: Any = None) -> Any:
+    """Score per model and provider under both error policies, with intervals.
+
+    Parameters
+    ----------
+    audit : ProviderAudit or polars.DataFrame
+        Result of :func:`evalstats.compare.provider_audit` (its ``scores`` frame).
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from evalstats.compare import provider_audit
+    >>> from evalstats.simulate import demo_observations
+    >>> fig = plot_provider_comparison(provider_audit(demo_observations()))  # doctest: +SKIP
+    """
+    frame = _frame(
+        audit,
+        ("model", "provider", "policy", "mean", "ci_low", "ci_high"),
+        "provider_audit()",
+        "scores",
+    )
+    fig, ax = new_axes(ax, figsize=(3.8, 0.6 + 0.3 * frame.height))
+    markers = {"errors_as_failures": "o", "errors_excluded": "s"}
+    colors = model_colors(frame["model"].to_list())
+    labels, seen = [], set()
+    for y, r in enumerate(frame.iter_rows(named=True)):
+        lab = r["policy"].replace("_", " ") if r["policy"] not in seen else None
+        seen.add(r["policy"])
+        ax.errorbar(
+            r["mean"],
+            y,
+            xerr=[[r["mean"] - r["ci_low"]], [r["ci_high"] - r["mean"]]],
+            fmt=markers.get(r["policy"], "o"),
+            color=colors[r["model"]],
+            capsize=3,
+            label=lab,
+        )
+        labels.append(f"{r['model']} @ {r['provider']}")
+    ax.set_yticks(range(frame.height), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel(label("score"))
+    ax.legend(loc="best", fontsize="small")
+    return fig
+
+
+def plot_tail_quality(audit: Any, *, ax: Any = None) -> Any:
+    """Tail-to-quality curves: share of calls answered correctly within latency t.
+
+    Parameters
+    ----------
+    audit : ProviderAudit or polars.DataFrame
+        Result of :func:`evalstats.compare.provider_audit` (its ``tail_quality`` frame).
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from evalstats.compare import provider_audit
+    >>> from evalstats.simulate import demo_observations
+    >>> fig = plot_tail_quality(provider_audit(demo_observations()))  # doctest: +SKIP
+    """
+    frame = _frame(
+        audit, ("model", "provider", "latency_s", "quality"), "provider_audit()", "tail_quality"
+    )
+    if frame.height == 0:
+        raise SchemaError("the tail-to-quality frame is empty: the observations had no latency_s.")
+    fig, ax = new_axes(ax)
+    colors = model_colors(frame["model"].to_list())
+    styles = ["-", "--", ":", "-."]
+    providers = sorted(frame["provider"].unique().to_list())
+    for (m, p), g in frame.group_by(["model", "provider"], maintain_order=True):
+        ax.plot(
+            g["latency_s"],
+            g["quality"],
+            color=colors[m],
+            linestyle=styles[providers.index(p) % len(styles)],
+            label=f"{m} @ {p}",
+        )
+    ax.set_xlabel(label("latency_s"))
+    ax.set_ylabel("Share answered correctly within t")
+    ax.legend(loc="lower right", fontsize="small")
+    return fig

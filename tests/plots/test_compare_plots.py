@@ -1,0 +1,76 @@
+"""Claim-audit figures: structure matches the result they draw (Agg backend, no pixels)."""
+
+from __future__ import annotations
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from evalstats import plots  # noqa: E402
+from evalstats.aggregate import to_units  # noqa: E402
+from evalstats.compare import (  # noqa: E402
+    compare_models,
+    friedman_nemenyi,
+    intervals,
+    provider_audit,
+    reversal_audit,
+)
+from evalstats.errors import SchemaError  # noqa: E402
+from evalstats.simulate import observations, unit_table  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def obs():
+    return observations(
+        n_models=3,
+        n_items=40,
+        providers=("a", "b"),
+        factors={"template": {"plain": 0.0, "qa": 0.0}, "shots": {0: 0.0, 5: 0.1}},
+        error_rates={"b": {"timeout": 0.05}},
+        latency=True,
+        seed=0,
+    )
+
+
+def test_forest_plot_has_one_row_per_model_and_default_markers(obs):
+    audit = reversal_audit(obs, default={"template": "plain", "shots": 0})
+    fig = plots.plot_intervals(audit)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["m0", "m1", "m2"]
+    diamonds = [ln for ln in ax.lines if ln.get_marker() == "D"]
+    assert len(diamonds) == 3
+    assert diamonds[0].get_xdata()[0] == audit.models["default_score"][0]
+    fig2 = plots.plot_intervals(intervals(obs))
+    assert len(fig2.axes[0].get_yticklabels()) == 3
+
+
+def test_difference_plot_rows_and_zero_line(obs):
+    cmp = compare_models(obs, n_resamples=99)
+    ax = plots.plot_differences(cmp).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["m0 − m1", "m0 − m2", "m1 − m2"]
+    assert ax.get_xlabel() == "Difference in accuracy"
+
+
+def test_distribution_plot_and_cd_diagram():
+    units = unit_table(n_models=4, n_datasets=5, n_items=30, n_variants=3, seed=0)
+    ax = plots.plot_score_distribution(units).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["m0", "m1", "m2", "m3"]
+    res = friedman_nemenyi(units)
+    ax = plots.plot_critical_difference(res).axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert any(t.startswith("CD = ") for t in texts)
+    assert sum(t.split(" ")[0] in {"m0", "m1", "m2", "m3"} for t in texts) == 4
+
+
+def test_provider_plots(obs):
+    audit = provider_audit(obs, n_resamples=99)
+    ax = plots.plot_provider_comparison(audit).axes[0]
+    assert len(ax.get_yticklabels()) == audit.scores.height == 12
+    ax = plots.plot_tail_quality(audit).axes[0]
+    assert len(ax.lines) == 6 and ax.get_xlabel() == "Latency (s)"
+
+
+def test_wrong_input_is_a_schema_error(obs):
+    with pytest.raises(SchemaError, match="lacks column 'model_a'"):
+        plots.plot_differences(to_units(obs).collect())
