@@ -176,7 +176,7 @@ def run_normality(
 
     - ``lilliefors``: :math:`D = \sup_x |F_N(x) - \Phi((x - \bar x)/s)|`, with the p-value from
       Lilliefors' null distribution for estimated parameters (statsmodels
-      ``lilliefors(x, pvalmethod='table')``).
+      ``lilliefors(x, pvalmethod='table')``, which reports p-values within [0.001, 0.99]).
     - ``shapiro``: Shapiro-Wilk W (``scipy.stats.shapiro``).
     - ``anderson``: Anderson-Darling :math:`A^2` (the same statistic as ``scipy.stats.anderson``)
       with the D'Agostino-Stephens p-value for estimated parameters (statsmodels ``normal_ad``).
