@@ -92,7 +92,12 @@ def mean_interval(
             )
         from statsmodels.stats.proportion import proportion_confint
 
-        low, high = proportion_confint(int(x.sum()), n, alpha=alpha, method="wilson")
+        count = int(x.sum())
+        low, high = proportion_confint(count, n, alpha=alpha, method="wilson")
+        # the Wilson bounds are exactly 0 (no successes) and 1 (all successes); statsmodels'
+        # floating-point evaluation leaves ~1e-17 there
+        low = 0.0 if count == 0 else low
+        high = 1.0 if count == n else high
         return mean, math.sqrt(mean * (1 - mean) / n), float(low), float(high)
     if n < 2:
         return (mean, *_degenerate(f"interval of {n} score(s) is undefined; returning NaN."))
