@@ -190,7 +190,6 @@ def plot_correlation_heatmap(
         ax=ax,
         vmin=-1,
         vmax=1,
-        center=0,
         cmap=cmap,
         annot=text if annot else False,
         fmt="",

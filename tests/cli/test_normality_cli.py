@@ -228,3 +228,17 @@ def test_correlate_unknown_column_exits_2(stability, tmp_path, capsys):
     assert main(["correlate", str(path), "--from-stability", "--columns", "tar_a,bogus"]) == 2
     err = capsys.readouterr().err
     assert "`columns` names 'bogus'" in err and "Traceback" not in err
+
+
+def test_normality_on_the_real_llm_stability_runs(fixtures, capsys):
+    path = fixtures / "dumps" / "llm_stability" / "strict_json_schema"
+    assert main(["normality", str(path), "--method", "all"]) == 0
+    frame = _csv(capsys.readouterr().out)
+    assert frame.height == 16
+    assert sorted(frame["dataset"].unique().to_list()) == [
+        "college_mathematics",
+        "navigate",
+        "professional_accounting",
+        "ruin_names",
+    ]
+    assert (frame["n"] == 5).all()
