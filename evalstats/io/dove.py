@@ -7,6 +7,7 @@ streams. See ``docs/formats/dove.md`` for the column mapping and the quirks hand
 
 from __future__ import annotations
 
+import glob
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -151,6 +152,9 @@ def _first_parquet(path: Path) -> Path | None:
             f for f in sorted(path.rglob("*")) if f.is_file() and f.suffix.lower() in _SUFFIXES
         )
         return next(found, None)
+    if any(ch in str(path) for ch in "*?["):
+        matches = sorted(Path(f) for f in glob.glob(str(path), recursive=True))
+        return next((f for f in matches if f.is_file() and f.suffix.lower() in _SUFFIXES), None)
     return None
 
 

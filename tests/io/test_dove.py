@@ -395,3 +395,11 @@ def test_kept_rows_keep_file_order_and_values(dove):
     assert_allclose(
         df["cumulative_logprob"].to_numpy(), raw.loc[keep, "cumulative_logprob"].to_numpy(), rtol=0
     )
+
+
+def test_glob_is_detected_and_read(dove, expected):
+    pattern = str(dove / "lite" / "*" / "en" / "0_shot" / "mmlu.*.parquet")
+    assert detect_format(pattern) == "dove"
+    _, report = read(pattern)
+    assert len(report.sources) == 2
+    assert report.rows_read == report.rows_kept + sum(report.set_aside.values())
