@@ -8,6 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 import scipy.stats as st
+from hypothesis import given
+from hypothesis import strategies as st_h
 from numpy.testing import assert_allclose
 
 from evalstats.correlation import DEFAULT_COLUMNS, correlation_matrix, spearman_matrix
@@ -193,3 +195,27 @@ def test_permutation_pvalues_are_calibrated_under_independence():
     ]
     rate = np.mean(np.asarray(ps) <= 0.1)
     assert abs(rate - 0.1) < 3.5 * math.sqrt(0.1 * 0.9 / 200)
+
+
+@given(
+    st_h.lists(
+        st_h.tuples(
+            st_h.integers(0, 20).map(lambda v: v / 20), st_h.integers(0, 20).map(lambda v: v / 20)
+        ),
+        min_size=3,
+        max_size=7,
+    ),
+    st_h.sampled_from(["spearman", "kendall", "pearson"]),
+)
+def test_bounds_and_symmetry(pairs, method):
+    a = [p[0] for p in pairs]
+    b = [p[1] for p in pairs]
+    t = pl.DataFrame({"a": a, "b": b})
+    if len(set(a)) < 2 or len(set(b)) < 2:
+        return  # constant columns: covered by test_constant_column_gives_nan_and_a_warning
+    ab = correlation_matrix(t, columns=["a", "b"], method=method)
+    ba = correlation_matrix(t, columns=["b", "a"], method=method)
+    s, p, pp = ab.select("statistic", "pvalue", "pvalue_perm").row(0)
+    assert -1 - 1e-12 <= s <= 1 + 1e-12 and 0 <= p <= 1 and 0 < pp <= 1
+    assert_allclose(ba["statistic"][0], s, rtol=1e-12, atol=1e-12)
+    assert_allclose(ba["pvalue_perm"][0], pp, rtol=1e-12)  # exact for n <= 7
