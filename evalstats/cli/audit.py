@@ -38,10 +38,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--claim", default=None, help='a claim to check, e.g. "m1>m2"')
     p.add_argument("--confidence-level", dest="confidence_level", type=float, default=None)
     p.add_argument(
+        "--subset",
+        default=None,
+        metavar="FACTOR",
+        help="also rank models per level of this workload factor (Kendall tau)",
+    )
+    p.add_argument(
         "--table",
-        choices=["pairs", "models"],
+        choices=["pairs", "models", "ranks", "kendall"],
         default="pairs",
-        help="which table to write (default: pairs; the other goes to stderr)",
+        help="which table to write (default: pairs; all are in --json)",
     )
     add_output_arguments(p)
     p.set_defaults(run=run)
@@ -49,24 +55,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``audit``."""
-    from evalstats.compare import reversal_audit
+    from evalstats.compare import reversal_audit, subset_rankings
 
     args.quiet = args.json
     default = _pairs(args.default)
+    if args.table in ("ranks", "kendall") and not args.subset:
+        raise ParameterError(f"`--table {args.table}` needs `--subset FACTOR`.")
     obs, _ = load(args)
     params = params_from(args, "claim", "confidence_level")
     res = reversal_audit(obs, default=default, **params)
-    main, other = (res.pairs, res.models) if args.table == "pairs" else (res.models, res.pairs)
+    tables = {"pairs": res.pairs, "models": res.models}
+    if args.subset:
+        ranks = subset_rankings(obs, subset=args.subset)
+        tables.update(ranks=ranks.ranks, kendall=ranks.kendall)
     if not args.json:
         print(f"{res.n_reversals} conclusion reversal(s) at the default {default}", file=sys.stderr)
+    extra = {"n_reversals": res.n_reversals}
+    extra.update({k: v.to_dicts() for k, v in tables.items() if k != args.table})
     emit(
-        main,
+        tables[args.table],
         args,
         command="audit",
-        params={"default": default, **params},
-        extra={
-            "n_reversals": res.n_reversals,
-            ("models" if args.table == "pairs" else "pairs"): other.to_dicts(),
-        },
+        params={"default": default, "subset": args.subset, **params},
+        extra=extra,
     )
     return 0

@@ -92,3 +92,14 @@ def test_converge_and_providers(dump, capsys):
     assert {"scores", "differences", "latency", "tail_quality"} <= set(doc)
     timeouts = [r for r in doc["rows"] if r["category"] == "timeout" and r["provider"] == "b"]
     assert len(timeouts) == 3 and all(0 < r["rate"] < 0.15 for r in timeouts)
+
+
+def test_audit_subset_rankings_table(dump, capsys):
+    rc = main(
+        ["audit", dump, "--default", "template=plain", "--subset", "shots", "--table", "kendall"]
+    )
+    assert rc == 0
+    out = _csv(capsys.readouterr().out)
+    assert out.columns[:2] == ["subset_a", "subset_b"] and out.height == 1
+    assert main(["audit", dump, "--default", "template=plain", "--table", "ranks"]) == 2
+    assert "needs `--subset FACTOR`" in capsys.readouterr().err
