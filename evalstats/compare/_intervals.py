@@ -130,6 +130,8 @@ def mean_interval(
         method=boot_method,
         rng=np.random.default_rng(seed),
         vectorized=True,
+        # bound memory: scipy holds batch x n resampled values at once
+        batch=max(1, min(n_resamples, int(2e7 // n))),
     )
     ci = res.confidence_interval
     return mean, float(res.standard_error), float(ci.low), float(ci.high)
