@@ -343,3 +343,12 @@ def test_attribute_errors():
         attribute(units, factors=["a"], confidence_level=95)
     with pytest.raises(SchemaError, match="`factors` names 'zz'"):
         attribute(units, factors=["zz"])
+
+
+def test_import_evalstats_does_not_import_xgboost():
+    import subprocess
+    import sys
+
+    code = "import sys, evalstats; print('xgboost' in sys.modules, 'matplotlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
