@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from evalstats.aggregate import to_units
@@ -403,3 +406,61 @@ def test_glob_is_detected_and_read(dove, expected):
     _, report = read(pattern)
     assert len(report.sources) == 2
     assert report.rows_read == report.rows_kept + sum(report.set_aside.values())
+
+
+# --- accounting property ----------------------------------------------------------------------
+
+_row = st.fixed_dictionaries(
+    {
+        "sample_index": st.sampled_from([-1, 0, 1, 2]),
+        "template": st.sampled_from(["T1", "T2"]),
+        "choices_order": st.sampled_from(["none", "correct_first", "correct_last"]),
+        "score": st.sampled_from([0.0, 1.0, 0.25, 2.0, -1.0, None, float("nan")]),
+    }
+)
+
+
+@given(rows=st.lists(_row, min_size=1, max_size=25), exclude=st.booleans())
+def test_accounting_matches_pandas_for_any_mix_of_quirks_and_bad_scores(rows, exclude):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m" / "en" / "0_shot" / "mmlu.x.parquet"
+        path.parent.mkdir(parents=True)
+        df = pl.DataFrame(
+            rows,
+            schema={
+                "sample_index": pl.Int64,
+                "template": pl.String,
+                "choices_order": pl.String,
+                "score": pl.Float64,
+            },
+        )
+        df.with_columns(
+            pl.lit("mmlu.x").alias("dataset"),
+            pl.lit(" ").alias("separator"),
+            pl.lit("capitals").alias("enumerator"),
+        ).write_parquet(path)
+        obs, report = read_dove(
+            path, on_invalid="skip", score_scale="unit", exclude_correct_position=exclude
+        )
+        kept = obs.collect()
+    raw = df.to_pandas()
+    reason = pd.Series([None] * len(raw), dtype=object)
+    s = raw["score"]
+    order_out = raw["choices_order"].isin(CORRECT_POSITION_ORDERS) if exclude else False
+    for name, mask in [
+        ("score_out_of_range", (s < 0) | (s > 1)),
+        ("missing_score", s.isna()),
+        ("excluded_choices_order", order_out),
+        ("unknown_item", raw["sample_index"] == -1),
+    ]:  # reversed precedence: the last assignment wins
+        reason[np.asarray(mask, dtype=bool) & np.ones(len(raw), dtype=bool)] = name
+    valid = reason.isna()
+    dup = valid & raw[valid].duplicated(["sample_index", "template", "choices_order"]).reindex(
+        raw.index, fill_value=False
+    )
+    reason[dup] = "duplicate"
+    expected = reason.value_counts().to_dict()
+    assert dict(report.set_aside) == expected
+    assert report.rows_read == len(rows) == report.rows_kept + sum(report.set_aside.values())
+    assert kept.height == report.rows_kept
+    assert kept["score"].is_between(0, 1).all()
