@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from pathlib import Path
 
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 
@@ -65,6 +66,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help='print the paper\'s Table 2 ("min (median) max; TARa@N, TARr@N" per task x model)',
     )
+    p.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="save a heatmap of TARr@N (or --plot-value tar_a), model x task (the paper's "
+        "Figures 3 and 4)",
+    )
+    p.add_argument(
+        "--plot-value",
+        dest="plot_value",
+        choices=["tar_r", "tar_a"],
+        default="tar_r",
+        help="the value the --plot heatmap shows (default tar_r)",
+    )
     p.set_defaults(run=run)
 
 
@@ -78,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         unstable_items,
     )
 
+    if args.plot is not None and args.view != "table":
+        raise ParameterError("`--plot` draws the stability table; it cannot be used with --view.")
     if args.table and args.view != "table":
         raise ParameterError(
             "`--table` formats the stability table; it cannot be used with --view."
@@ -96,6 +114,13 @@ def run(args: argparse.Namespace) -> int:
         frame = function(obs, **params)
     for w in caught:
         print(f"evalstats: warning: {w.message}", file=sys.stderr)
+    if args.plot is not None:
+        from evalstats.cli.correlate import save_figure
+        from evalstats.plots import paper_style
+        from evalstats.plots.stability import plot_tar_heatmap
+
+        with paper_style():
+            save_figure(plot_tar_heatmap(frame, value=args.plot_value), args.plot)
     if args.table:
         sys.stdout.write(format_stability_table(frame, style=args.table) + "\n")
         if args.out is not None:

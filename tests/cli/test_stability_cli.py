@@ -99,3 +99,18 @@ def test_user_errors_exit_2_with_one_line(tmp_path, capsys, argv, message):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("evalstats: error: ") and message in err[-1]
     assert not any("Traceback" in line for line in err)
+
+
+def test_plot_writes_a_heatmap(tmp_path, capsys):
+    out = tmp_path / "tar.png"
+    assert main(["stability", str(REAL), "--plot", str(out), "--plot-value", "tar_a"]) == 0
+    assert out.stat().st_size > 0
+    assert f"wrote {out}" in capsys.readouterr().err
+    assert main(["stability", str(REAL), "--view", "curve", "--plot", str(out)]) == 2
+    assert "`--plot` draws the stability table" in capsys.readouterr().err
+
+
+def test_ingest_detects_llm_stability(capsys):
+    assert main(["ingest", str(OLD), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)["report"]
+    assert rep["format"] == "llm-stability" and rep["rows_read"] == rep["rows_kept"] == 24
