@@ -316,6 +316,7 @@ def _anova_core(
         "rss": rss,
         "df_res": df_res,
         "q_x": q_x,
+        "resid": resid,
         "sst": float(yc @ yc),
         "terms": [],
     }
@@ -342,46 +343,70 @@ def _permutation_indices(
     return np.argsort(keys, axis=1, kind="stable")
 
 
+def _chunk_size(n: int, width: int) -> int:
+    """Permutations per block so that a block of gathered rows stays near ``_CHUNK_CELLS``."""
+    return max(1, _CHUNK_CELLS // max(n * width, 1))
+
+
 def _permute_f(
     core: dict[str, Any], n_resamples: int, seed: int, block_codes: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Freedman–Lane permutation F statistics of every term, and the observed F on that path.
 
-    For term T with reduced-model residual e, a permuted response is ŷ_R + P e; its F for T is
-    ``(|Q_T' P e|² / df_T) / ((|e|² − |Q_X' P e|²) / df_res)`` because ŷ_R lies in every model
-    compared, so only matrix products with the fixed bases are needed.
+    For term T with reduced-model residual e_T, a permuted response is ŷ_R + P e_T; its F is
+    ``(|Q_T' P e_T|² / df_T) / ((|e_T|² − |Q_X' P e_T|²) / df_res)`` because ŷ_R lies in every
+    model compared. Every e_T = r + Q_X a_T (r the full-model residual), and Q_T = Q_X B_T, so
+    one product G = Q_X' P [r, Q_X] per permutation serves all terms: Q_X' P e_T = G [1; a_T]
+    and Q_T' P e_T = B_T' G [1; a_T]. A block of permutations is one matrix product of Q_X'
+    with the gathered rows of [r, Q_X].
     """
     terms = core["terms"]
     q_x, df_res = core["q_x"], core["df_res"]
-    n = q_x.shape[0]
-    k = q_x.shape[1]
+    n, p = q_x.shape
+    k = len(terms)
+    live = [i for i, t in enumerate(terms) if t["df"] > 0]
+    basis = np.ascontiguousarray(np.column_stack([core["resid"], q_x]))  # n, p+1
+    q_xt = np.ascontiguousarray(q_x.T)
+    coef = np.zeros((p + 1, k))
+    coef[0, :] = 1.0
+    ee = np.zeros(k)
+    dfs = np.ones(k)
+    b_blocks, owner = [], []
+    for i in live:
+        t = terms[i]
+        coef[1:, i] = q_xt @ t["e"]
+        ee[i] = float(t["e"] @ t["e"])
+        dfs[i] = t["df"]
+        b_blocks.append(q_xt @ t["q_t"])
+        owner += [i] * t["df"]
+    b_cat = np.hstack(b_blocks) if b_blocks else np.zeros((p, 0))
+    mask = np.zeros((k, b_cat.shape[1]))
+    mask[owner, np.arange(b_cat.shape[1])] = 1.0
+
+    def f_stats(idx: np.ndarray) -> np.ndarray:
+        b = idx.shape[0]
+        gathered = basis[idx.T].reshape(n, b * (p + 1))  # rows of P [r, Q_X], side by side
+        g = (q_xt @ gathered).reshape(p, b, p + 1).transpose(1, 0, 2).reshape(b * p, p + 1)
+        v = (g @ coef).reshape(b, p, k)  # Q_X' P e_T for every term
+        fitted = np.einsum("bpk,bpk->bk", v, v)
+        w = v.transpose(0, 2, 1).reshape(b * k, p) @ b_cat  # B' Q_X' P e_T
+        ss_t = np.einsum("bkd,kd->bk", (w * w).reshape(b, k, -1), mask)
+        rss = np.maximum(ee[None, :] - fitted, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (ss_t / dfs) / (rss / df_res)
+
+    null = np.full((k, n_resamples), np.nan)
+    observed = np.full(k, np.nan)
+    if not live:
+        return null, observed
+    observed[live] = f_stats(np.arange(n)[None, :])[0, live]
     rng = np.random.default_rng(seed)
-    null = np.full((len(terms), n_resamples), np.nan)
-    observed = np.full(len(terms), np.nan)
-    weights = [np.hstack([q_x, t["q_t"]]) for t in terms]
-    for i, t in enumerate(terms):
-        if t["df"] == 0:
-            continue
-        m = t["e"] @ weights[i]
-        observed[i] = _f_from(m[None, :], float(t["e"] @ t["e"]), k, t["df"], df_res)[0]
-    chunk = max(1, _CHUNK_CELLS // max(n, 1))
+    chunk = _chunk_size(n, p + 1)
     for start in range(0, n_resamples, chunk):
         b = min(chunk, n_resamples - start)
         idx = _permutation_indices(rng, b, n, block_codes)
-        for i, t in enumerate(terms):
-            if t["df"] == 0:
-                continue
-            m = t["e"][idx] @ weights[i]
-            null[i, start : start + b] = _f_from(m, float(t["e"] @ t["e"]), k, t["df"], df_res)
+        null[live, start : start + b] = f_stats(idx)[:, live].T
     return null, observed
-
-
-def _f_from(m: np.ndarray, ee: float, k: int, df_t: int, df_res: int) -> np.ndarray:
-    ss_t = np.einsum("ij,ij->i", m[:, k:], m[:, k:])
-    fitted = np.einsum("ij,ij->i", m[:, :k], m[:, :k])
-    rss = np.maximum(ee - fitted, 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return (ss_t / df_t) / (rss / df_res)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -352,3 +352,50 @@ def test_import_evalstats_does_not_import_xgboost():
     code = "import sys, evalstats; print('xgboost' in sys.modules, 'matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def _dummies(frame: pl.DataFrame, terms: list[tuple[str, ...]]) -> np.ndarray:
+    cols = [np.ones(frame.height)]
+    for t in terms:
+        levels = [np.unique(frame[f].to_numpy())[1:] for f in t]
+        if len(t) == 1:
+            cols += [(frame[t[0]].to_numpy() == lv).astype(float) for lv in levels[0]]
+        else:
+            cols += [
+                ((frame[t[0]].to_numpy() == la) & (frame[t[1]].to_numpy() == lb)).astype(float)
+                for la in levels[0]
+                for lb in levels[1]
+            ]
+    return np.column_stack(cols)
+
+
+@pytest.mark.parametrize(
+    ("term", "reduced"),
+    [
+        ("a", [("b",), ("c",), ("b", "c")]),
+        ("a:b", [("a",), ("b",), ("c",), ("a", "c"), ("b", "c")]),
+    ],
+)
+def test_null_distribution_equals_refits_on_freedman_lane_responses(term, reduced):
+    """The first permutations' F* equal F recomputed from scratch on y* = fitted_R + P e_R
+    (Type II reduced model by dummy regression; F invariant to the affine rescaling that keeps
+    y* in [0, 1]). Rounding tolerance."""
+    from evalstats.attribution import _chunk_size
+
+    units = _planted_units(seed=5)
+    res = factor_anova(units, factors=["a", "b", "c"], n_resamples=4, seed=3)
+    y = units["score"].to_numpy()
+    x = _dummies(units, reduced)
+    fitted = x @ np.linalg.lstsq(x, y, rcond=None)[0]
+    e = y - fitted
+    p = 1 + 1 + 2 + 1 + 2 + 2  # rank of the full model without the intercept
+    rng = np.random.default_rng(3)
+    idx = _permutation_indices(rng, min(4, _chunk_size(y.size, p + 1)), y.size, None)
+    for j in range(3):
+        ystar = fitted + e[idx[j]]
+        scaled = (ystar - ystar.min()) / (ystar.max() - ystar.min())
+        again = factor_anova(
+            units.with_columns(score=pl.Series(scaled)), factors=["a", "b", "c"], n_resamples=0
+        ).to_frame()
+        direct = again.filter(pl.col("term") == term)["statistic"][0]
+        assert_allclose(res.null_distribution[res.terms.index(term), j], direct, rtol=1e-8)
