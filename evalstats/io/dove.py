@@ -454,7 +454,8 @@ def read_dove(
                 message="choices_order puts the correct answer in a fixed position",
             )
         )
-    notes = [f"DOVE {' and '.join(sorted(kinds))} rows; de-duplicated on ({', '.join(key)})"]
+    shown_key = ", ".join(item_col if k == "item" else k for k in key)
+    notes = [f"DOVE {' and '.join(sorted(kinds))} rows; de-duplicated on ({shown_key})"]
     notes.append(
         f"variant built from {', '.join(factors)} (newlines and tabs in separator escaped)"
     )
