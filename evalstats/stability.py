@@ -550,6 +550,17 @@ def unstable_items(
     SchemaError, ParameterError
         As :func:`stability_table`, or ``top`` is not a positive integer.
 
+    See Also
+    --------
+    stability_table : ``tar_a`` is the mean of ``answer_agree`` over a group's items.
+
+    Notes
+    -----
+    ``answer_agree`` is true when all N answers are parsed and identical (after ``normalize``),
+    ``response_agree`` likewise for the raw responses; the shares of true values are TARa@N and
+    TARr@N. ``share_correct`` is the item's mean score over runs: an item with
+    0 < share_correct < 1 is what separates ``best_possible`` from ``worst_possible``.
+
     Examples
     --------
     >>> import polars as pl
@@ -640,6 +651,11 @@ def format_stability_table(
         ``frame`` is not a stability table or has no ``dataset`` column.
     ParameterError
         ``style`` is unknown or ``digits`` negative.
+
+    Notes
+    -----
+    Each cell is ``acc_min (acc_median) acc_max; tar_a, tar_r`` times 100, the layout of
+    Table 2 in Atil et al.; a missing value prints ``-``. Rounding happens only here.
 
     Examples
     --------
