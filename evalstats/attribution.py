@@ -298,9 +298,10 @@ def _anova_core(
     """Sums of squares of each term by model comparison on orthonormal bases.
 
     ``nuisance`` is an orthonormal basis of the intercept (or of the block indicators); every
-    model contains it. Returns per-term ``ss``, ``df``, the residual of the reduced model
-    ``e`` and the basis ``q_term`` of the term's added space; and ``rss``, ``df_res``, ``q_x``
-    (basis of the full model with the nuisance space projected out), ``sst``.
+    model contains it. Returns ``rss``, ``df_res``, ``q_x`` (orthonormal basis of the full model
+    with the nuisance space projected out), ``resid`` (full-model residual r), ``sst``, and per
+    term ``ss``, ``df``, ``a`` and ``b``: the reduced model's residual is r + Q_X a and the
+    term's added space has orthonormal basis Q_X b.
     """
     n = y.size
     yc = _project_out(nuisance, y[:, None])[:, 0]
@@ -320,13 +321,16 @@ def _anova_core(
         "sst": float(yc @ yc),
         "terms": [],
     }
+    # every model lives in span(Q_X): work in its p coordinates, so each term costs O(p^3)
+    coords = [q_x.T @ c for c in xc]
+    p = q_x.shape[1]
     for t in range(len(terms)):
         red = _reduced_terms(terms, t, ss_type)
-        q_r = _orth(np.hstack([xc[j] for j in red]), full_scale) if red else np.zeros((n, 0))
-        e = yc - q_r @ (q_r.T @ yc)
-        q_t = _orth(_project_out(q_r, xc[t]), scale[t])
-        proj = q_t.T @ yc
-        out["terms"].append({"ss": float(proj @ proj), "df": q_t.shape[1], "e": e, "q_t": q_t})
+        q_r = _orth(np.hstack([coords[j] for j in red]), full_scale) if red else np.zeros((p, 0))
+        a = fit - q_r @ (q_r.T @ fit)  # reduced-model residual e_T = resid + Q_X a
+        b = _orth(_project_out(q_r, coords[t]), scale[t])  # Q_T = Q_X b
+        proj = b.T @ fit
+        out["terms"].append({"ss": float(proj @ proj), "df": b.shape[1], "a": a, "b": b})
     return out
 
 
@@ -374,10 +378,10 @@ def _permute_f(
     b_blocks, owner = [], []
     for i in live:
         t = terms[i]
-        coef[1:, i] = q_xt @ t["e"]
-        ee[i] = float(t["e"] @ t["e"])
+        coef[1:, i] = t["a"]
+        ee[i] = float(core["resid"] @ core["resid"] + t["a"] @ t["a"])
         dfs[i] = t["df"]
-        b_blocks.append(q_xt @ t["q_t"])
+        b_blocks.append(t["b"])
         owner += [i] * t["df"]
     b_cat = np.hstack(b_blocks) if b_blocks else np.zeros((p, 0))
     mask = np.zeros((k, b_cat.shape[1]))
