@@ -502,7 +502,9 @@ def factor_anova(
     residuals e, rebuild y* = ŷ_R + P e, and recompute F; p = (1 + #{F* ≥ F}) / (1 + B). All
     terms share the same B permutations. The design is factored once: with Q_T an orthonormal
     basis of what T adds to R and Q_X one of the full model, F* = (|Q_T' P e|²/df_T) /
-    ((|e|² − |Q_X' P e|²)/df_res), so each block of permutations is one matrix product.
+    ((|e|² − |Q_X' P e|²)/df_res). Every e = r + Q_X a (r the full-model residual) and
+    Q_T = Q_X B, so one product G = Q_X' P [r, Q_X] per permutation gives every term's F*;
+    a block of permutations is one matrix product with the gathered rows of [r, Q_X].
     With ``block``, SS_total, η² and the residual are within blocks.
 
     Checked against: statsmodels ``anova_lm`` Types I, II and III (``C(f, Sum)``) on an
