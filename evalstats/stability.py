@@ -329,8 +329,14 @@ def stability_table(
             ]
         )
 
-    per_item, per_run, (c,) = _reduce(
-        lf, keys, on_mismatch, item_aggs, [pl.col("score").mean().alias("acc")], [lengths]
+    # without text columns the lengths are null: no third pass over the rows for them
+    per_item, per_run, rest = _reduce(
+        lf,
+        keys,
+        on_mismatch,
+        item_aggs,
+        [pl.col("score").mean().alias("acc")],
+        [lengths] if lens else [],
     )
     a = (
         per_run.group_by(keys)
@@ -350,6 +356,13 @@ def stability_table(
         pl.col("__tr").cast(pl.Float64).mean().alias("tar_r"),
         pl.col("__best").mean().alias("best_possible"),
         pl.col("__worst").mean().alias("worst_possible"),
+    )
+    c = (
+        rest[0]
+        if lens
+        else a.select(
+            *keys, *[pl.lit(None, dtype=pl.Float64).alias(n) for n in ("input_len", "output_len")]
+        )
     )
     out = a.join(b, on=keys, nulls_equal=True).join(c, on=keys, nulls_equal=True)
     single = out.filter(pl.col("n_runs") < 2)
