@@ -8,6 +8,24 @@ aggregates it; analyses take either table and return tidy polars frames or small
 from __future__ import annotations
 
 from evalstats.aggregate import to_units
+from evalstats.attribution import (
+    AnovaResult,
+    AttributionResult,
+    attribute,
+    factor_anova,
+    interaction_means,
+)
+from evalstats.compare import (
+    compare_models,
+    convergence,
+    friedman_nemenyi,
+    intervals,
+    provider_audit,
+    rank_intervals,
+    reversal_audit,
+    subset_rankings,
+)
+from evalstats.correlation import correlation_matrix, spearman_matrix
 from evalstats.errors import (
     DegenerateDataWarning,
     EvalstatsError,
@@ -19,11 +37,36 @@ from evalstats.errors import (
     SchemaError,
 )
 from evalstats.io import Ingest, IngestReport, read, read_table
+from evalstats.io.dove import read_dove
+from evalstats.io.inspect_log import read_inspect
+from evalstats.io.lm_eval import read_lm_eval
+from evalstats.io.llm_stability import read_llm_stability
+from evalstats.io.reliable_eval import read_reliable_eval
+from evalstats.io.state_of_what_art import read_state_of_what_art
+from evalstats.moments import prompt_spread
+from evalstats.normality import run_distribution, run_normality
+from evalstats.resampling import (
+    reference_model_check,
+    required_sample_size,
+    sample_size_curve,
+    sample_size_uncertainty,
+)
 from evalstats.schema import validate_observations, validate_units
+from evalstats.stability import (
+    format_stability_table,
+    stability_table,
+    tar_curve,
+    unstable_items,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnovaResult",
+    "AttributionResult",
+    "attribute",
+    "factor_anova",
+    "interaction_means",
     "DegenerateDataWarning",
     "EvalstatsError",
     "EvalstatsWarning",
@@ -35,8 +78,35 @@ __all__ = [
     "ParameterError",
     "SchemaError",
     "__version__",
+    "correlation_matrix",
+    "run_distribution",
+    "run_normality",
+    "spearman_matrix",
+    "compare_models",
+    "convergence",
+    "friedman_nemenyi",
+    "intervals",
+    "provider_audit",
+    "rank_intervals",
+    "reversal_audit",
+    "subset_rankings",
+    "prompt_spread",
     "read",
+    "read_dove",
+    "read_inspect",
+    "read_lm_eval",
+    "read_llm_stability",
+    "read_reliable_eval",
+    "read_state_of_what_art",
     "read_table",
+    "reference_model_check",
+    "required_sample_size",
+    "sample_size_curve",
+    "sample_size_uncertainty",
+    "format_stability_table",
+    "stability_table",
+    "tar_curve",
+    "unstable_items",
     "to_units",
     "validate_observations",
     "validate_units",

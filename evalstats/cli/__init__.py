@@ -20,6 +20,18 @@ __all__ = ["main"]
 COMMANDS: tuple[str, ...] = (
     "ingest",
     "demo",
+    "anova",
+    "attribute",
+    "normality",
+    "correlate",
+    "moments",
+    "nstar",
+    "stability",
+    "intervals",
+    "compare",
+    "audit",
+    "converge",
+    "providers",
 )
 
 

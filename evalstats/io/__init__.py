@@ -38,11 +38,24 @@ def _lazy(module: str, name: str) -> Callable[..., Ingest]:
 #: Loader of each ``--format`` name. Detection order is the order below (table last).
 FORMATS: dict[str, Callable[..., Ingest]] = {
     # formats: one line per loader; keep "table" last (it accepts anything tabular)
+    "dove": _lazy("evalstats.io.dove", "read_dove"),
+    "llm-stability": _lazy("evalstats.io.llm_stability", "read_llm_stability"),
+    "lm-eval": _lazy("evalstats.io.lm_eval", "read_lm_eval"),
+    "inspect": _lazy("evalstats.io.inspect_log", "read_inspect"),
+    "reliable-eval": _lazy("evalstats.io.reliable_eval", "read_reliable_eval"),
+    "state-of-what-art": _lazy("evalstats.io.state_of_what_art", "read_state_of_what_art"),
     "table": read_table,
 }
 
 #: Detectors: format name -> function(path) -> bool, tried in order; ``table`` is the fallback.
-DETECTORS: dict[str, Callable[[Path], bool]] = {}
+DETECTORS: dict[str, Callable[[Path], bool]] = {
+    "dove": _lazy("evalstats.io.dove", "detect_dove"),  # type: ignore[dict-item]
+    "llm-stability": _lazy("evalstats.io.llm_stability", "detect_llm_stability"),  # type: ignore[dict-item]
+    "lm-eval": _lazy("evalstats.io.lm_eval", "detect_lm_eval"),  # type: ignore[dict-item]
+    "inspect": _lazy("evalstats.io.inspect_log", "detect_inspect"),  # type: ignore[dict-item]
+    "reliable-eval": _lazy("evalstats.io.reliable_eval", "detect_reliable_eval"),  # type: ignore[dict-item]
+    "state-of-what-art": _lazy("evalstats.io.state_of_what_art", "detect_state_of_what_art"),  # type: ignore[dict-item]
+}
 
 
 def detect_format(path: str | Path) -> str:

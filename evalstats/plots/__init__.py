@@ -15,6 +15,21 @@ from evalstats.plots._style import label, model_colors, paper_style
 #: Public plot functions and the module that defines each (imported on first use).
 _FUNCTIONS: dict[str, str] = {
     # "plot_name": "evalstats.plots.module",
+    "plot_anova_effects": "evalstats.plots.attribution",
+    "plot_attribution": "evalstats.plots.attribution",
+    "plot_interaction_heatmap": "evalstats.plots.attribution",
+    "plot_tar_heatmap": "evalstats.plots.stability",
+    "plot_correlation_heatmap": "evalstats.plots.stability",
+    "plot_run_distribution": "evalstats.plots.stability",
+    "plot_prompt_spread": "evalstats.plots.moments",
+    "plot_convergence": "evalstats.plots.moments",
+    "plot_convergence_overlay": "evalstats.plots.moments",
+    "plot_intervals": "evalstats.plots.compare",
+    "plot_differences": "evalstats.plots.compare",
+    "plot_score_distribution": "evalstats.plots.compare",
+    "plot_critical_difference": "evalstats.plots.compare",
+    "plot_provider_comparison": "evalstats.plots.compare",
+    "plot_tail_quality": "evalstats.plots.compare",
 }
 
 __all__ = ["label", "model_colors", "paper_style", *_FUNCTIONS]
