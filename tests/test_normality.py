@@ -294,7 +294,7 @@ def test_run_distribution_rejects_bad_quantiles():
 
 
 def test_real_llm_stability_runs_reproduce_the_reference(fixtures, reference):
-    """End to end on the authors' real runs (fixtures/dumps/llm_stability, 4 tasks x 5 runs):
+    """End to end on the authors' real runs (fixtures/dumps/llm_stability, 7 tasks x 5 runs):
     loader -> stability_table -> run_normality equals the scipy/statsmodels values computed from
     the authors' own per-run counts (fixtures/reference/normality/expected.csv). rtol 1e-9: the
     accuracies are means of 0/1 scores here and count / n there (last-bit differences)."""
@@ -303,7 +303,7 @@ def test_real_llm_stability_runs_reproduce_the_reference(fixtures, reference):
 
     obs, _ = read(fixtures / "dumps" / "llm_stability" / "strict_json_schema")
     out = run_normality(stability_table(obs), method="all")
-    assert out.height == 4 * 4 and (out["n"] == 5).all() and out["low_power"].all()
+    assert out.height == 7 * 4 and (out["n"] == 5).all() and out["low_power"].all()
     got = out.with_columns(group=pl.concat_str("model", pl.lit("|"), "dataset"))
     joined = got.join(reference[1], on=["group", "method"], how="inner", suffix="_ref")
     assert joined.height == out.height

@@ -234,11 +234,14 @@ def test_normality_on_the_real_llm_stability_runs(fixtures, capsys):
     path = fixtures / "dumps" / "llm_stability" / "strict_json_schema"
     assert main(["normality", str(path), "--method", "all"]) == 0
     frame = _csv(capsys.readouterr().out)
-    assert frame.height == 16
+    assert frame.height == 7 * 4
     assert sorted(frame["dataset"].unique().to_list()) == [
         "college_mathematics",
+        "high_school_european_history",
+        "logical_deduction",
         "navigate",
         "professional_accounting",
+        "public_relations",
         "ruin_names",
     ]
     assert (frame["n"] == 5).all()
