@@ -63,8 +63,9 @@ def cli(command, *, max_lines=15):
     if status != 0:
         raise RuntimeError(f"`evalstats {command}` exited with {status}: {err.getvalue()}")
     lines = out.getvalue().splitlines()
-    shown = lines[:max_lines] + ([f"... ({len(lines) - max_lines} more lines)"]
-                                 if len(lines) > max_lines else [])
+    shown = lines[:max_lines] + (
+        [f"... ({len(lines) - max_lines} more lines)"] if len(lines) > max_lines else []
+    )
     print("```console")
     print(f"$ evalstats {command}")
     print("\n".join(shown))
