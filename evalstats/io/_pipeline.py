@@ -9,11 +9,11 @@ streaming pass, raises on invalid rows unless asked to skip them, and returns th
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
@@ -21,12 +21,18 @@ from evalstats.errors import IngestError, ParameterError
 from evalstats.io._report import Ingest, IngestReport, SetAsideExample
 from evalstats.schema import OBSERVATION_COLUMNS, factor_columns, variant_key
 
+if TYPE_CHECKING:
+    from evalstats.io._accounting import Accounting, Plan
+
 __all__ = [
     "Check",
     "OnInvalid",
     "ScoreScale",
     "finalize",
+    "observations",
     "parse_score",
+    "plan_of",
+    "prepare",
     "read_error",
     "validate_options",
 ]
@@ -141,6 +147,7 @@ def finalize(
     source_names: Mapping[str, str] | None = None,
     notes: Sequence[str] = (),
     extra_read: Mapping[str, int] | None = None,
+    variant: pl.Expr | None = None,
 ) -> Ingest:
     """Validate and account for rows from ``parts``; return the observation table and report.
 
@@ -172,7 +179,63 @@ def finalize(
     extra_read : mapping, optional
         Records the loader set aside before building frames (reason -> count, e.g. files with
         no rows, JSON lines it could not parse). Counted in ``rows_read`` and ``set_aside``.
+    variant : polars.Expr, optional
+        How the loader derives ``variant`` from the factor columns, when the frames carry no
+        ``variant`` column (default: :func:`evalstats.schema.variant_key` of ``factors``). The
+        expression is evaluated per unit, not per row, when the unit table is built directly.
+
+    Notes
+    -----
+    The rows are read once, a partition at a time (see :mod:`evalstats.io._accounting`), to
+    count and locate the rows set aside; the returned observation table is lazy and re-reads the
+    files when collected, leaving out the rows set aside.
     """
+    validate_options(on_invalid, score_scale)
+    plan = prepare(
+        parts,
+        format=format,
+        on_invalid=on_invalid,
+        score_scale=score_scale,
+        checks=checks,
+        duplicates=duplicates,
+        dedup_key=dedup_key,
+        factors=factors,
+        source_names=source_names,
+        notes=notes,
+        extra_read=extra_read,
+        variant=variant,
+    )
+    if _PLANNING.get():
+        raise _Planned(plan)
+    from evalstats.io._accounting import account, raise_invalid
+
+    acc = account(plan, units=False, ids=True)
+    if acc.first_invalid is not None:
+        raise_invalid(plan, acc.first_invalid)
+    return Ingest(observations(plan, acc.scale, acc.ids), report_of(plan, acc))
+
+
+def prepare(
+    parts: Sequence[tuple[str, pl.LazyFrame]],
+    *,
+    format: str,
+    on_invalid: OnInvalid = "error",
+    score_scale: ScoreScale = "auto",
+    checks: Sequence[Check] = (),
+    duplicates: Literal["invalid", "quirk"] = "invalid",
+    dedup_key: Sequence[str] | None = None,
+    factors: Sequence[str] | None = None,
+    source_names: Mapping[str, str] | None = None,
+    notes: Sequence[str] = (),
+    extra_read: Mapping[str, int] | None = None,
+    variant: pl.Expr | None = None,
+) -> Plan:
+    """The :class:`~evalstats.io._accounting.Plan` of :func:`finalize`'s arguments; reads no rows.
+
+    Only the schemas are read (Parquet footers, CSV headers), to unify the files' columns.
+    """
+    from evalstats.io._accounting import Plan, unit_factor_order
+
     validate_options(on_invalid, score_scale)
     source_names = dict(source_names or {})
     notes = list(notes)
@@ -190,9 +253,13 @@ def finalize(
             )
         )
     try:
+        schemas = [f.collect_schema() for f in frames]
+    except pl.exceptions.PolarsError as exc:  # schema of an unreadable file
+        raise _schema_error(paths, frames, exc) from None
+    try:
         lf = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
         schema = lf.collect_schema()
-    except pl.exceptions.PolarsError as exc:  # schema of an unreadable file
+    except pl.exceptions.PolarsError as exc:
         raise read_error(paths[0], exc) from None
 
     for name in ("model", "score"):
@@ -202,71 +269,32 @@ def finalize(
                 f"Map one with columns={{'<column>': '{name}'}} (CLI: --columns <column>={name}).",
                 path=paths[0],
             )
+    added = []
     if "dataset" not in schema:
-        lf = lf.with_columns(pl.lit(None, dtype=pl.String).alias("dataset"))
+        added.append(pl.lit(None, dtype=pl.String).alias("dataset"))
     if "run" not in schema:
-        lf = lf.with_columns(pl.lit(0, dtype=pl.Int64).alias("run"))
-    schema = lf.collect_schema()
+        added.append(pl.lit(0, dtype=pl.Int64).alias("run"))
+    # every file gets the unified columns, so that any subset of files concatenates
+    aligned = []
+    for f, sch in zip(frames, schemas):
+        cols = [
+            (pl.col(c).cast(dt) if sch[c] != dt else pl.col(c))
+            if c in sch
+            else pl.lit(None, dtype=dt).alias(c)
+            for c, dt in schema.items()
+        ]
+        aligned.append(f.select(cols).with_columns(added) if added else f.select(cols))
+    schema = aligned[0].collect_schema()
     factor_list = list(factors) if factors is not None else factor_columns(schema.names())
     if "variant" not in schema:
-        lf = lf.with_columns(variant_key(factor_list))
-        if factor_list:
-            notes.append(f"variant derived from factor columns: {', '.join(factor_list)}")
+        if variant is None:
+            variant = variant_key(factor_list)
+            if factor_list:
+                notes.append(f"variant derived from factor columns: {', '.join(factor_list)}")
+        variant = variant.alias("variant")
+    else:
+        variant = None
     has_item = "item" in schema
-
-    # --- scores --------------------------------------------------------------------------
-    value, fixed_scale = parse_score(schema["score"])
-    lf = lf.with_columns(
-        value.alias("__score"),
-        fixed_scale.alias("__pct"),
-        pl.col("score").cast(pl.String).alias("__raw_score"),
-        pl.col("run").cast(pl.Int64, strict=False).alias("__run"),
-    )
-    scale = {i: 1.0 for i in range(len(paths))}
-    stats_by_src: dict[int, dict] = {}
-    try:
-        finite = pl.col("__score").is_not_null() & pl.col("__score").is_finite() & ~pl.col("__pct")
-        stats = (
-            lf.group_by("__src")
-            .agg(
-                pl.len().alias("rows"),
-                pl.col("__score").filter(finite).min().alias("min"),
-                pl.col("__score").filter(finite).max().alias("max"),
-                (pl.col("__score").filter(finite & (pl.col("__score") != 0)) > 1)
-                .mean()
-                .alias("share_gt1"),
-            )
-            .collect(engine="streaming")
-        )
-    except pl.exceptions.PolarsError as exc:
-        raise _locate_read_error(parts, exc) from None
-    for r in stats.iter_rows(named=True):
-        stats_by_src[r["__src"]] = r
-    for i, path in enumerate(paths):
-        r = stats_by_src.get(i)
-        if r is None or r["max"] is None:
-            continue
-        if score_scale == "percent":
-            scale[i] = 0.01
-        elif score_scale == "auto":
-            looks_pct = r["min"] >= 0 and 1 < r["max"] <= 100 and (r["share_gt1"] or 0) > 0.5
-            if looks_pct:
-                scale[i] = 0.01
-                notes.append(
-                    f"{path}: scores on a 0-100 scale (max {r['max']:g}) were divided by 100"
-                )
-    if score_scale == "percent":
-        notes.append("scores divided by 100 (score_scale='percent')")
-    if any(v != 1.0 for v in scale.values()):
-        factor_expr = pl.col("__src").replace_strict(
-            list(scale.keys()), list(scale.values()), return_dtype=pl.Float64
-        )
-        lf = lf.with_columns(
-            pl.when(pl.col("__pct"))
-            .then(pl.col("__score"))
-            .otherwise(pl.col("__score") * factor_expr)
-            .alias("__score")
-        )
 
     # --- reasons -------------------------------------------------------------------------
     rules: list[Check] = list(checks)
@@ -291,7 +319,7 @@ def finalize(
     rules += [
         Check(
             "missing_score",
-            pl.col("__raw_score").is_null() | s.is_nan(),
+            pl.col("score").is_null() | s.is_nan(),
             column="score",
             message="expected a number in [0, 1], got a missing value",
         ),
@@ -305,105 +333,92 @@ def finalize(
             message="expected a number in [0, 1]",
         ),
     ]
-    rows = lf  # every row, before the reasons: the observation table is taken from here
-    reason: pl.Expr = pl.lit(None, dtype=pl.String)
-    for rule in reversed(rules):
-        reason = pl.when(rule.expr.fill_null(False)).then(pl.lit(rule.reason)).otherwise(reason)
-    lf = lf.with_columns(reason.alias("__reason"))
     key = (
         list(dedup_key)
         if dedup_key is not None
         else (["model", "dataset", "variant", "__run"] + (["item"] if has_item else []))
     )
     key = ["__run" if k == "run" else k for k in key]
-    valid = pl.col("__reason").is_null()
-    lf = lf.with_columns(
-        # one pass without a window: set-aside rows get a null key, which no valid row has
-        pl.when(
-            valid
-            & ~pl.when(valid)
-            .then(pl.struct(*key, pl.lit(True).alias("__valid")))
-            .is_first_distinct()
-        )
-        .then(pl.lit("duplicate"))
-        .otherwise(pl.col("__reason"))
-        .alias("__reason")
-    )
     quirks = {r.reason for r in rules if r.quirk}
     if duplicates == "quirk":
         quirks.add("duplicate")
     messages = {r.reason: (r.column, r.message) for r in rules}
     key_names = ", ".join("run" if k == "__run" else k for k in key)
     messages["duplicate"] = (None, f"duplicate of an earlier row with the same ({key_names})")
+    out_names = [c for c in schema.names()] + (["variant"] if variant is not None else [])
+    return Plan(
+        format=format,
+        paths=tuple(paths),
+        frames=tuple(aligned),
+        schema=schema,
+        rules=tuple(rules),
+        dedup_key=tuple(key),
+        quirks=frozenset(quirks),
+        messages=messages,
+        on_invalid=on_invalid,
+        score_scale=score_scale,
+        has_item=has_item,
+        variant=variant,
+        factor_list=tuple(factor_list),
+        unit_factors=unit_factor_order(out_names, factor_list),
+        source_names=source_names,
+        notes=tuple(notes),
+        extra_read=dict(extra_read or {}),
+    )
 
-    # --- count ---------------------------------------------------------------------------
-    try:
-        counts = (
-            lf.group_by("__reason")
-            .agg(
-                pl.len().alias("n"),
-                pl.struct("__src", "__row", "__raw_score")
-                .filter(pl.col("__reason").is_not_null())
-                .bottom_k_by(["__src", "__row"], N_EXAMPLES)
-                .alias("ex"),
-                # where the set-aside rows are, so the table need not recompute the reasons
-                pl.struct("__src", "__row").filter(pl.col("__reason").is_not_null()).alias("ids"),
-            )
-            .collect(engine="streaming")
-        )
-    except pl.exceptions.PolarsError as exc:
-        raise _locate_read_error(parts, exc) from None
-    rows_read = int(counts["n"].sum())
-    set_aside: dict[str, int] = {}
-    examples: list[SetAsideExample] = []
-    first_invalid: tuple[int, int, str, str | None] | None = None
-    for r in counts.sort("__reason", nulls_last=True).iter_rows(named=True):
-        if r["__reason"] is None:
-            continue
-        reason_name = r["__reason"]
-        set_aside[reason_name] = r["n"]
-        column = messages.get(reason_name, (None, ""))[0]
-        shown = source_names.get(column, column) if column else None
-        for ex in sorted(r["ex"], key=lambda e: (e["__src"], e["__row"])):
-            detail = ex["__raw_score"] if column == "score" else None
-            examples.append(
-                SetAsideExample(reason_name, paths[ex["__src"]], ex["__row"], shown, detail)
-            )
-            if reason_name not in quirks:
-                cand = (ex["__src"], ex["__row"], reason_name, detail)
-                if first_invalid is None or cand[:2] < first_invalid[:2]:
-                    first_invalid = cand
-    if first_invalid is not None and on_invalid == "error":
-        src, row, reason_name, detail = first_invalid
-        column, message = messages[reason_name]
-        shown = source_names.get(column, column) if column else None
-        if column == "score" and detail is not None and reason_name != "missing_score":
-            message = f"{message}, got {detail!r}"
-            try:
-                if float(str(detail).rstrip("%")) > 1 and not math.isnan(
-                    float(str(detail).rstrip("%"))
-                ):
-                    message += ". The scores look percent-scaled: pass score_scale='percent' (CLI: --score-scale percent)"
-            except ValueError:
-                pass
-        raise IngestError(
-            f"{message}. To set such rows aside and count them, pass on_invalid='skip' "
-            "(CLI: --on-invalid skip).",
-            path=paths[src],
-            row=row,
-            column=shown,
-        )
-    if extra_read:
-        for k, v in extra_read.items():
-            set_aside[k] = set_aside.get(k, 0) + int(v)
-        rows_read += sum(int(v) for v in extra_read.values())
 
-    # --- the observation table -----------------------------------------------------------
-    ids = counts.select(pl.col("ids").explode()).drop_nulls().unnest("ids")
-    out = rows
-    if ids.height:
+def report_of(plan: Plan, acc: Accounting) -> IngestReport:
+    """The ingest report of an accounting pass."""
+    set_aside = dict(acc.set_aside)
+    examples = []
+    for reason in sorted(acc.examples):
+        column = plan.messages.get(reason, (None, ""))[0]
+        shown = plan.source_names.get(column, column) if column else None
+        for src, row, raw in acc.examples[reason]:
+            detail = raw if column == "score" else None
+            examples.append(SetAsideExample(reason, plan.paths[src], row, shown, detail))
+    rows_read = acc.rows_read
+    for k, v in plan.extra_read.items():
+        set_aside[k] = set_aside.get(k, 0) + int(v)
+        rows_read += int(v)
+    notes = list(plan.notes) + list(acc.scale_notes)
+    if plan.score_scale == "percent":
+        notes.append("scores divided by 100 (score_scale='percent')")
+    return IngestReport(
+        format=plan.format,
+        sources=plan.paths,
+        rows_read=rows_read,
+        rows_kept=rows_read - sum(set_aside.values()),
+        set_aside=set_aside,
+        examples=tuple(examples),
+        notes=tuple(notes),
+    )
+
+
+def observations(plan: Plan, scale: Mapping[int, float], ids: pl.DataFrame | None) -> pl.LazyFrame:
+    """The observation table: every file's rows, scores scaled, the rows set aside left out."""
+    lf = plan.frame(range(len(plan.frames)))
+    value, pct = parse_score(plan.schema["score"])
+    lf = lf.with_columns(value.alias("__score"), pct.alias("__pct"))
+    if any(v != 1.0 for v in scale.values()):
+        factor_expr = pl.col("__src").replace_strict(
+            list(scale.keys()), list(scale.values()), default=1.0, return_dtype=pl.Float64
+        )
+        lf = lf.with_columns(
+            pl.when(pl.col("__pct"))
+            .then(pl.col("__score"))
+            .otherwise(pl.col("__score") * factor_expr)
+            .alias("__score")
+        )
+    if plan.variant is not None:
+        lf = lf.with_columns(plan.variant)
+    out = lf
+    if ids is not None and ids.height:
         out = out.join(ids.lazy(), on=["__src", "__row"], how="anti", maintain_order="left")
-    out = out.with_columns(pl.col("__score").alias("score"), pl.col("__run").alias("run"))
+    out = out.with_columns(
+        pl.col("__score").alias("score"), pl.col("run").cast(pl.Int64, strict=False).alias("run")
+    )
+    schema = plan.schema
     if "__input_text" in schema and "input_len" not in schema:
         out = out.with_columns(
             pl.col("__input_text").str.count_matches(r"\S+").cast(pl.Int64).alias("input_len")
@@ -420,36 +435,51 @@ def finalize(
     canonical = [c for c in OBSERVATION_COLUMNS if c in out_schema]
     if "n_items" in out_schema:  # unit-level input carries its item count
         canonical.insert(canonical.index("score") + 1, "n_items")
-    facs = [c for c in factor_list if c in out_schema]
+    facs = [c for c in plan.factor_list if c in out_schema]
     rest = [c for c in factor_columns(out_schema.names()) if c not in facs]
     casts = [pl.col(c).cast(OBSERVATION_COLUMNS.get(c, pl.Int64)) for c in canonical]
     n_head = canonical.index("score") + 1 + ("n_items" in canonical)
     ordered = canonical[:n_head] + facs + rest + canonical[n_head:]
     ordered_exprs = {c: e for c, e in zip(canonical, casts)}
-    out = out.select([ordered_exprs.get(c, pl.col(c)) for c in ordered])
-    report = IngestReport(
-        format=format,
-        sources=tuple(paths),
-        rows_read=rows_read,
-        rows_kept=rows_read - sum(set_aside.values()),
-        set_aside=set_aside,
-        examples=tuple(examples),
-        notes=tuple(notes),
-    )
-    return Ingest(out, report)
+    return out.select([ordered_exprs.get(c, pl.col(c)) for c in ordered])
 
 
-def _locate_read_error(
-    parts: Sequence[tuple[str, pl.LazyFrame]], exc: BaseException
+class _Planned(Exception):  # noqa: N818 - control flow, never seen by users
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+
+_PLANNING: ContextVar[bool] = ContextVar("evalstats_planning", default=False)
+
+
+def plan_of(reader: Callable[..., object], *args: object, **kwargs: object) -> Plan:
+    r"""Run a loader up to its :func:`finalize` call and return the plan, reading no rows.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
+    >>> _ = f.write_text("model,item,score\na,1,1\n")
+    >>> from evalstats.io import read_table
+    >>> plan_of(read_table, f).paths == (str(f),)
+    True
+    """
+    token = _PLANNING.set(True)
+    try:
+        reader(*args, **kwargs)
+    except _Planned as done:
+        return done.plan
+    finally:
+        _PLANNING.reset(token)
+    raise RuntimeError(f"{getattr(reader, '__name__', reader)} did not call finalize()")
+
+
+def _schema_error(
+    paths: Sequence[str], frames: Sequence[pl.LazyFrame], exc: BaseException
 ) -> IngestError:
-    """Find which file fails to read (one collect per file) and describe it."""
-    for path, lf in parts:
+    for path, f in zip(paths, frames):
         try:
-            lf.select(pl.len()).collect()
-            lf.head(1).collect()
-            lf.collect(engine="streaming")
+            f.collect_schema()
         except pl.exceptions.PolarsError as inner:
             return read_error(path, inner)
-    return IngestError(
-        f"cannot read the input ({str(exc).splitlines()[0]}).", path=str(parts[0][0])
-    )
+    return read_error(paths[0], exc)

@@ -219,6 +219,8 @@ def _cast(name: str, expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     if name == "score":
         return expr.alias(name)
     if name == "item":
+        if dtype.is_integer():  # kept as a number until the table is written (cheaper to group)
+            return expr.cast(pl.Int64).alias(name)
         # sample_index may be stored as a float (-1.0, 3.0): write whole numbers without ".0"
         if dtype.is_float():
             whole = expr.cast(pl.Int64, strict=False).cast(pl.String)
@@ -432,13 +434,17 @@ def read_dove(
                 source_names.setdefault(name, src)
         parts.append((str(f), lf))
     factors = list(FACTORS) + (["language"] if has_language else [])
-    parts = [(f, lf.with_columns(variant_expr(factors))) for f, lf in parts]
+    if any(lf.collect_schema()["item"] != pl.Int64 for _, lf in parts):
+        parts = [(f, lf.with_columns(pl.col("item").cast(pl.String))) for f, lf in parts]
+        unknown = pl.col("item") == "-1"
+    else:
+        unknown = pl.col("item") == -1
     key = list(DEDUP_KEY) + (["language"] if has_language else [])
     item_col = source_names.get("item", "sample_index")
     checks = [
         Check(
             "unknown_item",
-            pl.col("item") == "-1",
+            unknown,
             column="item",
             quirk=True,
             message=f"{item_col} is -1 (item not found by the DOVE authors)",
@@ -474,4 +480,5 @@ def read_dove(
         factors=factors,
         source_names=source_names,
         notes=notes,
+        variant=variant_expr(factors),
     )

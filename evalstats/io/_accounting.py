@@ -1,0 +1,801 @@
+"""Row accounting by partitions: the one pass over the rows that every loader and the unit table use.
+
+:func:`evalstats.io._pipeline.finalize` turns a loader's per-file frames into a :class:`Plan` (no
+data read yet). :func:`account` then reads the rows **one partition at a time** (a partition is a
+file, a few small consecutive files, or a hash bucket of a large file), and for each partition
+decides the score scale of its files, gives every row its set-aside reason, finds the duplicates,
+counts, keeps the first few examples of each reason, and sums scores per unit. Partition results
+are small; :func:`account` merges them. Peak memory is that of one partition, whatever the number
+of files.
+
+Exactness. Every rule except ``duplicate`` looks at one row, so partitions cannot change it.
+Duplicates are found within a partition; a duplicate group (the de-duplication key without
+``item``) that turns up in more than one partition is read again, jointly and in file order, from
+the files that hold it (the "second pass", needed only when a group is spread over partitions), so
+the first row in file order is kept exactly as in one global pass. Each unit's sum is then computed
+by one partition call, on the same rows in the same order whichever engine runs the calls.
+
+The same partition function runs in this process (``engine="polars"``) or on Dask workers
+(``engine="dask"``, see :mod:`evalstats.aggregate`); only its small results travel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import polars as pl
+
+from evalstats.errors import IngestError
+from evalstats.io._pipeline import N_EXAMPLES, Check, parse_score, read_error
+from evalstats.schema import OBSERVATION_COLUMNS, factor_columns
+
+__all__ = [
+    "Accounting",
+    "PART_ROWS",
+    "PartResult",
+    "PartSpec",
+    "Plan",
+    "Runner",
+    "account",
+    "partitions",
+    "raise_invalid",
+    "run_local",
+    "run_part",
+    "scale_of",
+]
+
+#: Default number of rows read into memory at once (about 150-300 bytes per row in the pass).
+PART_ROWS = 2_000_000
+
+#: Small files are batched up to this many rows: one file per partition keeps columns such as
+#: ``model`` constant, which makes grouping cheaper, but each partition has a fixed cost.
+_BATCH_ROWS = 100_000
+
+#: Code of the ``duplicate`` reason is ``len(plan.rules) + 1``; 0 means kept.
+_KEPT = 0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything the row pass needs, built from a loader's frames without reading rows.
+
+    ``frames[i]`` is file ``i`` with ``__src``/``__row`` and the columns of the unified ``schema``
+    (same names, dtypes and order in every frame), so any subset of files concatenates.
+    """
+
+    format: str
+    paths: tuple[str, ...]
+    frames: tuple[pl.LazyFrame, ...]
+    schema: pl.Schema
+    rules: tuple[Check, ...]
+    dedup_key: tuple[str, ...]
+    quirks: frozenset[str]
+    messages: Mapping[str, tuple[str | None, str]]
+    on_invalid: str
+    score_scale: str
+    has_item: bool
+    #: expression of the factor columns giving ``variant``, when the loader derives it
+    variant: pl.Expr | None
+    factor_list: tuple[str, ...]
+    #: unit-table factor columns, in output order
+    unit_factors: tuple[str, ...]
+    source_names: Mapping[str, str]
+    notes: tuple[str, ...]
+    extra_read: Mapping[str, int] = field(default_factory=dict)
+
+    @cached_property
+    def code_expr(self) -> pl.Expr:
+        """UInt8 code of each row's first matching rule (0: none)."""
+        code: pl.Expr = pl.lit(_KEPT, dtype=pl.UInt8)
+        for k in range(len(self.rules), 0, -1):
+            rule = self.rules[k - 1].expr.fill_null(False)
+            code = pl.when(rule).then(pl.lit(k, pl.UInt8)).otherwise(code)
+        return code.alias("__code")
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Reason names by code (code 0, kept, is ``None``)."""
+        return (None, *(r.reason for r in self.rules), "duplicate")  # type: ignore[return-value]
+
+    @property
+    def unit_cols(self) -> list[str]:
+        """Row columns that identify a unit (``variant`` absent when derived per unit)."""
+        head = ["model", "dataset"] + ([] if self.variant is not None else ["variant"])
+        return head + ["__run"] + [c for c in self.unit_factors if c not in head]
+
+    @property
+    def dedup_groups(self) -> list[str]:
+        """The de-duplication key without ``item``, in unit-table terms (``variant`` per unit)."""
+        return [k for k in self.dedup_key if k != "item"]
+
+    @property
+    def dedup_row_cols(self) -> list[str]:
+        """Row columns that determine the duplicate group (factors stand for a derived variant)."""
+        out: list[str] = []
+        for k in self.dedup_groups:
+            for c in self.factor_list if (k == "variant" and self.variant is not None) else [k]:
+                if c not in out:
+                    out.append(c)
+        return out
+
+    @property
+    def group_cols(self) -> list[str]:
+        """Row columns to group by: unit columns plus what the duplicate groups need."""
+        out = list(self.unit_cols)
+        for c in self.dedup_row_cols:
+            if c not in out:
+                out.append(c)
+        return out
+
+    def frame(self, files: Sequence[int]) -> pl.LazyFrame:
+        """The rows of ``files``, in file order."""
+        sub = [self.frames[i] for i in files]
+        return pl.concat(sub, how="vertical") if len(sub) > 1 else sub[0]
+
+
+@dataclass(frozen=True)
+class PartSpec:
+    """One partition: files (indices into ``Plan.paths``) and an optional row filter.
+
+    ``scale`` is the per-file score factor when it was decided earlier (needed whenever the
+    partition does not hold whole files); ``keys`` keeps only rows whose group columns match a
+    row of that frame; ``bucket = (b, n)`` keeps the rows whose duplicate group hashes to ``b``
+    modulo ``n``.
+    """
+
+    files: tuple[int, ...]
+    scale: Mapping[int, float] | None = None
+    keys: pl.DataFrame | None = None
+    bucket: tuple[int, int] | None = None
+    rows: int = 0
+
+
+@dataclass
+class PartResult:
+    """What one partition sends back: counts, examples, per-group sums, scale decisions."""
+
+    files: tuple[int, ...]
+    rows_read: int
+    counts: dict[str, int]
+    #: reason -> up to N_EXAMPLES (src, row, raw score) in file order
+    examples: dict[str, list[tuple[int, int, str | None]]]
+    #: per file: (scale factor, note or None); only when decided here
+    scale: dict[int, tuple[float, str | None]]
+    #: group columns + variant (when derived) + __sum, __n, __n_err, __n_dup
+    groups: pl.DataFrame
+    #: (__src, __row) of every set-aside row, when asked for
+    ids: pl.DataFrame | None = None
+    #: kept rows with unit columns, score, n_items, n_errors (unit-level input, units asked)
+    passthrough: pl.DataFrame | None = None
+
+
+@dataclass
+class Accounting:
+    """Merged result of all partitions."""
+
+    rows_read: int
+    set_aside: dict[str, int]
+    examples: dict[str, list[tuple[int, int, str | None]]]
+    scale: dict[int, float]
+    scale_notes: list[str]
+    groups: pl.DataFrame
+    ids: pl.DataFrame | None
+    passthrough: pl.DataFrame | None
+    first_invalid: tuple[int, int, str, str | None] | None
+
+
+# --- the partition function ------------------------------------------------------------------
+
+
+def _scale_decision(
+    r: Mapping[str, object] | None, score_scale: str, path: str
+) -> tuple[float, str | None]:
+    """Factor for one file's scores from its (min, max, share_gt1) statistics, and the note."""
+    if r is None or r["max"] is None:
+        return 1.0, None
+    if score_scale == "percent":
+        return 0.01, None
+    if score_scale == "auto":
+        lo, hi, share = r["min"], r["max"], r["share_gt1"]
+        if lo >= 0 and 1 < hi <= 100 and (share or 0) > 0.5:  # type: ignore[operator]
+            return 0.01, f"{path}: scores on a 0-100 scale (max {hi:g}) were divided by 100"
+    return 1.0, None
+
+
+def _score_stats(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
+    finite = pl.col("__score").is_not_null() & pl.col("__score").is_finite() & ~pl.col("__pct")
+    return frame.group_by("__src").agg(
+        pl.col("__score").filter(finite).min().alias("min"),
+        pl.col("__score").filter(finite).max().alias("max"),
+        (pl.col("__score").filter(finite & (pl.col("__score") != 0)) > 1).mean().alias("share_gt1"),
+    )
+
+
+def scale_of(plan: Plan, files: Sequence[int]) -> dict[int, tuple[float, str | None]]:
+    """Decide the score scale of whole ``files`` in a pass over their score column only."""
+    value, pct = parse_score(plan.schema["score"])
+    lf = plan.frame(files).select("__src", value.alias("__score"), pct.alias("__pct"))
+    try:
+        stats = _score_stats(lf).collect(engine="streaming")
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise _locate_read_error(plan, files, exc) from None
+    by_src = {r["__src"]: r for r in stats.iter_rows(named=True)}
+    return {i: _scale_decision(by_src.get(i), plan.score_scale, plan.paths[i]) for i in files}
+
+
+def _bucket_expr(plan: Plan, n: int) -> pl.Expr:
+    # every row of a duplicate group (hence of a unit) lands in the same bucket
+    return pl.struct(plan.dedup_row_cols).hash(seed=7) % n
+
+
+def _group_ids(df: pl.DataFrame, cols: Sequence[str]) -> tuple[pl.DataFrame, np.ndarray, set[str]]:
+    """Distinct rows of ``df[cols]``, the index of each row's group, and the constant columns.
+
+    Columns constant over ``df`` (model, dataset, shots ... within one file, as a rule) are left
+    out of the hashing and put back on the distinct rows: grouping costs grow with the columns.
+    """
+    cols = list(cols)
+    if df.height == 0:
+        return df.select(cols).clear(), np.empty(0, dtype=np.int64), set()
+    constant: set[str] = set()
+    if df.height > 10_000:
+        # first == last is a cheap filter; only those columns get the full check
+        ends = df.select(pl.col(c).first().eq_missing(pl.col(c).last()).alias(c) for c in cols)
+        maybe = [c for c, k in zip(cols, ends.row(0)) if k]
+        if maybe:
+            flags = df.select(pl.col(c).eq_missing(pl.col(c).first()).all().alias(c) for c in maybe)
+            constant = {c for c, k in zip(maybe, flags.row(0)) if k}
+    varying = [c for c in cols if c not in constant]
+    if not varying:
+        return df.select(cols).head(1), np.zeros(df.height, dtype=np.int64), constant
+    g = df.select(varying).with_row_index("__i").group_by(varying).agg(pl.col("__i"))
+    gid = np.empty(df.height, dtype=np.int64)
+    lens = g["__i"].list.len().to_numpy()
+    gid[g["__i"].explode().to_numpy()] = np.repeat(np.arange(g.height, dtype=np.int64), lens)
+    g = g.drop("__i")
+    if constant:
+        first = df.select(c for c in cols if c in constant).head(1)
+        g = g.with_columns(
+            pl.lit(first[c][0], dtype=first.schema[c]).alias(c) for c in first.columns
+        )
+    return g.select(cols), gid, constant
+
+
+def _item_codes(item: pl.Series, valid: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense non-negative integer codes of ``item`` (exact), and how many codes there are."""
+    n = len(item)
+    if item.dtype.is_integer() and n:
+        arr = item.fill_null(0).to_numpy().astype(np.int64, copy=False)
+        v = arr[valid]
+        if v.size == 0:
+            return np.zeros(n, dtype=np.int64), 1
+        lo, hi = int(v.min()), int(v.max())
+        if hi - lo < 4 * n + 1024:  # dense enough: the value is the code
+            return np.where(valid, arr - lo, 0), hi - lo + 1
+    keys, codes, _ = _group_ids(item.to_frame("item"), ["item"])
+    return codes, max(keys.height, 1)
+
+
+def _first_occurrence(slot: np.ndarray, valid: np.ndarray, n_slots: int) -> np.ndarray:
+    """True for valid rows whose slot has not appeared in an earlier valid row."""
+    n = len(slot)
+    idx = np.arange(n, dtype=np.int64)
+    if n_slots <= 4 * n + 1024:
+        first = np.full(n_slots, n, dtype=np.int64)
+        np.minimum.at(first, slot[valid], idx[valid])
+        return valid & (first[slot] == idx)
+    out = np.zeros(n, dtype=bool)
+    out[idx[valid]] = pl.Series(slot[valid]).is_first_distinct().to_numpy()
+    return out
+
+
+def _read_part(plan: Plan, spec: PartSpec, needed: list[str]) -> pl.DataFrame:
+    value, pct = parse_score(plan.schema["score"])
+    lf = plan.frame(spec.files)
+    filtered = spec.keys is not None or spec.bucket is not None
+    computed = [
+        value.alias("__score"),
+        pct.alias("__pct"),
+        pl.col("run").cast(pl.Int64, strict=False).alias("__run"),
+    ]
+    lf = lf.with_columns(computed)
+    if spec.bucket is not None:
+        b, n = spec.bucket
+        lf = lf.filter(_bucket_expr(plan, n) == b)
+    if spec.keys is not None:
+        lf = lf.join(spec.keys.lazy(), on=spec.keys.columns, how="semi", nulls_equal=True)
+    lf = lf.select(needed)
+    try:
+        # a filtered partition streams through the filter; a whole one is read at once
+        df = lf.collect(engine="streaming") if filtered else lf.collect()
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise _locate_read_error(plan, spec.files, exc) from None
+    if filtered and df.height > 1:
+        src = df["__src"].to_numpy()
+        row = df["__row"].to_numpy()
+        if not (np.all(np.diff(src) >= 0) and np.all((np.diff(row) > 0) | (np.diff(src) > 0))):
+            df = df.sort("__src", "__row")
+    return df
+
+
+def run_part(plan: Plan, spec: PartSpec, *, units: bool = True, ids: bool = False) -> PartResult:
+    """Account for the rows of one partition; see the module docstring.
+
+    Parameters
+    ----------
+    plan : Plan
+        The loader's plan.
+    spec : PartSpec
+        Which files and rows.
+    units : bool, default True
+        Whether unit-level input (no ``item``) should send its kept rows back.
+    ids : bool, default False
+        Whether to send back the (file, row) of every row set aside (for the observation table).
+
+    Returns
+    -------
+    PartResult
+    """
+    group_cols = plan.group_cols
+    rule_cols: set[str] = set()
+    for r in plan.rules:
+        rule_cols.update(r.expr.meta.root_names())
+    needed = ["__src", "__row", "score", "__score", "__pct", "__run"]
+    extra = set(group_cols) | rule_cols | ({"item"} if plan.has_item else set())
+    if "error" in plan.schema:
+        extra.add("error")
+    if not plan.has_item and "n_items" in plan.schema:
+        extra.add("n_items")
+    needed += sorted(c for c in extra if c not in needed)
+    df = _read_part(plan, spec, needed)
+    n = df.height
+
+    # --- score scale (per file) ----------------------------------------------------------
+    decided: dict[int, tuple[float, str | None]] = {}
+    if spec.scale is None:
+        decided = {i: (1.0, None) for i in spec.files}
+        if plan.score_scale != "unit" and n:
+            finite = pl.col("__score").is_finite() & ~pl.col("__pct")
+            top = df.select(pl.col("__score").filter(finite).max()).item()
+            # no score above 1: no file looks percent-scaled (the common case, decided at once)
+            if plan.score_scale == "percent" or (top is not None and top > 1):
+                stats = _score_stats(df)
+                by_src = {r["__src"]: r for r in stats.iter_rows(named=True)}  # type: ignore[union-attr]
+                decided = {
+                    i: _scale_decision(by_src.get(i), plan.score_scale, plan.paths[i])
+                    for i in spec.files
+                }
+        factors = {i: f for i, (f, _) in decided.items()}
+    else:
+        factors = dict(spec.scale)
+    if any(factors.get(i, 1.0) != 1.0 for i in spec.files):
+        f_expr = pl.col("__src").replace_strict(
+            list(factors), list(factors.values()), default=1.0, return_dtype=pl.Float64
+        )
+        df = df.with_columns(
+            pl.when(pl.col("__pct"))
+            .then(pl.col("__score"))
+            .otherwise(pl.col("__score") * f_expr)
+            .alias("__score")
+        )
+
+    # --- reasons ---------------------------------------------------------------------------
+    codes = df.select(plan.code_expr)["__code"].to_numpy().copy()
+    valid = codes == _KEPT
+
+    # --- duplicates: first valid row of each (group, item) in file order -------------------
+    groups, gid, constant = _group_ids(df, group_cols)
+    dcols = plan.dedup_groups
+    variant_in_key = plan.variant is not None and "variant" in dcols
+    if variant_in_key:
+        groups = groups.with_columns(plan.variant)
+    if not dcols:
+        did, n_d = np.zeros(n, dtype=np.int64), 1
+    elif not variant_in_key and set(group_cols) - set(plan.dedup_row_cols) <= constant:
+        did, n_d = gid, max(groups.height, 1)  # a group is a duplicate group
+    else:
+        _, did_of_group, _ = _group_ids(groups, dcols)
+        n_d = int(did_of_group.max()) + 1 if len(did_of_group) else 1
+        did = did_of_group[gid] if n else gid
+    if plan.has_item and "item" in plan.dedup_key:
+        icode, n_i = _item_codes(df["item"], valid)
+    else:
+        icode, n_i = np.zeros(n, dtype=np.int64), 1
+    if n_d * n_i < 2**62:
+        first = _first_occurrence(did * n_i + icode, valid, n_d * n_i)
+    else:  # too many combinations for one integer: hash the pair instead
+        first = np.zeros(n, dtype=bool)
+        pair = pl.DataFrame({"d": did[valid], "i": icode[valid]})
+        first[np.flatnonzero(valid)] = pair.select(pl.struct("d", "i").is_first_distinct())[
+            "d"
+        ].to_numpy()
+    dup = valid & ~first
+    dup_code = len(plan.rules) + 1
+    codes[dup] = dup_code
+    kept = valid & first
+
+    # --- counts, examples, ids -------------------------------------------------------------
+    names = plan.reasons
+    counts = {
+        names[c]: int(v)
+        for c, v in enumerate(np.bincount(codes, minlength=dup_code + 1))
+        if v and c
+    }
+    examples: dict[str, list[tuple[int, int, str | None]]] = {}
+    aside = np.flatnonzero(codes != _KEPT)
+    if aside.size:
+        aside_codes = codes[aside]
+        picks = np.concatenate(
+            [aside[aside_codes == c][:N_EXAMPLES] for c in np.unique(aside_codes)]
+        )
+        src = df["__src"].to_numpy()
+        row = df["__row"].to_numpy()
+        raw = df["score"].gather(picks).cast(pl.String).to_list()
+        for i, r in zip(picks.tolist(), raw):
+            examples.setdefault(names[codes[i]], []).append((int(src[i]), int(row[i]), r))
+    id_frame = df[aside.tolist()].select("__src", "__row") if ids else None
+
+    # --- sums per group --------------------------------------------------------------------
+    ng = groups.height
+    score = df["__score"].to_numpy()
+    kg = gid[kept]
+    cols = {
+        "__sum": np.bincount(kg, weights=score[kept], minlength=ng),
+        "__n": np.bincount(kg, minlength=ng),
+        "__n_dup": np.bincount(gid[dup], minlength=ng),
+    }
+    if "error" in plan.schema:
+        err = df["error"].is_not_null().to_numpy()
+        cols["__n_err"] = np.bincount(gid[kept & err], minlength=ng)
+    keep = (cols["__n"] > 0) | (cols["__n_dup"] > 0)
+    groups = groups.hstack([pl.Series(k, v) for k, v in cols.items()]).filter(pl.Series(keep))
+    passthrough = None
+    if units and not plan.has_item:
+        ucols = plan.unit_cols
+        n_items = (
+            pl.col("n_items").cast(pl.Int64)
+            if "n_items" in plan.schema
+            else pl.lit(None, dtype=pl.Int64)
+        )
+        extra_cols = [n_items.alias("n_items")]
+        if "error" in plan.schema:
+            extra_cols.append(pl.col("error").is_not_null().cast(pl.Int64).alias("n_errors"))
+        passthrough = df.filter(pl.Series(kept)).select(
+            [*ucols, "__src", "__row", pl.col("__score").alias("score"), *extra_cols]
+        )
+        if plan.variant is not None:
+            passthrough = passthrough.with_columns(plan.variant.alias("variant"))
+    return PartResult(
+        files=tuple(spec.files),
+        rows_read=n,
+        counts=counts,
+        examples=examples,
+        scale=decided,
+        groups=groups,
+        ids=id_frame,
+        passthrough=passthrough,
+    )
+
+
+def _locate_read_error(plan: Plan, files: Sequence[int], exc: BaseException) -> IngestError:
+    """Find which file fails to read (one collect per file) and describe it."""
+    for i in files:
+        lf = plan.frames[i]
+        try:
+            lf.select(pl.len()).collect()
+            lf.head(1).collect()
+            lf.collect(engine="streaming")
+        except (pl.exceptions.PolarsError, OSError) as inner:
+            return read_error(plan.paths[i], inner)
+    return IngestError(
+        f"cannot read the input ({str(exc).splitlines()[0]}).", path=plan.paths[files[0]]
+    )
+
+
+# --- partitioning and merging ----------------------------------------------------------------
+
+#: ``map(function, specs)`` yielding one result per spec, in any order (each names its files).
+Runner = Callable[[Plan, Sequence[PartSpec], bool, bool], Iterator[PartResult]]
+
+
+def run_local(
+    plan: Plan, specs: Sequence[PartSpec], units: bool, ids: bool
+) -> Iterator[PartResult]:
+    """Run the partitions one after the other in this process."""
+    for spec in specs:
+        yield run_part(plan, spec, units=units, ids=ids)
+
+
+def row_counts(plan: Plan) -> list[int]:
+    """Rows in each file (Parquet footers, CSV line counts, or in-memory heights)."""
+    out = []
+    for i, lf in enumerate(plan.frames):
+        try:
+            out.append(int(lf.select(pl.len()).collect().item()))
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            raise read_error(plan.paths[i], exc) from None
+    return out
+
+
+def partitions(
+    plan: Plan, part_rows: int = PART_ROWS
+) -> tuple[list[PartSpec], dict[int, tuple[float, str | None]]]:
+    """Small consecutive files batched, larger ones alone, those above ``part_rows`` in buckets.
+
+    Returns the partitions in file order and the score scale of the bucketed files (decided
+    here, in a pass over their score column, since no single bucket sees a whole file).
+    """
+    counts = row_counts(plan)
+    specs: list[PartSpec] = []
+    batch: list[int] = []
+    size = 0
+    big: list[int] = []
+    can_bucket = bool(plan.dedup_row_cols)
+    for i, c in enumerate(counts):
+        if c > part_rows and can_bucket:
+            big.append(i)
+            continue
+        if batch and size + c > min(part_rows, _BATCH_ROWS):
+            specs.append(PartSpec(tuple(batch), rows=size))
+            batch, size = [], 0
+        batch.append(i)
+        size += c
+    if batch:
+        specs.append(PartSpec(tuple(batch), rows=size))
+    scale: dict[int, tuple[float, str | None]] = {}
+    if big:
+        scale = scale_of(plan, big)
+        factors = {i: f for i, (f, _) in scale.items()}
+        for i in big:
+            n = math.ceil(counts[i] / part_rows)
+            specs += [
+                PartSpec((i,), scale=factors, bucket=(b, n), rows=math.ceil(counts[i] / n))
+                for b in range(n)
+            ]
+    specs.sort(key=lambda s: (s.files[0], s.bucket or (0, 1)))
+    return specs, scale
+
+
+def _bottom(
+    items: Iterable[tuple[int, int, str | None]], k: int = N_EXAMPLES
+) -> list[tuple[int, int, str | None]]:
+    return sorted(set(items), key=lambda e: (e[0], e[1]))[:k]
+
+
+def _shared(plan: Plan, results: Sequence[PartResult]) -> pl.DataFrame:
+    """Duplicate groups found in more than one partition (columns: the group key)."""
+    dcols = plan.dedup_groups
+    if len(results) < 2:
+        return pl.DataFrame()
+    if not dcols:  # one single group: shared as soon as two partitions hold rows
+        holding = [r for r in results if r.groups.height]
+        return pl.DataFrame({"__all": [True]}) if len(holding) > 1 else pl.DataFrame()
+    keys = pl.concat(
+        [
+            r.groups.select(dcols).unique().with_columns(pl.lit(k).alias("__p"))
+            for k, r in enumerate(results)
+        ],
+        how="vertical_relaxed",
+    )
+    return (
+        keys.group_by(dcols)
+        .agg(pl.col("__p").n_unique().alias("__np"))
+        .filter(pl.col("__np") > 1)
+        .drop("__np")
+    )
+
+
+def _first_invalid(
+    plan: Plan, examples: Mapping[str, list]
+) -> tuple[int, int, str, str | None] | None:
+    best = None
+    for reason, exs in examples.items():
+        if reason in plan.quirks or not exs:
+            continue
+        s, r, raw = exs[0]
+        if best is None or (s, r) < best[:2]:
+            best = (s, r, reason, raw)
+    return best
+
+
+def account(
+    plan: Plan,
+    *,
+    units: bool = True,
+    ids: bool = False,
+    runner: Runner = run_local,
+    part_rows: int = PART_ROWS,
+    progress: Callable[[int], None] | None = None,
+) -> Accounting:
+    """Run every partition, read shared duplicate groups again, and merge.
+
+    Parameters
+    ----------
+    plan : Plan
+        The loader's plan.
+    units : bool, default True
+        Send back kept rows of unit-level input (see :func:`run_part`).
+    ids : bool, default False
+        Collect the (file, row) of every row set aside.
+    runner : callable, default run_local
+        Runs a list of partitions, yielding results as they finish.
+    part_rows : int, default PART_ROWS
+        Rows per partition.
+    progress : callable, optional
+        Called with the number of files just finished.
+
+    Returns
+    -------
+    Accounting
+
+    Raises
+    ------
+    IngestError
+        When ``plan.on_invalid == 'error'`` and a row is invalid (the first one in file order).
+    """
+    specs, bucket_scale = partitions(plan, part_rows)
+    n_parts_of_file: dict[int, int] = {}
+    for s in specs:
+        for i in s.files:
+            n_parts_of_file[i] = n_parts_of_file.get(i, 0) + 1
+    results: list[PartResult] = []
+    done_parts: dict[int, int] = {}
+    for res in runner(plan, specs, units, ids):
+        results.append(res)
+        if progress is not None:
+            finished = 0
+            for i in res.files:
+                done_parts[i] = done_parts.get(i, 0) + 1
+                finished += done_parts[i] == n_parts_of_file[i]
+            progress(finished)
+        if plan.on_invalid == "error" and runner is run_local:
+            _raise_early(plan, results)
+    order = {s.files[0]: k for k, s in enumerate(specs)}
+    results.sort(key=lambda r: (order.get(r.files[0], 0), r.files))
+
+    scale_all: dict[int, tuple[float, str | None]] = dict(bucket_scale)
+    for r in results:
+        scale_all.update(r.scale)
+    counts: dict[str, int] = {}
+    examples: dict[str, list] = {}
+    for r in results:
+        for k, v in r.counts.items():
+            counts[k] = counts.get(k, 0) + v
+        for k, v in r.examples.items():
+            examples[k] = _bottom(examples.get(k, []) + v)
+    groups_list = [r.groups for r in results]
+    ids_list = [r.ids for r in results if r.ids is not None]
+    passthrough = [r.passthrough for r in results if r.passthrough is not None]
+
+    shared = _shared(plan, results)
+    if shared.height:
+        involved_parts = []
+        for k, r in enumerate(results):
+            mine = _in_shared(plan, r.groups, shared)
+            if mine.height:
+                involved_parts.append(k)
+        files = sorted({i for k in involved_parts for i in results[k].files})
+        gcols = plan.group_cols
+        old = pl.concat(
+            [_in_shared(plan, results[k].groups, shared) for k in involved_parts],
+            how="vertical_relaxed",
+        )
+        keys = old.select(gcols).unique()
+        n_rows = int(old["__n"].sum() + old["__n_dup"].sum())
+        n_b = max(1, math.ceil(n_rows / part_rows))
+        factors = {i: f for i, (f, _) in scale_all.items()}
+        again = [
+            PartSpec(tuple(files), scale=factors, keys=keys, bucket=(b, n_b) if n_b > 1 else None)
+            for b in range(n_b)
+        ]
+        second = list(runner(plan, again, units, ids))
+        if _shared(plan, second).height:  # buckets must be disjoint; a bug otherwise
+            raise AssertionError("second pass: a duplicate group spans two buckets")
+        counts["duplicate"] = (
+            counts.get("duplicate", 0)
+            - int(old["__n_dup"].sum())
+            + sum(int(r.groups["__n_dup"].sum()) for r in second)
+        )
+        if not counts["duplicate"]:
+            del counts["duplicate"]
+        examples["duplicate"] = _bottom(
+            examples.get("duplicate", [])
+            + [e for r in second for e in r.examples.get("duplicate", [])]
+        )
+        if not examples["duplicate"]:
+            del examples["duplicate"]
+        groups_list = [_not_in_shared(plan, g, shared) for g in groups_list] + [
+            r.groups for r in second
+        ]
+        if ids:
+            ids_list += [r.ids for r in second if r.ids is not None]
+        if passthrough:
+            passthrough = [_not_in_shared(plan, p, shared) for p in passthrough] + [
+                r.passthrough for r in second if r.passthrough is not None
+            ]
+
+    groups = pl.concat(groups_list, how="vertical_relaxed") if groups_list else pl.DataFrame()
+    id_frame = None
+    if ids:
+        id_frame = (
+            pl.concat(ids_list).unique().sort("__src", "__row")
+            if ids_list
+            else pl.DataFrame(schema={"__src": pl.Int32, "__row": pl.Int64})
+        )
+    first_invalid = _first_invalid(plan, examples) if plan.on_invalid == "error" else None
+    notes = [scale_all[i][1] for i in sorted(scale_all) if scale_all[i][1]]
+    return Accounting(
+        rows_read=sum(r.rows_read for r in results),
+        set_aside=counts,
+        examples=examples,
+        scale={i: f for i, (f, _) in scale_all.items()},
+        scale_notes=notes,  # type: ignore[arg-type]
+        groups=groups,
+        ids=id_frame,
+        passthrough=pl.concat(passthrough, how="vertical_relaxed") if passthrough else None,
+        first_invalid=first_invalid,
+    )
+
+
+def _in_shared(plan: Plan, frame: pl.DataFrame, shared: pl.DataFrame) -> pl.DataFrame:
+    if "__all" in shared.columns:
+        return frame
+    return frame.join(shared, on=plan.dedup_groups, how="semi", nulls_equal=True)
+
+
+def _not_in_shared(plan: Plan, frame: pl.DataFrame, shared: pl.DataFrame) -> pl.DataFrame:
+    if "__all" in shared.columns:
+        return frame.clear()
+    return frame.join(shared, on=plan.dedup_groups, how="anti", nulls_equal=True)
+
+
+def _raise_early(plan: Plan, results: Sequence[PartResult]) -> None:
+    """Raise for the first invalid row as soon as no later partition can hold an earlier one."""
+    last = results[-1]
+    first = _first_invalid(plan, last.examples)
+    if first is None:
+        return
+    if "duplicate" not in plan.quirks and _shared(plan, results).height:
+        return  # a duplicate across partitions may be an earlier invalid row: wait for the end
+    raise_invalid(plan, first)
+
+
+def raise_invalid(plan: Plan, first: tuple[int, int, str, str | None]) -> None:
+    """Raise the IngestError for the first invalid row."""
+    src, row, reason_name, detail = first
+    column, message = plan.messages[reason_name]
+    shown = plan.source_names.get(column, column) if column else None
+    if column == "score" and detail is not None and reason_name != "missing_score":
+        message = f"{message}, got {detail!r}"
+        try:
+            v = float(str(detail).rstrip("%"))
+            if v > 1 and not math.isnan(v):
+                message += (
+                    ". The scores look percent-scaled: pass score_scale='percent' "
+                    "(CLI: --score-scale percent)"
+                )
+        except ValueError:
+            pass
+    raise IngestError(
+        f"{message}. To set such rows aside and count them, pass on_invalid='skip' "
+        "(CLI: --on-invalid skip).",
+        path=plan.paths[src],
+        row=row,
+        column=shown,
+    )
+
+
+def unit_factor_order(schema_names: Sequence[str], factor_list: Sequence[str]) -> tuple[str, ...]:
+    """Factor columns of the observation table in its output order (loader's first, then the rest)."""
+    facs = [c for c in factor_list if c in schema_names]
+    rest = [c for c in factor_columns(schema_names) if c not in facs]
+    return tuple(facs + rest)
+
+
+def observation_dtype(name: str) -> pl.DataType:
+    """The dtype a canonical column is cast to in the observation table."""
+    return OBSERVATION_COLUMNS.get(name, pl.Int64())
