@@ -7,7 +7,7 @@ aggregates it; analyses take either table and return tidy polars frames or small
 
 from __future__ import annotations
 
-from evalstats.aggregate import to_units
+from evalstats.aggregate import UnitIngest, read_units, to_units
 from evalstats.attribution import (
     AnovaResult,
     AttributionResult,
@@ -27,6 +27,7 @@ from evalstats.compare import (
 )
 from evalstats.correlation import correlation_matrix, spearman_matrix
 from evalstats.errors import (
+    ClusterError,
     DegenerateDataWarning,
     EvalstatsError,
     EvalstatsWarning,
@@ -65,6 +66,7 @@ __all__ = [
     "AnovaResult",
     "attribute",
     "AttributionResult",
+    "ClusterError",
     "compare_models",
     "convergence",
     "correlation_matrix",
@@ -93,6 +95,7 @@ __all__ = [
     "read_reliable_eval",
     "read_state_of_what_art",
     "read_table",
+    "read_units",
     "reference_model_check",
     "required_sample_size",
     "reversal_audit",
@@ -106,6 +109,7 @@ __all__ = [
     "subset_rankings",
     "tar_curve",
     "to_units",
+    "UnitIngest",
     "unstable_items",
     "validate_observations",
     "validate_units",

@@ -8,6 +8,7 @@ catches :class:`EvalstatsError`, prints one line and exits with status 2.
 from __future__ import annotations
 
 __all__ = [
+    "ClusterError",
     "DegenerateDataWarning",
     "EvalstatsError",
     "EvalstatsWarning",
@@ -37,6 +38,10 @@ class InsufficientDataError(EvalstatsError, ValueError):
 
 class MissingDependencyError(EvalstatsError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
+
+
+class ClusterError(EvalstatsError, ConnectionError):
+    """A compute cluster (a Dask scheduler) cannot be reached or used."""
 
 
 class IngestError(EvalstatsError, ValueError):

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from evalstats.cli._common import add_input_arguments, load, write_table
+import polars as pl
+
+from evalstats.cli._common import _LOADER_OPTIONS, add_input_arguments, load, write_table
+from evalstats.errors import ParameterError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -15,7 +19,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "ingest",
         help="read a dump into the canonical table and report what was kept",
         description="Read a prediction dump into the observation table (or the unit "
-        "table), print the ingest report and write the table.",
+        "table), print the ingest report and write the table. The unit table is built in one "
+        "pass over the rows with bounded memory, on this machine or on a Dask cluster "
+        "(--engine dask).",
     )
     add_input_arguments(p)
     p.add_argument(
@@ -26,22 +32,76 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--out", default=None, help="write the table (.parquet, .csv, .jsonl)")
     p.add_argument("--json", action="store_true", help='print {"report": {...}} as JSON on stdout')
+    p.add_argument(
+        "--engine",
+        choices=["polars", "dask"],
+        default=argparse.SUPPRESS,
+        help="where the unit table is computed: this process (polars, default) or a Dask "
+        "cluster (dask; needs pip install 'evalstats[dask]')",
+    )
+    p.add_argument(
+        "--scheduler",
+        default=argparse.SUPPRESS,
+        metavar="ADDRESS",
+        help="Dask scheduler address for --engine dask, e.g. tcp://10.0.0.5:8786 (default: "
+        "DASK_SCHEDULER_ADDRESS, else a local cluster)",
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=argparse.SUPPRESS,
+        help="progress bar of files done on stderr (default: when stderr is a terminal)",
+    )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ingest``."""
-    from pathlib import Path
+    from evalstats.aggregate import read_units
 
-    from evalstats.aggregate import to_units
-
-    args.quiet = args.json
-    obs, report = load(args)
-    table = obs if args.level == "observations" else to_units(obs, check_values=False)
-    if args.out:
-        frame = table.collect(engine="streaming")
-        write_table(frame, Path(args.out))
-        print(f"wrote {frame.height} {args.level} rows to {args.out}", file=sys.stderr)
+    quiet = args.json
+    if args.level == "observations":
+        if getattr(args, "engine", "polars") != "polars" or hasattr(args, "scheduler"):
+            raise ParameterError(
+                "--engine dask and --scheduler build the unit table; "
+                "use them with --level units (the default)."
+            )
+        args.quiet = quiet
+        obs, report = load(args)
+        if args.out:
+            _sink(obs, Path(args.out))
+            print(f"wrote {report.rows_kept} observations rows to {args.out}", file=sys.stderr)
+    else:
+        options = {k: getattr(args, k) for k in _LOADER_OPTIONS if hasattr(args, k)}
+        options.update(getattr(args, "loader_options", {}) or {})
+        for name in ("engine", "scheduler", "progress"):
+            if hasattr(args, name):
+                options[name] = getattr(args, name)
+        if "progress" not in options and quiet:
+            options["progress"] = False
+        units, report = read_units(args.path, format=args.format, **options)
+        if not quiet:
+            print(report.summary(), file=sys.stderr)
+        if args.out:
+            write_table(units, Path(args.out))
+            print(f"wrote {units.height} units rows to {args.out}", file=sys.stderr)
     if args.json:
         sys.stdout.write(json.dumps({"report": report.to_dict()}) + "\n")
     return 0
+
+
+def _sink(obs: pl.LazyFrame, out: Path) -> None:
+    """Stream the observation table to ``out`` without holding it in memory, where possible."""
+    suffix = out.suffix.lower()
+    nested = any(
+        isinstance(t, (pl.List, pl.Array, pl.Struct)) for t in obs.collect_schema().dtypes()
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if suffix in (".parquet", ".pq"):
+        obs.sink_parquet(out)
+    elif suffix in (".jsonl", ".ndjson"):
+        obs.sink_ndjson(out)
+    elif suffix == ".csv" and not nested:
+        obs.sink_csv(out)
+    else:  # .json (one array) and CSV with list columns need the whole table
+        write_table(obs.collect(engine="streaming"), out)
