@@ -21,6 +21,7 @@ _FUNCTIONS: dict[str, str] = {
     "plot_tar_heatmap": "evalstats.plots.stability",
     "plot_correlation_heatmap": "evalstats.plots.stability",
     "plot_run_distribution": "evalstats.plots.stability",
+    "plot_stability_distribution": "evalstats.plots.stability",
     "plot_prompt_spread": "evalstats.plots.moments",
     "plot_convergence": "evalstats.plots.moments",
     "plot_convergence_overlay": "evalstats.plots.moments",

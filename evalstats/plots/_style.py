@@ -12,21 +12,44 @@ from typing import Any
 
 from evalstats.errors import MissingDependencyError
 
-__all__ = ["LABELS", "label", "model_colors", "new_axes", "paper_style", "require_plotting"]
+__all__ = [
+    "COLORS",
+    "LABELS",
+    "label",
+    "model_colors",
+    "new_axes",
+    "paper_style",
+    "require_plotting",
+    "resolve_palette",
+]
+
+#: Colours of the non-model elements, from the same colour-blind-safe palette as the models
+#: (seaborn's ``colorblind``, after Okabe and Ito). Figures draw with these, never ad-hoc names.
+COLORS: dict[str, str] = {
+    "accent": "#0173b2",  # the one data series of a figure without models (bars, effects)
+    "accent_light": "#56b4e9",  # the same series, de-emphasised (below a null band)
+    "secondary": "#029e73",  # a second series (variance next to the mean)
+    "highlight": "#d55e00",  # thresholds and critical values: epsilon, CD bar
+    "reference": "0.1",  # the default configuration's marker (a black diamond)
+    "neutral": "0.25",  # text-like marks: points, pair differences, axes of a diagram
+    "band": "0.85",  # null bands and other backgrounds
+    "zero": "0.5",  # the no-difference line
+}
 
 #: Display names of result columns (axis labels come from here, never from ad-hoc strings).
+#: Scores are proportions, so their unit is written "(0–1)"; counts and lengths name theirs.
 LABELS: dict[str, str] = {
-    "score": "Accuracy",
-    "mean": "Mean accuracy",
+    "score": "Accuracy (0–1)",
+    "mean": "Mean accuracy (0–1)",
     "variance": "Variance of accuracy",
     "n": "Number of variants n",
-    "delta_mean": "|Δ(n)|",
+    "delta_mean": "|Δ(n)| (accuracy, 0–1)",
     "eta_sq": "η²",
     "partial_eta_sq": "Partial η²",
     "tar_a": "TARa@N",
     "tar_r": "TARr@N",
-    "spread": "Spread (max − min)",
-    "acc_mean": "Mean accuracy over runs",
+    "spread": "Spread, max − min (0–1)",
+    "acc_mean": "Mean accuracy over runs (0–1)",
     "input_len": "Input length (words)",
     "output_len": "Output length (words)",
     "latency_s": "Latency (s)",
@@ -35,8 +58,15 @@ LABELS: dict[str, str] = {
     "variant": "Variant",
     "statistic": "Statistic",
     "pvalue": "p-value",
-    "difference": "Difference in accuracy",
-    "mean_abs_shap": "Mean |SHAP| (accuracy points)",
+    "difference": "Difference in accuracy (0–1)",
+    "mean_abs_shap": "Mean |SHAP| (accuracy, 0–1)",
+    "term": "Term",
+    "factor": "Factor",
+    "mean_rank": "Mean rank",
+    "quality": "Share answered correctly within t",
+    "runs": "Runs",
+    "model_provider": "Model @ provider",
+    "pair": "Model pair",
 }
 
 
@@ -78,6 +108,25 @@ def model_colors(models: Iterable[str]) -> dict[str, Any]:
     if len(names) > 10:
         palette = sns.color_palette("husl", n_colors=len(names))
     return dict(zip(names, palette))
+
+
+def resolve_palette(models: Iterable[str], palette: Any = None) -> dict[str, Any]:
+    """Colours for ``models``: those ``palette`` gives, else :func:`model_colors`.
+
+    Pass one ``palette = model_colors(all_models)`` to every figure of a report so that a model
+    keeps its colour even in a figure that shows only some of the models. A model that
+    ``palette`` does not name gets a colour ``palette`` does not use.
+    """
+    names = list(dict.fromkeys(models))
+    if palette is None:
+        return model_colors(names)
+    given = dict(palette)
+    missing = [m for m in names if m not in given]
+    if missing:
+        candidates = list(model_colors([*given, *missing]).values())
+        free = [c for c in candidates if c not in given.values()] or candidates
+        given.update({m: free[i % len(free)] for i, m in enumerate(missing)})
+    return {m: given[m] for m in names}
 
 
 def new_axes(ax: Any = None, *, figsize: tuple[float, float] = (3.4, 2.6)) -> tuple[Any, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import SchemaError
-from evalstats.plots._style import label, new_axes, require_plotting
+from evalstats.plots._style import COLORS, label, new_axes, require_plotting
 
 __all__ = ["plot_anova_effects", "plot_attribution", "plot_interaction_heatmap"]
 
@@ -61,6 +61,8 @@ def plot_anova_effects(anova: Any, *, ax: Any = None, max_terms: int | None = 20
     --------
     >>> fig = plot_anova_effects(res)  # doctest: +SKIP
     """
+    from matplotlib.ticker import MaxNLocator
+
     frame = _frame(anova, ("term", "eta_sq", "pvalue", "pvalue_perm"), "factor_anova")
     rows = frame.filter(pl.col("term") != "Residual")
     if max_terms is not None:
@@ -69,7 +71,7 @@ def plot_anova_effects(anova: Any, *, ax: Any = None, max_terms: int | None = 20
     terms = rows["term"].to_list()[::-1]
     eta = rows["eta_sq"].fill_null(0.0).to_list()[::-1]
     pvals = [pp if pp is not None else p for pp, p in zip(rows["pvalue_perm"], rows["pvalue"])]
-    bars = ax.barh(range(len(terms)), eta, color="#4C72B0")
+    bars = ax.barh(range(len(terms)), eta, color=COLORS["accent"])
     for bar, p in zip(bars, pvals[::-1]):
         mark = _stars(p)
         if mark:
@@ -82,8 +84,9 @@ def plot_anova_effects(anova: Any, *, ax: Any = None, max_terms: int | None = 20
                 fontsize=7,
             )
     ax.set_yticks(range(len(terms)), terms)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
     ax.set_xlabel(label("eta_sq"))
-    ax.set_ylabel("Term")
+    ax.set_ylabel(label("term"))
     if eta:
         ax.set_xlim(0, max(eta) * 1.15 or 1.0)
     return fig
@@ -112,6 +115,8 @@ def plot_attribution(result: Any, *, ax: Any = None) -> Any:
     --------
     >>> fig = plot_attribution(res)  # doctest: +SKIP
     """
+    from matplotlib.ticker import MaxNLocator
+
     frame = _frame(result, ("factor", "mean_abs_shap", "null_high", "above_null"), "attribute")
     fig, ax = new_axes(ax, figsize=(3.4, 0.9 + 0.25 * max(frame.height, 1)))
     factors = frame["factor"].to_list()[::-1]
@@ -120,17 +125,18 @@ def plot_attribution(result: Any, *, ax: Any = None) -> Any:
     above = frame["above_null"].to_list()[::-1]
     pos = range(len(factors))
     if any(h is not None for h in high):
-        ax.barh(pos, [h or 0.0 for h in high], height=0.8, color="0.85", label="null band")
+        ax.barh(pos, [h or 0.0 for h in high], height=0.8, color=COLORS["band"], label="null band")
     ax.barh(
         pos,
         shap,
         height=0.4,
-        color=["#4C72B0" if a else "#A1C9F4" for a in above],
+        color=[COLORS["accent"] if a else COLORS["accent_light"] for a in above],
         label="observed",
     )
     ax.set_yticks(list(pos), factors)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
     ax.set_xlabel(label("mean_abs_shap"))
-    ax.set_ylabel("Factor")
+    ax.set_ylabel(label("factor"))
     ax.legend(loc="lower right", fontsize=6, frameon=False)
     return fig
 
@@ -176,7 +182,7 @@ def plot_interaction_heatmap(cells: pl.DataFrame, *, ax: Any = None, annotate: b
         cbar_kws={"label": label("score")},
         annot_kws={"fontsize": 6},
     )
-    ax.set_xlabel(b)
-    ax.set_ylabel(a)
+    ax.set_xlabel(label(b))
+    ax.set_ylabel(label(a))
     ax.set_title(frame["term"][0], fontsize=8)
     return fig

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import SchemaError
-from evalstats.plots._style import label, model_colors, new_axes, require_plotting
+from evalstats.plots._style import COLORS, label, new_axes, require_plotting, resolve_palette
 
 __all__ = [
     "plot_critical_difference",
@@ -20,6 +20,17 @@ __all__ = [
     "plot_score_distribution",
     "plot_tail_quality",
 ]
+
+
+#: The default configuration's marker in every figure: a black diamond (shape, not colour,
+#: tells it apart, so it reads in greyscale and next to any model colour).
+_DEFAULT_MARKER: dict[str, Any] = {
+    "marker": "D",
+    "color": COLORS["reference"],
+    "markeredgecolor": "white",
+    "markeredgewidth": 0.5,
+    "markersize": 5,
+}
 
 
 def _frame(
@@ -45,6 +56,19 @@ def _frame(
     return frame
 
 
+def _legend_above(ax: Any) -> None:
+    """Legend in one row above the axes, where it cannot cover a row of the forest plot."""
+    ax.legend(
+        loc="lower left",
+        bbox_to_anchor=(0.0, 1.0),
+        ncol=2,
+        fontsize="small",
+        frameon=False,
+        borderaxespad=0.2,
+        handletextpad=0.3,
+    )
+
+
 def _row_labels(
     frame: pl.DataFrame, first: str, extra: tuple[str, ...] = ("dataset",)
 ) -> list[str]:
@@ -56,16 +80,19 @@ def _row_labels(
     return labels
 
 
-def plot_intervals(intervals: Any, *, ax: Any = None) -> Any:
+def plot_intervals(intervals: Any, *, ax: Any = None, palette: Any = None) -> Any:
     """Forest plot of mean score with interval per model, with the default-configuration marker.
 
     Parameters
     ----------
     intervals : polars.DataFrame or ReversalAudit
         Result of :func:`evalstats.compare.intervals`, or :func:`evalstats.compare.reversal_audit`
-        (its ``models`` frame, which adds ``default_score``, drawn as a red diamond).
+        (its ``models`` frame, which adds ``default_score``, drawn as a black diamond).
     ax : matplotlib.axes.Axes, optional
         Axes to draw into; a new figure otherwise.
+    palette : mapping of str to colour, optional
+        Colour of each model (default: :func:`~evalstats.plots.model_colors` of the models
+        drawn); pass one mapping to all figures to keep each model's colour.
 
     Returns
     -------
@@ -84,7 +111,7 @@ def plot_intervals(intervals: Any, *, ax: Any = None) -> Any:
     """
     frame = _frame(intervals, ("model", "mean", "ci_low", "ci_high"), "intervals()", "models")
     fig, ax = new_axes(ax, figsize=(3.4, 0.5 + 0.35 * frame.height))
-    colors = model_colors(frame["model"].to_list())
+    colors = resolve_palette(sorted(frame["model"].unique().to_list()), palette)
     labels = _row_labels(frame, "model")
     for y, r in enumerate(frame.iter_rows(named=True)):
         c = colors[r["model"]]
@@ -100,16 +127,16 @@ def plot_intervals(intervals: Any, *, ax: Any = None) -> Any:
             ax.plot(
                 r["default_score"],
                 y,
-                marker="D",
-                color="tab:red",
                 linestyle="none",
                 label="default configuration" if y == 0 else None,
+                **_DEFAULT_MARKER,
             )
     ax.set_yticks(range(frame.height), labels)
     ax.invert_yaxis()
     ax.set_xlabel(label("score"))
+    ax.set_ylabel(label("model"))
     if "default_score" in frame.columns:
-        ax.legend(loc="best", fontsize="small")
+        _legend_above(ax)
     return fig
 
 
@@ -120,7 +147,7 @@ def plot_differences(differences: Any, *, ax: Any = None) -> Any:
     ----------
     differences : polars.DataFrame or ReversalAudit
         Result of :func:`evalstats.compare.compare_models` or ``reversal_audit(...).pairs``
-        (whose ``default_difference`` is drawn as a red diamond).
+        (whose ``default_difference`` is drawn as a black diamond).
     ax : matplotlib.axes.Axes, optional
         Axes to draw into; a new figure otherwise.
 
@@ -152,28 +179,28 @@ def plot_differences(differences: Any, *, ax: Any = None) -> Any:
             y,
             xerr=[[r["difference"] - r["ci_low"]], [r["ci_high"] - r["difference"]]],
             fmt="o",
-            color="0.2",
+            color=COLORS["neutral"],
             capsize=3,
         )
         if r.get("default_difference") is not None:
             ax.plot(
                 r["default_difference"],
                 y,
-                marker="D",
-                color="tab:red",
                 linestyle="none",
                 label="default configuration" if y == 0 else None,
+                **_DEFAULT_MARKER,
             )
-    ax.axvline(0.0, color="0.5", linestyle="--", linewidth=0.8)
+    ax.axvline(0.0, color=COLORS["zero"], linestyle="--", linewidth=0.8)
     ax.set_yticks(range(frame.height), _row_labels(frame, "pair"))
     ax.invert_yaxis()
     ax.set_xlabel(label("difference"))
+    ax.set_ylabel(label("pair"))
     if "default_difference" in frame.columns:
-        ax.legend(loc="best", fontsize="small")
+        _legend_above(ax)
     return fig
 
 
-def plot_score_distribution(units: pl.DataFrame, *, ax: Any = None) -> Any:
+def plot_score_distribution(units: pl.DataFrame, *, ax: Any = None, palette: Any = None) -> Any:
     """Distribution of each model's scores over configurations (box plot with points).
 
     Parameters
@@ -183,6 +210,9 @@ def plot_score_distribution(units: pl.DataFrame, *, ax: Any = None) -> Any:
         :func:`evalstats.aggregate.to_units`.
     ax : matplotlib.axes.Axes, optional
         Axes to draw into; a new figure otherwise.
+    palette : mapping of str to colour, optional
+        Colour of each model (default: :func:`~evalstats.plots.model_colors` of the models
+        drawn); pass one mapping to all figures to keep each model's colour.
 
     Returns
     -------
@@ -206,13 +236,21 @@ def plot_score_distribution(units: pl.DataFrame, *, ax: Any = None) -> Any:
     box = ax.boxplot(
         values, positions=range(len(order)), showfliers=False, patch_artist=True, widths=0.6
     )
-    colors = model_colors(order)
+    colors = resolve_palette(order, palette)
     for patch, m in zip(box["boxes"], order):
         patch.set_facecolor(colors[m])
         patch.set_alpha(0.6)
-    data = frame.select("model", "score").to_pandas()
+    # a plain dict: seaborn takes it without polars' pyarrow bridge (pyarrow is not a dependency)
+    data = frame.select("model", "score").to_dict(as_series=False)
     sns.stripplot(
-        data=data, x="model", y="score", order=order, color="0.2", size=2, ax=ax, jitter=0.2
+        data=data,
+        x="model",
+        y="score",
+        order=order,
+        color=COLORS["neutral"],
+        size=2,
+        ax=ax,
+        jitter=0.2,
     )
     ax.set_xticks(range(len(order)), order)
     ax.set_xlabel(label("model"))
@@ -220,7 +258,7 @@ def plot_score_distribution(units: pl.DataFrame, *, ax: Any = None) -> Any:
     return fig
 
 
-def plot_critical_difference(result: Any, *, ax: Any = None) -> Any:
+def plot_critical_difference(result: Any, *, ax: Any = None, palette: Any = None) -> Any:
     """Critical-difference diagram: mean ranks, the CD bar, and cliques of tied models.
 
     Parameters
@@ -229,6 +267,9 @@ def plot_critical_difference(result: Any, *, ax: Any = None) -> Any:
         Result of :func:`evalstats.compare.friedman_nemenyi`.
     ax : matplotlib.axes.Axes, optional
         Axes to draw into; a new figure otherwise.
+    palette : mapping of str to colour, optional
+        Colour of each model (default: :func:`~evalstats.plots.model_colors` of the models
+        drawn); pass one mapping to all figures to keep each model's colour.
 
     Returns
     -------
@@ -255,17 +296,18 @@ def plot_critical_difference(result: Any, *, ax: Any = None) -> Any:
     cd = result.critical_difference
     fig, ax = new_axes(ax, figsize=(4.5, 0.8 + 0.25 * k))
     ax.set_xlim(0.5, k + 0.5)
-    ax.hlines(0, 1, k, color="0.2")
+    ax.hlines(0, 1, k, color=COLORS["neutral"])
     for r in range(1, k + 1):
-        ax.vlines(r, -0.05, 0.05, color="0.2")
+        ax.vlines(r, -0.05, 0.05, color=COLORS["neutral"])
     ax.set_ylim(-(k + 1) * 0.25 - 0.3, 0.6)
-    ax.hlines(0.4, 1, 1 + cd, color="tab:red", linewidth=2)
+    ax.hlines(0.4, 1, 1 + cd, color=COLORS["highlight"], linewidth=2)
     ax.text(1 + cd / 2, 0.45, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize="small")
     names, means = ranks["model"].to_list(), ranks["mean_rank"].to_list()
+    colors = resolve_palette(sorted(names), palette)
     for i, (m, r) in enumerate(zip(names, means)):
         y = -0.25 * (i + 1)
-        ax.plot([r, r], [0, y], color="0.4", linewidth=0.8)
-        ax.plot(r, 0, "o", color="0.2", markersize=3)
+        ax.plot([r, r], [0, y], color=colors[m], linewidth=0.8)
+        ax.plot(r, 0, "o", color=colors[m], markersize=3)
         ax.text(
             k + 0.45 if r > (k + 1) / 2 else 0.55,
             y,
@@ -283,17 +325,19 @@ def plot_critical_difference(result: Any, *, ax: Any = None) -> Any:
         if j > i and not any(i0 <= i and j <= j0 for i0, j0 in cliques):
             cliques.append((i, j))
     for level, (i, j) in enumerate(cliques, start=1):
-        ax.hlines(-0.08 * level, means[i] - 0.03, means[j] + 0.03, color="0.1", linewidth=3)
+        ax.hlines(
+            -0.08 * level, means[i] - 0.03, means[j] + 0.03, color=COLORS["reference"], linewidth=3
+        )
     ax.set_yticks([])
     for side in ("left", "right", "bottom"):
         ax.spines[side].set_visible(False)
     ax.set_xticks(range(1, k + 1))
     ax.xaxis.set_ticks_position("top")
-    ax.set_xlabel("Mean rank")
+    ax.set_xlabel(label("mean_rank"))
     return fig
 
 
-def plot_provider_comparison(audit: Any, *, ax: Any = None) -> Any:
+def plot_provider_comparison(audit: Any, *, ax: Any = None, palette: Any = None) -> Any:
     """Score per model and provider under both error policies, with intervals.
 
     Parameters
@@ -302,6 +346,9 @@ def plot_provider_comparison(audit: Any, *, ax: Any = None) -> Any:
         Result of :func:`evalstats.compare.provider_audit` (its ``scores`` frame).
     ax : matplotlib.axes.Axes, optional
         Axes to draw into; a new figure otherwise.
+    palette : mapping of str to colour, optional
+        Colour of each model (default: :func:`~evalstats.plots.model_colors` of the models
+        drawn); pass one mapping to all figures to keep each model's colour.
 
     Returns
     -------
@@ -321,7 +368,7 @@ def plot_provider_comparison(audit: Any, *, ax: Any = None) -> Any:
     )
     fig, ax = new_axes(ax, figsize=(3.8, 0.6 + 0.3 * frame.height))
     markers = {"errors_as_failures": "o", "errors_excluded": "s"}
-    colors = model_colors(frame["model"].to_list())
+    colors = resolve_palette(sorted(frame["model"].unique().to_list()), palette)
     labels, seen = [], set()
     for y, r in enumerate(frame.iter_rows(named=True)):
         lab = r["policy"].replace("_", " ") if r["policy"] not in seen else None
@@ -339,11 +386,12 @@ def plot_provider_comparison(audit: Any, *, ax: Any = None) -> Any:
     ax.set_yticks(range(frame.height), labels)
     ax.invert_yaxis()
     ax.set_xlabel(label("score"))
+    ax.set_ylabel(label("model_provider"))
     ax.legend(loc="best", fontsize="small")
     return fig
 
 
-def plot_tail_quality(audit: Any, *, ax: Any = None) -> Any:
+def plot_tail_quality(audit: Any, *, ax: Any = None, palette: Any = None) -> Any:
     """Tail-to-quality curves: share of calls answered correctly within latency t.
 
     Parameters
@@ -352,6 +400,9 @@ def plot_tail_quality(audit: Any, *, ax: Any = None) -> Any:
         Result of :func:`evalstats.compare.provider_audit` (its ``tail_quality`` frame).
     ax : matplotlib.axes.Axes, optional
         Axes to draw into; a new figure otherwise.
+    palette : mapping of str to colour, optional
+        Colour of each model (default: :func:`~evalstats.plots.model_colors` of the models
+        drawn); pass one mapping to all figures to keep each model's colour.
 
     Returns
     -------
@@ -369,7 +420,7 @@ def plot_tail_quality(audit: Any, *, ax: Any = None) -> Any:
     if frame.height == 0:
         raise SchemaError("the tail-to-quality frame is empty: the observations had no latency_s.")
     fig, ax = new_axes(ax)
-    colors = model_colors(frame["model"].to_list())
+    colors = resolve_palette(sorted(frame["model"].unique().to_list()), palette)
     styles = ["-", "--", ":", "-."]
     providers = sorted(frame["provider"].unique().to_list())
     for (m, p), g in frame.group_by(["model", "provider"], maintain_order=True):
@@ -381,6 +432,6 @@ def plot_tail_quality(audit: Any, *, ax: Any = None) -> Any:
             label=f"{m} @ {p}",
         )
     ax.set_xlabel(label("latency_s"))
-    ax.set_ylabel("Share answered correctly within t")
+    ax.set_ylabel(label("quality"))
     ax.legend(loc="lower right", fontsize="small")
     return fig

@@ -11,11 +11,11 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import ParameterError
-from evalstats.plots._style import label, model_colors, new_axes, require_plotting
+from evalstats.plots._style import COLORS, label, new_axes, require_plotting, resolve_palette
 
 __all__ = ["plot_convergence", "plot_convergence_overlay", "plot_prompt_spread"]
 
-_MOMENT_COLORS = {"mean": "0.15", "variance": "tab:blue"}
+_MOMENT_COLORS = {"mean": COLORS["accent"], "variance": COLORS["secondary"]}
 
 
 def plot_prompt_spread(
@@ -24,6 +24,7 @@ def plot_prompt_spread(
     ax: Any = None,
     order: list[str] | None = None,
     col_wrap: int = 3,
+    palette: Any = None,
 ) -> Any:
     """Box plots of unit scores over prompt variants, one box per model, one panel per dataset.
 
@@ -38,6 +39,9 @@ def plot_prompt_spread(
         Model order (default: by median score).
     col_wrap : int, default 3
         Panels per row.
+    palette : mapping of str to colour, optional
+        Colour of each model (default: :func:`~evalstats.plots.model_colors` of the models
+        drawn); pass one mapping to all figures to keep each model's colour.
 
     Returns
     -------
@@ -60,7 +64,7 @@ def plot_prompt_spread(
     if order is None:
         med = scores.group_by("model").agg(pl.col("score").median()).sort("score", "model")
         order = med["model"].to_list()
-    colors = model_colors(scores["model"].unique().to_list())
+    colors = resolve_palette(sorted(scores["model"].unique().to_list()), palette)
     if ax is not None:
         fig, axes = ax.figure, [ax]
     else:
@@ -94,6 +98,7 @@ def plot_prompt_spread(
             legend=False,
             fliersize=2,
             linewidth=0.8,
+            saturation=1,  # the palette's colours exactly, as in the other figures
         )
         a.set_title(ds)
         a.set_xlabel(label("model"))
@@ -184,7 +189,9 @@ def plot_convergence(
         )
     eps = _epsilon(nstar, epsilon)
     if eps is not None:
-        ax.axhline(eps, color="tab:red", linestyle="--", linewidth=1, label=f"ε = {eps:g}")
+        ax.axhline(
+            eps, color=COLORS["highlight"], linestyle="--", linewidth=1, label=f"ε = {eps:g}"
+        )
     if nstar is not None:
         ns = nstar.filter(
             pl.col("model") == m,
@@ -193,14 +200,15 @@ def plot_convergence(
             pl.col("reached"),
         )
         for r in ns.iter_rows(named=True):
-            ax.plot([r["n_star"]], [r["epsilon"]], "o", color="tab:orange", zorder=3)
+            color = _MOMENT_COLORS.get(r["moment"], COLORS["neutral"])
+            ax.plot([r["n_star"]], [r["epsilon"]], "o", color=color, zorder=3)
             ax.annotate(
                 f"n* = {r['n_star']} ({r['moment']})",
                 (r["n_star"], r["epsilon"]),
                 textcoords="offset points",
                 xytext=(4, 4),
                 fontsize=7,
-                color="tab:orange",
+                color=color,
             )
     ax.set_xlabel(label("n"))
     ax.set_ylabel(label("delta_mean"))
@@ -217,6 +225,7 @@ def plot_convergence_overlay(
     moment: str = "mean",
     epsilon: float | None = None,
     ax: Any = None,
+    palette: Any = None,
 ) -> Any:
     """Several models' convergence of one moment on one dataset (ReliableEval's Figure 2).
 
@@ -232,6 +241,9 @@ def plot_convergence_overlay(
     epsilon : float, optional
         Epsilon line (default: from ``nstar``).
     ax : matplotlib.axes.Axes, optional
+    palette : mapping of str to colour, optional
+        Colour of each model (default: :func:`~evalstats.plots.model_colors` of the models
+        drawn).
 
     Returns
     -------
@@ -255,7 +267,7 @@ def plot_convergence_overlay(
     d = datasets[0]
     fig, ax = new_axes(ax, figsize=(4.2, 3.0))
     models = sorted(c["model"].unique().to_list())
-    colors = model_colors(models)
+    colors = resolve_palette(models, palette)
     for m in models:
         cm = c.filter(pl.col("model") == m).sort("n")
         ax.plot(cm["n"].to_numpy(), cm["delta_mean"].to_numpy(), color=colors[m], label=m)
@@ -278,7 +290,9 @@ def plot_convergence_overlay(
                 ax.plot([r["n_star"]], [r["epsilon"]], "o", color=colors[m], zorder=3)
     eps = _epsilon(nstar, epsilon)
     if eps is not None:
-        ax.axhline(eps, color="tab:red", linestyle="--", linewidth=1, label=f"ε = {eps:g}")
+        ax.axhline(
+            eps, color=COLORS["highlight"], linestyle="--", linewidth=1, label=f"ε = {eps:g}"
+        )
     ax.set_xlabel(label("n"))
     ax.set_ylabel(label("delta_mean"))
     ax.set_title(f"{d} · {moment}")

@@ -13,9 +13,14 @@ import numpy as np
 import polars as pl
 
 from evalstats.errors import ParameterError, SchemaError
-from evalstats.plots._style import label, new_axes, require_plotting
+from evalstats.plots._style import COLORS, label, new_axes, require_plotting, resolve_palette
 
-__all__ = ["plot_correlation_heatmap", "plot_run_distribution", "plot_tar_heatmap"]
+__all__ = [
+    "plot_correlation_heatmap",
+    "plot_run_distribution",
+    "plot_stability_distribution",
+    "plot_tar_heatmap",
+]
 
 
 def _need(frame: pl.DataFrame, columns: list[str], what: str) -> None:
@@ -109,6 +114,84 @@ def plot_tar_heatmap(
     ax.set_title(label(value))
     ax.tick_params(axis="x", labelrotation=45)
     ax.grid(False)
+    return fig
+
+
+def plot_stability_distribution(
+    stability: pl.DataFrame,
+    *,
+    value: str = "tar_r",
+    x: str = "dataset",
+    ax: Any = None,
+    palette: Any = None,
+) -> Any:
+    """Box plots of a stability column over configurations, one box per model and ``x`` level.
+
+    The figure for stability tables with many variants per (model, dataset), where the
+    heatmap of :func:`plot_tar_heatmap` would need one cell per configuration.
+
+    Parameters
+    ----------
+    stability : polars.DataFrame
+        Result of :func:`evalstats.stability.stability_table`, one row per configuration.
+    value : str, default 'tar_r'
+        Column drawn: ``tar_r``, ``tar_a``, ``spread`` or any numeric column.
+    x : str, default 'dataset'
+        Column whose levels are the groups of boxes along the x axis.
+    ax : matplotlib.axes.Axes, optional
+        Draw here instead of a new figure.
+    palette : mapping of str to colour, optional
+        Colour of each model (default: :func:`~evalstats.plots.model_colors` of the models
+        drawn); pass one mapping to all figures to keep each model's colour.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    SchemaError
+        If ``value``, ``x`` or ``model`` is not a column.
+
+    Notes
+    -----
+    Draws the recorded per-configuration values (boxes: quartiles and 1.5 IQR whiskers, as
+    :func:`seaborn.boxplot`); no other statistic is computed.
+
+    Examples
+    --------
+    >>> from evalstats.stability import stability_table
+    >>> from evalstats.simulate import observations
+    >>> obs = observations(n_models=2, n_items=30, n_variants=6, n_runs=3, instability=0.1, seed=0)
+    >>> fig = plot_stability_distribution(stability_table(obs))  # doctest: +SKIP
+    """
+    _, sns = require_plotting()
+    _need(stability, [value, x, "model"], "stability table")
+    models = sorted(stability["model"].unique().to_list(), key=str)
+    levels = sorted(stability[x].unique().to_list(), key=str)
+    colors = resolve_palette(models, palette)
+    fig, ax = new_axes(ax, figsize=(max(3.4, 0.9 + 0.45 * len(models) * len(levels)), 2.6))
+    # a plain dict: seaborn takes it without polars' pyarrow bridge
+    data = stability.select(
+        pl.col(x).cast(pl.String), pl.col("model").cast(pl.String), pl.col(value)
+    ).to_dict(as_series=False)
+    sns.boxplot(
+        data=data,
+        x=x,
+        y=value,
+        hue="model",
+        order=[str(v) for v in levels],
+        hue_order=models,
+        palette=colors,
+        ax=ax,
+        fliersize=2,
+        linewidth=0.8,
+        saturation=1,  # the palette's colours exactly, as in the other figures
+    )
+    ax.set_xlabel(label(x))
+    ax.set_ylabel(label(value))
+    if ax.get_legend() is not None:
+        ax.legend(title=label("model"), fontsize="small", title_fontsize="small", frameon=False)
     return fig
 
 
@@ -276,18 +359,18 @@ def plot_run_distribution(
             extra.set_visible(False)
     for a, row in zip(axes, dist.iter_rows(named=True)):
         vals = np.asarray(row["values"], dtype=float)
-        a.hist(vals, bins=bins, color="0.75", edgecolor="white")
+        a.hist(vals, bins=bins, color=COLORS["band"], edgecolor="white")
         lines = [
-            (row["mean"], "-", "tab:blue", "mean"),
-            (row["median"], "--", "tab:orange", "median"),
-            (row["q_low"], ":", "tab:red", f"{row['q_low_level']:.0%} quantile"),
-            (row["q_high"], ":", "tab:purple", f"{row['q_high_level']:.0%} quantile"),
+            (row["mean"], "-", COLORS["accent"], "mean"),
+            (row["median"], "--", COLORS["secondary"], "median"),
+            (row["q_low"], ":", COLORS["highlight"], f"{row['q_low_level']:.0%} quantile"),
+            (row["q_high"], ":", COLORS["highlight"], f"{row['q_high_level']:.0%} quantile"),
         ]
         for v, ls, color, name in lines:
             if v is not None and np.isfinite(v):
                 a.axvline(v, linestyle=ls, color=color, linewidth=1.2, label=name)
         a.set_xlabel(label("score"))
-        a.set_ylabel(f"Runs (N = {row['n']})")
+        a.set_ylabel(f"{label('runs')} (N = {row['n']})")
         a.set_title(" / ".join(str(row[k]) for k in keys))
         a.legend(fontsize="small", frameon=False)
     return fig

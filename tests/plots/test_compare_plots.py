@@ -49,7 +49,7 @@ def test_difference_plot_rows_and_zero_line(obs):
     cmp = compare_models(obs, n_resamples=99)
     ax = plots.plot_differences(cmp).axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["m0 − m1", "m0 − m2", "m1 − m2"]
-    assert ax.get_xlabel() == "Difference in accuracy"
+    assert ax.get_xlabel() == "Difference in accuracy (0–1)"
 
 
 def test_distribution_plot_and_cd_diagram():

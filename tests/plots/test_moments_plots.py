@@ -27,7 +27,7 @@ def test_prompt_spread_boxes_one_panel_per_dataset(units):
     visible = [a for a in fig.axes if a.get_visible()]
     assert [a.get_title() for a in visible] == ["d0", "d1"]
     for a in visible:
-        assert [t.get_text() for t in a.get_xticklabels()] and a.get_ylabel() == "Accuracy"
+        assert [t.get_text() for t in a.get_xticklabels()] and a.get_ylabel() == "Accuracy (0–1)"
         assert len(a.patches) == 3  # one box per model
 
 

@@ -1,0 +1,90 @@
+"""One colour per model across figures: resolve_palette and the palette= of every plot function."""
+
+from __future__ import annotations
+
+import inspect
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import polars as pl  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.colors import to_hex  # noqa: E402
+
+from evalstats import plots  # noqa: E402
+from evalstats.plots._style import COLORS, LABELS, model_colors, resolve_palette  # noqa: E402
+
+#: Plot functions that colour by model: each takes ``palette``.
+MODEL_COLOURED = (
+    "plot_prompt_spread",
+    "plot_convergence_overlay",
+    "plot_intervals",
+    "plot_score_distribution",
+    "plot_critical_difference",
+    "plot_provider_comparison",
+    "plot_tail_quality",
+    "plot_stability_distribution",
+)
+
+
+@pytest.mark.parametrize("name", MODEL_COLOURED)
+def test_model_coloured_plots_take_a_palette(name):
+    assert "palette" in inspect.signature(getattr(plots, name)).parameters
+
+
+def test_resolve_palette_keeps_given_colours_and_fills_gaps_with_unused_ones():
+    pal = model_colors(["a", "b", "c"])
+    assert resolve_palette(["c", "a"], pal) == {"c": pal["c"], "a": pal["a"]}
+    got = resolve_palette(["a", "z"], {"a": pal["a"], "b": pal["b"]})
+    assert got["a"] == pal["a"] and got["z"] not in (pal["a"], pal["b"])
+    assert resolve_palette(["b", "a"]) == model_colors(["a", "b"])
+
+
+def test_a_model_keeps_its_colour_when_others_are_missing():
+    pal = model_colors(["m0", "m1", "m2"])
+    frame = pl.DataFrame(
+        {"model": ["m1", "m2"], "mean": [0.6, 0.7], "ci_low": [0.5, 0.6], "ci_high": [0.7, 0.8]}
+    )
+    ax = plots.plot_intervals(frame, palette=pal).axes[0]
+    drawn = [to_hex(line.get_color()) for line in ax.lines if line.get_marker() == "o"]
+    assert drawn == [to_hex(pal["m1"]), to_hex(pal["m2"])]
+    # without a palette the two models would take the first two colours
+    alone = plots.plot_intervals(frame).axes[0]
+    first = [to_hex(line.get_color()) for line in alone.lines if line.get_marker() == "o"]
+    assert first == [to_hex(c) for c in model_colors(["m1", "m2"]).values()]
+
+
+def test_style_colours_come_from_the_colour_blind_palette():
+    import seaborn as sns
+
+    safe = set(sns.color_palette("colorblind").as_hex())
+    for key in ("accent", "accent_light", "secondary", "highlight"):
+        assert COLORS[key] in safe, key
+
+
+def test_score_labels_carry_their_unit():
+    for column in ("score", "mean", "difference", "delta_mean", "mean_abs_shap"):
+        assert "0–1" in LABELS[column], column
+    assert LABELS["latency_s"].endswith("(s)")
+
+
+def test_stability_distribution_draws_one_box_per_model_and_dataset():
+    from evalstats.simulate import observations
+    from evalstats.stability import stability_table
+
+    obs = observations(
+        n_models=3, n_datasets=2, n_items=20, n_variants=4, n_runs=3, instability=0.2, seed=0
+    )
+    table = stability_table(obs)
+    pal = model_colors(["m0", "m1", "m2", "m9"])
+    ax = plots.plot_stability_distribution(table, value="tar_a", palette=pal).axes[0]
+    from matplotlib.patches import PathPatch
+
+    boxes = [p for p in ax.patches if isinstance(p, PathPatch)]
+    assert len(boxes) == 6
+    assert {to_hex(p.get_facecolor()) for p in boxes} == {
+        to_hex(pal[m]) for m in ("m0", "m1", "m2")
+    }
+    assert ax.get_ylabel() == LABELS["tar_a"] and ax.get_xlabel() == LABELS["dataset"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["d0", "d1"]
