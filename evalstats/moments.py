@@ -100,7 +100,13 @@ def _pss(observations: pl.LazyFrame, by: tuple[str, ...]) -> pl.LazyFrame:
         .filter(pl.col("__k") >= 2)
         .with_columns((pl.col("__s") / (pl.col("__k") * (pl.col("__k") - 1) / 2)).alias("__d"))
     )
-    return per_item.group_by(list(by)).agg(pl.col("__d").mean().alias("pss"))
+    # sorted, and in that order within groups: the mean adds the same floats in the same order
+    # on every call (hash grouping alone reorders them, which moves the last bit)
+    return (
+        per_item.sort([*by, "item"])
+        .group_by(list(by), maintain_order=True)
+        .agg(pl.col("__d").mean().alias("pss"))
+    )
 
 
 def prompt_spread(

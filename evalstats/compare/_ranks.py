@@ -193,7 +193,14 @@ def friedman_nemenyi(
     level = check_confidence_level(confidence_level)
     lf = validate_units(units)
     blocks = validate_by(lf.collect_schema().names(), blocks)
-    scores = lf.group_by([*blocks, "model"]).agg(pl.col("score").mean()).collect()
+    # units collected first and blocks sorted: the same floats are added in the same order on
+    # every call (inside one lazy plan polars may order them differently, moving the last bit)
+    scores = (
+        lf.collect()
+        .group_by([*blocks, "model"])
+        .agg(pl.col("score").mean())
+        .sort([*blocks, "model"])
+    )
     wide = scores.pivot(on="model", index=list(blocks), values="score", sort_columns=True)
     models = [c for c in wide.columns if c not in blocks]
     x = wide.select(models).drop_nulls().to_numpy()

@@ -74,3 +74,11 @@ def test_bootstrap_rank_is_stable_under_row_shuffle():
     shuffled = obs.sample(fraction=1.0, shuffle=True, seed=2)
     assert rank_intervals(obs, n_resamples=50).equals(rank_intervals(shuffled, n_resamples=50))
     assert (rank_intervals(obs, n_resamples=50)["rank_low"] >= 1).all()
+
+
+def test_friedman_is_bitwise_identical_on_repeated_calls():
+    """Blocks in a fixed order, so the mean score over blocks adds the same floats each call."""
+    obs = observations(n_models=3, n_datasets=5, n_items=20, n_variants=4, n_runs=2, seed=1)
+    first = friedman_nemenyi(obs).to_frame()
+    for _ in range(15):
+        assert friedman_nemenyi(obs).to_frame().equals(first)
