@@ -46,6 +46,7 @@ from evalstats.io.reliable_eval import read_reliable_eval
 from evalstats.io.state_of_what_art import read_state_of_what_art
 from evalstats.moments import prompt_spread
 from evalstats.normality import run_distribution, run_normality
+from evalstats.report import AuditReport, audit_report
 from evalstats.resampling import (
     reference_model_check,
     required_sample_size,
@@ -65,7 +66,9 @@ __version__ = "0.1.0"
 __all__ = [
     "AnovaResult",
     "attribute",
+    "audit_report",
     "AttributionResult",
+    "AuditReport",
     "ClusterError",
     "compare_models",
     "convergence",

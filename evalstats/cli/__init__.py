@@ -20,6 +20,7 @@ __all__ = ["main"]
 COMMANDS: tuple[str, ...] = (
     "ingest",
     "demo",
+    "report",
     "anova",
     "attribute",
     "normality",

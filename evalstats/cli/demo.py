@@ -1,4 +1,4 @@
-"""``evalstats demo``: the main job on the bundled demo data."""
+"""``evalstats demo``: the full audit report on the bundled demo data."""
 
 from __future__ import annotations
 
@@ -6,14 +6,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from evalstats.cli.report import add_report_arguments, parse_options, progress_wanted
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the subcommand."""
     p = sub.add_parser(
         "demo",
-        help="run the analysis on the bundled demo data",
-        description="Run evalstats on the bundled demo data (simulated with planted "
-        "effects; see evalstats.simulate.DEMO_TRUTH).",
+        help="run the audit report on the bundled demo data",
+        description="Run `evalstats report` on the bundled demo data (simulated with planted "
+        "effects; see evalstats.simulate.DEMO_TRUTH), auditing its default configuration "
+        "template=plain,shots=0,cot=False, and print where the report was written.",
     )
     p.add_argument(
         "--out",
@@ -21,6 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=Path("evalstats-demo"),
         help="folder for the outputs (default: ./evalstats-demo)",
     )
+    add_report_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -28,6 +32,17 @@ def run(args: argparse.Namespace) -> int:
     """Run ``demo``."""
     from evalstats.demo import run_demo
 
-    out = run_demo(args.out, stream=sys.stderr)
-    print(f"evalstats demo: wrote {out}", file=sys.stderr)
+    html = run_demo(
+        args.out,
+        options=parse_options(args.options),
+        skip=args.skip,
+        figure_formats=args.figure_format,
+        serif=args.serif,
+        progress=progress_wanted(args),
+        stream=None if args.quiet else sys.stderr,
+        **({"seed": args.seed} if hasattr(args, "seed") else {}),
+    )
+    if not args.quiet:
+        print(f"evalstats demo: wrote the report to {html.parent}/; open {html}", file=sys.stderr)
+    print(html)
     return 0

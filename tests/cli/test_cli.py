@@ -1,4 +1,4 @@
-"""The command line: ingest, demo, and the error convention (one line, exit 2, no traceback)."""
+"""The command line: ingest and the error convention (one line, exit 2, no traceback)."""
 
 from __future__ import annotations
 
@@ -87,21 +87,6 @@ def test_debug_reraises(tmp_path):
 
     with pytest.raises(IngestError):
         main(["--debug", "ingest", str(tmp_path / "missing.csv")])
-
-
-def test_demo_runs_on_the_bundled_data(tmp_path, capsys):
-    assert main(["demo", "--out", str(tmp_path / "demo")]) == 0
-    err = capsys.readouterr().err
-    assert "43200 rows read, 43200 kept" in err
-    summary = pl.read_csv(tmp_path / "demo" / "summary.csv")
-    assert summary.height == 6  # 3 models x 2 datasets
-    units = pl.read_parquet(tmp_path / "demo" / "units.parquet")
-    assert summary["mean_score"].to_list() == pytest.approx(
-        units.group_by("model", "dataset")
-        .agg(pl.col("score").mean())
-        .sort("model", "dataset")["score"]
-        .to_list()
-    )
 
 
 def test_console_script_runs_as_a_module(tmp_path):

@@ -1,0 +1,173 @@
+"""``evalstats report``: every analysis the dump supports, as an HTML report, tables and figures."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+from typing import Any
+
+from evalstats.cli._common import add_input_arguments, load
+from evalstats.errors import ParameterError
+
+
+def _names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected names separated by commas, e.g. a,b")
+    return names
+
+
+def _value(text: str) -> Any:
+    """A literal (number, bool, None, list, ...) when it parses as one; else text or a list."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        if "," in text:
+            return [t.strip() for t in text.split(",") if t.strip()]
+        return text
+
+
+def parse_options(items: list[str] | None) -> dict[str, dict[str, Any]]:
+    """``["anova.n_resamples=2000", ...]`` -> ``{"anova": {"n_resamples": 2000}}``."""
+    out: dict[str, dict[str, Any]] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        analysis, dot, param = key.strip().partition(".")
+        if not sep or not dot or not analysis or not param:
+            raise ParameterError(
+                f"`--option` expects ANALYSIS.PARAMETER=VALUE, e.g. anova.n_resamples=2000, "
+                f"got {item!r}."
+            )
+        out.setdefault(analysis, {})[param.strip()] = _value(value.strip())
+    return out
+
+
+def add_report_arguments(p: argparse.ArgumentParser) -> None:
+    """The options ``report`` and ``demo`` share: seed, options, figures, --quiet."""
+    p.add_argument(
+        "--seed", type=int, default=argparse.SUPPRESS, help="seed of every step (default 0)"
+    )
+    p.add_argument(
+        "--option",
+        dest="options",
+        action="append",
+        metavar="ANALYSIS.PARAM=VALUE",
+        help="a parameter of one analysis, e.g. anova.n_resamples=2000 (repeatable; "
+        "analyses: moments, nstar, converge, stability, normality, correlation, anova, "
+        "attribution, intervals, compare, ranks, friedman, audit, providers)",
+    )
+    p.add_argument(
+        "--skip",
+        type=_names,
+        default=[],
+        metavar="ANALYSIS,...",
+        help="analyses not to run, e.g. attribution",
+    )
+    p.add_argument(
+        "--figure-format",
+        dest="figure_format",
+        type=_names,
+        default=["png", "pdf"],
+        metavar="png,pdf,svg",
+        help="figure files to write (default png,pdf; the HTML page embeds PNG)",
+    )
+    p.add_argument("--serif", action="store_true", help="serif fonts in the figures")
+    p.add_argument(
+        "--quiet", action="store_true", help="no progress bars and no ingest summary on stderr"
+    )
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register the subcommand."""
+    p = sub.add_parser(
+        "report",
+        help="run every analysis the data supports; write an HTML report, tables and figures",
+        description="Decide from the columns present which analyses apply (variants: moments, "
+        "n*, stopping rule; repeated runs: stability, normality, correlations; factor columns: "
+        "ANOVA and attribution; several models: intervals, comparisons, rank uncertainty; "
+        "--default: reversal audit; providers or errors: provider audit), run them, and write "
+        "report.html (self-contained), report.md, results.json, figures/ and tables/ into "
+        "--out. Analyses the data does not support are listed with the reason.",
+    )
+    add_input_arguments(p)
+    p.add_argument(
+        "--factors",
+        type=_names,
+        default=None,
+        metavar="A,B,...",
+        help="factor columns for ANOVA and attribution (default: every factor column)",
+    )
+    p.add_argument(
+        "--default",
+        default=None,
+        metavar="FACTOR=VALUE,...",
+        help="the default configuration, e.g. template=plain,shots=0 (enables the audit)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("evalstats-report"),
+        help="output folder (default: ./evalstats-report)",
+    )
+    add_report_arguments(p)
+    p.set_defaults(run=run)
+
+
+def report_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments of :func:`evalstats.report.audit_report` set on the command line."""
+    kwargs: dict[str, Any] = {"options": parse_options(args.options), "skip": args.skip}
+    if hasattr(args, "seed"):
+        kwargs["seed"] = args.seed
+    return kwargs
+
+
+def progress_wanted(args: argparse.Namespace) -> bool:
+    """Progress bars unless --quiet, and only on a terminal (logs stay clean)."""
+    return not args.quiet and sys.stderr.isatty()
+
+
+def finish(report: Any, html: Path, args: argparse.Namespace) -> None:
+    """Say what was written and skipped (stderr) and where the report is (stdout)."""
+    if not args.quiet:
+        out = html.parent
+        print(
+            f"evalstats report: {len(report.analyses)} analyses, written to {out}/ "
+            "(report.html, report.md, results.json, figures/, tables/)",
+            file=sys.stderr,
+        )
+        for s in report.skipped:
+            print(f"  skipped {s.key}: {s.reason}", file=sys.stderr)
+    print(html)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``report``."""
+    from evalstats.cli.audit import _pairs
+    from evalstats.report import audit_report
+    from evalstats.report._write import check_figure_formats
+
+    # check what can be checked before the (slow) read and analyses
+    default = _pairs(args.default) if args.default else None
+    kwargs = report_kwargs(args)
+    check_figure_formats(args.figure_format)
+    obs, ingest = load(args)
+    loader_options = {
+        k: getattr(args, k) for k in ("columns", "on_invalid", "score_scale") if hasattr(args, k)
+    }
+    progress = progress_wanted(args)
+    report = audit_report(
+        obs,
+        ingest=ingest,
+        source={"path": args.path, "format": ingest.format, "options": loader_options},
+        factors=args.factors,
+        default=default,
+        progress=progress,
+        **kwargs,
+    )
+    html = report.write(
+        args.out, figure_formats=args.figure_format, serif=args.serif, progress=progress
+    )
+    finish(report, html, args)
+    return 0

@@ -1,0 +1,110 @@
+"""The ``evalstats`` command line that recomputes an analysis's main table on its own."""
+
+from __future__ import annotations
+
+import inspect
+import shlex
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalstats.report._core import AnalysisResult
+
+__all__ = ["command_line"]
+
+#: Parameters each subcommand exposes as ``--flag`` (the flag is the name with dashes).
+#: An analysis run with a non-default parameter outside this list has no command line.
+_FLAGS: dict[str, frozenset[str]] = {
+    "moments": frozenset({"by"}),
+    "nstar": frozenset(
+        {
+            "epsilon",
+            "delta",
+            "moments",
+            "n_resamples",
+            "method",
+            "compat",
+            "population_size",
+            "seed",
+            "by",
+        }
+    ),
+    "converge": frozenset(
+        {"batch", "mean_tol", "ci_width", "n_orders", "confidence_level", "seed"}
+    ),
+    "stability": frozenset({"by", "normalize", "on_mismatch"}),
+    "normality": frozenset({"by", "method", "low_power_n"}),
+    "correlate": frozenset({"method", "alternative", "n_resamples", "seed"}),
+    "anova": frozenset({"factors", "interactions", "ss_type", "n_resamples", "block", "seed"}),
+    "attribute": frozenset({"factors", "method", "n_null", "seed"}),
+    "intervals": frozenset(
+        {"over", "method", "confidence_level", "cluster", "n_resamples", "seed"}
+    ),
+    "compare": frozenset(
+        {
+            "paired_on",
+            "correction",
+            "method",
+            "alternative",
+            "confidence_level",
+            "n_resamples",
+            "seed",
+        }
+    ),
+    "audit": frozenset({"default", "claim", "confidence_level"}),
+    "providers": frozenset({"provider", "method", "confidence_level", "n_resamples", "seed"}),
+}
+
+#: Parameters always written (required by the subcommand).
+_REQUIRED = frozenset({"factors", "default"})
+
+#: Loader options and their flags.
+_LOADER_FLAGS = {
+    "columns": "--columns",
+    "on_invalid": "--on-invalid",
+    "score_scale": "--score-scale",
+}
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return str(value)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return tuple(a) == tuple(b)
+    return bool(a == b)
+
+
+def command_line(result: AnalysisResult, source: dict[str, Any]) -> str | None:
+    """``evalstats <command> PATH ... --json`` giving ``result``'s main table, or None.
+
+    None when the analysis has no subcommand, the input was not a file, or a parameter was set
+    that the subcommand does not expose.
+    """
+    from evalstats.report._core import _resolve
+
+    command = result.command
+    path = source.get("path")
+    if command is None or not path:
+        return None
+    flags = _FLAGS.get(command, frozenset())
+    parts = ["evalstats", command, shlex.quote(str(path))]
+    if source.get("format"):
+        parts += ["--format", shlex.quote(str(source["format"]))]
+    for name, value in (source.get("options") or {}).items():
+        if name not in _LOADER_FLAGS:
+            return None
+        parts += [_LOADER_FLAGS[name], shlex.quote(_text(value))]
+    signature = inspect.signature(_resolve(result.function)).parameters
+    for name, value in result.params.items():
+        default = signature[name].default
+        if name not in _REQUIRED and _same(value, default):
+            continue
+        if name not in flags:
+            return None
+        parts += ["--" + name.replace("_", "-"), shlex.quote(_text(value))]
+    return " ".join(parts) + " --json"

@@ -1,0 +1,513 @@
+"""Plain-language readings of each analysis: a few sentences quoting its result tables.
+
+A reading picks rows (the largest, the smallest, those below a level) and quotes their values;
+it computes no statistic. Accuracies are quoted in percent and differences in accuracy points.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from evalstats.report._core import AnalysisResult, DataSummary
+
+__all__ = ["READINGS"]
+
+#: At most this many items are listed in one sentence ("a, b, c and 4 more").
+_LIST_MAX = 4
+
+
+def _ok(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def _pct(x: float | None) -> str:
+    """Accuracy as a percentage: 0.6115 -> '61.2 %'."""
+    return "n/a" if not _ok(x) else f"{100 * x:.1f} %"
+
+
+def _pts(x: float | None, *, sign: bool = False) -> str:
+    """A difference in accuracy points: 0.0797 -> '8.0'."""
+    if not _ok(x):
+        return "n/a"
+    return f"{100 * x:+.1f}" if sign else f"{100 * x:.1f}"
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    if not _ok(x):
+        return "n/a"
+    if x != 0 and abs(x) < 10 ** (-digits):
+        return f"{x:.1e}"
+    return f"{x:.{digits}f}"
+
+
+def _p(x: float | None) -> str:
+    if not _ok(x):
+        return "p n/a"
+    return "p < 0.001" if x < 0.001 else f"p = {x:.3f}"
+
+
+def _join(items: Sequence[str], *, more: int = 0) -> str:
+    items = list(items)
+    if more:
+        items = [*items, f"{more} more"]
+    if not items:
+        return ""
+    if len(items) == 1:
+        return items[0]
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _listed(items: Iterable[str]) -> str:
+    items = list(items)
+    return _join(items[:_LIST_MAX], more=max(len(items) - _LIST_MAX, 0))
+
+
+def _where(row: dict[str, Any], keys: Sequence[str] = ("model", "dataset")) -> str:
+    parts = [str(row[k]) for k in keys if k in row and row[k] is not None]
+    if len(parts) == 2 and keys[:2] == ("model", "dataset"):
+        return f"{parts[0]} on {parts[1]}"
+    return ", ".join(parts)
+
+
+#: Display names of test and coefficient methods.
+_METHODS = {
+    "lilliefors": "Lilliefors",
+    "shapiro": "Shapiro–Wilk",
+    "anderson": "Anderson–Darling",
+    "ks": "Kolmogorov–Smirnov",
+    "spearman": "Spearman",
+    "kendall": "Kendall",
+    "pearson": "Pearson",
+    "holm": "Holm",
+    "bh": "Benjamini–Hochberg",
+}
+
+
+def _method(name: str) -> str:
+    return _METHODS.get(name, name)
+
+
+def _ahead(a: str, b: str, diff: float, low: float, high: float, where: str = "") -> str:
+    """'b ahead of a on d by 8.0 points [5.7, 10.2]' for diff = a - b < 0 (and vice versa)."""
+    if diff < 0:
+        a, b, diff, low, high = b, a, -diff, -high, -low
+    return f"{a} ahead of {b}{where} by {_pts(diff)} points [{_pts(low)}, {_pts(high)}]"
+
+
+def _several(values: Iterable[Any]) -> bool:
+    return len(set(values)) > 1
+
+
+def _alpha(params: dict[str, Any]) -> float:
+    level = params.get("confidence_level", 0.95)
+    return 1.0 - float(level) if _ok(level) else 0.05
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _moments(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["moments"].filter(pl.col("spread").is_not_nan())
+    if t.height == 0:
+        return "No group has two or more variants with a score; no spread to report."
+    s = t.sort("spread", descending=True)
+    wide, narrow = s.row(0, named=True), s.row(-1, named=True)
+    n_var = _listed(str(v) for v in sorted(set(t["n_variants"].to_list())))
+    text = (
+        f"Across {n_var} prompt variants per group, accuracy moves by up to "
+        f"{_pts(wide['spread'])} points between the best and the worst prompt "
+        f"({_where(wide)}: {_pct(wide['min'])} to {_pct(wide['max'])})"
+    )
+    if t.height > 1:
+        text += f"; the narrowest range is {_pts(narrow['spread'])} points ({_where(narrow)})"
+    text += "."
+    if "prompt_variance" in t.columns and t["prompt_variance"].is_not_null().any():
+        k = t.filter(pl.col("prompt_variance") > 0).height
+        text += (
+            f" In {k} of {t.height} groups the variance between prompts is larger than item "
+            "sampling alone would give (prompt_variance > 0)."
+        )
+    return text
+
+
+def _nstar(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["nstar"]
+    moment = "overall" if "overall" in t["moment"].to_list() else t["moment"][0]
+    rows = t.filter(pl.col("moment") == moment)
+    p = res.params
+    what = "the mean and the variance" if moment == "overall" else f"the {moment}"
+    head = (
+        f"To estimate {what} of accuracy over prompts within ε = {p['epsilon']:g} with "
+        f"probability {1 - p['delta']:.0%}, "
+    )
+    reached = rows.filter(pl.col("reached"))
+    missed = rows.filter(~pl.col("reached"))
+    text = head
+    if reached.height:
+        lo, hi = reached["n_star"].min(), reached["n_star"].max()
+        avail = _listed(str(v) for v in sorted(set(reached["n_available"].to_list())))
+        span = f"{lo}" if lo == hi else f"between {lo} and {hi}"
+        text += f"{span} variants are needed (n*, of {avail} available)"
+        if missed.height:
+            text += "; "
+    if missed.height:
+        text += (
+            f"the available variants are not enough for {_listed(_where(r) for r in missed.iter_rows(named=True))}"
+            " (n* not reached: evaluate more prompts before trusting the mean)"
+        )
+    return text + "."
+
+
+def _converge(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["converge"]
+    p = res.params
+    lo, hi = t["share_reached"].min(), t["share_reached"].max()
+    share = f"{lo:.0%}" if lo == hi else f"{lo:.0%} to {hi:.0%}"
+    worst = t.sort("error_max", descending=True, nulls_last=True).row(0, named=True)
+    return (
+        f"Replaying the sequential stopping rule (batches of {p['batch']} variants; stop when the "
+        f"mean moves less than {_pts(p['mean_tol'])} points and the {p['confidence_level']:.0%} "
+        f"interval is narrower than {_pts(p['ci_width'])} points) over {p['n_orders']} random "
+        f"orders, the rule stopped early in {share} of orders; otherwise every recorded variant "
+        f"was needed. The stopped mean was at most {_pts(worst['error_max'])} points from the "
+        f"mean of all variants ({_where(worst)})."
+    )
+
+
+def _stability(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["stability"]
+    runs = _listed(str(v) for v in sorted(set(t["n_runs"].to_list())))
+    worst = t.sort("spread", descending=True, nulls_last=True).row(0, named=True)
+    keys = [c for c in ("model", "dataset", "variant") if c in t.columns]
+    unit = "configuration" if t.height == 1 else f"{t.height} configurations"
+    text = (
+        f"Over {runs} identical runs of each of {unit}, accuracy changed between runs by up to "
+        f"{_pts(worst['spread'])} points ({_where(worst, keys[:2])}"
+    )
+    if "variant" in keys and data.n_variants > 1:
+        text += f", variant {worst['variant']}"
+    text += ")."
+    for col, what in (("tar_a", "parsed answers (TARa@N)"), ("tar_r", "raw responses (TARr@N)")):
+        vals = t[col].drop_nulls().drop_nans()
+        if vals.len():
+            lo, hi = vals.min(), vals.max()
+            text += (
+                f" The share of items with the same {what.split(' (')[0]} in every run, "
+                f"{what.split(' (')[1][:-1]}, ranges from {_pct(lo)} to {_pct(hi)}."
+            )
+    return text
+
+
+def _normality(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["normality"]
+    method = _listed([_method(m) for m in sorted(set(t["method"].to_list()))])
+    tested = t.filter(pl.col("pvalue").is_not_null() & pl.col("pvalue").is_not_nan())
+    low = t.filter(pl.col("low_power")).height
+    alpha = 0.05
+    if tested.height == 0:
+        text = (
+            f"The {method} test could not be computed in any of the {t.height} groups: "
+            f"{_listed(str(v) for v in sorted(set(t['n'].to_list())))} runs per group are too few."
+        )
+    else:
+        k = tested.filter(pl.col("pvalue") < alpha).height
+        text = (
+            f"The {method} test rejects normality of the run accuracies at the 5 % level in {k} "
+            f"of {tested.height} groups."
+        )
+    if low:
+        text += (
+            f" {low} of {t.height} groups have fewer than {res.params['low_power_n']} runs, too "
+            "few for the test to detect a departure from normality: absence of rejection is not "
+            "evidence of normality."
+        )
+    return text
+
+
+def _correlation(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["correlation"]
+    pcol = "pvalue_perm" if t["pvalue_perm"].is_not_null().any() else "pvalue"
+    ok = t.filter(pl.col("statistic").is_not_nan() & pl.col("statistic").is_not_null())
+    undefined = t.height - ok.height
+    method = t["method"][0] if t.height else res.params["method"]
+    sym = {"spearman": "ρ", "kendall": "τ", "pearson": "r"}.get(method, "r")
+    sig = ok.filter(pl.col(pcol) <= 0.05).sort(pl.col("statistic").abs(), descending=True)
+    n = ok["n"].max() if ok.height else 0
+    if sig.height:
+        pairs = [
+            f"{r['x']}–{r['y']} ({sym} = {r['statistic']:.2f})" for r in sig.iter_rows(named=True)
+        ]
+        text = (
+            f"Across {n} configurations, the {_method(method)} correlations with "
+            f"{'permutation ' if pcol == 'pvalue_perm' else ''}p ≤ 0.05 are {_listed(pairs)}."
+        )
+    else:
+        text = f"No {_method(method)} correlation reaches p ≤ 0.05 across {n} configurations."
+    if undefined:
+        text += (
+            f" {undefined} pair{'s are' if undefined > 1 else ' is'} undefined because a column "
+            "is constant or missing."
+        )
+    return text
+
+
+def _anova(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["anova"].filter(pl.col("term") != "Residual")
+    top = t.filter(pl.col("eta_sq").is_not_null()).sort("eta_sq", descending=True).head(3)
+    named = [f"{r['term']} (η² = {r['eta_sq']:.3f})" for r in top.iter_rows(named=True)]
+    pcol = "pvalue_perm" if t["pvalue_perm"].is_not_null().any() else "pvalue"
+    sig = t.filter(pl.col(pcol) < 0.05)
+    text = (
+        f"The terms that explain most of the variance of unit scores are {_join(named)}. "
+        f"{sig.height} of {t.height} terms have "
+        f"{'a permutation ' if pcol == 'pvalue_perm' else 'an F-test '}p < 0.05"
+    )
+    if sig.height:
+        text += f": {_listed(sig['term'].to_list())}"
+    text += "."
+    if len(data.models) > 1 or len(data.datasets) > 1:
+        text += (
+            " Scores are pooled over models and datasets, so their differences stay in the "
+            "residual."
+        )
+    return text
+
+
+def _attribution(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["attribution"]
+    v = res.values
+    above = t.filter(pl.col("above_null").fill_null(False))
+    below = t.filter(~pl.col("above_null").fill_null(False))
+    text = (
+        f"The {res.params['method']} model explains {v['cv_r_sq']:.0%} of the variance of unit "
+        f"scores out of fold (cross-validated R² over {v['n_folds']} folds)."
+    )
+    if t["null_high"].is_not_null().any():
+        if above.height:
+            items = [
+                f"{r['factor']} ({_pts(r['mean_abs_shap'])} points)"
+                for r in above.iter_rows(named=True)
+            ]
+            text += f" Factors above their null band (mean |SHAP|): {_listed(items)}."
+        if below.height:
+            text += (
+                f" Within the null band, so indistinguishable from no effect: "
+                f"{_listed(below['factor'].to_list())}."
+            )
+    return text
+
+
+def _intervals(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["intervals"]
+    p = res.params
+    level = f"{p['confidence_level']:.0%}"
+    keys = [c for c in p["by"] if c != "model" and c in t.columns]
+    groups = t.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): t}
+    sentences = []
+    for key, g in list(groups.items())[:_LIST_MAX]:
+        s = g.sort("mean", descending=True)
+        top = s.row(0, named=True)
+        where = f"On {', '.join(str(k) for k in key)}, " if keys else ""
+        if g.height == 1:
+            sentences.append(
+                f"{where}{top['model']} scores {_pct(top['mean'])} ({level} CI "
+                f"{_pct(top['ci_low'])} to {_pct(top['ci_high'])})."
+            )
+            continue
+        low = s.row(-1, named=True)
+        sentences.append(
+            f"{where}{top['model']} has the highest mean accuracy, {_pct(top['mean'])} "
+            f"({level} CI {_pct(top['ci_low'])} to {_pct(top['ci_high'])}), and "
+            f"{low['model']} the lowest, {_pct(low['mean'])} ({_pct(low['ci_low'])} to "
+            f"{_pct(low['ci_high'])})."
+        )
+    if len(groups) > _LIST_MAX:
+        sentences.append(f"({len(groups) - _LIST_MAX} more groups in the table.)")
+    over = t["over"][0] if "over" in t.columns and t.height else p["over"]
+    method = t["method"][0] if "method" in t.columns and t.height else p["method"]
+    sentences.append(f"Intervals: {method} over {over}.")
+    return " ".join(sentences)
+
+
+def _compare(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["compare"]
+    p = res.params
+    alpha = 1 - p["confidence_level"]
+    pcol = "pvalue_corrected" if p["correction"] != "none" else "pvalue"
+    sig = t.filter(pl.col(pcol) < alpha).sort(pl.col("difference").abs(), descending=True)
+    ds = "dataset" in t.columns and _several(t["dataset"].to_list())
+    corr = f"after {_method(p['correction'])} correction " if p["correction"] != "none" else ""
+    text = f"{sig.height} of {t.height} model pairs differ at the {alpha:g} level {corr}"
+    text += f"(paired on {p['paired_on']})"
+    if sig.height:
+        items = []
+        for r in sig.iter_rows(named=True):
+            where = f" on {r['dataset']}" if ds else ""
+            items.append(
+                _ahead(
+                    r["model_a"], r["model_b"], r["difference"], r["ci_low"], r["ci_high"], where
+                )
+            )
+        text += f": {_listed(items)}"
+    text += "."
+    rest = t.height - sig.height
+    if rest and "mdd" in t.columns:
+        worst = t.filter(~(pl.col(pcol) < alpha)).sort("mdd", descending=True).row(0, named=True)
+        text += (
+            f" The other {rest} pair{'s' if rest > 1 else ''} could not be told apart; with these "
+            f"items the smallest difference detectable with power {p['power']:.0%} is up to "
+            f"{_pts(worst['mdd'])} points."
+        )
+    return text
+
+
+def _ranks(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["ranks"]
+    keys = [c for c in res.params["by"] if c in t.columns]
+    groups = t.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): t}
+    level = f"{res.params['confidence_level']:.0%}"
+    sentences = []
+    for key, g in list(groups.items())[:_LIST_MAX]:
+        best = g.sort("p_best", descending=True).row(0, named=True)
+        where = f"On {', '.join(str(k) for k in key)}, " if keys else ""
+        ties = g.filter(pl.col("rank_low") == 1).height
+        sentences.append(
+            f"{where}{best['model']} is best in {best['p_best']:.0%} of bootstrap resamples "
+            f"({level} rank interval {best['rank_low']}–{best['rank_high']}); "
+            f"{ties} model{'s' if ties != 1 else ''} can rank first."
+        )
+    if len(groups) > _LIST_MAX:
+        sentences.append(f"({len(groups) - _LIST_MAX} more groups in the table.)")
+    return " ".join(sentences)
+
+
+def _friedman(res: AnalysisResult, data: DataSummary) -> str:
+    v = res.values
+    ranks = res.tables["friedman"].sort("mean_rank")
+    order = [f"{r['model']} ({r['mean_rank']:.2f})" for r in ranks.iter_rows(named=True)]
+    alpha = 1 - res.params["confidence_level"]
+    verdict = "differ" if _ok(v["pvalue"]) and v["pvalue"] < alpha else "do not differ"
+    text = (
+        f"Mean ranks over {v['n_blocks']} datasets: {_listed(order)}. By the Friedman test the "
+        f"models' ranks {verdict} at the {alpha:g} level ({_p(v['pvalue'])}); mean ranks closer "
+        f"than the critical difference {v['critical_difference']:.2f} are not distinguishable."
+    )
+    if v["n_blocks"] < 5:
+        text += f" With {v['n_blocks']} datasets the test has little power."
+    return text
+
+
+def _audit(res: AnalysisResult, data: DataSummary) -> str:
+    pairs, models = res.tables["pairs"], res.tables["models"]
+    default = ", ".join(f"{k}={v}" for k, v in res.params["default"].items())
+    n = res.values["n_reversals"]
+    ds = "dataset" in pairs.columns and _several(pairs["dataset"].to_list())
+    if n:
+        rev = pairs.filter(pl.col("reversal"))
+        items = [
+            f"{r['model_a']} − {r['model_b']}{' on ' + str(r['dataset']) if ds else ''} "
+            f"({_pts(r['default_difference'], sign=True)} points at the default, "
+            f"{_pts(r['difference'], sign=True)} over configurations)"
+            for r in rev.iter_rows(named=True)
+        ]
+        text = (
+            f"At the default configuration ({default}), {n} model pair"
+            f"{'s reverse' if n > 1 else ' reverses'} the ordering that holds over all "
+            f"configurations: {_listed(items)}."
+        )
+    else:
+        text = (
+            f"At the default configuration ({default}) no model pair reverses the ordering that "
+            f"holds over all {pairs['n_configs'].max() if pairs.height else 'recorded'} "
+            "configurations."
+        )
+    out = models.filter(pl.col("outside_interval").fill_null(False))
+    if out.height:
+        mds = "dataset" in models.columns and _several(models["dataset"].to_list())
+        items = [
+            f"{r['model']}{' on ' + str(r['dataset']) if mds else ''} ({_pct(r['default_score'])} "
+            f"vs {_pct(r['mean'])}, percentile {r['percentile']:.0f})"
+            for r in out.iter_rows(named=True)
+        ]
+        text += (
+            " The default score lies outside the interval of the mean over configurations for "
+            f"{_listed(items)}: a single-configuration result would misstate these models."
+        )
+    shifted = pairs.filter(pl.col("default_outside").fill_null(False))
+    if shifted.height and not n:
+        text += (
+            f" For {shifted.height} of {pairs.height} pairs the default difference lies outside "
+            "the interval over configurations, though the ordering holds."
+        )
+    return text
+
+
+def _providers(res: AnalysisResult, data: DataSummary) -> str:
+    errors, diffs = res.tables["errors"], res.tables["differences"]
+    provider = res.params["provider"]
+    per_model = provider == "model"
+    sentences = []
+    if per_model:
+        sentences.append(
+            "There is no provider column, so error rates and both scoring policies are given "
+            "per model, and the differences are between models."
+        )
+    anyerr = errors.filter(pl.col("category") == "any")
+    if anyerr.height:
+        by_prov = anyerr.partition_by(provider, as_dict=True, maintain_order=True)
+        items = []
+        for (prov,), g in by_prov.items():
+            lo, hi = g["rate"].min(), g["rate"].max()
+            span = _pct(lo) if lo == hi else f"{_pct(lo)} to {_pct(hi)}"
+            items.append(f"{prov} {span}")
+        sentences.append(f"Share of calls with an error: {_listed(items)}.")
+    if diffs.height:
+        alpha = 1 - res.params["confidence_level"]
+        keys = [c for c in diffs.columns if c not in ("policy", "provider_a", "provider_b")]
+        keys = keys[: keys.index("n")] if "n" in keys else []
+        verdicts: dict[tuple, set[bool]] = {}
+        for (policy,), g in diffs.partition_by("policy", as_dict=True, maintain_order=True).items():
+            parts = []
+            pairs = g.partition_by(["provider_a", "provider_b"], as_dict=True, maintain_order=True)
+            for (pa, pb), h in pairs.items():
+                items = []
+                for r in h.iter_rows(named=True):
+                    significant = _ok(r["pvalue"]) and r["pvalue"] < alpha
+                    verdicts.setdefault((*(r[k] for k in keys), pa, pb), set()).add(significant)
+                    who = " ".join(str(r[k]) for k in keys)
+                    items.append(
+                        f"{who + ' ' if who else ''}{_pts(r['difference'], sign=True)}"
+                        f"{'' if significant else ' (n.s.)'}"
+                    )
+                parts.append(f"{pa} − {pb} is {_listed(items)} points")
+            sentences.append(f"With {policy.replace('_', ' ')}, {'; '.join(parts)}.")
+        if any(len(v) > 1 for v in verdicts.values()):
+            sentences.append(
+                "Where a difference is significant under one policy and not the other, the gap "
+                "comes from errors rather than from the quality of the answers."
+            )
+    return " ".join(sentences)
+
+
+#: Reading of each analysis: ``(result, data summary) -> text``.
+READINGS: dict[str, Callable[[AnalysisResult, DataSummary], str]] = {
+    "moments": _moments,
+    "nstar": _nstar,
+    "converge": _converge,
+    "stability": _stability,
+    "normality": _normality,
+    "correlation": _correlation,
+    "anova": _anova,
+    "attribution": _attribution,
+    "intervals": _intervals,
+    "compare": _compare,
+    "ranks": _ranks,
+    "friedman": _friedman,
+    "audit": _audit,
+    "providers": _providers,
+}

@@ -1,0 +1,338 @@
+"""Tables of the report: JSON conversion, display columns and formatting, CSV and LaTeX files.
+
+Full-precision tables go to ``results.json`` and CSV; the HTML, Markdown and LaTeX versions show
+the columns a reader needs (parameter echoes such as ``seed`` move to the parameter list) with
+numbers rounded for display only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+__all__ = [
+    "JSON_DIGITS",
+    "display_frame",
+    "format_value",
+    "round_floats",
+    "table_to_dict",
+    "to_jsonable",
+    "to_latex",
+    "write_csv",
+]
+
+#: Columns shown in the HTML, Markdown and LaTeX tables, per (analysis, table). Tables not
+#: listed show every column except the constant parameter echoes of ``_ECHOES``.
+DISPLAY: dict[tuple[str, str], tuple[str, ...]] = {
+    ("moments", "moments"): (
+        "model",
+        "dataset",
+        "n_variants",
+        "mean",
+        "std",
+        "min",
+        "median",
+        "max",
+        "spread",
+        "cps",
+        "pss",
+        "noise_variance",
+        "prompt_variance",
+    ),
+    ("nstar", "nstar"): ("model", "dataset", "moment", "n_star", "n_available", "reached"),
+    ("converge", "converge"): (
+        "model",
+        "dataset",
+        "n_available",
+        "share_reached",
+        "n_stop_median",
+        "n_stop_q05",
+        "n_stop_q95",
+        "full_mean",
+        "error_q95",
+        "error_max",
+    ),
+    ("stability", "stability"): (
+        "model",
+        "dataset",
+        "variant",
+        "n_runs",
+        "n_items",
+        "acc_min",
+        "acc_median",
+        "acc_max",
+        "spread",
+        "tar_a",
+        "tar_r",
+        "best_possible",
+        "worst_possible",
+    ),
+    ("normality", "normality"): (
+        "model",
+        "dataset",
+        "variant",
+        "method",
+        "n",
+        "statistic",
+        "pvalue",
+        "mean",
+        "sd",
+        "low_power",
+    ),
+    ("correlation", "correlation"): ("x", "y", "statistic", "pvalue", "pvalue_perm", "n"),
+    ("intervals", "intervals"): ("model", "dataset", "n", "mean", "se", "ci_low", "ci_high"),
+    ("compare", "compare"): (
+        "dataset",
+        "model_a",
+        "model_b",
+        "n",
+        "mean_a",
+        "mean_b",
+        "difference",
+        "ci_low",
+        "ci_high",
+        "pvalue",
+        "pvalue_corrected",
+        "mdd",
+    ),
+    ("ranks", "ranks"): ("dataset", "model", "score", "rank", "rank_low", "rank_high", "p_best"),
+    ("friedman", "friedman"): ("model", "mean_rank", "score"),
+    ("audit", "pairs"): (
+        "dataset",
+        "model_a",
+        "model_b",
+        "default_difference",
+        "difference",
+        "ci_low",
+        "ci_high",
+        "default_outside",
+        "share_contradicting",
+        "reversal",
+        "claim_status",
+    ),
+    ("audit", "models"): (
+        "dataset",
+        "model",
+        "n_configs",
+        "default_score",
+        "percentile",
+        "mean",
+        "ci_low",
+        "ci_high",
+        "outside_interval",
+        "outside_range",
+    ),
+    ("providers", "scores"): (
+        "model",
+        "provider",
+        "policy",
+        "n_calls",
+        "error_share",
+        "mean",
+        "ci_low",
+        "ci_high",
+    ),
+    ("providers", "differences"): (
+        "model",
+        "policy",
+        "provider_a",
+        "provider_b",
+        "n",
+        "difference",
+        "ci_low",
+        "ci_high",
+        "pvalue",
+    ),
+}
+
+#: Tables kept out of the HTML and Markdown pages (too long to read; CSV and JSON keep them).
+HIDDEN: frozenset[tuple[str, str]] = frozenset({("nstar", "curve"), ("providers", "tail_quality")})
+
+#: Columns that echo a parameter; hidden from display when constant over the rows.
+_ECHOES = frozenset(
+    {
+        "seed",
+        "n_resamples",
+        "confidence_level",
+        "alternative",
+        "correction",
+        "epsilon",
+        "delta",
+        "power",
+        "batch",
+        "mean_tol",
+        "ci_width",
+        "n_orders",
+        "over",
+        "paired_on",
+        "q_low_level",
+        "q_high_level",
+        "perm_exact",
+        "method",
+        "uncorrected",
+        "claim",
+        "n_blocks",
+        "statistic_name",
+    }
+)
+
+_PVALUE = ("pvalue", "pvalue_perm", "pvalue_corrected")
+
+
+def to_jsonable(v: Any) -> Any:
+    """``v`` with NaN and infinities as None, tuples as lists and numpy scalars as Python ones."""
+    if isinstance(v, float):
+        return None if (math.isnan(v) or math.isinf(v)) else v
+    if isinstance(v, (str, bool, int)) or v is None:
+        return v
+    if isinstance(v, Path):
+        return str(v)
+    if isinstance(v, Mapping):
+        return {str(k): to_jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [to_jsonable(x) for x in v]
+    if isinstance(v, pl.Series):
+        return to_jsonable(v.to_list())
+    if hasattr(v, "item"):  # numpy scalar
+        return to_jsonable(v.item())
+    if hasattr(v, "tolist"):  # numpy array
+        return to_jsonable(v.tolist())
+    return str(v)
+
+
+#: Significant digits of the floats in results.json. polars may sum the same floats in a
+#: different order from one run to the next (hash grouping, chunking), which moves the last
+#: bit or two; ten digits keep every meaningful digit and make equal runs write equal files.
+#: The CSV tables keep full precision.
+JSON_DIGITS = 10
+
+
+def round_floats(v: Any, digits: int = JSON_DIGITS) -> Any:
+    """``v`` with every float rounded to ``digits`` significant digits (recursively)."""
+    if isinstance(v, float):
+        return float(f"{v:.{digits}g}") if math.isfinite(v) else v
+    if isinstance(v, dict):
+        return {k: round_floats(x, digits) for k, x in v.items()}
+    if isinstance(v, list):
+        return [round_floats(x, digits) for x in v]
+    return v
+
+
+def table_to_dict(frame: pl.DataFrame) -> dict[str, Any]:
+    """``{"columns": [{"name", "dtype"}], "rows": [{column: value}]}`` (as the CLI's --json).
+
+    Floats are rounded to :data:`JSON_DIGITS` significant digits; NaN becomes null.
+    """
+    return {
+        "columns": [{"name": n, "dtype": str(t)} for n, t in frame.schema.items()],
+        "rows": round_floats(to_jsonable(frame.to_dicts())),
+    }
+
+
+def display_frame(analysis: str, name: str, frame: pl.DataFrame) -> pl.DataFrame:
+    """The columns of ``frame`` a reader needs (see :data:`DISPLAY`)."""
+    wanted = DISPLAY.get((analysis, name))
+    if wanted is not None:
+        cols = [c for c in wanted if c in frame.columns]
+        # a column with no value at all (claim_status without a claim) says nothing
+        cols = [c for c in cols if not (frame.height and frame[c].null_count() == frame.height)]
+    else:
+        cols = []
+        for c, t in frame.schema.items():
+            if isinstance(t, (pl.List, pl.Array, pl.Struct, pl.Object)):
+                continue
+            if c in _ECHOES and frame.height and frame[c].n_unique() == 1:
+                continue
+            cols.append(c)
+    return frame.select(cols)
+
+
+def format_value(column: str, value: Any) -> str:
+    """Display text of one cell: p-values as ``<0.001``, other floats to 3 decimals."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "–"
+        if column in _PVALUE or column.startswith("pvalue"):
+            return "<0.001" if value < 0.001 else f"{value:.3f}"
+        if value == 0:
+            return "0"
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        if abs(value) >= 100:
+            return f"{value:.1f}"
+        if abs(value) < 0.001:
+            return f"{value:.1e}"
+        return f"{value:.3f}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(format_value(column, v) for v in value)
+    return str(value)
+
+
+def write_csv(frame: pl.DataFrame, path: Path) -> None:
+    """Write ``frame`` as CSV; list columns become JSON text (CSV cannot nest)."""
+    nested = [c for c, t in frame.schema.items() if isinstance(t, (pl.List, pl.Array, pl.Struct))]
+    if nested:
+        frame = frame.with_columns(
+            pl.Series(c, [json.dumps(to_jsonable(v)) for v in frame[c].to_list()], dtype=pl.String)
+            for c in nested
+        )
+    frame.write_csv(path)
+
+
+_LATEX_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+}
+
+_LATEX_UNICODE = {"–": "--", "−": "-", "η": r"$\eta$", "²": r"$^2$", "≤": r"$\le$"}
+
+
+def latex_escape(text: str) -> str:
+    """``text`` safe in LaTeX body text."""
+    out = "".join(_LATEX_ESCAPES.get(ch, ch) for ch in text)
+    for k, v in _LATEX_UNICODE.items():
+        out = out.replace(k, v)
+    return out
+
+
+def to_latex(frame: pl.DataFrame, *, caption: str, label: str) -> str:
+    """A ``booktabs`` table of the display frame (needs the booktabs package)."""
+    numeric = [t.is_numeric() and t != pl.Boolean for t in frame.schema.values()]
+    spec = "".join("r" if n else "l" for n in numeric)
+    head = " & ".join(latex_escape(c) for c in frame.columns)
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\small",
+        rf"\caption{{{latex_escape(caption)}}}",
+        rf"\label{{{label}}}",
+        rf"\begin{{tabular}}{{{spec}}}",
+        r"\toprule",
+        head + r" \\",
+        r"\midrule",
+    ]
+    for row in frame.iter_rows():
+        cells = [latex_escape(format_value(c, v)) for c, v in zip(frame.columns, row)]
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
+    return "\n".join(lines)

@@ -1,0 +1,238 @@
+"""Writing the report folder: figures, tables, results.json, report.md and report.html."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalstats.errors import EvalstatsError, ParameterError
+
+if TYPE_CHECKING:
+    from evalstats.report._core import AuditReport
+
+__all__ = [
+    "FIGURE_FORMATS",
+    "RenderedFigure",
+    "RenderedTable",
+    "check_figure_formats",
+    "write_report",
+]
+
+#: Figure file formats ``write`` accepts.
+FIGURE_FORMATS = ("png", "pdf", "svg")
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedFigure:
+    """A figure as written: its spec fields, files, and the PNG the HTML page embeds."""
+
+    number: int
+    key: str
+    title: str
+    caption: str
+    analysis: str
+    files: dict[str, str]
+    png: bytes = field(repr=False)
+    width_in: float
+    height_in: float
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedTable:
+    """A table as written: which analysis, its name, number and files."""
+
+    number: int
+    key: str
+    analysis: str
+    name: str
+    title: str
+    files: dict[str, str]
+
+
+def table_key(analysis: str, name: str) -> str:
+    """File stem of a table: the analysis key, plus the table name when they differ."""
+    return analysis if name == analysis else f"{analysis}_{name}"
+
+
+def table_title(report: AuditReport, analysis: str, name: str) -> str:
+    """Caption of a table."""
+    res = report[analysis]
+    if name == analysis or len(res.tables) == 1:
+        return res.title
+    return f"{res.title}: {name.replace('_', ' ')}"
+
+
+def check_figure_formats(figure_formats: Sequence[str]) -> tuple[str, ...]:
+    """The formats, lower-cased and de-duplicated; ParameterError for an unknown one."""
+    formats = tuple(dict.fromkeys(f.strip().lower().lstrip(".") for f in figure_formats))
+    bad = [f for f in formats if f not in FIGURE_FORMATS]
+    if bad or not formats:
+        raise ParameterError(
+            f"`figure_formats` must name some of {', '.join(FIGURE_FORMATS)}, got "
+            f"{', '.join(map(repr, figure_formats)) or 'none'}."
+        )
+    return formats
+
+
+def _draw_figures(
+    report: AuditReport,
+    out: Path,
+    formats: tuple[str, ...],
+    *,
+    serif: bool,
+    progress: bool,
+) -> tuple[list[RenderedFigure], list[dict[str, str]]]:
+    from tqdm.auto import tqdm
+
+    from evalstats.plots import model_colors, paper_style
+    from evalstats.plots._style import require_plotting
+    from evalstats.report._figures import figure_specs
+
+    plt, _ = require_plotting()
+    palette = model_colors(report.data.models) if report.data.models else {}
+    specs = figure_specs(report)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    rendered: list[RenderedFigure] = []
+    failed: list[dict[str, str]] = []
+    bar = tqdm(specs, desc="figures", unit="figure", file=sys.stderr, disable=not progress)
+    for spec in bar:
+        bar.set_description_str(f"figures: {spec.key}")
+        with paper_style(serif=serif):
+            try:
+                fig = spec.draw(palette)
+            except EvalstatsError as exc:
+                failed.append({"key": spec.key, "analysis": spec.analysis, "reason": str(exc)})
+                continue
+            try:
+                files = {}
+                for fmt in formats:
+                    path = out / "figures" / f"{spec.key}.{fmt}"
+                    fig.savefig(path, bbox_inches="tight", metadata=_metadata(fmt))
+                    files[fmt] = path.relative_to(out).as_posix()
+                if "png" in formats:
+                    png = (out / files["png"]).read_bytes()
+                else:
+                    buf = io.BytesIO()
+                    fig.savefig(buf, format="png", bbox_inches="tight")
+                    png = buf.getvalue()
+                width, height = fig.get_size_inches()
+            finally:
+                plt.close(fig)
+        rendered.append(
+            RenderedFigure(
+                number=len(rendered) + 1,
+                key=spec.key,
+                title=spec.title,
+                caption=spec.caption,
+                analysis=spec.analysis,
+                files=files,
+                png=png,
+                width_in=float(width),
+                height_in=float(height),
+            )
+        )
+    return rendered, failed
+
+
+def _metadata(fmt: str) -> dict[str, Any]:
+    # no creation date: the same report gives the same files
+    if fmt == "pdf":
+        return {"CreationDate": None, "Creator": "evalstats"}
+    if fmt == "svg":
+        return {"Date": None, "Creator": "evalstats"}
+    return {"Software": "evalstats"}
+
+
+def _write_tables(report: AuditReport, out: Path) -> list[RenderedTable]:
+    from evalstats.report._tables import HIDDEN, display_frame, to_latex, write_csv
+
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    written = []
+    for res in report.analyses:
+        for name, frame in res.tables.items():
+            key = table_key(res.key, name)
+            title = table_title(report, res.key, name)
+            csv = out / "tables" / f"{key}.csv"
+            tex = out / "tables" / f"{key}.tex"
+            write_csv(frame, csv)
+            shown = display_frame(res.key, name, frame)
+            tex.write_text(
+                to_latex(shown, caption=title, label=f"tab:{key.replace('_', '-')}"),
+                encoding="utf-8",
+            )
+            written.append(
+                RenderedTable(
+                    number=0 if (res.key, name) in HIDDEN else len(written) + 1,
+                    key=key,
+                    analysis=res.key,
+                    name=name,
+                    title=title,
+                    files={"csv": f"tables/{key}.csv", "tex": f"tables/{key}.tex"},
+                )
+            )
+    # number the shown tables consecutively
+    n = 0
+    numbered = []
+    for t in written:
+        if t.number:
+            n += 1
+            t = RenderedTable(n, t.key, t.analysis, t.name, t.title, t.files)
+        numbered.append(t)
+    return numbered
+
+
+def results_document(
+    report: AuditReport,
+    figures: Sequence[RenderedFigure],
+    tables: Sequence[RenderedTable],
+    failed: Sequence[dict[str, str]],
+) -> dict[str, Any]:
+    """``results.json``: :meth:`AuditReport.to_dict` plus the files written."""
+    doc = report.to_dict()
+    files = {(t.analysis, t.name): t.files for t in tables}
+    for entry in doc["analyses"]:
+        for name, table in entry["tables"].items():
+            table["files"] = files.get((entry["key"], name), {})
+        entry["figures"] = [f.key for f in figures if f.analysis == entry["key"]]
+    doc["figures"] = [
+        {
+            "key": f.key,
+            "title": f.title,
+            "caption": f.caption,
+            "analysis": f.analysis,
+            "files": f.files,
+        }
+        for f in figures
+    ]
+    doc["figures_skipped"] = list(failed)
+    return doc
+
+
+def write_report(
+    report: AuditReport,
+    out: Path,
+    *,
+    figure_formats: Sequence[str] = ("png", "pdf"),
+    serif: bool = False,
+    progress: bool = False,
+) -> Path:
+    """Write every file of the report into ``out``; return the path of ``report.html``."""
+    from evalstats.report._render import render_html, render_markdown
+
+    formats = check_figure_formats(figure_formats)
+    out.mkdir(parents=True, exist_ok=True)
+    figures, failed = _draw_figures(report, out, formats, serif=serif, progress=progress)
+    tables = _write_tables(report, out)
+    doc = results_document(report, figures, tables, failed)
+    (out / "results.json").write_text(
+        json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8"
+    )
+    (out / "report.md").write_text(render_markdown(report, figures, tables), encoding="utf-8")
+    html = out / "report.html"
+    html.write_text(render_html(report, figures, tables, failed), encoding="utf-8")
+    return html

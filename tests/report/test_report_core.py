@@ -1,0 +1,162 @@
+"""audit_report: which analyses the columns support, parameters, seeds, and no own statistics."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from evalstats.attribution import factor_anova
+from evalstats.compare import compare_models, provider_audit
+from evalstats.errors import ParameterError, SchemaError
+from evalstats.report import ANALYSES, audit_report
+from evalstats.resampling import required_sample_size
+from evalstats.simulate import observations, unit_table
+
+#: Every resampling step small, so each test takes a moment.
+FAST = {
+    "nstar": {"n_resamples": 200},
+    "converge": {"n_orders": 20, "batch": 2},
+    "correlation": {"n_resamples": 99},
+    "anova": {"n_resamples": 99},
+    "attribution": {"n_null": 2, "n_folds": 3},
+    "intervals": {},
+    "compare": {"n_resamples": 99},
+    "ranks": {"n_resamples": 100},
+    "providers": {"n_resamples": 99},
+}
+
+
+@pytest.fixture(scope="module")
+def full_obs() -> pl.DataFrame:
+    """Every column the report can use: factors, runs, providers, errors, latency."""
+    return observations(
+        n_models=3,
+        n_datasets=2,
+        n_items=20,
+        n_variants=8,
+        n_runs=4,
+        factors={"shots": {0: 0.0, 5: 0.1}, "cot": {False: 0.0, True: 0.05}},
+        instability=0.1,
+        raw_instability=0.1,
+        providers=("a", "b"),
+        error_rates={"a": {"api_error": 0.02}, "b": {"api_error": 0.1}},
+        latency=True,
+        seed=1,
+    )
+
+
+@pytest.fixture(scope="module")
+def full_report(full_obs):
+    return audit_report(full_obs, default={"shots": 0, "cot": False}, options=FAST, seed=3)
+
+
+def test_every_analysis_runs_when_the_columns_support_it(full_report):
+    assert [a.key for a in full_report.analyses] == [s.key for s in ANALYSES]
+    assert full_report.skipped == ()
+    assert all(a.reading for a in full_report.analyses)
+
+
+def test_a_lean_table_skips_with_reasons():
+    obs = observations(n_models=1, n_items=20, n_variants=5, seed=0)
+    rep = audit_report(obs, options={"nstar": {"n_resamples": 100}})
+    assert [a.key for a in rep.analyses] == ["moments", "nstar", "intervals"]
+    reasons = {s.key: s.reason for s in rep.skipped}
+    assert "run once" in reasons["stability"] and "run once" in reasons["normality"]
+    assert "no factor column" in reasons["anova"] and "--factors" in reasons["attribution"]
+    assert "only one model (m0)" in reasons["compare"]
+    assert "--default" in reasons["audit"]
+    assert "no provider column" in reasons["providers"]
+    # the stopping rule needs 2 batches of 10 variants: the analysis's own message is kept
+    assert "converge" in reasons and "batch" in reasons["converge"]
+
+
+def test_unit_level_input_skips_the_item_analyses():
+    units = unit_table(n_models=2, n_items=20, n_variants=6, n_runs=2, seed=0)
+    rep = audit_report(units, options={"nstar": {"n_resamples": 100}})
+    reasons = {s.key: s.reason for s in rep.skipped}
+    assert "no item column" in reasons["stability"]
+    assert "no item column" in reasons["compare"] and "no item column" in reasons["ranks"]
+    assert rep.data.n_items is None and "intervals" in rep
+
+
+def test_errors_without_provider_column_are_audited_per_model():
+    obs = observations(
+        n_models=2,
+        n_items=30,
+        n_variants=3,
+        providers=("only",),
+        error_rates={"only": {"timeout": 0.1}},
+        seed=0,
+    ).drop("provider")
+    rep = audit_report(obs, skip=["nstar", "converge", "moments"], options=FAST)
+    res = rep["providers"]
+    assert res.params["provider"] == "model" and tuple(res.params["by"]) == ()
+    assert "no provider column" in res.reading
+    expected = provider_audit(obs, provider="model", by=(), n_resamples=99, seed=0)
+    assert_frame_equal(res.tables["errors"], expected.errors)
+
+
+def test_tables_are_the_public_functions_results(full_obs, full_report):
+    assert_frame_equal(
+        full_report["nstar"].tables["nstar"],
+        required_sample_size(full_obs, n_resamples=200, seed=3),
+    )
+    anova = factor_anova(full_obs, factors=["shots", "cot", "provider"], n_resamples=99, seed=3)
+    assert_frame_equal(full_report["anova"].tables["anova"], anova.to_frame())
+    assert_frame_equal(
+        full_report["compare"].tables["compare"], compare_models(full_obs, n_resamples=99, seed=3)
+    )
+
+
+def test_params_record_every_default_and_the_seed(full_report):
+    nstar = full_report["nstar"].params
+    assert nstar["n_resamples"] == 200 and nstar["seed"] == 3
+    assert nstar["epsilon"] == 0.01 and nstar["delta"] == 0.1  # library defaults, recorded
+    for a in full_report.analyses:
+        if "seed" in a.params:
+            assert a.params["seed"] == 3, a.key
+    assert full_report.parameters["seed"] == 3
+    assert full_report.parameters["factors"] == ["shots", "cot", "provider"]
+
+
+def test_same_seed_gives_identical_results(full_obs, full_report):
+    again = audit_report(full_obs, default={"shots": 0, "cot": False}, options=FAST, seed=3)
+    first = json.dumps(full_report.to_dict(), sort_keys=True)
+    assert json.dumps(again.to_dict(), sort_keys=True) == first
+    other = audit_report(full_obs, default={"shots": 0, "cot": False}, options=FAST, seed=4)
+    assert json.dumps(other.to_dict(), sort_keys=True) != first
+
+
+def test_unknown_options_name_what_exists(full_obs):
+    with pytest.raises(ParameterError, match="`options` names the analysis 'anvoa'"):
+        audit_report(full_obs, options={"anvoa": {}})
+    with pytest.raises(ParameterError, match=r"anova\.n_permutations.*parameters: factors"):
+        audit_report(full_obs, options={"anova": {"n_permutations": 10}})
+    with pytest.raises(ParameterError, match="`skip` names the analysis 'nope'"):
+        audit_report(full_obs, skip=["nope"])
+    with pytest.raises(SchemaError, match="`factors` names 'prompt'"):
+        audit_report(full_obs, factors=["prompt"])
+
+
+def test_a_default_that_matches_nothing_is_a_user_error(full_obs):
+    with pytest.raises(ParameterError, match="no configuration matches the default"):
+        audit_report(full_obs, default={"shots": 3}, options=FAST, skip=["attribution"])
+
+
+def test_computing_the_report_does_not_import_matplotlib():
+    code = (
+        "import sys\n"
+        "from evalstats.report import audit_report\n"
+        "from evalstats.simulate import observations\n"
+        "obs = observations(n_models=2, n_items=10, n_variants=3, seed=0)\n"
+        "audit_report(obs, options={'nstar': {'n_resamples': 50}, 'compare': {'n_resamples': 9},"
+        " 'ranks': {'n_resamples': 9}})\n"
+        "print('matplotlib' in sys.modules, 'seaborn' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]

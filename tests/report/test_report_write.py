@@ -1,0 +1,106 @@
+"""The report folder: results.json against its schema, figure and table files, HTML and Markdown."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+
+import jsonschema
+import pytest
+
+from evalstats.report._tables import JSON_DIGITS, round_floats
+
+
+def test_results_json_validates_against_the_published_schema(demo_results, schema):
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(demo_results, schema, cls=jsonschema.Draft202012Validator)
+
+
+def test_schema_rejects_a_malformed_document(demo_results, schema):
+    broken = json.loads(json.dumps(demo_results))
+    del broken["analyses"][0]["params"]
+    with pytest.raises(jsonschema.ValidationError, match="'params' is a required property"):
+        jsonschema.validate(broken, schema, cls=jsonschema.Draft202012Validator)
+
+
+def test_demo_runs_every_analysis_and_says_where_it_wrote(demo_run, demo_results):
+    assert demo_run.code == 0
+    assert demo_run.stdout.strip() == str(demo_run.out / "report.html")
+    assert demo_run.stderr == ""  # --quiet
+    keys = [a["key"] for a in demo_results["analyses"]]
+    # three runs are too few for the Lilliefors test: skipped, and the reason says so
+    assert keys == [
+        "moments",
+        "nstar",
+        "converge",
+        "stability",
+        "correlation",
+        "anova",
+        "attribution",
+        "intervals",
+        "compare",
+        "ranks",
+        "friedman",
+        "audit",
+        "providers",
+    ]
+    assert [(s["key"], "3 runs" in s["reason"]) for s in demo_results["skipped"]] == [
+        ("normality", True)
+    ]
+    assert demo_results["parameters"]["default"] == {"template": "plain", "shots": 0, "cot": False}
+
+
+def test_every_figure_file_exists_and_is_non_empty(demo_run, demo_results):
+    figures = demo_results["figures"]
+    assert len(figures) >= 12 and demo_results["figures_skipped"] == []
+    signatures = {"png": b"\x89PNG", "pdf": b"%PDF", "svg": b"<?xml"}
+    for fig in figures:
+        assert set(fig["files"]) == {"png", "pdf", "svg"}
+        for fmt, rel in fig["files"].items():
+            data = (demo_run.out / rel).read_bytes()
+            assert len(data) > 1000 and data.startswith(signatures[fmt]), rel
+    on_disk = {p.name for p in (demo_run.out / "figures").iterdir()}
+    assert on_disk == {p.split("/")[-1] for f in figures for p in f["files"].values()}
+
+
+def test_every_table_is_written_as_csv_and_latex(demo_run, demo_results):
+    n = 0
+    for analysis in demo_results["analyses"]:
+        for name, table in analysis["tables"].items():
+            with (demo_run.out / table["files"]["csv"]).open() as fh:
+                rows = list(csv.DictReader(fh))
+            assert len(rows) == len(table["rows"]), name
+            assert list(rows[0]) == [c["name"] for c in table["columns"]]
+            tex = (demo_run.out / table["files"]["tex"]).read_text()
+            assert r"\begin{tabular}" in tex and r"\bottomrule" in tex and "\\_" not in tex[:0]
+            n += 1
+    assert n == len(list((demo_run.out / "tables").glob("*.csv")))
+
+
+def test_html_page_is_self_contained(demo_run, demo_results):
+    html = (demo_run.out / "report.html").read_text()
+    images = re.findall(r'<img src="([^"]+)"', html)
+    assert len(images) == len(demo_results["figures"])
+    assert all(src.startswith("data:image/png;base64,") for src in images)
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+    assert "<script" not in html and "@import" not in html
+    for analysis in demo_results["analyses"]:
+        assert f'id="a-{analysis["key"]}"' in html
+    assert "43,200 rows read" in html  # the ingest report
+    assert "Parameters and versions" in html and "xgboost" in html
+
+
+def test_markdown_links_every_figure(demo_run, demo_results):
+    md = (demo_run.out / "report.md").read_text()
+    links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
+    assert links == [f["files"]["png"] for f in demo_results["figures"]]
+    assert md.startswith("# Audit report: demo_observations.parquet")
+
+
+def test_results_json_floats_are_rounded_for_reproducibility():
+    assert round_floats({"a": [0.1 + 0.2, 1 / 3], "b": 7, "c": "x"}) == {
+        "a": [0.3, float(f"{1 / 3:.{JSON_DIGITS}g}")],
+        "b": 7,
+        "c": "x",
+    }
