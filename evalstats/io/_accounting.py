@@ -235,28 +235,35 @@ def _bucket_expr(plan: Plan, n: int) -> pl.Expr:
 def _group_ids(df: pl.DataFrame, cols: Sequence[str]) -> tuple[pl.DataFrame, np.ndarray, set[str]]:
     """Distinct rows of ``df[cols]``, the index of each row's group, and the constant columns.
 
-    Columns constant over ``df`` (model, dataset, shots ... within one file, as a rule) are left
-    out of the hashing and put back on the distinct rows: grouping costs grow with the columns.
+    Dumps are written a configuration at a time, so a unit's rows usually come in runs: rows
+    are cut into runs of equal keys (a comparison with the previous row), and only the first
+    row of each run is grouped. Columns constant over ``df`` (model, dataset, shots ... within
+    one file, as a rule) are left out and put back. Exact whatever the order: a run never
+    mixes keys, and equal keys in several runs meet in the grouping; when runs are short, the
+    rows are grouped directly.
     """
     cols = list(cols)
-    if df.height == 0:
+    n = df.height
+    if n == 0:
         return df.select(cols).clear(), np.empty(0, dtype=np.int64), set()
+    # a column whose first and last values differ varies; the others are checked in full
+    ends = df.select(cols)
+    maybe = [c for c, a, b in zip(cols, ends.row(0), ends.row(n - 1)) if a == b]
     constant: set[str] = set()
-    if df.height > 10_000:
-        # first == last is a cheap filter; only those columns get the full check
-        ends = df.select(pl.col(c).first().eq_missing(pl.col(c).last()).alias(c) for c in cols)
-        maybe = [c for c, k in zip(cols, ends.row(0)) if k]
-        if maybe:
-            flags = df.select(pl.col(c).eq_missing(pl.col(c).first()).all().alias(c) for c in maybe)
-            constant = {c for c, k in zip(maybe, flags.row(0)) if k}
+    if maybe:
+        flags = df.select(pl.col(c).eq_missing(pl.col(c).first()).all().alias(c) for c in maybe)
+        constant = {c for c, same in zip(maybe, flags.row(0)) if same}
     varying = [c for c in cols if c not in constant]
     if not varying:
-        return df.select(cols).head(1), np.zeros(df.height, dtype=np.int64), constant
-    g = df.select(varying).with_row_index("__i").group_by(varying).agg(pl.col("__i"))
-    gid = np.empty(df.height, dtype=np.int64)
-    lens = g["__i"].list.len().to_numpy()
-    gid[g["__i"].explode().to_numpy()] = np.repeat(np.arange(g.height, dtype=np.int64), lens)
-    g = g.drop("__i")
+        return df.select(cols).head(1), np.zeros(n, dtype=np.int64), constant
+    run = df.select(pl.struct(varying).rle_id())[varying[0]].to_numpy()
+    if (int(run[-1]) + 1) * 4 <= n:
+        starts = pl.Series(np.flatnonzero(np.diff(run, prepend=-1)))
+        heads = df.select(pl.col(varying).gather(starts))
+        g, head_gid = _group_rows(heads, varying)
+        gid = head_gid[run]
+    else:
+        g, gid = _group_rows(df.select(varying), varying)
     if constant:
         first = df.select(c for c in cols if c in constant).head(1)
         g = g.with_columns(
@@ -265,35 +272,57 @@ def _group_ids(df: pl.DataFrame, cols: Sequence[str]) -> tuple[pl.DataFrame, np.
     return g.select(cols), gid, constant
 
 
-def _item_codes(item: pl.Series, valid: np.ndarray) -> tuple[np.ndarray, int]:
-    """Dense non-negative integer codes of ``item`` (exact), and how many codes there are."""
-    n = len(item)
-    if item.dtype.is_integer() and n:
-        arr = item.fill_null(0).to_numpy().astype(np.int64, copy=False)
-        v = arr[valid]
-        if v.size == 0:
-            return np.zeros(n, dtype=np.int64), 1
-        lo, hi = int(v.min()), int(v.max())
-        if hi - lo < 4 * n + 1024:  # dense enough: the value is the code
-            return np.where(valid, arr - lo, 0), hi - lo + 1
-    keys, codes, _ = _group_ids(item.to_frame("item"), ["item"])
-    return codes, max(keys.height, 1)
+def _group_rows(df: pl.DataFrame, cols: list[str]) -> tuple[pl.DataFrame, np.ndarray]:
+    """Distinct rows of ``df[cols]`` and the index of each row's group."""
+    g = df.select(cols).with_row_index("__i").group_by(cols).agg(pl.col("__i"))
+    gid = np.empty(df.height, dtype=np.int64)
+    lens = g["__i"].list.len().to_numpy()
+    gid[g["__i"].explode().to_numpy()] = np.repeat(np.arange(g.height, dtype=np.int64), lens)
+    return g.drop("__i"), gid
 
 
-def _first_occurrence(slot: np.ndarray, valid: np.ndarray, n_slots: int) -> np.ndarray:
-    """True for valid rows whose slot has not appeared in an earlier valid row."""
-    n = len(slot)
-    idx = np.arange(n, dtype=np.int64)
+def _item_codes(item: pl.Series, valid: np.ndarray, vi: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense non-negative integer codes of the valid rows' items (exact), and how many."""
+    if vi.size == 0:
+        return np.zeros(0, dtype=np.int64), 1
+    if item.dtype.is_integer():
+        v = item.gather(vi)  # valid items are never null
+        lo, hi = int(v.min()), int(v.max())  # type: ignore[arg-type]
+        if hi - lo < 4 * len(item) + 1024:  # dense enough: the value is the code
+            return (v - lo).cast(pl.Int64).to_numpy(), hi - lo + 1
+    _, codes = _group_rows(item.gather(vi).to_frame("item"), ["item"])
+    return codes, int(codes.max()) + 1
+
+
+def _first_occurrence(slot: np.ndarray, valid_idx: np.ndarray, n_slots: int, n: int) -> np.ndarray:
+    """Rows (of ``n``) whose slot has not appeared in an earlier row; ``slot`` of valid rows."""
+    out = np.zeros(n, dtype=bool)
     if n_slots <= 4 * n + 1024:
         first = np.full(n_slots, n, dtype=np.int64)
-        np.minimum.at(first, slot[valid], idx[valid])
-        return valid & (first[slot] == idx)
-    out = np.zeros(n, dtype=bool)
-    out[idx[valid]] = pl.Series(slot[valid]).is_first_distinct().to_numpy()
+        np.minimum.at(first, slot, valid_idx)
+        out[valid_idx] = first[slot] == valid_idx
+    else:
+        out[valid_idx] = pl.Series(slot).is_first_distinct().to_numpy()
     return out
 
 
-def _read_part(plan: Plan, spec: PartSpec, needed: list[str]) -> pl.DataFrame:
+def _scaled(scale: Mapping[int, float]) -> pl.Expr:
+    """``__score`` times its file's factor (scores written with a % sign excepted)."""
+    factor = pl.col("__src").replace_strict(
+        list(scale), list(scale.values()), default=1.0, return_dtype=pl.Float64
+    )
+    return (
+        pl.when(pl.col("__pct"))
+        .then(pl.col("__score"))
+        .otherwise(pl.col("__score") * factor)
+        .alias("__score")
+    )
+
+
+def _read_part(
+    plan: Plan, spec: PartSpec, needed: list[str], scale: Mapping[int, float]
+) -> pl.DataFrame:
+    """The partition's rows in file order: ``needed`` columns, scores scaled, reason codes."""
     value, pct = parse_score(plan.schema["score"])
     lf = plan.frame(spec.files)
     filtered = spec.keys is not None or spec.bucket is not None
@@ -303,12 +332,14 @@ def _read_part(plan: Plan, spec: PartSpec, needed: list[str]) -> pl.DataFrame:
         pl.col("run").cast(pl.Int64, strict=False).alias("__run"),
     ]
     lf = lf.with_columns(computed)
+    if any(v != 1.0 for v in scale.values()):
+        lf = lf.with_columns(_scaled(scale))
     if spec.bucket is not None:
         b, n = spec.bucket
         lf = lf.filter(_bucket_expr(plan, n) == b)
     if spec.keys is not None:
         lf = lf.join(spec.keys.lazy(), on=spec.keys.columns, how="semi", nulls_equal=True)
-    lf = lf.select(needed)
+    lf = lf.select(*needed, plan.code_expr)
     try:
         # a filtered partition streams through the filter; a whole one is read at once
         df = lf.collect(engine="streaming") if filtered else lf.collect()
@@ -351,18 +382,19 @@ def run_part(plan: Plan, spec: PartSpec, *, units: bool = True, ids: bool = Fals
     if not plan.has_item and "n_items" in plan.schema:
         extra.add("n_items")
     needed += sorted(c for c in extra if c not in needed)
-    df = _read_part(plan, spec, needed)
+    # reason codes are computed while reading, with the scale known or assumed to be 1
+    df = _read_part(plan, spec, needed, spec.scale or {})
     n = df.height
 
-    # --- score scale (per file) ----------------------------------------------------------
+    # --- score scale (per file), when not decided before -----------------------------------
     decided: dict[int, tuple[float, str | None]] = {}
     if spec.scale is None:
         decided = {i: (1.0, None) for i in spec.files}
         if plan.score_scale != "unit" and n:
-            finite = pl.col("__score").is_finite() & ~pl.col("__pct")
-            top = df.select(pl.col("__score").filter(finite).max()).item()
+            score = df["__score"].to_numpy()
+            finite = np.isfinite(score) & ~df["__pct"].to_numpy()
             # no score above 1: no file looks percent-scaled (the common case, decided at once)
-            if plan.score_scale == "percent" or (top is not None and top > 1):
+            if plan.score_scale == "percent" or (finite.any() and score[finite].max() > 1):
                 stats = _score_stats(df)
                 by_src = {r["__src"]: r for r in stats.iter_rows(named=True)}  # type: ignore[union-attr]
                 decided = {
@@ -370,21 +402,11 @@ def run_part(plan: Plan, spec: PartSpec, *, units: bool = True, ids: bool = Fals
                     for i in spec.files
                 }
         factors = {i: f for i, (f, _) in decided.items()}
-    else:
-        factors = dict(spec.scale)
-    if any(factors.get(i, 1.0) != 1.0 for i in spec.files):
-        f_expr = pl.col("__src").replace_strict(
-            list(factors), list(factors.values()), default=1.0, return_dtype=pl.Float64
-        )
-        df = df.with_columns(
-            pl.when(pl.col("__pct"))
-            .then(pl.col("__score"))
-            .otherwise(pl.col("__score") * f_expr)
-            .alias("__score")
-        )
+        if any(f != 1.0 for f in factors.values()):  # rare: scale, then the codes again
+            df = df.with_columns(_scaled(factors)).with_columns(plan.code_expr)
 
     # --- reasons ---------------------------------------------------------------------------
-    codes = df.select(plan.code_expr)["__code"].to_numpy().copy()
+    codes = df["__code"].to_numpy().copy()
     valid = codes == _KEPT
 
     # --- duplicates: first valid row of each (group, item) in file order -------------------
@@ -395,24 +417,25 @@ def run_part(plan: Plan, spec: PartSpec, *, units: bool = True, ids: bool = Fals
         groups = groups.with_columns(plan.variant)
     if not dcols:
         did, n_d = np.zeros(n, dtype=np.int64), 1
-    elif not variant_in_key and set(group_cols) - set(plan.dedup_row_cols) <= constant:
-        did, n_d = gid, max(groups.height, 1)  # a group is a duplicate group
+    elif groups.height <= 1 or (
+        not variant_in_key and set(group_cols) - set(plan.dedup_row_cols) <= constant
+    ):
+        did, n_d = gid, max(groups.height, 1)  # each unit group is its own duplicate group
     else:
-        _, did_of_group, _ = _group_ids(groups, dcols)
-        n_d = int(did_of_group.max()) + 1 if len(did_of_group) else 1
-        did = did_of_group[gid] if n else gid
+        _, did_of_group = _group_rows(groups, dcols)
+        n_d = int(did_of_group.max()) + 1
+        did = did_of_group[gid]
+    vi = np.flatnonzero(valid)
     if plan.has_item and "item" in plan.dedup_key:
-        icode, n_i = _item_codes(df["item"], valid)
+        icode, n_i = _item_codes(df["item"], valid, vi)
     else:
-        icode, n_i = np.zeros(n, dtype=np.int64), 1
+        icode, n_i = np.zeros(vi.size, dtype=np.int64), 1
     if n_d * n_i < 2**62:
-        first = _first_occurrence(did * n_i + icode, valid, n_d * n_i)
+        first = _first_occurrence(did[vi] * n_i + icode, vi, n_d * n_i, n)
     else:  # too many combinations for one integer: hash the pair instead
         first = np.zeros(n, dtype=bool)
-        pair = pl.DataFrame({"d": did[valid], "i": icode[valid]})
-        first[np.flatnonzero(valid)] = pair.select(pl.struct("d", "i").is_first_distinct())[
-            "d"
-        ].to_numpy()
+        pair = pl.DataFrame({"d": did[vi], "i": icode})
+        first[vi] = pair.select(pl.struct("d", "i").is_first_distinct())["d"].to_numpy()
     dup = valid & ~first
     dup_code = len(plan.rules) + 1
     codes[dup] = dup_code
