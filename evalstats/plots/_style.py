@@ -21,6 +21,7 @@ __all__ = [
     "paper_style",
     "require_plotting",
     "resolve_palette",
+    "tick_labels",
 ]
 
 #: Colours of the non-model elements, from the same colour-blind-safe palette as the models
@@ -127,6 +128,26 @@ def resolve_palette(models: Iterable[str], palette: Any = None) -> dict[str, Any
         free = [c for c in candidates if c not in given.values()] or candidates
         given.update({m: free[i % len(free)] for i, m in enumerate(missing)})
     return {m: given[m] for m in names}
+
+
+def tick_labels(
+    labels: Iterable[str], *, width: int = 26, base: float = 3.4
+) -> tuple[list[str], float, int]:
+    """Long tick labels wrapped to ``width`` characters, the figure width they need, and lines.
+
+    Returns ``(labels, figure_width, lines)``: the wrapped labels, ``base`` inches widened by
+    what the longest line takes beyond 12 characters (at most 7 inches, a page), and the most
+    lines of one label, so a figure with long model or level names stays readable.
+    """
+    import textwrap
+
+    wrapped = [
+        "\n".join(textwrap.wrap(str(t), width=width, break_on_hyphens=True)) or str(t)
+        for t in labels
+    ]
+    longest = max((len(line) for t in wrapped for line in t.split("\n")), default=0)
+    lines = max((t.count("\n") + 1 for t in wrapped), default=1)
+    return wrapped, min(7.0, base + 0.055 * max(0, longest - 12)), lines
 
 
 def new_axes(ax: Any = None, *, figsize: tuple[float, float] = (3.4, 2.6)) -> tuple[Any, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import SchemaError
-from evalstats.plots._style import COLORS, label, new_axes, require_plotting
+from evalstats.plots._style import COLORS, label, new_axes, require_plotting, tick_labels
 
 __all__ = ["plot_anova_effects", "plot_attribution", "plot_interaction_heatmap"]
 
@@ -170,15 +170,23 @@ def plot_interaction_heatmap(cells: pl.DataFrame, *, ax: Any = None, annotate: b
     cols = frame["level_b"].unique(maintain_order=True).to_list()
     lookup = {(r["level_a"], r["level_b"]): r["score"] for r in frame.iter_rows(named=True)}
     grid = [[lookup.get((ra, cb), float("nan")) for cb in cols] for ra in rows]
-    fig, ax = new_axes(ax, figsize=(1.2 + 0.6 * len(cols), 1.0 + 0.45 * len(rows)))
+    row_labels, _, lines = tick_labels(rows, width=22)
+    col_labels, _, _ = tick_labels(
+        [repr(c)[1:-1] if c.strip() != c or not c else c for c in cols], width=12
+    )
+    longest = max((len(line) for t in row_labels for line in t.split("\n")), default=0)
+    fig, ax = new_axes(
+        ax,
+        figsize=(1.6 + 0.6 * len(cols) + 0.055 * longest, 1.0 + 0.3 * lines * len(rows)),
+    )
     sns.heatmap(
         grid,
         ax=ax,
         annot=annotate,
         fmt=".3f",
         cmap="viridis",
-        xticklabels=cols,
-        yticklabels=rows,
+        xticklabels=col_labels,
+        yticklabels=row_labels,
         cbar_kws={"label": label("score")},
         annot_kws={"fontsize": 6},
     )

@@ -10,7 +10,14 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import SchemaError
-from evalstats.plots._style import COLORS, label, new_axes, require_plotting, resolve_palette
+from evalstats.plots._style import (
+    COLORS,
+    label,
+    new_axes,
+    require_plotting,
+    resolve_palette,
+    tick_labels,
+)
 
 __all__ = [
     "plot_critical_difference",
@@ -110,9 +117,9 @@ def plot_intervals(intervals: Any, *, ax: Any = None, palette: Any = None) -> An
     >>> fig = plot_intervals(intervals(unit_table(n_models=3, seed=0)))  # doctest: +SKIP
     """
     frame = _frame(intervals, ("model", "mean", "ci_low", "ci_high"), "intervals()", "models")
-    fig, ax = new_axes(ax, figsize=(3.4, 0.5 + 0.35 * frame.height))
+    labels, width, lines = tick_labels(_row_labels(frame, "model"))
+    fig, ax = new_axes(ax, figsize=(width, 0.6 + 0.3 * lines * frame.height))
     colors = resolve_palette(sorted(frame["model"].unique().to_list()), palette)
-    labels = _row_labels(frame, "model")
     for y, r in enumerate(frame.iter_rows(named=True)):
         c = colors[r["model"]]
         ax.errorbar(
@@ -172,7 +179,8 @@ def plot_differences(differences: Any, *, ax: Any = None) -> Any:
         "pairs",
     )
     frame = frame.with_columns(pair=pl.col("model_a") + " − " + pl.col("model_b"))
-    fig, ax = new_axes(ax, figsize=(3.4, 0.5 + 0.35 * frame.height))
+    labels, width, lines = tick_labels(_row_labels(frame, "pair"))
+    fig, ax = new_axes(ax, figsize=(width, 0.6 + 0.3 * lines * frame.height))
     for y, r in enumerate(frame.iter_rows(named=True)):
         ax.errorbar(
             r["difference"],
@@ -191,7 +199,7 @@ def plot_differences(differences: Any, *, ax: Any = None) -> Any:
                 **_DEFAULT_MARKER,
             )
     ax.axvline(0.0, color=COLORS["zero"], linestyle="--", linewidth=0.8)
-    ax.set_yticks(range(frame.height), _row_labels(frame, "pair"))
+    ax.set_yticks(range(frame.height), labels)
     ax.invert_yaxis()
     ax.set_xlabel(label("difference"))
     ax.set_ylabel(label("pair"))
@@ -294,28 +302,8 @@ def plot_critical_difference(result: Any, *, ax: Any = None, palette: Any = None
     ranks = result.ranks.sort("mean_rank")
     k = result.n_models
     cd = result.critical_difference
-    fig, ax = new_axes(ax, figsize=(4.5, 0.8 + 0.25 * k))
-    ax.set_xlim(0.5, k + 0.5)
-    ax.hlines(0, 1, k, color=COLORS["neutral"])
-    for r in range(1, k + 1):
-        ax.vlines(r, -0.05, 0.05, color=COLORS["neutral"])
-    ax.set_ylim(-(k + 1) * 0.25 - 0.3, 0.6)
-    ax.hlines(0.4, 1, 1 + cd, color=COLORS["highlight"], linewidth=2)
-    ax.text(1 + cd / 2, 0.45, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize="small")
     names, means = ranks["model"].to_list(), ranks["mean_rank"].to_list()
     colors = resolve_palette(sorted(names), palette)
-    for i, (m, r) in enumerate(zip(names, means)):
-        y = -0.25 * (i + 1)
-        ax.plot([r, r], [0, y], color=colors[m], linewidth=0.8)
-        ax.plot(r, 0, "o", color=colors[m], markersize=3)
-        ax.text(
-            k + 0.45 if r > (k + 1) / 2 else 0.55,
-            y,
-            f"{m} ({r:.2f})",
-            va="center",
-            ha="right" if r > (k + 1) / 2 else "left",
-            fontsize="small",
-        )
     # cliques: maximal runs of models whose mean ranks are within CD of each other
     cliques: list[tuple[int, int]] = []
     for i in range(len(means)):
@@ -324,9 +312,40 @@ def plot_critical_difference(result: Any, *, ax: Any = None, palette: Any = None
             j += 1
         if j > i and not any(i0 <= i and j <= j0 for i0, j0 in cliques):
             cliques.append((i, j))
+    # labels as in Demsar's Figure 1: the better half on the left, the worse half on the right,
+    # each joined to its rank by an elbow line; rows ordered so that no two lines cross
+    mid = (k + 1) / 2
+    left = [(m, r) for m, r in zip(names, means) if r <= mid]
+    right = sorted(((m, r) for m, r in zip(names, means) if r > mid), key=lambda t: -t[1])
+    top = -0.1 * (len(cliques) + 1)
+    n_rows = max(len(left), len(right), 1)
+    fig, ax = new_axes(ax, figsize=(4.5, 0.9 + 0.22 * n_rows + 0.1 * len(cliques)))
+    ax.grid(False)  # a diagram, not a chart: grid lines would cross the labels
+    x_lo, x_hi = 0.5, max(k, 1 + cd) + 0.5
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(top - 0.25 * n_rows - 0.1, 0.75)
+    ax.hlines(0, 1, k, color=COLORS["neutral"])
+    for r in range(1, k + 1):
+        ax.vlines(r, -0.05, 0.05, color=COLORS["neutral"])
+    ax.hlines(0.4, 1, 1 + cd, color=COLORS["highlight"], linewidth=2)
+    ax.text(1 + cd / 2, 0.45, f"CD = {cd:.2f}", ha="center", va="bottom", fontsize="small")
+    for side, items in (("left", left), ("right", right)):
+        for row, (m, r) in enumerate(items, start=1):
+            y = top - 0.25 * (row - 1)
+            end = x_lo if side == "left" else x_hi
+            ax.plot([r, r, end], [0, y, y], color=colors[m], linewidth=0.8)
+            ax.plot(r, 0, "o", color=colors[m], markersize=3)
+            ax.text(
+                end + (-0.05 if side == "left" else 0.05),
+                y,
+                f"{m} ({r:.2f})",
+                va="center",
+                ha="right" if side == "left" else "left",
+                fontsize="small",
+            )
     for level, (i, j) in enumerate(cliques, start=1):
         ax.hlines(
-            -0.08 * level, means[i] - 0.03, means[j] + 0.03, color=COLORS["reference"], linewidth=3
+            -0.1 * level, means[i] - 0.03, means[j] + 0.03, color=COLORS["reference"], linewidth=3
         )
     ax.set_yticks([])
     for side in ("left", "right", "bottom"):
@@ -366,10 +385,13 @@ def plot_provider_comparison(audit: Any, *, ax: Any = None, palette: Any = None)
         "provider_audit()",
         "scores",
     )
-    fig, ax = new_axes(ax, figsize=(3.8, 0.6 + 0.3 * frame.height))
+    labels, width, lines = tick_labels(
+        [f"{r['model']} @ {r['provider']}" for r in frame.iter_rows(named=True)], base=3.8
+    )
+    fig, ax = new_axes(ax, figsize=(width, 0.6 + 0.3 * lines * frame.height))
     markers = {"errors_as_failures": "o", "errors_excluded": "s"}
     colors = resolve_palette(sorted(frame["model"].unique().to_list()), palette)
-    labels, seen = [], set()
+    seen = set()
     for y, r in enumerate(frame.iter_rows(named=True)):
         lab = r["policy"].replace("_", " ") if r["policy"] not in seen else None
         seen.add(r["policy"])
@@ -382,12 +404,11 @@ def plot_provider_comparison(audit: Any, *, ax: Any = None, palette: Any = None)
             capsize=3,
             label=lab,
         )
-        labels.append(f"{r['model']} @ {r['provider']}")
     ax.set_yticks(range(frame.height), labels)
     ax.invert_yaxis()
     ax.set_xlabel(label("score"))
     ax.set_ylabel(label("model_provider"))
-    ax.legend(loc="best", fontsize="small")
+    _legend_above(ax)
     return fig
 
 

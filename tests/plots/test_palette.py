@@ -88,3 +88,24 @@ def test_stability_distribution_draws_one_box_per_model_and_dataset():
     }
     assert ax.get_ylabel() == LABELS["tar_a"] and ax.get_xlabel() == LABELS["dataset"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["d0", "d1"]
+
+
+def test_long_labels_wrap_and_widen_the_figure():
+    from evalstats.plots._style import tick_labels
+
+    labels, width, lines = tick_labels(["m0", "Llama-3.2-1B-Instruct − OLMoE-1B-7B-0924-Instruct"])
+    assert labels[0] == "m0" and all(len(line) <= 26 for line in labels[1].split("\n"))
+    assert lines == 2 and 3.4 < width <= 7.0
+    assert tick_labels(["m0", "m1"]) == (["m0", "m1"], 3.4, 1)
+    frame = pl.DataFrame(
+        {
+            "model_a": ["Llama-3.2-1B-Instruct"],
+            "model_b": ["OLMoE-1B-7B-0924-Instruct"],
+            "difference": [0.1],
+            "ci_low": [0.0],
+            "ci_high": [0.2],
+        }
+    )
+    fig = plots.plot_differences(frame)
+    assert fig.get_size_inches()[0] > 3.4
+    assert "\n" in fig.axes[0].get_yticklabels()[0].get_text()
