@@ -426,7 +426,7 @@ def _need_runs(ctx: _Context) -> str | None:
 def _need_stability(ctx: _Context) -> str | None:
     reason = _need_runs(ctx)
     if reason is None and "stability" not in ctx.done:
-        return "the stability table was not computed"
+        return "it correlates the columns of the stability table, which was skipped"
     return reason
 
 
@@ -503,9 +503,12 @@ def _run_normality(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
     table = run_normality(ctx.obs, **p)
     if table.height and table["pvalue"].fill_nan(None).is_null().all():
         runs = ", ".join(str(n) for n in sorted(set(table["n"].to_list())))
+        from evalstats.report._readings import method_name
+
+        tests = ", ".join(method_name(m) for m in sorted(set(table["method"].to_list())))
         raise InsufficientDataError(
-            f"the {', '.join(sorted(set(table['method'].to_list())))} test could not be computed "
-            f"in any group ({runs} runs per group are too few)"
+            f"the {tests} test could not be computed in any group ({runs} runs per group are "
+            "too few)"
         )
     dist = run_distribution(ctx.obs, **({"by": p["by"]} if "by" in p else {}))
     return {"normality": table}, {}, {"distribution": dist}

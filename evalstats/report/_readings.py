@@ -15,7 +15,7 @@ import polars as pl
 if TYPE_CHECKING:
     from evalstats.report._core import AnalysisResult, DataSummary
 
-__all__ = ["READINGS"]
+__all__ = ["READINGS", "method_name"]
 
 #: At most this many items are listed in one sentence ("a, b, c and 4 more").
 _LIST_MAX = 4
@@ -88,7 +88,8 @@ _METHODS = {
 }
 
 
-def _method(name: str) -> str:
+def method_name(name: str) -> str:
+    """Display name of a test or coefficient method (``shapiro`` -> ``Shapiro–Wilk``)."""
     return _METHODS.get(name, name)
 
 
@@ -205,7 +206,7 @@ def _stability(res: AnalysisResult, data: DataSummary) -> str:
 
 def _normality(res: AnalysisResult, data: DataSummary) -> str:
     t = res.tables["normality"]
-    method = _listed([_method(m) for m in sorted(set(t["method"].to_list()))])
+    method = _listed([method_name(m) for m in sorted(set(t["method"].to_list()))])
     tested = t.filter(pl.col("pvalue").is_not_null() & pl.col("pvalue").is_not_nan())
     low = t.filter(pl.col("low_power")).height
     alpha = 0.05
@@ -243,11 +244,11 @@ def _correlation(res: AnalysisResult, data: DataSummary) -> str:
             f"{r['x']}–{r['y']} ({sym} = {r['statistic']:.2f})" for r in sig.iter_rows(named=True)
         ]
         text = (
-            f"Across {n} configurations, the {_method(method)} correlations with "
+            f"Across {n} configurations, the {method_name(method)} correlations with "
             f"{'permutation ' if pcol == 'pvalue_perm' else ''}p ≤ 0.05 are {_listed(pairs)}."
         )
     else:
-        text = f"No {_method(method)} correlation reaches p ≤ 0.05 across {n} configurations."
+        text = f"No {method_name(method)} correlation reaches p ≤ 0.05 across {n} configurations."
     if undefined:
         text += (
             f" {undefined} pair{'s are' if undefined > 1 else ' is'} undefined because a column "
@@ -341,7 +342,7 @@ def _compare(res: AnalysisResult, data: DataSummary) -> str:
     pcol = "pvalue_corrected" if p["correction"] != "none" else "pvalue"
     sig = t.filter(pl.col(pcol) < alpha).sort(pl.col("difference").abs(), descending=True)
     ds = "dataset" in t.columns and _several(t["dataset"].to_list())
-    corr = f"after {_method(p['correction'])} correction " if p["correction"] != "none" else ""
+    corr = f"after {method_name(p['correction'])} correction " if p["correction"] != "none" else ""
     text = f"{sig.height} of {t.height} model pairs differ at the {alpha:g} level {corr}"
     text += f"(paired on {p['paired_on']})"
     if sig.height:
