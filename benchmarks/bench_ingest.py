@@ -1,26 +1,34 @@
-"""Ingest benchmark: read_dove + to_units on a generated DOVE_Lite-shaped dataset.
+"""Ingest benchmark: DOVE_Lite-shaped folders to the unit table, against polars and pandas.
 
-Generates ``--rows`` rows (default 5 million) of DOVE_Lite-shaped Parquet in the published
-layout ``{model}/{language}/{N}_shot/{benchmark}.parquet`` (temp folder unless ``--dir``), with
-planted duplicates and ``sample_index == -1`` rows, then measures, each step in its own
-subprocess so that peak memory (``ru_maxrss``) belongs to that step alone:
+Generates DOVE_Lite-shaped Parquet of each requested size (default 1, 5 and 20 million rows) in
+the published layout ``{model}/{language}/{N}_shot/{benchmark}.parquet`` (temp folder unless
+``--dir``), with planted duplicates and ``sample_index == -1`` rows, then measures, each step in
+its own subprocess so that peak memory (``ru_maxrss``) belongs to that step alone:
 
-- ``floor``: a bare ``pl.scan_parquet(...).group_by(<unit keys>).agg(mean score, count)``
-  collected with the streaming engine: the least work any loader must do;
+- ``floor``: a bare ``pl.scan_parquet(...).group_by(<unit columns>).agg(mean score, count)``
+  collected with the streaming engine: the least work any aggregation must do (the issue's
+  floor; no validation, no de-duplication);
 - ``floor_dedup``: the same plus the quirk handling in bare polars (drop ``sample_index == -1``,
   ``unique`` on the authors' key keeping the first row): the least work for the same answer;
-- ``ours``: ``read_dove(folder)`` (its accounting passes) then
-  ``to_units(obs, check_values=False).collect(engine="streaming")``, as ``evalstats ingest`` does;
-- ``ours_checked``: the same with ``to_units``'s default score validation pass;
+- ``ours``: ``evalstats.read_units(folder)``, the one-pass partitioned path that
+  ``evalstats ingest`` runs (accounting, de-duplication, unit sums; engine="polars");
+- ``ours_lazy``: ``read_dove(folder)`` then ``to_units(obs).collect(engine="streaming")``, the
+  lazy observation-table path (one accounting pass, then a second pass to aggregate);
+- ``pandas``: ``pd.read_parquet`` of the same columns, file by file, then ``groupby`` mean and
+  count (the issue's pandas reference; no de-duplication, so not the same answer);
+- ``pandas_dedup``: the same answer in pandas, as the DOVE authors compute it: drop
+  ``sample_index == -1``, ``drop_duplicates`` on their key (first row kept), then ``groupby``;
 - ``baseline``: imports only, to read the memory figures against.
 
 The data are generated in a subprocess too, and the parent imports neither numpy nor polars:
 on Linux a child's ``ru_maxrss`` starts from its parent's resident size, so the parent must stay
 small. Prints rows/s, peak RSS, CPU seconds (user + system; steadier than wall time on a shared
-machine) and the ratios to ``floor`` from the same run.
+machine) and the ratios to ``floor`` from the same run, then checks the targets of issue 9
+(peak memory under 2 GiB, CPU within 1.5x of the floor, at least 10x faster than pandas).
 
-    python benchmarks/bench_ingest.py                 # 5,000,000 rows
-    python benchmarks/bench_ingest.py --rows 200000   # quick
+    python benchmarks/bench_ingest.py                          # 1M, 5M and 20M rows
+    python benchmarks/bench_ingest.py --rows 200000            # quick
+    python benchmarks/bench_ingest.py --rows 5000000 --json out.json
 """
 
 from __future__ import annotations
@@ -35,16 +43,31 @@ import tempfile
 import time
 from pathlib import Path
 
-MODELS = ("Llama-3.2-1B-Instruct", "OLMoE-1B-7B-0924-Instruct", "Mistral-7B-Instruct-v0.3",
-          "Llama-3.2-3B-Instruct")
+MODELS = (
+    "Llama-3.2-1B-Instruct",
+    "OLMoE-1B-7B-0924-Instruct",
+    "Mistral-7B-Instruct-v0.3",
+    "Llama-3.2-3B-Instruct",
+)
 SHOTS = (0, 5)
 BENCHMARKS = tuple(f"mmlu.subject_{i:02d}" for i in range(10))
 TEMPLATES = tuple(f"MultipleChoiceTemplatesInstructions{i}" for i in range(10))
 SEPARATORS = ("\n", "; ", " | ", ", ", " OR ")
 ENUMERATORS = ("capitals", "lowercase", "numbers", "roman", "greek", "keyboard")
-ORDERS = ("none", "shortest_to_longest", "longest_to_shortest", "alphabetical",
-          "reverse_alphabetical", "correct_first", "correct_last", "random")
+ORDERS = (
+    "none",
+    "shortest_to_longest",
+    "longest_to_shortest",
+    "alphabetical",
+    "reverse_alphabetical",
+    "correct_first",
+    "correct_last",
+    "random",
+)
 KEYS = ["model", "dataset", "template", "separator", "enumerator", "choices_order", "shots"]
+#: The unit table's key columns that are file columns (language comes from the path, run is 0).
+UNIT_KEYS = [*KEYS, "quantization"]
+STEPS = ("baseline", "floor", "floor_dedup", "ours", "ours_lazy", "pandas", "pandas_dedup")
 N_ITEMS = 100
 DUP_RATE = 0.005
 UNKNOWN_RATE = 0.002
@@ -60,32 +83,54 @@ def _file_frame(rng, model: str, shots: int, dataset: str, n_rows: int):
     t, rest = np.divmod(combos, len(SEPARATORS) * len(ENUMERATORS) * len(ORDERS))
     s, rest = np.divmod(rest, len(ENUMERATORS) * len(ORDERS))
     e, o = np.divmod(rest, len(ORDERS))
-    variants = pl.DataFrame({
-        "template": np.array(TEMPLATES)[t], "separator": np.array(SEPARATORS)[s],
-        "enumerator": np.array(ENUMERATORS)[e], "choices_order": np.array(ORDERS)[o],
-        "p": rng.uniform(0.2, 0.9, len(combos)),
-    })
-    items = pl.DataFrame({
-        "sample_index": np.arange(N_ITEMS, dtype=np.int64),
-        "question": [f"The following are multiple choice questions about {dataset}. Question {i}: "
-                     + "which of these statements is most accurate given the passage above? " * 3
-                     + "A. one B. two C. three D. four Answer:" for i in range(N_ITEMS)],
-        "ground_truth": [f"{'ABCD'[i % 4]}. option text" for i in range(N_ITEMS)],
-    })
+    variants = pl.DataFrame(
+        {
+            "template": np.array(TEMPLATES)[t],
+            "separator": np.array(SEPARATORS)[s],
+            "enumerator": np.array(ENUMERATORS)[e],
+            "choices_order": np.array(ORDERS)[o],
+            "p": rng.uniform(0.2, 0.9, len(combos)),
+        }
+    )
+    items = pl.DataFrame(
+        {
+            "sample_index": np.arange(N_ITEMS, dtype=np.int64),
+            "question": [
+                f"The following are multiple choice questions about {dataset}. Question {i}: "
+                + "which of these statements is most accurate given the passage above? " * 3
+                + "A. one B. two C. three D. four Answer:"
+                for i in range(N_ITEMS)
+            ],
+            "ground_truth": [f"{'ABCD'[i % 4]}. option text" for i in range(N_ITEMS)],
+        }
+    )
     df = variants.join(items, how="cross")
     n = df.height
     correct = rng.random(n) < df["p"].to_numpy()
-    df = df.with_columns(
-        pl.Series("score", correct.astype(np.float64)),
-        pl.Series("cumulative_logprob", -rng.gamma(2.0, 3.0, n)),
-    ).with_columns(
-        pl.when(pl.col("score") == 1).then(pl.col("ground_truth"))
-        .otherwise(pl.lit("B. option text")).alias("closest_answer"),
-    ).with_columns(
-        pl.concat_str([pl.lit("The answer is "), pl.col("closest_answer"),
-                       pl.lit(" because the passage says so.")]).alias("generated_text"),
-        pl.lit(model).alias("model"), pl.lit("None").alias("quantization"),
-        pl.lit(dataset).alias("dataset"), pl.lit(shots, dtype=pl.Int64).alias("shots"),
+    df = (
+        df.with_columns(
+            pl.Series("score", correct.astype(np.float64)),
+            pl.Series("cumulative_logprob", -rng.gamma(2.0, 3.0, n)),
+        )
+        .with_columns(
+            pl.when(pl.col("score") == 1)
+            .then(pl.col("ground_truth"))
+            .otherwise(pl.lit("B. option text"))
+            .alias("closest_answer"),
+        )
+        .with_columns(
+            pl.concat_str(
+                [
+                    pl.lit("The answer is "),
+                    pl.col("closest_answer"),
+                    pl.lit(" because the passage says so."),
+                ]
+            ).alias("generated_text"),
+            pl.lit(model).alias("model"),
+            pl.lit("None").alias("quantization"),
+            pl.lit(dataset).alias("dataset"),
+            pl.lit(shots, dtype=pl.Int64).alias("shots"),
+        )
     )
     unknown = rng.random(n) < UNKNOWN_RATE
     df = df.with_columns(
@@ -96,12 +141,26 @@ def _file_frame(rng, model: str, shots: int, dataset: str, n_rows: int):
     h = pl.int_range(pl.len(), dtype=pl.UInt64)
     df = df.with_columns(
         pl.concat_str([(h + k).hash(seed=k).cast(pl.String).str.zfill(20) for k in range(3)])
-        .str.slice(0, 64).alias("evaluation_id")
+        .str.slice(0, 64)
+        .alias("evaluation_id")
     )
     return df.select(
-        "evaluation_id", "dataset", "sample_index", "model", "quantization", "question", "shots",
-        "template", "separator", "enumerator", "choices_order", "generated_text",
-        "cumulative_logprob", "closest_answer", "ground_truth", "score",
+        "evaluation_id",
+        "dataset",
+        "sample_index",
+        "model",
+        "quantization",
+        "question",
+        "shots",
+        "template",
+        "separator",
+        "enumerator",
+        "choices_order",
+        "generated_text",
+        "cumulative_logprob",
+        "closest_answer",
+        "ground_truth",
+        "score",
     )
 
 
@@ -140,7 +199,7 @@ def _step(name: str, folder: Path, rows: int = 0, seed: int = 0) -> dict:
     t_start, cpu_start = time.perf_counter(), _cpu()
     import polars as pl
 
-    from evalstats.aggregate import to_units
+    from evalstats.aggregate import read_units, to_units
     from evalstats.io.dove import read_dove
 
     out: dict = {"step": name}
@@ -160,18 +219,34 @@ def _step(name: str, folder: Path, rows: int = 0, seed: int = 0) -> dict:
                 ["sample_index", *KEYS], keep="first", maintain_order=True
             )
         units = (
-            lf.group_by(KEYS)
+            lf.group_by(UNIT_KEYS)
             .agg(pl.col("score").mean(), pl.len().alias("n_items"))
             .collect(engine="streaming")
         )
         out["units"] = units.height
-    else:
-        obs, report = read_dove(folder)
-        out["read_s"] = time.perf_counter() - t0
-        units = to_units(obs, check_values=(name == "ours_checked")).collect(engine="streaming")
+    elif name in ("pandas", "pandas_dedup"):
+        import pandas as pd
+
+        t0, cpu0 = time.perf_counter(), _cpu()  # pandas' import is not the work
+        files = sorted(folder.rglob("*.parquet"))
+        cols = [*UNIT_KEYS, "score"] + (["sample_index"] if name == "pandas_dedup" else [])
+        df = pd.concat([pd.read_parquet(f, columns=cols) for f in files], ignore_index=True)
+        if name == "pandas_dedup":
+            df = df[df["sample_index"] != -1].drop_duplicates(["sample_index", *KEYS])
+        units = df.groupby(UNIT_KEYS, sort=False)["score"].agg(["mean", "count"])
+        out["units"] = len(units)
+    elif name == "ours":
+        units, report = read_units(folder, format="dove", progress=False)
         out["units"] = units.height
         out["rows_read"] = report.rows_read
         out["rows_kept"] = report.rows_kept
+        out["set_aside"] = dict(report.set_aside)
+    else:  # ours_lazy
+        obs, report = read_dove(folder)
+        out["read_s"] = time.perf_counter() - t0
+        units = to_units(obs, check_values=False).collect(engine="streaming")
+        out["units"] = units.height
+        out["rows_read"] = report.rows_read
         out["set_aside"] = dict(report.set_aside)
     out["seconds"] = time.perf_counter() - t0
     out["cpu_s"] = _cpu() - cpu0
@@ -181,64 +256,129 @@ def _step(name: str, folder: Path, rows: int = 0, seed: int = 0) -> dict:
 
 def _run_step(name: str, folder: Path, rows: int = 0, seed: int = 0) -> dict:
     proc = subprocess.run(
-        [sys.executable, __file__, "--step", name, "--dir", str(folder), "--rows", str(rows),
-         "--seed", str(seed)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--step",
+            name,
+            "--dir",
+            str(folder),
+            "--rows",
+            str(rows),
+            "--seed",
+            str(seed),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if proc.returncode != 0:
         raise SystemExit(f"step {name} failed:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=5_000_000)
-    parser.add_argument("--dir", type=Path, default=None,
-                        help="where to write the data (default: a temp folder, removed after)")
-    parser.add_argument("--step", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    if args.step:
-        print(json.dumps(_step(args.step, args.dir, args.rows, args.seed)))
-        return 0
-
+def bench(
+    rows: int, folder: Path | None = None, seed: int = 0, steps: tuple[str, ...] = STEPS
+) -> dict:
+    """Generate ``rows`` rows (in ``folder`` or a temp folder, removed after) and run ``steps``."""
     tmp = None
-    folder = args.dir
     if folder is None:
         tmp = tempfile.mkdtemp(prefix="bench_ingest_")
         folder = Path(tmp)
     try:
-        planted = _run_step("generate", folder, args.rows, args.seed)
-        print(f"generated {planted['rows']:,} rows in {planted['files']} files "
-              f"({planted['mib']:.0f} MiB parquet) in {planted['seconds']:.1f} s; planted "
-              f"{planted['duplicate']:,} duplicates, {planted['unknown_item']:,} -1 indices")
-        print(f"polars {planted['polars']}, threads {planted['threads']}")
-        res = {name: _run_step(name, folder)
-               for name in ("baseline", "floor", "floor_dedup", "ours", "ours_checked")}
-        ours = res["ours"]
-        assert ours["rows_read"] == planted["rows"], (ours["rows_read"], planted["rows"])
-        assert ours["set_aside"] == {"duplicate": planted["duplicate"],
-                                     "unknown_item": planted["unknown_item"]}, ours["set_aside"]
-        assert ours["units"] == res["floor"]["units"]
-        base = res["baseline"]["maxrss_mb"]
-        floor = res["floor"]
-        print(f"{'step':<14}{'wall s':>8}{'cpu s':>8}{'rows/s':>13}{'peak RSS MiB':>14}"
-              f"{'wall/floor':>12}{'cpu/floor':>11}{'RSS/floor':>11}")
-        for name, r in res.items():
-            if name == "baseline":
-                print(f"{name:<14}{r['seconds']:>8.2f}{r['cpu_s']:>8.2f}{'':>13}"
-                      f"{r['maxrss_mb']:>14.0f}")
-                continue
-            print(f"{name:<14}{r['seconds']:>8.2f}{r['cpu_s']:>8.2f}"
-                  f"{planted['rows'] / r['seconds']:>13,.0f}{r['maxrss_mb']:>14.0f}"
-                  f"{r['seconds'] / floor['seconds']:>12.2f}{r['cpu_s'] / floor['cpu_s']:>11.2f}"
-                  f"{r['maxrss_mb'] / floor['maxrss_mb']:>11.2f}")
-        print(f"(baseline = imports only, {base:.0f} MiB, included in every peak RSS; ours: read_dove's accounting passes "
-              f"took {ours['read_s']:.2f} s of {ours['seconds']:.2f} s; "
-              f"{ours['units']:,} units, {ours['rows_kept']:,} rows kept)")
+        planted = _run_step("generate", folder, rows, seed)
+        res = {name: _run_step(name, folder) for name in steps}
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+    ours = res.get("ours")
+    if ours is not None:  # the benchmark is only worth its numbers if the answer is right
+        assert ours["rows_read"] == planted["rows"], (ours["rows_read"], planted["rows"])
+        assert ours["set_aside"] == {
+            "duplicate": planted["duplicate"],
+            "unknown_item": planted["unknown_item"],
+        }, ours["set_aside"]
+        assert ours["units"] == res["floor"]["units"]
+    return {"rows": planted["rows"], "planted": planted, "steps": res}
+
+
+def _print(result: dict) -> None:
+    planted, res = result["planted"], result["steps"]
+    print(
+        f"\n{planted['rows']:,} rows in {planted['files']} files ({planted['mib']:.0f} MiB "
+        f"parquet), generated in {planted['seconds']:.1f} s; planted {planted['duplicate']:,} "
+        f"duplicates, {planted['unknown_item']:,} -1 indices; polars {planted['polars']}, "
+        f"threads {planted['threads']}"
+    )
+    floor = res["floor"]
+    print(
+        f"{'step':<13}{'wall s':>8}{'cpu s':>8}{'rows/s':>13}{'peak RSS MiB':>14}"
+        f"{'wall/floor':>12}{'cpu/floor':>11}"
+    )
+    for name, r in res.items():
+        if name == "baseline":
+            print(
+                f"{name:<13}{r['seconds']:>8.2f}{r['cpu_s']:>8.2f}{'':>13}{r['maxrss_mb']:>14.0f}"
+            )
+            continue
+        print(
+            f"{name:<13}{r['seconds']:>8.2f}{r['cpu_s']:>8.2f}"
+            f"{planted['rows'] / r['seconds']:>13,.0f}{r['maxrss_mb']:>14.0f}"
+            f"{r['seconds'] / floor['seconds']:>12.2f}{r['cpu_s'] / floor['cpu_s']:>11.2f}"
+        )
+    ours = res.get("ours")
+    if ours is None:
+        return
+    checks = [("peak memory under 2 GiB", ours["maxrss_mb"] < 2048, f"{ours['maxrss_mb']:.0f} MiB")]
+    checks.append(
+        (
+            "CPU within 1.5x of the floor",
+            ours["cpu_s"] <= 1.5 * floor["cpu_s"],
+            f"{ours['cpu_s'] / floor['cpu_s']:.2f}x (wall {ours['seconds'] / floor['seconds']:.2f}x)",
+        )
+    )
+    for ref in ("pandas", "pandas_dedup"):
+        if ref in res:
+            pd_ = res[ref]
+            checks.append(
+                (
+                    f"at least 10x faster than {ref}",
+                    pd_["cpu_s"] >= 10 * ours["cpu_s"],
+                    f"{ref}/ours CPU {pd_['cpu_s'] / ours['cpu_s']:.1f}x, wall "
+                    f"{pd_['seconds'] / ours['seconds']:.1f}x",
+                )
+            )
+    for what, ok, detail in checks:
+        print(f"  {'yes' if ok else 'NO ':<4}{what}: {detail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000, 20_000_000])
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="where to write the data (default: a temp folder, removed after)",
+    )
+    parser.add_argument("--steps", nargs="+", default=list(STEPS), choices=STEPS)
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--step", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.step:
+        print(json.dumps(_step(args.step, args.dir, args.rows[0], args.seed)))
+        return 0
+    if "floor" not in args.steps:
+        args.steps.insert(0, "floor")
+    results = []
+    for rows in args.rows:
+        folder = None if args.dir is None else args.dir / f"rows_{rows}"
+        result = bench(rows, folder, args.seed, tuple(args.steps))
+        _print(result)
+        results.append(result)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
     return 0
 
 

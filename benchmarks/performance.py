@@ -1,0 +1,302 @@
+"""Write docs/performance.md: how time and memory grow with rows, variants and models.
+
+Two parts, each measured in fresh subprocesses (peak memory is ``ru_maxrss`` of the child; the
+parent imports neither numpy nor polars, so it does not inflate the children's figure):
+
+1. **Ingest** (files -> unit table): ``benchmarks/bench_ingest.py`` on generated DOVE_Lite-shaped
+   folders (default 1M and 5M rows here; pass ``--ingest-json`` with the output of a
+   ``bench_ingest.py --json`` run to include larger ones such as 20M without re-running them).
+2. **Every analysis** on simulated data (``evalstats.simulate.observations``) that grows along
+   one axis at a time from a base of 4 models x 20 variants x 100 items x 5 runs (40,000
+   observation rows): items (x1, x4, x16), variants (x1, x4, x16) and models (x1, x2, x4;
+   pairwise comparisons grow with the square of the models). Sizes run in increasing order in
+   one child per (analysis, axis), so each peak-memory figure is the high-water mark up to that
+   size.
+
+    python benchmarks/performance.py                                   # about 10 minutes
+    python benchmarks/bench_ingest.py --json /tmp/ingest.json          # 1M, 5M, 20M rows
+    python benchmarks/performance.py --ingest-json /tmp/ingest.json    # use those numbers
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE.parent / "docs" / "performance.md"
+
+BASE = {"n_models": 4, "n_variants": 20, "n_items": 100, "n_runs": 5}
+AXES = {
+    "items": ("n_items", (1, 4, 16)),
+    "variants": ("n_variants", (1, 4, 16)),
+    "models": ("n_models", (1, 2, 4)),
+}
+
+#: analysis -> (call on (evalstats, obs, units, stability table), input, options shown)
+ANALYSES = {
+    "to_units": (lambda es, o, u, s: es.to_units(o).collect(), "observations", ""),
+    "prompt_spread": (lambda es, o, u, s: es.prompt_spread(u), "units", ""),
+    "sample_size_curve": (
+        lambda es, o, u, s: es.sample_size_curve(u, n_resamples=500),
+        "units",
+        "n_resamples=500",
+    ),
+    "required_sample_size": (
+        lambda es, o, u, s: es.required_sample_size(u, n_resamples=500),
+        "units",
+        "n_resamples=500",
+    ),
+    "stability_table": (lambda es, o, u, s: es.stability_table(o), "observations", ""),
+    "tar_curve": (lambda es, o, u, s: es.tar_curve(o), "observations", ""),
+    "run_normality": (lambda es, o, u, s: es.run_normality(u), "units", "lilliefors"),
+    "factor_anova": (
+        lambda es, o, u, s: es.factor_anova(u, factors=["template", "separator"], n_resamples=200),
+        "units",
+        "n_resamples=200",
+    ),
+    "attribute": (
+        lambda es, o, u, s: es.attribute(u, factors=["template", "separator"], n_null=5),
+        "units",
+        "xgboost, n_null=5",
+    ),
+    "intervals": (lambda es, o, u, s: es.intervals(u), "units", "t"),
+    "compare_models": (lambda es, o, u, s: es.compare_models(o), "observations", "paired on items"),
+    "rank_intervals": (
+        lambda es, o, u, s: es.rank_intervals(o, n_resamples=200),
+        "observations",
+        "n_resamples=200",
+    ),
+    "convergence": (lambda es, o, u, s: es.convergence(u, n_orders=50), "units", "n_orders=50"),
+    "spearman_matrix": (
+        lambda es, o, u, s: es.spearman_matrix(
+            s, columns=["tar_a", "spread", "acc_mean", "input_len"], n_resamples=199
+        ),
+        "stability table",
+        "n_resamples=199",
+    ),
+}
+
+
+def _cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _child(name: str, axis: str) -> list[dict]:
+    """Run one analysis at the sizes of one axis (in this child process)."""
+    import warnings
+
+    import evalstats as es
+    from evalstats.simulate import observations
+
+    warnings.simplefilter("ignore")
+    param, factors = AXES[axis]
+    call = ANALYSES[name][0]
+    out = []
+    for k in factors:
+        size = dict(BASE)
+        size[param] = BASE[param] * k
+        n_templates = max(1, size["n_variants"] // 4)
+        obs = observations(
+            n_models=size["n_models"],
+            n_items=size["n_items"],
+            n_runs=size["n_runs"],
+            factors={
+                "template": {f"t{i}": 0.01 * (i % 7) for i in range(n_templates)},
+                "separator": {f"s{i}": -0.01 * i for i in range(4)},
+            },
+            seed=0,
+        )
+        units = es.to_units(obs).collect()
+        stability = es.stability_table(obs) if name == "spearman_matrix" else None
+        t0, c0 = time.perf_counter(), _cpu()
+        call(es, obs, units, stability)
+        out.append(
+            {
+                "factor": k,
+                "obs_rows": obs.height,
+                "unit_rows": units.height,
+                "seconds": time.perf_counter() - t0,
+                "cpu_s": _cpu() - c0,
+                "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        )
+    return out
+
+
+def _run_child(name: str, axis: str) -> list[dict]:
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", name, axis],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{name} / {axis} failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _baseline() -> float:
+    code = "import resource, evalstats, evalstats.simulate; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
+
+
+def _ingest_section(results: list[dict], command: str) -> list[str]:
+    lines = [
+        "## Ingest: files to the unit table",
+        "",
+        "Generated DOVE_Lite-shaped folders (80 files: 4 models x 2 shot settings x 10 "
+        "benchmarks; 0.5% duplicate rows and 0.2% `sample_index == -1` rows planted), measured "
+        "by `benchmarks/bench_ingest.py`, each step in its own process. `floor` is a bare "
+        "`pl.scan_parquet(files).group_by(<unit columns>).agg(mean, len)` on the streaming "
+        "engine (no validation, no de-duplication); `floor_dedup` adds the DOVE quirks in bare "
+        "polars; `ours` is `evalstats.read_units` (what `evalstats ingest` runs); `ours_lazy` is "
+        "`read_dove` + `to_units(...).collect(engine='streaming')`; `pandas` reads the same "
+        "columns and groups (not the same answer: no de-duplication), `pandas_dedup` computes "
+        "the same answer the DOVE authors' way (`drop_duplicates`, then `groupby`). CPU time is "
+        "user + system of the process, steadier than wall time on a shared machine; peak RSS "
+        "includes the imports (`baseline`).",
+        "",
+        f"Command: `{command}`",
+        "",
+    ]
+    for result in results:
+        res = result["steps"]
+        floor = res["floor"]
+        planted = result["planted"]
+        lines += [
+            f"### {result['rows']:,} rows ({planted['mib']:.0f} MiB of Parquet)",
+            "",
+            "| step | wall s | CPU s | rows/s (wall) | peak RSS MiB | CPU / floor | wall / floor |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for name, r in res.items():
+            if name == "baseline":
+                lines.append(
+                    f"| baseline (imports) | {r['seconds']:.2f} | {r['cpu_s']:.2f} | | "
+                    f"{r['maxrss_mb']:.0f} | | |"
+                )
+                continue
+            lines.append(
+                f"| {name} | {r['seconds']:.2f} | {r['cpu_s']:.2f} | "
+                f"{result['rows'] / r['seconds']:,.0f} | {r['maxrss_mb']:.0f} | "
+                f"{r['cpu_s'] / floor['cpu_s']:.2f} | {r['seconds'] / floor['seconds']:.2f} |"
+            )
+        lines.append("")
+    by_rows = [(r["rows"], r["steps"].get("ours")) for r in results if "ours" in r["steps"]]
+    if by_rows:
+        lines += [
+            "Peak memory of `ours` by rows: "
+            + ", ".join(f"{n:,} rows: {o['maxrss_mb']:.0f} MiB" for n, o in by_rows)
+            + " (bounded by one partition, not by the number of rows).",
+            "",
+        ]
+    return lines
+
+
+def _analysis_section(measured: dict, baseline: float) -> list[str]:
+    lines = [
+        "## Analyses",
+        "",
+        "Simulated data (`evalstats.simulate.observations`, seed 0) grown along one axis at a "
+        "time from 4 models x 20 variants (5 templates x 4 separators) x 100 items x 5 runs "
+        f"(40,000 observation rows, 400 unit rows). Each cell is wall seconds / peak RSS MiB of "
+        f"the process (imports alone: {baseline:.0f} MiB). Inputs: `obs` is the observation "
+        "table, `units` the unit table (one row per model, variant and run).",
+        "",
+    ]
+    for axis, (param, factors) in AXES.items():
+        sizes = [BASE[param] * k for k in factors]
+        head = " | ".join(f"{param}={s}" for s in sizes)
+        lines += [
+            f"### Growing {axis}",
+            "",
+            f"| analysis | input | options | {head} |",
+            "|---|---|---|" + "---:|" * len(sizes),
+        ]
+        for name, (_, table, options) in ANALYSES.items():
+            cells = " | ".join(
+                f"{m['seconds']:.2f} s / {m['maxrss_mb']:.0f}" for m in measured[name][axis]
+            )
+            lines.append(f"| `{name}` | {table} | {options} | {cells} |")
+        rows = measured["to_units"][axis]
+        lines += [
+            "",
+            "Observation rows: " + ", ".join(f"{m['obs_rows']:,}" for m in rows) + ".",
+            "",
+        ]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ingest-rows", type=int, nargs="+", default=[1_000_000, 5_000_000])
+    parser.add_argument(
+        "--ingest-json",
+        type=Path,
+        default=None,
+        help="results of `bench_ingest.py --json` to use instead of running the ingest benchmark",
+    )
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(_child(*args.child)))
+        return 0
+
+    sys.path.insert(0, str(HERE))
+    import bench_ingest
+
+    if args.ingest_json:
+        ingest = json.loads(args.ingest_json.read_text())
+        command = "python benchmarks/bench_ingest.py --rows " + " ".join(
+            str(r["rows"]) for r in ingest
+        )
+    else:
+        ingest = [bench_ingest.bench(n) for n in args.ingest_rows]
+        command = "python benchmarks/bench_ingest.py --rows " + " ".join(
+            str(n) for n in args.ingest_rows
+        )
+    measured: dict = {}
+    for name in ANALYSES:
+        measured[name] = {}
+        for axis in AXES:
+            print(f"{name} / {axis}", file=sys.stderr)
+            measured[name][axis] = _run_child(name, axis)
+    baseline = _baseline()
+    import polars  # noqa: F401 - only its version, after the children ran
+
+    lines = [
+        "# Performance",
+        "",
+        "<!-- written by benchmarks/performance.py; do not edit by hand -->",
+        "",
+        "How time and memory grow with rows, variants and models, for the ingest and for every "
+        "analysis. Written by `python benchmarks/performance.py"
+        + (f" --ingest-json {args.ingest_json.name}" if args.ingest_json else "")
+        + f"` on {datetime.date.today().isoformat()}: {platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, polars "
+        f"{sys.modules['polars'].__version__}. The machine is shared, so wall times carry "
+        "noise; ratios from the same run (CPU / floor) are the steadier figures. "
+        "See [scale.md](scale.md) for large dumps and Dask clusters.",
+        "",
+    ]
+    lines += _ingest_section(ingest, command)
+    lines += _analysis_section(measured, baseline)
+    args.out.write_text("\n".join(lines).rstrip() + "\n")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
