@@ -397,7 +397,17 @@ def report_of(plan: Plan, acc: Accounting) -> IngestReport:
 
 def observations(plan: Plan, scale: Mapping[int, float], ids: pl.DataFrame | None) -> pl.LazyFrame:
     """The observation table: every file's rows, scores scaled, the rows set aside left out."""
-    lf = plan.frame(range(len(plan.frames)))
+    # set-aside rows leave by a filter on each file's row numbers, which streams (a join
+    # keeping the left order would hold the rows)
+    aside: dict[int, list[int]] = {}
+    if ids is not None and ids.height:
+        for (src,), rows in ids.group_by("__src"):
+            aside[int(src)] = rows["__row"].to_list()
+    frames = [
+        f.filter(~pl.col("__row").is_in(aside[i])) if i in aside else f
+        for i, f in enumerate(plan.frames)
+    ]
+    lf = pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
     value, pct = parse_score(plan.schema["score"])
     lf = lf.with_columns(value.alias("__score"), pct.alias("__pct"))
     if any(v != 1.0 for v in scale.values()):
@@ -412,10 +422,7 @@ def observations(plan: Plan, scale: Mapping[int, float], ids: pl.DataFrame | Non
         )
     if plan.variant is not None:
         lf = lf.with_columns(plan.variant)
-    out = lf
-    if ids is not None and ids.height:
-        out = out.join(ids.lazy(), on=["__src", "__row"], how="anti", maintain_order="left")
-    out = out.with_columns(
+    out = lf.with_columns(
         pl.col("__score").alias("score"), pl.col("run").cast(pl.Int64, strict=False).alias("run")
     )
     schema = plan.schema
