@@ -98,10 +98,12 @@ class AnovaResult:
         Permutations per term.
     seed : int
         Seed of the permutations.
-    block : str or None
-        Column within whose levels the residuals were permuted.
+    block : str, tuple of str or None
+        Column(s) within whose levels the residuals were permuted.
     n_obs : int
-        Rows analysed (units, or item rows with ``block='item'``).
+        Rows analysed (units, or item rows with ``block='item'``), after averaging runs.
+    runs : str
+        ``'mean'`` (runs averaged per configuration) or ``'replicates'``.
     method : str
         ``"freedman-lane"`` (permutation scheme).
     null_distribution : numpy.ndarray
@@ -116,8 +118,9 @@ class AnovaResult:
     interactions: int
     n_resamples: int
     seed: int
-    block: str | None
+    block: str | tuple[str, ...] | None
     n_obs: int
+    runs: str = "mean"
     method: str = "freedman-lane"
     null_distribution: np.ndarray = field(repr=False, default_factory=lambda: np.empty((0, 0)))
     terms: tuple[str, ...] = field(repr=False, default=())
@@ -160,7 +163,9 @@ class AttributionResult:
     seed : int
         Seed of the folds, the permutations and xgboost.
     n_obs : int
-        Units analysed.
+        Units analysed (after averaging runs with ``runs='mean'``).
+    runs : str
+        ``'mean'`` (runs averaged per configuration) or ``'replicates'``.
     score_scale : str
         The scale of ``mean_abs_shap`` and of the coefficients.
     null_distribution : numpy.ndarray
@@ -179,6 +184,7 @@ class AttributionResult:
     confidence_level: float
     seed: int
     n_obs: int
+    runs: str = "mean"
     score_scale: str = "score (0-1; 0.01 = one accuracy point)"
     null_distribution: np.ndarray = field(repr=False, default_factory=lambda: np.empty((0, 0)))
     factors: tuple[str, ...] = field(repr=False, default=())
@@ -229,11 +235,38 @@ def _codes(values: pl.Series, name: str, table: str) -> tuple[list[Any], np.ndar
     return levels.to_list(), codes["__code"].to_numpy()
 
 
+def _block_columns(block: str | Sequence[str] | None) -> list[str]:
+    """``block`` as a list of column names (empty when there is none)."""
+    if block is None:
+        return []
+    cols = [block] if isinstance(block, str) else list(block)
+    if not cols or not all(isinstance(c, str) and c for c in cols):
+        raise ParameterError(
+            f"`block` must be a column name or a sequence of column names, got {block!r}."
+        )
+    return cols
+
+
+#: Name of the combined block column (the levels of several block columns, joined).
+_BLOCK = "__block"
+
+
 def _rows(
-    frame: pl.DataFrame | pl.LazyFrame, factors: Sequence[str] | str, block: str | None
+    frame: pl.DataFrame | pl.LazyFrame,
+    factors: Sequence[str] | str,
+    block: str | Sequence[str] | None,
+    runs: str = "mean",
 ) -> tuple[pl.DataFrame, list[str], str]:
-    """Validated rows: item rows when ``block == 'item'``, else the unit table."""
-    if block == "item":
+    """Validated rows: item rows when ``block`` holds ``'item'``, else the unit table.
+
+    With ``runs='mean'`` the repeated runs of a configuration are averaged first (one row per
+    model, dataset, variant, factor values, block and, for item rows, item). A combined block
+    column ``__block`` holds the joined levels of the block columns.
+    """
+    if runs not in ("mean", "replicates"):
+        raise ParameterError(f"`runs` must be 'mean' or 'replicates', got {runs!r}.")
+    blocks = _block_columns(block)
+    if "item" in blocks:
         lf = validate_observations(frame, require_item=True)
         table = "observation table"
     else:
@@ -241,15 +274,41 @@ def _rows(
         table = "unit table"
     names = lf.collect_schema().names()
     factors = _validate_factors(factors, names, table)
-    if block is not None and block not in names:
+    for b in blocks:
+        if b not in names:
+            raise SchemaError(
+                f"`block` names {b!r}, which is not a column of the {table} "
+                f"(columns: {', '.join(names)})."
+            )
+        if b in factors:
+            raise ParameterError(f"`block` {b!r} is also in `factors`; a block is not a factor.")
+    keys = list(dict.fromkeys([*factors, *blocks]))
+    # null factor levels are reported with the input row, before any averaging
+    nulls = (
+        lf.select(pl.any_horizontal(pl.col(k).is_null() for k in keys).arg_true().first())
+        .collect()
+        .item()
+    )
+    if nulls is not None:
+        row = lf.slice(int(nulls), 1).collect().row(0, named=True)
+        name = next(k for k in keys if row[k] is None)
+        what = "a block value" if name in blocks else "a factor value"
         raise SchemaError(
-            f"`block` names {block!r}, which is not a column of the {table} "
-            f"(columns: {', '.join(names)})."
+            f"{table}, row {int(nulls) + 1}, column {name!r}: {what} is null; "
+            "drop those rows or fill them with a level name."
         )
-    if block is not None and block in factors:
-        raise ParameterError(f"`block` {block!r} is also in `factors`; a block is not a factor.")
-    cols = [*factors, "score"] + ([block] if block else [])
-    return lf.select(cols).collect(), factors, table
+    if runs == "mean" and "run" in names and "run" not in keys:
+        unit_keys = [c for c in ("model", "dataset", "variant", "item") if c in names]
+        keys = list(dict.fromkeys([*unit_keys, *keys]))
+        lf = lf.group_by(keys).agg(pl.col("score").mean()).sort(keys, nulls_last=True)
+    data = lf.select([*factors, *blocks, "score"]).collect()
+    if blocks:
+        data = data.with_columns(
+            pl.concat_str(
+                [pl.col(b).cast(pl.String).fill_null("<null>") for b in blocks], separator="|"
+            ).alias(_BLOCK)
+        )
+    return data, factors, table
 
 
 def _sum_coding(codes: np.ndarray, k: int) -> np.ndarray:
@@ -433,7 +492,8 @@ def factor_anova(
     interactions: int = 2,
     ss_type: int = 2,
     n_resamples: int = 10000,
-    block: str | None = None,
+    block: str | Sequence[str] | None = None,
+    runs: str = "mean",
     seed: int = 0,
 ) -> AnovaResult:
     """Factorial ANOVA of scores on configuration factors, with η² and permutation p-values.
@@ -455,10 +515,16 @@ def factor_anova(
         term after all others, sum-to-zero coding).
     n_resamples : int, default 10000
         Permutations per term for ``pvalue_perm`` (0 skips them; ``pvalue_perm`` is then null).
-    block : str, optional
-        Column whose levels are blocks: it enters every model as a nuisance fixed effect and
-        residuals are permuted only within its levels. ``'item'`` analyses item-level rows, so
-        permutations keep each item's difficulty.
+    block : str or sequence of str, optional
+        Column(s) whose level combinations are blocks (e.g. ``("model", "dataset")``): the
+        blocks enter every model as a nuisance fixed effect and residuals are permuted only
+        within them. ``'item'`` analyses item-level rows, so permutations keep each item's
+        difficulty.
+    runs : {'mean', 'replicates'}, default 'mean'
+        ``'mean'`` averages the repeated runs of each configuration (model, dataset, variant,
+        and item for item rows) before the analysis: the configuration is the experimental
+        unit. ``'replicates'`` keeps every run as a row, which is right only when runs are
+        independent replicates of the whole configuration (see Notes).
     seed : int, default 0
         Seed of the permutations; the same seed gives the same p-values.
 
@@ -507,6 +573,13 @@ def factor_anova(
     a block of permutations is one matrix product with the gathered rows of [r, Q_X].
     With ``block``, SS_total, η² and the residual are within blocks.
 
+    Repeated runs of one configuration share everything that is fixed for that configuration
+    (its prompt's idiosyncratic effect on the same items, its higher-order interactions), so
+    they are pseudo-replicates (Hurlbert, 1984): counting them as rows shrinks the residual
+    mean square towards run-to-run noise and makes F and permutation tests anticonservative,
+    with spurious interactions. Hence ``runs='mean'`` by default, which is also the
+    evaluatology paper's unit (one accuracy per sampled configuration).
+
     Checked against: statsmodels ``anova_lm`` Types I, II and III (``C(f, Sum)``) on an
     unbalanced design with missing cells, fixtures/reference/anova/ (SS, F, p to 1e-8).
 
@@ -516,17 +589,21 @@ def factor_anova(
        significance levels. Journal of Business & Economic Statistics 1(4), 292-298.
     .. [2] Winkler, A. M. et al. (2014). Permutation inference for the general linear model.
        NeuroImage 92, 381-397.
+    .. [3] Hurlbert, S. H. (1984). Pseudoreplication and the design of ecological field
+       experiments. Ecological Monographs 54(2), 187-211.
 
     Examples
     --------
     >>> from evalstats.simulate import unit_table
-    >>> units = unit_table(n_models=1, n_items=100, n_runs=4, instability=0.5, seed=0,
-    ...                    factors={"shots": {0: 0.0, 5: 0.1}, "cot": {False: 0.0, True: 0.0}})
-    >>> res = factor_anova(units, factors=["shots", "cot"], n_resamples=999, seed=0)
-    >>> res.ss_type
-    2
+    >>> units = unit_table(n_models=1, n_items=100, n_runs=3, instability=0.5, seed=0,
+    ...                    factors={"shots": {0: 0.0, 5: 0.1}, "cot": {False: 0.0, True: 0.0},
+    ...                             "template": {"a": 0.0, "b": 0.0, "c": 0.0}})
+    >>> res = factor_anova(units, factors=["shots", "cot", "template"], interactions=1,
+    ...                    n_resamples=999, seed=0)
+    >>> res.ss_type, res.runs, res.n_obs  # 36 run-level units, 12 configurations
+    (2, 'mean', 12)
     >>> res.to_frame().select("term", "df", "pvalue_perm").rows()
-    [('shots', 1, 0.003), ('shots:cot', 1, 0.17), ('cot', 1, 0.35), ('Residual', 12, None)]
+    [('shots', 1, 0.011), ('template', 2, 0.298), ('cot', 1, 0.585), ('Residual', 7, None)]
     """
     interactions = _check_int("interactions", interactions, (1, 2))
     ss_type = _check_int("ss_type", ss_type, (1, 2, 3))
@@ -536,9 +613,9 @@ def factor_anova(
         or n_resamples < 0
     ):
         raise ParameterError(f"`n_resamples` must be a non-negative integer, got {n_resamples!r}.")
-    data, factors, table = _rows(frame, factors, block)
+    data, factors, table = _rows(frame, factors, block, runs)
     if block is not None:
-        data = data.sort(block, maintain_order=True)
+        data = data.sort(_BLOCK, maintain_order=True)
     y = data["score"].to_numpy().astype(float)
     n = y.size
 
@@ -567,7 +644,7 @@ def factor_anova(
         nuisance = np.full((n, 1), 1.0 / np.sqrt(n))
         block_codes = None
     else:
-        _, block_codes = _codes(data[block], block, table)
+        _, block_codes = _codes(data[_BLOCK], _BLOCK, table)
         counts = np.bincount(block_codes)
         nuisance = np.zeros((n, counts.size))
         nuisance[np.arange(n), block_codes] = 1.0 / np.sqrt(counts[block_codes])
@@ -638,8 +715,9 @@ def factor_anova(
         interactions=interactions,
         n_resamples=int(n_resamples),
         seed=seed,
-        block=block,
+        block=block if block is None or isinstance(block, str) else tuple(block),
         n_obs=n,
+        runs=runs,
         null_distribution=null,
         terms=tuple(names),
     )
@@ -771,6 +849,7 @@ def attribute(
     n_null: int = 30,
     confidence_level: float = 0.95,
     n_folds: int = 5,
+    runs: str = "mean",
 ) -> AttributionResult:
     """Attribute unit scores to configuration factors with xgboost (TreeSHAP) or OLS.
 
@@ -792,6 +871,9 @@ def attribute(
         mean |SHAP|) and of the coefficient intervals.
     n_folds : int, default 5
         Folds of the cross-validated R².
+    runs : {'mean', 'replicates'}, default 'mean'
+        ``'mean'`` averages the repeated runs of each configuration first (the configuration
+        is the unit; see :func:`factor_anova`); ``'replicates'`` keeps every run as a row.
 
     Returns
     -------
@@ -837,14 +919,16 @@ def attribute(
     Examples
     --------
     >>> from evalstats.simulate import unit_table
-    >>> units = unit_table(n_models=1, n_items=100, n_runs=4, instability=0.5, seed=0,
-    ...                    factors={"shots": {0: 0.0, 5: 0.1}, "cot": {False: 0.0, True: 0.0}})
-    >>> res = attribute(units, factors=["shots", "cot"], method="linear", n_null=50, seed=0)
+    >>> units = unit_table(n_models=1, n_items=100, n_runs=3, instability=0.5, seed=0,
+    ...                    factors={"shots": {0: 0.0, 5: 0.1}, "cot": {False: 0.0, True: 0.0},
+    ...                             "template": {"a": 0.0, "b": 0.0, "c": 0.0}})
+    >>> res = attribute(units, factors=["shots", "cot", "template"], method="linear",
+    ...                 n_null=50, seed=0)
     >>> res.to_frame().select("factor", "above_null").rows()
-    [('shots', True), ('cot', False)]
+    [('shots', True), ('template', False), ('cot', False)]
     >>> coef = res.coefficients.filter(~pl.col("reference"))
     >>> coef.select("factor", "level", pl.col("estimate").round(5)).rows()
-    [('shots', '5', 0.05875), ('cot', 'true', 0.01625)]
+    [('shots', '5', 0.10389), ('cot', 'true', 0.01722), ('template', 'b', 0.0575), ('template', 'c', 0.00583)]
     """
     if method not in ("xgboost", "linear"):
         raise ParameterError(f"`method` must be 'xgboost' or 'linear', got {method!r}.")
@@ -857,7 +941,7 @@ def attribute(
         raise ParameterError(
             f"`confidence_level` must be in (0, 1), got {confidence_level!r}.{hint}"
         )
-    data, factors, table = _rows(frame, factors, None)
+    data, factors, table = _rows(frame, factors, None, runs)
     y = data["score"].to_numpy().astype(float)
     n = y.size
     if n < n_folds:
@@ -948,6 +1032,7 @@ def attribute(
         confidence_level=float(confidence_level),
         seed=seed,
         n_obs=n,
+        runs=runs,
         null_distribution=null,
         factors=tuple(factors),
     )

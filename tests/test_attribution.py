@@ -54,7 +54,9 @@ def test_factor_anova_matches_statsmodels_anova_lm(fixtures, ss_type):
     ref = fixtures / "reference" / "anova"
     units = pl.read_csv(ref / "input.csv")
     expected = pl.read_csv(ref / f"expected_type{ss_type}.csv")
-    res = factor_anova(units, factors=["a", "b", "c"], ss_type=ss_type, n_resamples=0)
+    res = factor_anova(
+        units, runs="replicates", factors=["a", "b", "c"], ss_type=ss_type, n_resamples=0
+    )
     got = res.to_frame()
     assert res.ss_type == ss_type
     assert units.select("a", "b", "c").unique().height < 24  # missing cells
@@ -81,7 +83,7 @@ def test_factor_anova_block_matches_statsmodels_with_block_term():
         seed=3,
         factors={"a": {0: 0.0, 1: 0.1}, "b": {"p": 0.0, "q": 0.0, "r": 0.05}},
     )
-    res = factor_anova(obs, factors=["a", "b"], block="item", n_resamples=0)
+    res = factor_anova(obs, runs="replicates", factors=["a", "b"], block="item", n_resamples=0)
     fit = smf.ols("score ~ C(item) + (C(a) + C(b))**2", data=obs.to_pandas()).fit()
     table = anova_lm(fit, typ=2)
     got = {r["term"]: r for r in res.to_frame().iter_rows(named=True)}
@@ -92,10 +94,91 @@ def test_factor_anova_block_matches_statsmodels_with_block_term():
     assert got["Residual"]["df"] == int(fit.df_resid)
 
 
+def test_runs_mean_equals_statsmodels_on_configuration_means(fixtures):
+    """runs='mean' (the default) is anova_lm on the run-averaged configuration scores, averaged
+    here independently with polars and fitted with statsmodels (Type II); rounding tolerance."""
+    smf = pytest.importorskip("statsmodels.formula.api")
+    from statsmodels.stats.anova import anova_lm
+
+    units = pl.read_csv(fixtures / "reference" / "anova" / "input.csv")
+    means = units.group_by("model", "dataset", "variant", "a", "b", "c").agg(pl.col("score").mean())
+    assert means.height < units.height  # the fixture repeats runs
+    res = factor_anova(units, factors=["a", "b", "c"], interactions=1, n_resamples=0)
+    assert res.runs == "mean" and res.n_obs == means.height
+    fit = smf.ols("score ~ C(a) + C(b) + C(c)", data=means.to_pandas()).fit()
+    table = anova_lm(fit, typ=2)
+    got = {r["term"]: r for r in res.to_frame().iter_rows(named=True)}
+    for f in ("a", "b", "c"):
+        assert_allclose(got[f]["sum_sq"], table.loc[f"C({f})", "sum_sq"], rtol=1e-8)
+        assert_allclose(got[f]["statistic"], table.loc[f"C({f})", "F"], rtol=1e-8)
+        assert_allclose(got[f]["pvalue"], table.loc[f"C({f})", "PR(>F)"], rtol=1e-8)
+    assert got["Residual"]["df"] == int(fit.df_resid)
+
+
+def test_runs_as_replicates_are_anticonservative_under_pseudo_replication():
+    """Null factors, a random prompt effect per configuration and near-identical runs (the
+    usual LLM case): averaging runs keeps the F test at about alpha, counting runs as rows
+    rejects most null terms. 40 seeded simulations x 6 terms; bounds are 3.5 binomial SEs."""
+    counts = {"mean": [0, 0], "replicates": [0, 0]}
+    for s in range(40):
+        units = unit_table(
+            n_models=1,
+            n_items=100,
+            n_runs=3,
+            instability=0.05,
+            prompt_sd=0.05,
+            factors=NULL,
+            seed=500 + s,
+        )
+        for runs, c in counts.items():
+            tab = factor_anova(units, factors=["a", "b", "c"], runs=runs, n_resamples=0)
+            p = tab.to_frame().filter(pl.col("term") != "Residual")["pvalue"].to_numpy()
+            c[0] += int(np.sum(p < 0.05))
+            c[1] += p.size
+    rate = {k: hits / n for k, (hits, n) in counts.items()}
+    se = np.sqrt(0.05 * 0.95 / counts["mean"][1])
+    assert rate["mean"] <= 0.05 + 3.5 * se
+    assert rate["replicates"] > 0.3
+
+
+def test_block_of_several_columns_is_their_joint_levels():
+    """block=("model", "dataset") equals anova_lm with a C(model):C(dataset) block term."""
+    smf = pytest.importorskip("statsmodels.formula.api")
+    from statsmodels.stats.anova import anova_lm
+
+    units = unit_table(
+        n_models=2,
+        n_datasets=2,
+        n_items=60,
+        n_runs=2,
+        instability=0.5,
+        seed=5,
+        factors={"a": {0: 0.0, 1: 0.1}, "b": {"p": 0.0, "q": 0.0, "r": 0.05}},
+    )
+    res = factor_anova(units, factors=["a", "b"], block=("model", "dataset"), n_resamples=99)
+    assert res.block == ("model", "dataset")
+    means = units.group_by("model", "dataset", "variant", "a", "b").agg(pl.col("score").mean())
+    fit = smf.ols("score ~ C(model):C(dataset) + C(a) + C(b)", data=means.to_pandas()).fit()
+    table = anova_lm(fit, typ=2)
+    got = {r["term"]: r for r in res.to_frame().iter_rows(named=True)}
+    res1 = factor_anova(
+        units, factors=["a", "b"], block=("model", "dataset"), interactions=1, n_resamples=0
+    )
+    got1 = {r["term"]: r for r in res1.to_frame().iter_rows(named=True)}
+    for f in ("a", "b"):
+        assert_allclose(got1[f]["sum_sq"], table.loc[f"C({f})", "sum_sq"], rtol=1e-8)
+        assert_allclose(got1[f]["statistic"], table.loc[f"C({f})", "F"], rtol=1e-8)
+    assert got["a"]["pvalue_perm"] is not None
+    with pytest.raises(ParameterError, match="`block` must be a column name"):
+        factor_anova(units, factors=["a"], block=[])
+    with pytest.raises(ParameterError, match="`runs` must be 'mean' or 'replicates'"):
+        factor_anova(units, factors=["a"], runs="median")
+
+
 def test_missing_two_way_cell_reduces_df_to_the_rank():
     units = _planted_units(seed=1, keep=1.0)
     units = units.filter(~((pl.col("a") == 1) & (pl.col("c") == "z")))  # empty a:c cell
-    tab = factor_anova(units, factors=["a", "b", "c"], n_resamples=0).to_frame()
+    tab = factor_anova(units, runs="replicates", factors=["a", "b", "c"], n_resamples=0).to_frame()
     row = tab.filter(pl.col("term") == "a:c").row(0, named=True)
     assert row["df"] == 1  # 2 columns, rank 1
     # SS(a:c) is the drop in RSS when the term is removed from the full model
@@ -126,7 +209,9 @@ def test_missing_two_way_cell_reduces_df_to_the_rank():
 
 def test_factor_anova_columns_order_and_eta_sums_to_one_under_type1():
     units = _planted_units()
-    res = factor_anova(units, factors=["a", "b", "c", "d"], ss_type=1, n_resamples=99)
+    res = factor_anova(
+        units, runs="replicates", factors=["a", "b", "c", "d"], ss_type=1, n_resamples=99
+    )
     tab = res.to_frame()
     assert tab.columns == [
         "term",
@@ -152,7 +237,7 @@ def test_factor_anova_columns_order_and_eta_sums_to_one_under_type1():
 
 def test_pvalue_perm_formula_and_bounds():
     units = _planted_units()
-    res = factor_anova(units, factors=["a", "b", "c"], n_resamples=199, seed=4)
+    res = factor_anova(units, runs="replicates", factors=["a", "b", "c"], n_resamples=199, seed=4)
     tab = res.to_frame().filter(pl.col("term") != "Residual")
     for row in tab.iter_rows(named=True):
         i = res.terms.index(row["term"])
@@ -163,12 +248,16 @@ def test_pvalue_perm_formula_and_bounds():
 
 def test_factor_anova_is_reproducible_and_row_order_invariant():
     units = _planted_units()
-    a = factor_anova(units, factors=["a", "b", "c"], n_resamples=99, seed=7).to_frame()
-    b = factor_anova(units, factors=["a", "b", "c"], n_resamples=99, seed=7).to_frame()
+    a = factor_anova(
+        units, runs="replicates", factors=["a", "b", "c"], n_resamples=99, seed=7
+    ).to_frame()
+    b = factor_anova(
+        units, runs="replicates", factors=["a", "b", "c"], n_resamples=99, seed=7
+    ).to_frame()
     assert a.equals(b)
     shuffled = units.sample(fraction=1.0, shuffle=True, seed=1)
-    c = factor_anova(shuffled, factors=["a", "b", "c"], n_resamples=0).to_frame()
-    d = factor_anova(units, factors=["a", "b", "c"], n_resamples=0).to_frame()
+    c = factor_anova(shuffled, runs="replicates", factors=["a", "b", "c"], n_resamples=0).to_frame()
+    d = factor_anova(units, runs="replicates", factors=["a", "b", "c"], n_resamples=0).to_frame()
     assert c["term"].to_list() == d["term"].to_list()
     assert_allclose(c["sum_sq"], d["sum_sq"], rtol=1e-10)
 
@@ -186,7 +275,9 @@ def test_block_permutations_stay_within_blocks():
 
 def test_planted_terms_found_and_eta_ranking_matches_truth():
     units = _planted_units(seed=0)
-    tab = factor_anova(units, factors=["a", "b", "c", "d"], n_resamples=999, seed=0).to_frame()
+    tab = factor_anova(
+        units, runs="replicates", factors=["a", "b", "c", "d"], n_resamples=999, seed=0
+    ).to_frame()
     terms = tab["term"].to_list()
     assert terms[:3] == ["a", "b", "a:b"]
     p = dict(zip(terms, tab["pvalue_perm"]))
@@ -202,7 +293,9 @@ def test_planted_effects_with_item_blocks():
         seed=2,
         factors={"a": {0: 0.0, 1: 0.15}, "c": {"x": 0.0, "y": 0.0, "z": 0.0}},
     )
-    tab = factor_anova(obs, factors=["a", "c"], block="item", n_resamples=199, seed=0).to_frame()
+    tab = factor_anova(
+        obs, runs="replicates", factors=["a", "c"], block="item", n_resamples=199, seed=0
+    ).to_frame()
     p = dict(zip(tab["term"], tab["pvalue_perm"]))
     assert tab["term"][0] == "a"
     assert p["a"] < 0.01
@@ -220,7 +313,9 @@ def _null_rejection_rate(n_sims: int, n_resamples: int) -> float:
             factors=NULL,
             seed=1000 + s,
         )
-        tab = factor_anova(units, factors=["a", "b", "c"], n_resamples=n_resamples, seed=s)
+        tab = factor_anova(
+            units, runs="replicates", factors=["a", "b", "c"], n_resamples=n_resamples, seed=s
+        )
         p = tab.to_frame().filter(pl.col("term") != "Residual")["pvalue_perm"].to_numpy()
         rejections += int(np.sum(p < 0.05))
         tests += p.size
@@ -274,7 +369,7 @@ def test_exact_fit_warns_and_returns_nan():
         factors={"a": {0: 0.0, 1: 0.1}, "b": {0: 0.0, 1: 0.0}},
     )
     with pytest.warns(DegenerateDataWarning, match="exactly"):
-        tab = factor_anova(units, factors=["a", "b"], n_resamples=9).to_frame()
+        tab = factor_anova(units, runs="replicates", factors=["a", "b"], n_resamples=9).to_frame()
     assert tab.filter(pl.col("term") == "a")["statistic"].is_nan().all()
 
 
@@ -296,7 +391,7 @@ def test_linear_attribution_matches_statsmodels_ols():
     """Coefficients and 95% intervals equal statsmodels OLS with treatment coding."""
     smf = pytest.importorskip("statsmodels.formula.api")
     units = _planted_units()
-    res = attribute(units, factors=["a", "b", "c"], method="linear", n_null=0)
+    res = attribute(units, runs="replicates", factors=["a", "b", "c"], method="linear", n_null=0)
     fit = smf.ols("score ~ C(a) + C(b) + C(c)", data=units.to_pandas()).fit()
     coef = res.coefficients.filter(~pl.col("reference"))
     names = ["C(a)[T.1]", "C(b)[T.1]", "C(c)[T.y]", "C(c)[T.z]"]
@@ -313,7 +408,9 @@ def test_linear_attribution_matches_statsmodels_ols():
 
 def test_linear_planted_factors_above_null_band():
     units = _planted_units()
-    res = attribute(units, factors=["a", "b", "c", "d"], method="linear", n_null=49, seed=0)
+    res = attribute(
+        units, runs="replicates", factors=["a", "b", "c", "d"], method="linear", n_null=49, seed=0
+    )
     tab = {r["factor"]: r for r in res.to_frame().iter_rows(named=True)}
     assert tab["a"]["above_null"] and tab["b"]["above_null"]
     assert not tab["c"]["above_null"] and not tab["d"]["above_null"]
@@ -322,7 +419,9 @@ def test_linear_planted_factors_above_null_band():
 
 def test_xgboost_planted_factors_above_null_band_and_null_inside():
     units = _planted_units()
-    res = attribute(units, factors=["a", "b", "c", "d"], method="xgboost", n_null=19, seed=0)
+    res = attribute(
+        units, runs="replicates", factors=["a", "b", "c", "d"], method="xgboost", n_null=19, seed=0
+    )
     assert res.method == "xgboost"
     assert res.null_distribution.shape == (19, 4)
     tab = {r["factor"]: r for r in res.to_frame().iter_rows(named=True)}
@@ -383,7 +482,7 @@ def test_null_distribution_equals_refits_on_freedman_lane_responses(term, reduce
     from evalstats.attribution import _chunk_size
 
     units = _planted_units(seed=5)
-    res = factor_anova(units, factors=["a", "b", "c"], n_resamples=4, seed=3)
+    res = factor_anova(units, runs="replicates", factors=["a", "b", "c"], n_resamples=4, seed=3)
     y = units["score"].to_numpy()
     x = _dummies(units, reduced)
     fitted = x @ np.linalg.lstsq(x, y, rcond=None)[0]
@@ -395,7 +494,10 @@ def test_null_distribution_equals_refits_on_freedman_lane_responses(term, reduce
         ystar = fitted + e[idx[j]]
         scaled = (ystar - ystar.min()) / (ystar.max() - ystar.min())
         again = factor_anova(
-            units.with_columns(score=pl.Series(scaled)), factors=["a", "b", "c"], n_resamples=0
+            units.with_columns(score=pl.Series(scaled)),
+            runs="replicates",
+            factors=["a", "b", "c"],
+            n_resamples=0,
         ).to_frame()
         direct = again.filter(pl.col("term") == term)["statistic"][0]
         assert_allclose(res.null_distribution[res.terms.index(term), j], direct, rtol=1e-8)

@@ -15,6 +15,11 @@ def _factors(text: str) -> list[str]:
     return names
 
 
+def _block(text: str) -> str | tuple[str, ...]:
+    names = _factors(text)
+    return names[0] if len(names) == 1 else tuple(names)
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the subcommand."""
     p = sub.add_parser(
@@ -55,9 +60,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--block",
+        type=_block,
         default=argparse.SUPPRESS,
-        metavar="COLUMN",
-        help="permute within the levels of COLUMN; 'item' analyses item rows",
+        metavar="COL,...",
+        help="permute within the levels of COL (or of several columns jointly, e.g. "
+        "model,dataset); 'item' analyses item rows",
+    )
+    p.add_argument(
+        "--runs",
+        choices=["mean", "replicates"],
+        default=argparse.SUPPRESS,
+        help="average the repeated runs of a configuration first (default: mean) or count "
+        "each run as a row (replicates)",
     )
     p.add_argument("--seed", type=int, default=argparse.SUPPRESS, help="seed (default 0)")
     p.add_argument(
@@ -76,11 +90,11 @@ def run(args: argparse.Namespace) -> int:
 
     args.quiet = args.json
     obs, _ = load(args)
-    params = params_from(args, "interactions", "ss_type", "n_resamples", "block", "seed")
+    params = params_from(args, "interactions", "ss_type", "n_resamples", "block", "runs", "seed")
     res = factor_anova(obs, factors=args.factors, **params)
     print(
         f"ANOVA: Type {['I', 'II', 'III'][res.ss_type - 1]} sums of squares, "
-        f"{res.n_obs} rows, {res.n_resamples} permutations (seed {res.seed})",
+        f"{res.n_obs} rows (runs: {res.runs}), {res.n_resamples} permutations (seed {res.seed})",
         file=sys.stderr,
     )
     if args.plot:
@@ -91,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         "ss_type": res.ss_type,
         "n_resamples": res.n_resamples,
         "block": res.block,
+        "runs": res.runs,
         "seed": res.seed,
     }
     emit(

@@ -39,6 +39,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=argparse.SUPPRESS,
         help="refits on permuted scores for the null band (default 30)",
     )
+    p.add_argument(
+        "--runs",
+        choices=["mean", "replicates"],
+        default=argparse.SUPPRESS,
+        help="average the repeated runs of a configuration first (default: mean) or count "
+        "each run as a row (replicates)",
+    )
     p.add_argument("--seed", type=int, default=argparse.SUPPRESS, help="seed (default 0)")
     p.add_argument(
         "--plot",
@@ -56,7 +63,9 @@ def run(args: argparse.Namespace) -> int:
 
     args.quiet = args.json
     obs, _ = load(args)
-    res = attribute(obs, factors=args.factors, **params_from(args, "method", "n_null", "seed"))
+    res = attribute(
+        obs, factors=args.factors, **params_from(args, "method", "n_null", "runs", "seed")
+    )
     print(
         f"attribution: {res.method}, {res.n_obs} units, cross-validated R² "
         f"{res.cv_r_sq:.3f}, importance in {res.score_scale}",
@@ -76,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         "factors": args.factors,
         "method": res.method,
         "n_null": res.n_null,
+        "runs": res.runs,
         "seed": res.seed,
         "confidence_level": res.confidence_level,
     }

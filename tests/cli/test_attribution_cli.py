@@ -180,3 +180,43 @@ def test_bad_option_values_are_usage_errors(units_csv, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["anova", str(units_csv), "--factors", "a", "--ss-type", "4"])
     assert exc.value.code == 2
+
+
+def test_anova_block_of_several_columns_and_runs_option(tmp_path, capsys):
+    path = tmp_path / "u.csv"
+    unit_table(
+        n_models=2,
+        n_datasets=2,
+        n_items=40,
+        n_runs=2,
+        instability=0.5,
+        seed=1,
+        factors={"a": {0: 0.0, 1: 0.1}, "b": {"p": 0.0, "q": 0.0, "r": 0.0}},
+    ).write_csv(path)
+    argv = ["anova", str(path), "--factors", "a,b", "--block", "model,dataset", "--json"]
+    assert main([*argv, "--n-resamples", "19", "--runs", "replicates"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["params"]["block"] == ["model", "dataset"]
+    assert doc["params"]["runs"] == "replicates" and doc["n_obs"] == 2 * 2 * 6 * 2
+    assert main([*argv, "--n-resamples", "0"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["params"]["runs"] == "mean" and doc["n_obs"] == 2 * 2 * 6
+    assert (
+        main(
+            [
+                "attribute",
+                str(path),
+                "--factors",
+                "a,b",
+                "--method",
+                "linear",
+                "--n-null",
+                "0",
+                "--runs",
+                "replicates",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["params"]["runs"] == "replicates"
