@@ -34,8 +34,10 @@ _FLAGS: dict[str, frozenset[str]] = {
     "stability": frozenset({"by", "normalize", "on_mismatch"}),
     "normality": frozenset({"by", "method", "low_power_n"}),
     "correlate": frozenset({"method", "alternative", "n_resamples", "seed"}),
-    "anova": frozenset({"factors", "interactions", "ss_type", "n_resamples", "block", "seed"}),
-    "attribute": frozenset({"factors", "method", "n_null", "seed"}),
+    "anova": frozenset(
+        {"factors", "interactions", "ss_type", "n_resamples", "block", "runs", "seed"}
+    ),
+    "attribute": frozenset({"factors", "method", "n_null", "runs", "seed"}),
     "intervals": frozenset(
         {"over", "method", "confidence_level", "cluster", "n_resamples", "seed"}
     ),

@@ -609,6 +609,24 @@ def _run_providers(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
     return tables, {}, {"providers": res}
 
 
+def _anova_fixed(ctx: _Context) -> dict[str, Any]:
+    """Factors, and models and datasets as nuisance blocks when there are several of them.
+
+    Pooling models and datasets would put their differences into the residual and let their
+    interactions with the factors pass for factor effects; blocking compares configurations
+    within each (model, dataset) and permutes only there.
+    """
+    block = tuple(
+        col
+        for col, levels in (("model", ctx.data.models), ("dataset", ctx.data.datasets))
+        if len(levels) > 1
+    )
+    fixed: dict[str, Any] = {"factors": list(ctx.data.factors)}
+    if block:
+        fixed["block"] = block[0] if len(block) == 1 else block
+    return fixed
+
+
 def _provider_fixed(ctx: _Context) -> dict[str, Any]:
     if ctx.data.provider is not None:
         return {}
@@ -680,7 +698,7 @@ ANALYSES: tuple[_Spec, ...] = (
         "anova",
         _need_factors,
         _run_anova,
-        lambda ctx: {"factors": list(ctx.data.factors)},
+        _anova_fixed,
     ),
     _Spec(
         "attribution",

@@ -271,10 +271,21 @@ def _anova(res: AnalysisResult, data: DataSummary) -> str:
     if sig.height:
         text += f": {_listed(sig['term'].to_list())}"
     text += "."
-    if len(data.models) > 1 or len(data.datasets) > 1:
+    block = res.params.get("block")
+    if block:
+        cols = [block] if isinstance(block, str) else list(block)
+        text += (
+            f" Configurations are compared within each {' × '.join(cols)} (a nuisance block; "
+            "permutations stay inside it)."
+        )
+    elif len(data.models) > 1 or len(data.datasets) > 1:
         text += (
             " Scores are pooled over models and datasets, so their differences stay in the "
             "residual."
+        )
+    if res.values.get("runs", res.params.get("runs", "mean")) == "mean" and data.n_runs > 1:
+        text += (
+            " Repeated runs are averaged per configuration first (the configuration is the unit)."
         )
     return text
 

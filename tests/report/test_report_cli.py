@@ -80,7 +80,18 @@ def test_report_equals_commands_typed_by_hand(demo_results, capsys):
     assert _same(nstar["rows"], by_key["nstar"]["tables"]["nstar"]["rows"])
     factors = ",".join(demo_results["parameters"]["factors"])
     anova = _run_json(
-        capsys, ["anova", path, "--factors", factors, "--n-resamples", "200", "--json"]
+        capsys,
+        [
+            "anova",
+            path,
+            "--factors",
+            factors,
+            "--block",
+            "model,dataset",
+            "--n-resamples",
+            "200",
+            "--json",
+        ],
     )
     assert _same(anova["rows"], by_key["anova"]["tables"]["anova"]["rows"])
     audit = _run_json(
