@@ -8,6 +8,7 @@ within ``epsilon``.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
@@ -136,8 +137,16 @@ def _groups(
     return by, out, {b: scores.schema[b] for b in by}
 
 
-def _group_seed(seed: int, i: int) -> np.random.Generator:
-    return np.random.default_rng([int(seed), i])
+def _group_seed(seed: int, key: tuple) -> np.random.Generator:
+    """The generator of one group: ``seed`` and a stable hash of the group's key values.
+
+    Seeding by the key (not by the group's position) keeps a group's result the same whatever
+    other groups the table holds, and across processes (no Python ``hash`` randomisation).
+    """
+    text = "\x1f".join(f"{type(v).__name__}:{v}" for v in key).encode()
+    digest = hashlib.blake2b(text, digest_size=16).digest()
+    words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
+    return np.random.default_rng([int(seed), *words])
 
 
 # --- the curve -----------------------------------------------------------------------------------
@@ -244,7 +253,8 @@ def sample_size_curve(
         Size of the perturbation space for the analytic finite-population correction; None
         treats it as infinite.
     seed : int, default 0
-        Seed of the random subsets; each group draws from ``default_rng([seed, group_index])``.
+        Seed of the random subsets; each group draws from a generator seeded by ``seed`` and a hash of its
+        key, so a group's result does not depend on the other groups in the table.
     by : tuple of str, default ('model', 'dataset')
         Group columns.
 
@@ -311,7 +321,7 @@ def sample_size_curve(
     )
     by, groups, keys = _groups(units, by)
     rows: list[dict] = []
-    for gi, (key, x) in enumerate(groups):
+    for key, x in groups:
         mean, low, high, exh = _curve_arrays(
             x,
             moments=moments,
@@ -320,7 +330,7 @@ def sample_size_curve(
             method=method,
             compat=compat,
             population_size=population_size,
-            rng=_group_seed(seed, gi),
+            rng=_group_seed(seed, key),
         )
         N = x.size
         for j, m in enumerate(moments):
@@ -475,7 +485,7 @@ def required_sample_size(
     )
     by, groups, keys = _groups(units, by)
     rows = []
-    for gi, (key, x) in enumerate(groups):
+    for key, x in groups:
         ns, _ = _nstar_one(
             x,
             moments=moments,
@@ -485,7 +495,7 @@ def required_sample_size(
             method=method,
             compat=compat,
             population_size=population_size,
-            rng=_group_seed(seed, gi),
+            rng=_group_seed(seed, key),
         )
         for m, v in ns.items():
             rows.append(
@@ -555,7 +565,7 @@ def sample_size_uncertainty(
     n_resamples : int, default 1000
         Subsets per size inside each replicate.
     seed : int, default 0
-        Seed; each group uses ``default_rng([seed, group_index])``.
+        Seed; each group's generator is seeded by ``seed`` and a hash of its key.
 
     Returns
     -------
@@ -576,7 +586,7 @@ def sample_size_uncertainty(
     >>> out = sample_size_uncertainty(units, epsilon=0.02, moments="mean", n_bootstrap=20,
     ...                               n_resamples=300)
     >>> out.select("moment", "n_star", "n_star_median", "ci_low", "ci_high").rows()[0]
-    ('mean', 11, 10.0, 6.0, 12.0)
+    ('mean', 11, 11.0, 6.0, 13.0)
     """
     moments = _validate(
         moments=moments,
@@ -594,8 +604,8 @@ def sample_size_uncertainty(
     by, groups, keys = _groups(units, by)
     rows = []
     a = (1 - confidence_level) / 2
-    for gi, (key, x) in enumerate(groups):
-        rng = _group_seed(seed, gi)
+    for key, x in groups:
+        rng = _group_seed(seed, key)
         kw = dict(
             moments=moments,
             epsilon=epsilon,
@@ -702,7 +712,7 @@ def reference_model_check(
     ...                             moments="mean", n_resamples=500)
     >>> cols = ("model", "moment", "n_star", "reference_n_star", "proxy_sufficient")
     >>> out.filter(pl.col("moment") == "mean").select(cols).rows()
-    [('m0', 'mean', 14, 14, True), ('m1', 'mean', 15, 14, False)]
+    [('m0', 'mean', 13, 13, True), ('m1', 'mean', 14, 13, False)]
     """
     moments = _validate(
         moments=moments,
@@ -718,7 +728,7 @@ def reference_model_check(
         raise SchemaError(f"`by` must contain 'model' for the reference-model check, got {by!r}.")
     mi = by.index("model")
     results = {}
-    for gi, (key, x) in enumerate(groups):
+    for key, x in groups:
         ns, high = _nstar_one(
             x,
             moments=moments,
@@ -728,7 +738,7 @@ def reference_model_check(
             method=method,
             compat=compat,
             population_size=population_size,
-            rng=_group_seed(seed, gi),
+            rng=_group_seed(seed, key),
         )
         results[key] = (ns, high, x.size)
     models = {k[mi] for k in results}

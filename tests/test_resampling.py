@@ -381,3 +381,23 @@ def test_property_renaming_models_and_shuffling_rows_keeps_enumerated_sizes(valu
     b = sample_size_curve(_units({"other": x[::-1]}), n_resamples=50, moments="mean", seed=seed)
     ea, eb = a.filter(pl.col("exhaustive")), b.filter(pl.col("exhaustive"))
     assert_allclose(ea["ci_high"].to_numpy(), eb["ci_high"].to_numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_a_groups_n_star_does_not_depend_on_the_other_groups():
+    """Groups are seeded by their key, not their position: n* of one task is the same alone
+    and in a call over every task (sampled, non-exhaustive subsets)."""
+    rng = np.random.default_rng(8)
+    frames = {f"t{k}": rng.normal(0.6, 0.05, 60) for k in range(3)}
+    rows = [
+        {"model": "m", "dataset": t, "variant": f"v{i}", "run": 0, "score": float(v)}
+        for t, x in frames.items()
+        for i, v in enumerate(x)
+    ]
+    units = pl.DataFrame(rows)
+    kw = dict(moments="mean", n_resamples=300, seed=5)
+    every = required_sample_size(units, **kw).filter(pl.col("dataset") == "t2")
+    alone = required_sample_size(units.filter(pl.col("dataset") == "t2"), **kw)
+    assert every.equals(alone)
+    curve_every = sample_size_curve(units, **kw).filter(pl.col("dataset") == "t2")
+    curve_alone = sample_size_curve(units.filter(pl.col("dataset") == "t2"), **kw)
+    assert curve_every.equals(curve_alone)
