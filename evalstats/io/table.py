@@ -24,7 +24,7 @@ def read_table(
     on_invalid: OnInvalid = "error",
     score_scale: ScoreScale = "auto",
 ) -> Ingest:
-    """Read generic tables of scored outputs into the observation table.
+    r"""Read generic tables of scored outputs into the observation table.
 
     Parameters
     ----------
@@ -65,7 +65,7 @@ def read_table(
     --------
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "mmlu.csv").write_text("model,doc_id,prompt,correct\\nA,1,p1,True\\nA,2,p1,False\\n")
+    >>> _ = (d / "mmlu.csv").write_text("model,doc_id,prompt,correct\nA,1,p1,True\nA,2,p1,False\n")
     >>> obs, report = read_table(d / "mmlu.csv")
     >>> obs.select("model", "dataset", "item", "variant", "score").collect().rows()
     [('A', 'mmlu', '1', 'p1', 1.0), ('A', 'mmlu', '2', 'p1', 0.0)]
