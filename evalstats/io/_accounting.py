@@ -171,6 +171,8 @@ class PartResult:
     ids: pl.DataFrame | None = None
     #: kept rows with unit columns, score, n_items, n_errors (unit-level input, units asked)
     passthrough: pl.DataFrame | None = None
+    #: the partition's hash bucket, if any
+    bucket: tuple[int, int] | None = None
 
 
 @dataclass
@@ -256,12 +258,11 @@ def _group_ids(df: pl.DataFrame, cols: Sequence[str]) -> tuple[pl.DataFrame, np.
     varying = [c for c in cols if c not in constant]
     if not varying:
         return df.select(cols).head(1), np.zeros(n, dtype=np.int64), constant
-    run = df.select(pl.struct(varying).rle_id())[varying[0]].to_numpy()
-    if (int(run[-1]) + 1) * 4 <= n:
-        starts = pl.Series(np.flatnonzero(np.diff(run, prepend=-1)))
-        heads = df.select(pl.col(varying).gather(starts))
+    runs = df.select(pl.struct(varying).rle().alias("r")).unnest("r")  # one row per run
+    if runs.height * 4 <= n:
+        heads = runs["value"].struct.unnest()
         g, head_gid = _group_rows(heads, varying)
-        gid = head_gid[run]
+        gid = np.repeat(head_gid, runs["len"].to_numpy())
     else:
         g, gid = _group_rows(df.select(varying), varying)
     if constant:
@@ -469,7 +470,7 @@ def run_part(plan: Plan, spec: PartSpec, *, units: bool = True, ids: bool = Fals
     cols = {
         "__sum": np.bincount(kg, weights=score[kept], minlength=ng),
         "__n": np.bincount(kg, minlength=ng),
-        "__n_dup": np.bincount(gid[dup], minlength=ng),
+        "__n_dup": np.bincount(gid[dup], minlength=ng) if dup.any() else np.zeros(ng, np.int64),
     }
     if "error" in plan.schema:
         err = df["error"].is_not_null().to_numpy()
@@ -501,6 +502,7 @@ def run_part(plan: Plan, spec: PartSpec, *, units: bool = True, ids: bool = Fals
         groups=groups,
         ids=id_frame,
         passthrough=passthrough,
+        bucket=spec.bucket,
     )
 
 
@@ -678,7 +680,8 @@ def account(
         if plan.on_invalid == "error" and runner is run_local:
             _raise_early(plan, results)
     order = {s.files[0]: k for k, s in enumerate(specs)}
-    results.sort(key=lambda r: (order.get(r.files[0], 0), r.files))
+    # merge in partition order, whatever the order the results arrived in
+    results.sort(key=lambda r: (order.get(r.files[0], 0), r.files, r.bucket or (0, 1)))
 
     scale_all: dict[int, tuple[float, str | None]] = dict(bucket_scale)
     for r in results:
@@ -715,7 +718,7 @@ def account(
             PartSpec(tuple(files), scale=factors, keys=keys, bucket=(b, n_b) if n_b > 1 else None)
             for b in range(n_b)
         ]
-        second = list(runner(plan, again, units, ids))
+        second = sorted(runner(plan, again, units, ids), key=lambda r: r.bucket or (0, 1))
         if _shared(plan, second).height:  # buckets must be disjoint; a bug otherwise
             raise AssertionError("second pass: a duplicate group spans two buckets")
         counts["duplicate"] = (
