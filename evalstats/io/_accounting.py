@@ -22,7 +22,9 @@ The same partition function runs in this process (``engine="polars"``) or on Das
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -39,6 +41,7 @@ __all__ = [
     "PartResult",
     "PartSpec",
     "Plan",
+    "LOCAL_WORKERS",
     "Runner",
     "account",
     "partitions",
@@ -527,12 +530,31 @@ def _locate_read_error(plan: Plan, files: Sequence[int], exc: BaseException) -> 
 Runner = Callable[[Plan, Sequence[PartSpec], bool, bool], Iterator[PartResult]]
 
 
+#: Partitions in flight in the local engine. Polars releases the GIL, so while one partition
+#: is in numpy or Python bookkeeping another is read: on 2 idle cores, 19M DOVE-shaped rows took
+#: 2.4 s instead of 3.2 s (CPU +5%, peak memory +110 MiB: one more partition held).
+LOCAL_WORKERS = 2
+
+
 def run_local(
     plan: Plan, specs: Sequence[PartSpec], units: bool, ids: bool
 ) -> Iterator[PartResult]:
-    """Run the partitions one after the other in this process."""
-    for spec in specs:
-        yield run_part(plan, spec, units=units, ids=ids)
+    """Run the partitions in this process, ``LOCAL_WORKERS`` at a time; yield them in order."""
+    if LOCAL_WORKERS < 2 or len(specs) < 2:
+        for spec in specs:
+            yield run_part(plan, spec, units=units, ids=ids)
+        return
+    pool = ThreadPoolExecutor(LOCAL_WORKERS, thread_name_prefix="evalstats")
+    try:
+        pending: deque[Future[PartResult]] = deque()
+        for spec in specs:
+            pending.append(pool.submit(run_part, plan, spec, units=units, ids=ids))
+            if len(pending) >= LOCAL_WORKERS:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:  # an error (or an early stop) leaves no partition queued
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def row_counts(plan: Plan) -> list[int]:
