@@ -299,7 +299,7 @@ def bench(
             "unknown_item": planted["unknown_item"],
         }, ours["set_aside"]
         assert ours["units"] == res["floor"]["units"]
-    return {"rows": planted["rows"], "planted": planted, "steps": res}
+    return {"rows": planted["rows"], "requested": rows, "planted": planted, "steps": res}
 
 
 def _print(result: dict) -> None:
