@@ -86,6 +86,10 @@ class DataSummary:
         Factor columns analysed (at least two levels each).
     constant_factors : tuple of str
         Factor columns with a single level (nothing to attribute).
+    incomplete_factors : tuple of str
+        Detected factor columns left out because some rows have no value (e.g. paraphrase
+        metadata that only some variants carry); naming them with ``factors`` analyses them
+        and reports the first null row.
     provider : str or None
         The provider column, when present with at least two providers.
     n_errors : int or None
@@ -102,6 +106,7 @@ class DataSummary:
     n_runs: int
     factors: tuple[str, ...]
     constant_factors: tuple[str, ...]
+    incomplete_factors: tuple[str, ...]
     provider: str | None
     n_errors: int | None
     has_latency: bool
@@ -119,6 +124,7 @@ class DataSummary:
             "n_runs": self.n_runs,
             "factors": list(self.factors),
             "constant_factors": list(self.constant_factors),
+            "incomplete_factors": list(self.incomplete_factors),
             "provider": self.provider,
             "n_errors": self.n_errors,
             "has_latency": self.has_latency,
@@ -131,8 +137,11 @@ def _summarise(obs: pl.DataFrame, factors: Sequence[str] | None) -> DataSummary:
     from evalstats.schema import factor_columns
 
     cols = obs.columns
+    incomplete: list[str] = []
     if factors is None:
         candidates = factor_columns(cols)
+        incomplete = [f for f in candidates if obs[f].null_count()]
+        candidates = [f for f in candidates if f not in incomplete]
     else:
         missing = [f for f in factors if f not in cols]
         if missing:
@@ -158,6 +167,7 @@ def _summarise(obs: pl.DataFrame, factors: Sequence[str] | None) -> DataSummary:
         n_runs=int(per_config["r"].max() or 0),
         factors=tuple(f for f in candidates if levels[f] > 1),
         constant_factors=tuple(f for f in candidates if levels[f] <= 1),
+        incomplete_factors=tuple(incomplete),
         provider=provider,
         n_errors=int(obs["error"].is_not_null().sum()) if "error" in cols else None,
         has_latency="latency_s" in cols,
@@ -432,9 +442,14 @@ def _need_stability(ctx: _Context) -> str | None:
 
 def _need_factors(ctx: _Context) -> str | None:
     if not ctx.data.factors:
-        const = ctx.data.constant_factors
-        tail = f" ({', '.join(const)} have a single level)" if const else ""
-        return f"no factor column with two or more levels{tail}; name them with --factors"
+        const, partial = ctx.data.constant_factors, ctx.data.incomplete_factors
+        notes = []
+        if const:
+            notes.append(f"{', '.join(const)} have a single level")
+        if partial:
+            notes.append(f"{', '.join(partial)} have rows without a value")
+        tail = f" ({'; '.join(notes)})" if notes else ""
+        return f"no complete factor column with two or more levels{tail}; name them with --factors"
     return None
 
 

@@ -284,6 +284,8 @@ def _html_data(report: AuditReport) -> str:
     ]
     if d.constant_factors:
         rows.append(("constant factors (not analysed)", ", ".join(d.constant_factors)))
+    if d.incomplete_factors:
+        rows.append(("factors with missing values (not analysed)", ", ".join(d.incomplete_factors)))
     rows.append(("provider column", d.provider or "none"))
     ing = report.ingest
     parts = ['<section id="data"><h2>Data</h2><dl class="params">']

@@ -14,6 +14,7 @@ from evalstats.attribution import factor_anova
 from evalstats.compare import compare_models, provider_audit
 from evalstats.errors import ParameterError, SchemaError
 from evalstats.report import ANALYSES, audit_report
+from evalstats.report._core import _summarise
 from evalstats.resampling import required_sample_size
 from evalstats.simulate import observations, unit_table
 
@@ -67,7 +68,7 @@ def test_a_lean_table_skips_with_reasons():
     assert [a.key for a in rep.analyses] == ["moments", "nstar", "intervals"]
     reasons = {s.key: s.reason for s in rep.skipped}
     assert "run once" in reasons["stability"] and "run once" in reasons["normality"]
-    assert "no factor column" in reasons["anova"] and "--factors" in reasons["attribution"]
+    assert "no complete factor column" in reasons["anova"] and "--factors" in reasons["attribution"]
     assert "only one model (m0)" in reasons["compare"]
     assert "--default" in reasons["audit"]
     assert "no provider column" in reasons["providers"]
@@ -166,3 +167,21 @@ def test_computing_the_report_does_not_import_matplotlib():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_detected_factor_with_missing_values_is_left_out_and_said():
+    """A detected factor column with nulls (metadata only some variants carry) is not analysed
+    by default, and the data summary and the skip reason name it."""
+    obs = observations(
+        n_models=1,
+        n_items=20,
+        n_runs=1,
+        seed=0,
+        factors={"shots": {0: 0.0, 5: 0.1}, "cot": {False: 0.0, True: 0.0}},
+    ).with_columns(method=pl.when(pl.col("shots") == 0).then(pl.lit("manual")).otherwise(None))
+    summary = _summarise(obs, None)
+    assert summary.incomplete_factors == ("method",)
+    assert "method" not in summary.factors and set(summary.factors) == {"shots", "cot"}
+    only = obs.drop("shots", "cot")
+    reason = _summarise(only, None)
+    assert reason.factors == () and reason.incomplete_factors == ("method",)
