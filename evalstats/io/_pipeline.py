@@ -192,8 +192,7 @@ def finalize(
     count and locate the rows set aside; the returned observation table is lazy and re-reads the
     files when collected, leaving out the rows set aside.
     """
-    validate_options(on_invalid, score_scale)
-    plan = prepare(
+    plan = prepare(  # validates the options first
         parts,
         format=format,
         on_invalid=on_invalid,

@@ -185,3 +185,17 @@ def test_user_errors_exit_2_with_one_line(small_csv, tmp_path, capsys, extra, me
     assert code == 2
     assert err.startswith("evalstats: error:") and message in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_recorded_command_flags_are_options_of_each_subcommand():
+    """The report's table of flags (report/_commands.py) names only options the subcommand's
+    parser really has, so a recorded command line never uses a flag that does not exist."""
+    import argparse
+
+    from evalstats.cli import build_parser
+    from evalstats.report._commands import _FLAGS
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for command, flags in _FLAGS.items():
+        dests = {a.dest for a in sub.choices[command]._actions}
+        assert flags <= dests, (command, sorted(flags - dests))
