@@ -53,7 +53,13 @@ from evalstats.resampling import (
     sample_size_curve,
     sample_size_uncertainty,
 )
-from evalstats.schema import validate_observations, validate_units
+from evalstats.schema import (
+    MetricInfo,
+    metric_info,
+    validate_observations,
+    validate_units,
+    with_metric,
+)
 from evalstats.stability import (
     format_stability_table,
     stability_table,
@@ -70,6 +76,7 @@ __all__ = [
     "AttributionResult",
     "AuditReport",
     "ClusterError",
+    "MetricInfo",
     "compare_models",
     "convergence",
     "correlation_matrix",
@@ -111,10 +118,12 @@ __all__ = [
     "stability_table",
     "subset_rankings",
     "tar_curve",
+    "metric_info",
     "to_units",
     "UnitIngest",
     "unstable_items",
     "validate_observations",
     "validate_units",
+    "with_metric",
     "__version__",
 ]

@@ -1,4 +1,4 @@
-"""Observation table -> unit table: mean score over items per (model, dataset, variant, run).
+"""Observation table -> unit table: mean score over items per (model, dataset, metric, variant, run).
 
 This is the only step that touches every row. :func:`to_units` takes an observation table and
 stays lazy. :func:`read_units` goes from files straight to the unit table in one pass over the
@@ -34,6 +34,8 @@ from evalstats.io._accounting import (
 from evalstats.io._pipeline import plan_of, report_of
 from evalstats.schema import (
     KEY_COLUMNS,
+    METRIC_INFO_COLUMNS,
+    UNIT_COLUMNS,
     as_lazy,
     factor_columns,
     validate_observations,
@@ -61,9 +63,11 @@ def to_units(
     Returns
     -------
     polars.LazyFrame
-        One row per (model, dataset, variant, run) and factor values, with ``score`` (mean over
-        items), ``n_items`` (items scored), ``n_errors`` (rows with a non-null ``error``, only when
-        the observations have an ``error`` column), and the factor columns; sorted by the keys.
+        One row per (model, dataset, metric, variant, run) and factor values, with ``score``
+        (mean over items, on the metric's scale), ``n_items`` (items scored), ``n_errors`` (rows
+        with a non-null ``error``, only when the observations have an ``error`` column), the
+        metric-info columns (when the observations have them) and the factor columns; sorted by
+        the keys.
 
     Notes
     -----
@@ -76,13 +80,15 @@ def to_units(
     --------
     >>> obs = pl.DataFrame({"model": ["a"] * 4, "dataset": ["d"] * 4, "item": ["1", "2"] * 2,
     ...                     "variant": ["p", "p", "q", "q"], "score": [1.0, 0.0, 1.0, 1.0]})
-    >>> to_units(obs).select("variant", "score", "n_items").collect().rows()
-    [('p', 0.5, 2), ('q', 1.0, 2)]
+    >>> to_units(obs).select("metric", "variant", "score", "n_items").collect().rows()
+    [('score', 'p', 0.5, 2), ('score', 'q', 1.0, 2)]
     """
     lf = validate_observations(as_lazy(observations), check_values=check_values)
     schema = lf.collect_schema()
     factors = factor_columns(schema.names())
-    keys = list(KEY_COLUMNS) + factors
+    nkey = len(KEY_COLUMNS)
+    info = [c for c in METRIC_INFO_COLUMNS if c in schema]
+    keys = list(KEY_COLUMNS) + info + factors
     if "item" not in schema:
         n_items = (
             pl.col("n_items").cast(pl.Int64)
@@ -90,17 +96,17 @@ def to_units(
             else pl.lit(None, dtype=pl.Int64)
         )
         out = lf.with_columns(n_items.alias("n_items"))
-        cols = keys[:4] + ["score", "n_items"] + factors
+        cols = keys[:nkey] + ["score", "n_items"]
         if "error" in schema:
             out = out.with_columns(pl.col("error").is_not_null().cast(pl.Int64).alias("n_errors"))
-            cols.insert(6, "n_errors")
-        return out.select(cols).sort(keys[:4])
+            cols.append("n_errors")
+        return out.select(cols + info + factors).sort(keys[:nkey])
     aggs = [pl.col("score").mean().alias("score"), pl.len().cast(pl.Int64).alias("n_items")]
     if "error" in schema:
         aggs.append(pl.col("error").is_not_null().sum().cast(pl.Int64).alias("n_errors"))
     out = lf.group_by(keys).agg(aggs)
-    cols = keys[:4] + [a.meta.output_name() for a in aggs] + factors
-    return out.select(cols).sort(keys[:4])
+    cols = keys[:nkey] + [a.meta.output_name() for a in aggs] + info + factors
+    return out.select(cols).sort(keys[:nkey])
 
 
 class UnitIngest(NamedTuple):
@@ -230,6 +236,7 @@ def _unit_table(plan: Plan, acc: Accounting) -> pl.DataFrame:
     """Unit rows from the merged per-group sums (or the kept rows of unit-level input)."""
     factors = [c for c in plan.unit_factors if c not in KEY_COLUMNS]
     keys = list(KEY_COLUMNS)
+    info = [pl.col(c).cast(UNIT_COLUMNS[c]) for c in METRIC_INFO_COLUMNS if c in plan.schema]
     has_err = "error" in plan.schema
     if plan.has_item:
         g = acc.groups
@@ -256,11 +263,13 @@ def _unit_table(plan: Plan, acc: Accounting) -> pl.DataFrame:
         out = g.select(
             pl.col("model").cast(pl.String),
             pl.col("dataset").cast(pl.String),
+            pl.col("metric").cast(pl.String),
             pl.col("variant").cast(pl.String),
             pl.col("__run").cast(pl.Int64).alias("run"),
             (pl.col("__sum") / pl.col("__n")).alias("score"),
             pl.col("__n").cast(pl.Int64).alias("n_items"),
             *([pl.col("__n_err").cast(pl.Int64).alias("n_errors")] if has_err else []),
+            *info,
             *factors,
         )
         tie = []
@@ -270,11 +279,13 @@ def _unit_table(plan: Plan, acc: Accounting) -> pl.DataFrame:
         out = p.select(
             pl.col("model").cast(pl.String),
             pl.col("dataset").cast(pl.String),
+            pl.col("metric").cast(pl.String),
             pl.col("variant").cast(pl.String),
             pl.col("__run").cast(pl.Int64).alias("run"),
             pl.col("score").cast(pl.Float64),
             pl.col("n_items").cast(pl.Int64),
             *([pl.col("n_errors").cast(pl.Int64)] if has_err else []),
+            *info,
             *factors,
             "__src",
             "__row",

@@ -29,7 +29,7 @@ from evalstats.errors import (
     ParameterError,
     SchemaError,
 )
-from evalstats.schema import validate_observations, validate_units
+from evalstats.schema import single_metric, validate_observations, validate_units
 
 __all__ = [
     "AnovaResult",
@@ -274,6 +274,7 @@ def _rows(
         table = "unit table"
     names = lf.collect_schema().names()
     factors = _validate_factors(factors, names, table)
+    single_metric(lf, analysis="the variance attribution")
     for b in blocks:
         if b not in names:
             raise SchemaError(
@@ -298,7 +299,7 @@ def _rows(
             "drop those rows or fill them with a level name."
         )
     if runs == "mean" and "run" in names and "run" not in keys:
-        unit_keys = [c for c in ("model", "dataset", "variant", "item") if c in names]
+        unit_keys = [c for c in ("model", "dataset", "metric", "variant", "item") if c in names]
         keys = list(dict.fromkeys([*unit_keys, *keys]))
         lf = lf.group_by(keys).agg(pl.col("score").mean()).sort(keys, nulls_last=True)
     data = lf.select([*factors, *blocks, "score"]).collect()

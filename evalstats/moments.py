@@ -44,7 +44,7 @@ SPREAD_COLUMNS: tuple[str, ...] = (
 
 
 def variant_scores(
-    units: pl.DataFrame | pl.LazyFrame, *, by: Sequence[str] | str = ("model", "dataset")
+    units: pl.DataFrame | pl.LazyFrame, *, by: Sequence[str] | str = ("model", "dataset", "metric")
 ) -> pl.DataFrame:
     """One score per (group, variant): the unit score, averaged over runs when there are several.
 
@@ -52,7 +52,7 @@ def variant_scores(
     ----------
     units : polars.DataFrame or polars.LazyFrame
         Unit table (or an observation table, which is aggregated first).
-    by : tuple of str, default ('model', 'dataset')
+    by : tuple of str, default ('model', 'dataset', 'metric')
         Group columns.
 
     Returns
@@ -110,7 +110,7 @@ def _pss(observations: pl.LazyFrame, by: tuple[str, ...]) -> pl.LazyFrame:
 
 
 def prompt_spread(
-    units: pl.DataFrame | pl.LazyFrame, *, by: Sequence[str] | str = ("model", "dataset")
+    units: pl.DataFrame | pl.LazyFrame, *, by: Sequence[str] | str = ("model", "dataset", "metric")
 ) -> pl.DataFrame:
     """Moments, quantiles and prompt-sensitivity scores of unit scores over prompt variants.
 
@@ -119,7 +119,7 @@ def prompt_spread(
     units : polars.DataFrame or polars.LazyFrame
         Unit table, one row per (model, dataset, variant, run); see :mod:`evalstats.schema`.
         An observation table (with ``item``) is aggregated first and also gives ``pss``.
-    by : tuple of str, default ('model', 'dataset')
+    by : tuple of str, default ('model', 'dataset', 'metric')
         Group columns; one result row per group.
 
     Returns

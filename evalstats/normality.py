@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from evalstats.errors import DegenerateDataWarning, ParameterError, SchemaError
-from evalstats.schema import as_lazy, validate_by, validate_units
+from evalstats.schema import DEFAULT_METRIC, as_lazy, validate_by, validate_units
 
 __all__ = ["METHODS", "run_distribution", "run_normality"]
 
@@ -36,7 +36,7 @@ _LABELS = {
 #: Fewest values each test accepts (below it the row is NaN with a DegenerateDataWarning).
 _MIN_N = {"lilliefors": 4, "shapiro": 3, "anderson": 3, "ks": 2}
 
-_DEFAULT_BY = ("model", "dataset", "variant")
+_DEFAULT_BY = ("model", "dataset", "metric", "variant")
 
 
 def _values_frame(
@@ -46,6 +46,8 @@ def _values_frame(
     lf = as_lazy(data)
     names = lf.collect_schema().names()
     if "acc_per_run" in names:
+        if "metric" not in names:  # a stability table of an older version: one metric
+            lf = lf.with_columns(pl.lit(DEFAULT_METRIC, dtype=pl.String).alias("metric"))
         by = validate_by(names, by, table="stability table")
         dtype = lf.collect_schema()["acc_per_run"]
         if not isinstance(dtype, (pl.List, pl.Array)):
@@ -136,7 +138,7 @@ def run_normality(
         A unit table (one row per (model, dataset, variant, run); the values are the ``score``
         of each run), an observation table (aggregated to units first), or a stability table
         with an ``acc_per_run`` list column (one accuracy per run).
-    by : tuple of str, default ('model', 'dataset', 'variant')
+    by : tuple of str, default ('model', 'dataset', 'metric', 'variant')
         Columns that define a group; one test per group and method.
     method : {'lilliefors', 'shapiro', 'anderson', 'ks', 'all'} or sequence, default 'lilliefors'
         The test(s): Lilliefors-corrected Kolmogorov-Smirnov, Shapiro-Wilk, Anderson-Darling,
@@ -271,7 +273,7 @@ def run_distribution(
     ----------
     data : polars.DataFrame or polars.LazyFrame
         A unit table, an observation table or a stability table, as for :func:`run_normality`.
-    by : tuple of str, default ('model', 'dataset', 'variant')
+    by : tuple of str, default ('model', 'dataset', 'metric', 'variant')
         Columns that define a group.
     quantiles : tuple of two floats, default (0.05, 0.95)
         Lower and upper quantile levels, each in [0, 1].

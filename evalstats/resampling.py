@@ -137,12 +137,16 @@ def _groups(
     return by, out, {b: scores.schema[b] for b in by}
 
 
-def _group_seed(seed: int, key: tuple) -> np.random.Generator:
+def _group_seed(seed: int, key: tuple, by: Sequence[str] = ()) -> np.random.Generator:
     """The generator of one group: ``seed`` and a stable hash of the group's key values.
 
     Seeding by the key (not by the group's position) keeps a group's result the same whatever
     other groups the table holds, and across processes (no Python ``hash`` randomisation).
+    The ``metric`` value does not enter the hash: the metrics of one model and dataset draw the
+    same variant subsets (common random numbers), and a table's results do not depend on what
+    its metric is called.
     """
+    key = tuple(v for b, v in zip(by, key) if b != "metric") if by else key
     text = "\x1f".join(f"{type(v).__name__}:{v}" for v in key).encode()
     digest = hashlib.blake2b(text, digest_size=16).digest()
     words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
@@ -224,7 +228,7 @@ def sample_size_curve(
     compat: str | None = None,
     population_size: int | None = None,
     seed: int = 0,
-    by: Sequence[str] | str = ("model", "dataset"),
+    by: Sequence[str] | str = ("model", "dataset", "metric"),
 ) -> pl.DataFrame:
     """ReliableEval's Delta(n) curve: how far a moment over ``n`` variants is from its full value.
 
@@ -255,7 +259,7 @@ def sample_size_curve(
     seed : int, default 0
         Seed of the random subsets; each group draws from a generator seeded by ``seed`` and a hash of its
         key, so a group's result does not depend on the other groups in the table.
-    by : tuple of str, default ('model', 'dataset')
+    by : tuple of str, default ('model', 'dataset', 'metric')
         Group columns.
 
     Returns
@@ -330,7 +334,7 @@ def sample_size_curve(
             method=method,
             compat=compat,
             population_size=population_size,
-            rng=_group_seed(seed, key),
+            rng=_group_seed(seed, key, by),
         )
         N = x.size
         for j, m in enumerate(moments):
@@ -419,7 +423,7 @@ def required_sample_size(
     compat: str | None = None,
     population_size: int | None = None,
     seed: int = 0,
-    by: Sequence[str] | str = ("model", "dataset"),
+    by: Sequence[str] | str = ("model", "dataset", "metric"),
 ) -> pl.DataFrame:
     """ReliableEval's n*: the fewest prompt variants whose moments are within ``epsilon``.
 
@@ -495,7 +499,7 @@ def required_sample_size(
             method=method,
             compat=compat,
             population_size=population_size,
-            rng=_group_seed(seed, key),
+            rng=_group_seed(seed, key, by),
         )
         for m, v in ns.items():
             rows.append(
@@ -548,7 +552,7 @@ def sample_size_uncertainty(
     compat: str | None = None,
     population_size: int | None = None,
     seed: int = 0,
-    by: Sequence[str] | str = ("model", "dataset"),
+    by: Sequence[str] | str = ("model", "dataset", "metric"),
 ) -> pl.DataFrame:
     """Bootstrap distribution of n*: resample the N variants with replacement and recompute n*.
 
@@ -605,7 +609,7 @@ def sample_size_uncertainty(
     rows = []
     a = (1 - confidence_level) / 2
     for key, x in groups:
-        rng = _group_seed(seed, key)
+        rng = _group_seed(seed, key, by)
         kw = dict(
             moments=moments,
             epsilon=epsilon,
@@ -677,7 +681,7 @@ def reference_model_check(
     compat: str | None = None,
     population_size: int | None = None,
     seed: int = 0,
-    by: Sequence[str] | str = ("model", "dataset"),
+    by: Sequence[str] | str = ("model", "dataset", "metric"),
 ) -> pl.DataFrame:
     """ReliableEval's Step 3: check whether a reference model's n* suffices for the others.
 
@@ -738,7 +742,7 @@ def reference_model_check(
             method=method,
             compat=compat,
             population_size=population_size,
-            rng=_group_seed(seed, key),
+            rng=_group_seed(seed, key, by),
         )
         results[key] = (ns, high, x.size)
     models = {k[mi] for k in results}

@@ -1,63 +1,104 @@
-"""The observation table and the unit table: columns, dtypes and validation.
+"""The observation table and the unit table: columns, dtypes, metrics and validation.
 
 Every loader yields the **observation table**, one row per scored model output. Aggregating it
-over items gives the **unit table**, one row per (model, dataset, variant, run). Analyses accept
-either, and call :func:`validate_observations` or :func:`validate_units` at their boundary so a
-hand-built frame gets the same checks as a loaded one.
+over items gives the **unit table**, one row per (model, dataset, metric, variant, run).
+Analyses accept either, and call :func:`validate_observations` or :func:`validate_units` at
+their boundary so a hand-built frame gets the same checks as a loaded one.
 
-=============  =========  ==========================================================
-column         dtype      meaning
-=============  =========  ==========================================================
-``model``      String     evaluated object (model, or model@provider)
-``dataset``    String     benchmark / task
-``item``       String     item id within the dataset (absent for unit-level input)
-``variant``    String     one point of the perturbation / configuration space
-``run``        Int64      index of an identical repeated run (0 if absent)
-``score``      Float64    item score in [0, 1]
-factors        any        the dimensions that define ``variant`` (template, shots, ...)
+======================  =========  ===========================================================
+column                  dtype      meaning
+======================  =========  ===========================================================
+``model``               String     evaluated object (model, or model@provider)
+``dataset``             String     benchmark / task
+``metric``              String     the metric's name (``acc``, ``bleu_max``, ``mae``, ...)
+``item``                String     item id within the dataset (absent for unit-level input)
+``variant``             String     one point of the perturbation / configuration space
+``run``                 Int64      index of an identical repeated run (0 if absent)
+``score``               Float64    the score on the metric's own scale: any finite real
+factors                 any        the dimensions that define ``variant`` (template, shots, ...)
 ``answer``     String     parsed answer (TARa)
 ``response``   String     raw output text (TARr, output length)
 ``gold``       String     reference answer
 ``input_len``  Int64      whitespace word count of the input
 ``output_len`` Int64      whitespace word count of the output
 ``latency_s``  Float64    per-call latency in seconds
-``error``      String     null for a clean call, else a category (``api_error``, ...)
-=============  =========  ==========================================================
+``error``               String     null for a clean call, else a category (``api_error``, ...)
+``metric_low``          Float64    the metric's lower bound; null: unbounded or not declared
+``metric_high``         Float64    the metric's upper bound; null: unbounded or not declared
+``higher_is_better``    Boolean    the metric's direction (false for errors, latency, cost)
+======================  =========  ===========================================================
 
 ``cumulative_logprob`` (Float64, optional) keeps the summed token log-probability of the output
 when a source records it (DOVE); like the other optional columns it is not a factor.
 
-The unit table has ``model, dataset, variant, run, score, n_items``, the factor columns, and
-``n_errors`` when the observations carried an ``error`` column.
+The unit table has ``model, dataset, metric, variant, run, score, n_items``, ``n_errors`` when
+the observations carried an ``error`` column, the three metric columns when they carried them,
+and the factor columns.
+
+Metrics
+-------
+Scores are not all accuracies. A table may hold several metrics (``acc`` and ``acc_norm``,
+BLEU and ROUGE, accuracy and latency), told apart by the ``metric`` column and never mixed:
+the unit key includes ``metric`` and every analysis groups by it by default. Each metric
+carries a :class:`MetricInfo`: its name, its bounds (``[0, 1]``, ``[0, 100]``, or unbounded)
+and its direction. The bounds and direction travel **with the data**, as the constant
+per-metric columns ``metric_low``, ``metric_high`` and ``higher_is_better``, so they survive
+a round trip through a Parquet or CSV file written by ``evalstats ingest --out``. Loaders fill
+them from what the format declares (lm-eval's ``higher_is_better``, a known accuracy metric's
+``[0, 1]``), and the user overrides them (``metric_range=``/``--metric-range LO,HI``,
+``higher_is_better=False``/``--lower-is-better``). A frame without these columns has an
+undeclared metric: unbounded, higher is better; a frame without ``metric`` gets
+``metric = "score"``. :func:`metric_info` reads the records back from a table and
+:func:`with_metric` sets them on a hand-built one.
+
+Scores are any finite real on the metric's own scale; nothing is rescaled unless the user or
+the format asks. Non-finite values (NaN, +-inf) are never averaged: loaders set them aside and
+count them (``nonfinite_score``), and ``validate_*`` refuses them in a hand-built table. A
+score outside its metric's declared bounds is invalid.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import polars as pl
 
 from evalstats.errors import SchemaError
 
 __all__ = [
+    "DEFAULT_METRIC",
     "KEY_COLUMNS",
+    "METRIC_INFO_COLUMNS",
     "OBSERVATION_COLUMNS",
     "UNIT_COLUMNS",
+    "MetricInfo",
     "as_lazy",
     "factor_columns",
+    "metric_info",
+    "single_metric",
     "validate_by",
     "validate_observations",
     "validate_units",
     "variant_key",
+    "with_metric",
 ]
 
-#: Columns that identify a unit (one model on one dataset under one variant in one run).
-KEY_COLUMNS: tuple[str, ...] = ("model", "dataset", "variant", "run")
+#: Columns that identify a unit (one model on one dataset and metric, one variant, one run).
+KEY_COLUMNS: tuple[str, ...] = ("model", "dataset", "metric", "variant", "run")
+
+#: Name of the metric of a table that names none.
+DEFAULT_METRIC = "score"
+
+#: The per-metric columns that carry a metric's bounds and direction with the data.
+METRIC_INFO_COLUMNS: tuple[str, ...] = ("metric_low", "metric_high", "higher_is_better")
 
 #: Canonical observation columns and their dtypes, in display order.
 OBSERVATION_COLUMNS: dict[str, pl.DataType] = {
     "model": pl.String(),
     "dataset": pl.String(),
+    "metric": pl.String(),
     "item": pl.String(),
     "variant": pl.String(),
     "run": pl.Int64(),
@@ -70,20 +111,27 @@ OBSERVATION_COLUMNS: dict[str, pl.DataType] = {
     "latency_s": pl.Float64(),
     "error": pl.String(),
     "cumulative_logprob": pl.Float64(),
+    "metric_low": pl.Float64(),
+    "metric_high": pl.Float64(),
+    "higher_is_better": pl.Boolean(),
 }
 
 #: Columns of the unit table besides the factor columns.
 UNIT_COLUMNS: dict[str, pl.DataType] = {
     "model": pl.String(),
     "dataset": pl.String(),
+    "metric": pl.String(),
     "variant": pl.String(),
     "run": pl.Int64(),
     "score": pl.Float64(),
     "n_items": pl.Int64(),
     "n_errors": pl.Int64(),
+    "metric_low": pl.Float64(),
+    "metric_high": pl.Float64(),
+    "higher_is_better": pl.Boolean(),
 }
 
-_REQUIRED_OBS = ("model", "dataset", "variant", "run", "score")
+_REQUIRED_OBS = ("model", "dataset", "metric", "variant", "run", "score")
 _NON_FACTOR = frozenset(OBSERVATION_COLUMNS) | frozenset(UNIT_COLUMNS)
 
 
@@ -140,6 +188,9 @@ def validate_by(
 ) -> tuple[str, ...]:
     """Check that every column in ``by`` exists; return ``by`` as a tuple.
 
+    ``metric`` is accepted when absent: :func:`validate_observations` and
+    :func:`validate_units` add it (as ``"score"``), so group after validating.
+
     Raises
     ------
     SchemaError
@@ -148,7 +199,8 @@ def validate_by(
     if isinstance(by, str):
         by = (by,)
     by = tuple(by)
-    missing = [b for b in by if b not in names]
+    # ``metric`` is always there after validate_*: a table without it has the metric "score"
+    missing = [b for b in by if b not in names and b != "metric"]
     if missing:
         raise SchemaError(
             f"`by` names {missing[0]!r}, which is not a column of the {table} "
@@ -176,35 +228,259 @@ def _check_dtypes(schema: pl.Schema, expected: dict[str, pl.DataType], table: st
             )
 
 
-def _check_scores(lf: pl.LazyFrame, table: str) -> None:
-    stats = (
-        lf.select(
-            pl.col("score").is_null().sum().alias("null"),
-            pl.col("score").is_nan().sum().alias("nan"),
-            ((pl.col("score") < 0) | (pl.col("score") > 1)).sum().alias("out"),
-            pl.col("score").max().alias("max"),
-        )
-        .collect()
-        .row(0, named=True)
-    )
-    if stats["null"] or stats["nan"] or stats["out"]:
-        bad = (
-            lf.with_row_index("__row", offset=1)
-            .filter(
-                pl.col("score").is_null()
-                | pl.col("score").is_nan()
-                | (pl.col("score") < 0)
-                | (pl.col("score") > 1)
+def _fmt(x: float | None) -> str:
+    return "-inf" if x is None else f"{x:g}"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricInfo:
+    """A metric's name, bounds and direction: what analyses need to know about its scale.
+
+    Parameters
+    ----------
+    name : str
+        The metric's name, as in the ``metric`` column.
+    low, high : float or None, default None
+        Known bounds of a score (``0`` and ``1`` for an accuracy, ``0`` and ``100`` for a BLEU
+        score); None when the metric is unbounded on that side or its bound is not declared.
+    higher_is_better : bool, default True
+        False for errors, losses, latency, cost.
+
+    Examples
+    --------
+    >>> MetricInfo("acc", 0, 1).describe()
+    'acc: range [0, 1], higher is better'
+    >>> MetricInfo("mae", low=0, higher_is_better=False).describe()
+    'mae: range [0, inf), lower is better'
+    >>> MetricInfo("acc", 0, 1).unit_interval, MetricInfo("bleu", 0, 100).unit_interval
+    (True, False)
+    """
+
+    name: str
+    low: float | None = None
+    high: float | None = None
+    higher_is_better: bool = True
+
+    def __post_init__(self) -> None:
+        for side in ("low", "high"):
+            v = getattr(self, side)
+            if v is not None:
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                    raise SchemaError(
+                        f"metric {self.name!r}: bound `{side}` must be a finite number or None, "
+                        f"got {v!r}."
+                    )
+                object.__setattr__(self, side, float(v))
+        if self.low is not None and self.high is not None and not self.low < self.high:
+            raise SchemaError(
+                f"metric {self.name!r}: the lower bound must be below the upper one, got "
+                f"[{self.low:g}, {self.high:g}]."
             )
-            .select("__row", "score")
-            .head(1)
-            .collect()
-            .row(0)
+        if not isinstance(self.higher_is_better, bool):
+            raise SchemaError(
+                f"metric {self.name!r}: `higher_is_better` must be True or False, got "
+                f"{self.higher_is_better!r}."
+            )
+
+    @property
+    def bounded(self) -> bool:
+        """Whether both bounds are known."""
+        return self.low is not None and self.high is not None
+
+    @property
+    def unit_interval(self) -> bool:
+        """Whether the metric is known to lie in [0, 1] (an accuracy, a rate, a probability)."""
+        return self.bounded and self.low >= 0.0 and self.high <= 1.0  # type: ignore[operator]
+
+    @property
+    def range(self) -> float | None:
+        """``high - low`` when both bounds are known, else None."""
+        return self.high - self.low if self.bounded else None  # type: ignore[operator]
+
+    @property
+    def direction(self) -> str:
+        """``'higher is better'`` or ``'lower is better'``."""
+        return "higher is better" if self.higher_is_better else "lower is better"
+
+    def describe(self) -> str:
+        """One line: name, bounds and direction."""
+        if self.low is None and self.high is None:
+            scale = "unbounded"
+        else:
+            lo = "(-inf" if self.low is None else f"[{self.low:g}"
+            hi = "inf)" if self.high is None else f"{self.high:g}]"
+            scale = f"range {lo}, {hi}"
+        return f"{self.name}: {scale}, {self.direction}"
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready dictionary."""
+        return {
+            "name": self.name,
+            "low": self.low,
+            "high": self.high,
+            "higher_is_better": self.higher_is_better,
+        }
+
+    def columns(self) -> list[pl.Expr]:
+        """The constant ``metric`` and metric-info columns of this metric, as expressions."""
+        return [
+            pl.lit(self.name, dtype=pl.String).alias("metric"),
+            pl.lit(self.low, dtype=pl.Float64).alias("metric_low"),
+            pl.lit(self.high, dtype=pl.Float64).alias("metric_high"),
+            pl.lit(self.higher_is_better, dtype=pl.Boolean).alias("higher_is_better"),
+        ]
+
+
+def metric_info(frame: pl.DataFrame | pl.LazyFrame) -> dict[str, MetricInfo]:
+    """The :class:`MetricInfo` of every metric in an observation or unit table, by name.
+
+    A table without a ``metric`` column has the single metric ``"score"``; without the
+    metric-info columns, its metrics are undeclared (unbounded, higher is better).
+
+    Raises
+    ------
+    SchemaError
+        If one metric carries two different bounds or directions.
+
+    Examples
+    --------
+    >>> units = pl.DataFrame({"model": ["a"], "dataset": ["d"], "score": [3.0]})
+    >>> metric_info(units)
+    {'score': MetricInfo(name='score', low=None, high=None, higher_is_better=True)}
+    >>> metric_info(with_metric(units, MetricInfo("passed", 0, 3)))["passed"].describe()
+    'passed: range [0, 3], higher is better'
+    """
+    lf = as_lazy(frame)
+    names = lf.collect_schema().names()
+    if "metric" not in names:
+        lf = lf.with_columns(pl.lit(DEFAULT_METRIC, dtype=pl.String).alias("metric"))
+    info = [c for c in METRIC_INFO_COLUMNS if c in names]
+    rows = lf.select("metric", *info).unique().sort("metric", nulls_last=True).collect()
+    out: dict[str, MetricInfo] = {}
+    for r in rows.iter_rows(named=True):
+        name = r["metric"]
+        hib = r.get("higher_is_better")
+        mi = MetricInfo(
+            str(name),
+            r.get("metric_low"),
+            r.get("metric_high"),
+            True if hib is None else bool(hib),
         )
-        hint = " Scores look percent-scaled: divide by 100." if (stats["max"] or 0) > 1 else ""
+        if name in out and out[name] != mi:
+            raise SchemaError(
+                f"metric {name!r} is declared twice, as {out[name].describe()!r} and "
+                f"{mi.describe()!r}; the columns {', '.join(METRIC_INFO_COLUMNS)} must be "
+                "constant within a metric."
+            )
+        out[str(name)] = mi
+    return out
+
+
+def with_metric(
+    frame: pl.DataFrame | pl.LazyFrame, info: MetricInfo | Mapping[str, MetricInfo]
+) -> pl.DataFrame | pl.LazyFrame:
+    """Set the ``metric`` column and the metric-info columns of a hand-built table.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame or polars.LazyFrame
+        Observation or unit table.
+    info : MetricInfo or mapping of str to MetricInfo
+        One metric for every row (its name is written to ``metric``), or one per metric name
+        already in the ``metric`` column (rows of metrics not in the mapping keep what they had).
+
+    Returns
+    -------
+    polars.DataFrame or polars.LazyFrame
+        Same type as ``frame``.
+
+    Examples
+    --------
+    >>> units = pl.DataFrame({"model": ["a"], "dataset": ["d"], "score": [0.4]})
+    >>> with_metric(units, MetricInfo("mae", low=0, higher_is_better=False)).row(0)
+    ('a', 'd', 0.4, 'mae', 0.0, None, False)
+    """
+    lf = as_lazy(frame)
+    if isinstance(info, MetricInfo):
+        lf = lf.with_columns(info.columns())
+    else:
+        names = lf.collect_schema().names()
+        if "metric" not in names:
+            raise SchemaError(
+                "a mapping of metrics needs a 'metric' column in the table; pass one MetricInfo "
+                "to label every row."
+            )
+        for c, default in zip(METRIC_INFO_COLUMNS, (None, None, True)):
+            if c not in names:
+                dt = OBSERVATION_COLUMNS[c]
+                lf = lf.with_columns(pl.lit(default, dtype=dt).alias(c))
+        for name, mi in info.items():
+            hit = pl.col("metric") == name
+            lf = lf.with_columns(
+                pl.when(hit)
+                .then(pl.lit(v, dtype=OBSERVATION_COLUMNS[c]))
+                .otherwise(pl.col(c))
+                .alias(c)
+                for c, v in zip(METRIC_INFO_COLUMNS, (mi.low, mi.high, mi.higher_is_better))
+            )
+    return lf.collect() if isinstance(frame, pl.DataFrame) else lf
+
+
+def single_metric(frame: pl.DataFrame | pl.LazyFrame, *, analysis: str) -> MetricInfo:
+    """The one metric of ``frame``; refuse a table that mixes metrics.
+
+    For analyses that pool every row (ANOVA, attribution) and cannot run per metric.
+
+    Raises
+    ------
+    ParameterError
+        If the table holds more than one metric.
+    """
+    from evalstats.errors import ParameterError
+
+    infos = metric_info(frame)
+    if len(infos) > 1:
+        raise ParameterError(
+            f"{analysis} pools all rows, and the table holds {len(infos)} metrics "
+            f"({', '.join(map(repr, infos))}), which must not be mixed; keep one, e.g. "
+            f"table.filter(pl.col('metric') == {next(iter(infos))!r}) (CLI: --metric NAME)."
+        )
+    return next(iter(infos.values())) if infos else MetricInfo(DEFAULT_METRIC)
+
+
+def _check_scores(lf: pl.LazyFrame, table: str) -> None:
+    """Scores finite and within their metric's declared bounds; one declaration per metric."""
+    names = lf.collect_schema().names()
+    s = pl.col("score")
+    bad = s.is_null() | s.is_nan() | s.is_infinite()
+    if "metric_low" in names:
+        bad = bad | (s < pl.col("metric_low")).fill_null(False)
+    if "metric_high" in names:
+        bad = bad | (s > pl.col("metric_high")).fill_null(False)
+    hit = (
+        lf.with_row_index("__row", offset=1)
+        .filter(bad)
+        .select("__row", "score", *[c for c in ("metric", *METRIC_INFO_COLUMNS[:2]) if c in names])
+        .head(1)
+        .collect()
+    )
+    if hit.height:
+        r = hit.row(0, named=True)
+        v = r["score"]
+        if v is None or not math.isfinite(v):
+            raise SchemaError(
+                f"{table}, row {r['__row']}, column 'score': expected a finite number, got "
+                f"{v!r}. Non-finite scores cannot be averaged; drop such rows (loaders set them "
+                "aside and count them)."
+            )
+        lo, hi = r.get("metric_low"), r.get("metric_high")
         raise SchemaError(
-            f"{table}, row {bad[0]}, column 'score': expected a number in [0, 1], got {bad[1]!r}.{hint}"
+            f"{table}, row {r['__row']}, column 'score': expected a number in the declared "
+            f"range [{_fmt(lo)}, {'inf' if hi is None else f'{hi:g}'}] of metric "
+            f"{r.get('metric', DEFAULT_METRIC)!r}, got {v!r}."
         )
+    if any(c in names for c in METRIC_INFO_COLUMNS):
+        metric_info(lf)  # raises on a metric declared twice
 
 
 def validate_observations(
@@ -219,23 +495,26 @@ def validate_observations(
     require_item : bool, default False
         Whether the analysis needs item-level rows (an ``item`` column without nulls).
     check_values : bool, default True
-        Also scan the data for null, NaN or out-of-range scores. Costs one pass.
+        Also scan the data for missing or non-finite scores and scores outside their metric's
+        declared bounds. Costs one pass.
 
     Returns
     -------
     polars.LazyFrame
-        The same rows; ``run`` added as 0 and ``variant`` as ``"default"`` when absent.
+        The same rows; ``run`` added as 0, ``variant`` as ``"default"`` and ``metric`` as
+        ``"score"`` when absent.
 
     Raises
     ------
     SchemaError
-        A required column is missing or mistyped, or a score is outside [0, 1].
+        A required column is missing or mistyped, a score is missing or not finite or outside
+        its metric's declared bounds, or a metric is declared with two bounds or directions.
 
     Examples
     --------
     >>> obs = pl.DataFrame({"model": ["m"], "dataset": ["d"], "item": ["1"], "score": [1.0]})
     >>> validate_observations(obs).collect().columns
-    ['model', 'dataset', 'item', 'score', 'run', 'variant']
+    ['model', 'dataset', 'item', 'score', 'run', 'variant', 'metric']
     """
     lf = as_lazy(frame)
     schema = lf.collect_schema()
@@ -243,6 +522,8 @@ def validate_observations(
         lf = lf.with_columns(pl.lit(0, dtype=pl.Int64).alias("run"))
     if "variant" not in schema:
         lf = lf.with_columns(variant_key(factor_columns(schema.names())))
+    if "metric" not in schema:
+        lf = lf.with_columns(pl.lit(DEFAULT_METRIC, dtype=pl.String).alias("metric"))
     schema = lf.collect_schema()
     required = _REQUIRED_OBS + (("item",) if require_item else ())
     missing = [c for c in required if c not in schema]
@@ -276,19 +557,20 @@ def validate_units(
     Parameters
     ----------
     frame : polars.DataFrame or polars.LazyFrame
-        Unit table, one row per (model, dataset, variant, run).
+        Unit table, one row per (model, dataset, metric, variant, run).
     check_values : bool, default True
-        Also scan the data for null, NaN or out-of-range scores and duplicated units.
+        Also scan the data for missing, non-finite or out-of-bounds scores and duplicated units.
 
     Returns
     -------
     polars.LazyFrame
+        The same rows; ``run``, ``variant``, ``metric`` and ``n_items`` added when absent.
 
     Raises
     ------
     SchemaError
-        A required column is missing or mistyped, a score is outside [0, 1], or a unit appears
-        twice.
+        A required column is missing or mistyped, a score is missing or not finite or outside
+        its metric's declared bounds, a metric is declared twice, or a unit appears twice.
     """
     lf = as_lazy(frame)
     schema = lf.collect_schema()
@@ -300,10 +582,12 @@ def validate_units(
         lf = lf.with_columns(pl.lit(0, dtype=pl.Int64).alias("run"))
     if "variant" not in schema:
         lf = lf.with_columns(variant_key(factor_columns(schema.names())))
+    if "metric" not in schema:
+        lf = lf.with_columns(pl.lit(DEFAULT_METRIC, dtype=pl.String).alias("metric"))
     if "n_items" not in schema:
         lf = lf.with_columns(pl.lit(None, dtype=pl.Int64).alias("n_items"))
     schema = lf.collect_schema()
-    missing = [c for c in ("model", "dataset", "variant", "run", "score") if c not in schema]
+    missing = [c for c in _REQUIRED_OBS if c not in schema]
     if missing:
         raise SchemaError(
             f"the unit table has no column {missing[0]!r} (columns: {_columns_hint(schema.names())})."
@@ -319,7 +603,7 @@ def validate_units(
             r = dup.row(0, named=True)
             raise SchemaError(
                 "the unit table has more than one row for model={model!r}, dataset={dataset!r}, "
-                "variant={variant!r}, run={run}; units must be unique. Give each repeat its own "
+                "metric={metric!r}, variant={variant!r}, run={run}; units must be unique. Give each repeat its own "
                 "`run`, or pass item-level rows.".format(**r)
             )
     return lf

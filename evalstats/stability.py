@@ -73,7 +73,7 @@ ITEM_COLUMNS: tuple[str, ...] = (
 
 Normalize = Literal["none", "strip", "lower"]
 OnMismatch = Literal["error", "intersect"]
-_DEFAULT_BY = ("model", "dataset", "variant")
+_DEFAULT_BY = ("model", "dataset", "metric", "variant")
 
 
 # --- shared preparation --------------------------------------------------------------------
@@ -234,7 +234,7 @@ def stability_table(
     observations : polars.DataFrame or polars.LazyFrame
         Observation table with ``item`` and ``run`` (see :mod:`evalstats.schema`); ``answer`` and
         ``response`` give TARa and TARr, ``input_len`` and ``output_len`` the length columns.
-    by : tuple of str, default ('model', 'dataset', 'variant')
+    by : tuple of str, default ('model', 'dataset', 'metric', 'variant')
         Group columns: one configuration run N times.
     normalize : {'none', 'strip', 'lower'}, default 'none'
         How answers and responses are compared: exact strings, stripped of surrounding
@@ -416,7 +416,7 @@ def tar_curve(
     ----------
     observations : polars.DataFrame or polars.LazyFrame
         Observation table with ``item``, ``run`` and ``answer`` and/or ``response``.
-    by : tuple of str, default ('model', 'dataset', 'variant')
+    by : tuple of str, default ('model', 'dataset', 'metric', 'variant')
         Group columns.
     normalize : {'none', 'strip', 'lower'}, default 'none'
         Text comparison, as in :func:`stability_table`.
@@ -538,7 +538,7 @@ def unstable_items(
     ----------
     observations : polars.DataFrame or polars.LazyFrame
         Observation table with ``item`` and ``run``.
-    by : tuple of str, default ('model', 'dataset', 'variant')
+    by : tuple of str, default ('model', 'dataset', 'metric', 'variant')
         Group columns.
     normalize : {'none', 'strip', 'lower'}, default 'none'
         Text comparison, as in :func:`stability_table`.

@@ -77,7 +77,7 @@ def test_moments_match_numpy_and_scipy(rng):
 
 def test_columns_are_fixed_and_sorted():
     out = prompt_spread(unit_table(n_models=3, n_datasets=2, n_items=20, n_variants=5, seed=1))
-    assert out.columns == ["model", "dataset", *SPREAD_COLUMNS]
+    assert out.columns == ["model", "dataset", "metric", *SPREAD_COLUMNS]
     assert out.select("model", "dataset").rows() == sorted(out.select("model", "dataset").rows())
 
 
@@ -151,7 +151,9 @@ def test_invariant_to_row_order():
     a = prompt_spread(units)
     b = prompt_spread(units.sample(fraction=1.0, shuffle=True, seed=1))
     assert_allclose(
-        a.drop("model", "dataset").to_numpy(), b.drop("model", "dataset").to_numpy(), rtol=1e-12
+        a.drop("model", "dataset", "metric").to_numpy(),
+        b.drop("model", "dataset", "metric").to_numpy(),
+        rtol=1e-12,
     )
 
 
@@ -172,7 +174,7 @@ def test_cli_moments_json_and_plot(fixtures, tmp_path, capsys):
     assert main(["moments", str(f), "--json", "--plot", str(png)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["command"] == "moments" and len(doc["rows"]) == 11
-    assert list(doc["rows"][0])[:3] == ["model", "dataset", "n_variants"]
+    assert list(doc["rows"][0])[:4] == ["model", "dataset", "metric", "n_variants"]
     assert png.stat().st_size > 0
 
 

@@ -185,6 +185,7 @@ def test_output_columns_and_order_are_fixed():
         == [
             "model",
             "dataset",
+            "metric",
             "variant",
             "method",
             "statistic",

@@ -131,13 +131,18 @@ def test_first_invalid_row_is_the_same_error_as_read(tmp_path):
     assert "part-01.csv, row 2" in str(want.value)
 
 
-def test_percent_scaled_file_is_detected_per_file_also_in_buckets(tmp_path):
+def test_percent_looking_file_is_noted_per_file_also_in_buckets_and_never_rescaled(tmp_path):
     a = pl.DataFrame({"model": ["m"] * 4, "item": [1, 2, 3, 4], "score": [80, 60, 0, 100]})
     b = pl.DataFrame({"model": ["n"] * 3, "item": [1, 2, 3], "score": [1.0, 0.5, 0.0]})
     folder = tmp_path / "dump"
     _write_parts(folder, [a, b])
     for rows in (2, 100):
         units = assert_same(folder, partition_rows=rows)
+        report = read_units(folder, progress=False, partition_rows=rows).report
+        hints = [n for n in report.notes if "--rescale 100" in n]
+        assert len(hints) == 1 and "part-00" in hints[0]
+    assert units.filter(pl.col("model") == "m")["score"].item() == pytest.approx(60.0)
+    units = assert_same(folder, partition_rows=2, score_scale="percent")
     assert units.filter(pl.col("model") == "m")["score"].item() == pytest.approx(0.6)
 
 

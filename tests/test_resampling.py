@@ -56,7 +56,7 @@ def _loop_curve(x, n_resamples, delta, rng):
 def test_pool_equals_loop_implementation_exactly_when_exhaustive(rng):
     x = rng.beta(6, 4, size=9)
     curve = sample_size_curve(_units({"m": x}), n_resamples=200, delta=0.1)
-    assert curve.columns == ["model", "dataset", *CURVE_COLUMNS]
+    assert curve.columns == ["model", "dataset", "metric", *CURVE_COLUMNS]
     assert curve["exhaustive"].all()  # C(9, n) <= 126 <= 200 for every n
     ref = _loop_curve(x, 200, 0.1, rng)
     for moment in ("mean", "variance"):
@@ -94,7 +94,7 @@ def test_pool_curve_is_zero_at_n_equal_N_and_n_star_never_silently_N():
     curve = sample_size_curve(_units({"m": x}), moments="mean")
     assert curve.filter(pl.col("n") == 12)["ci_high"].item() == 0.0
     out = required_sample_size(_units({"m": x}), epsilon=1e-6, moments="mean", method="bootstrap")
-    assert out.columns == ["model", "dataset", *NSTAR_COLUMNS]
+    assert out.columns == ["model", "dataset", "metric", *NSTAR_COLUMNS]
     row = out.filter(pl.col("moment") == "mean").row(0, named=True)
     assert row["n_star"] is None and row["reached"] is False and row["n_available"] == 12
     over = out.filter(pl.col("moment") == "overall").row(0, named=True)
@@ -315,7 +315,7 @@ def test_cli_nstar_json(fixtures, capsys):
     assert doc["command"] == "nstar"
     assert doc["params"] == {"epsilon": 0.02, "moments": ["mean"], "n_resamples": 300}
     assert {r["moment"] for r in doc["rows"]} == {"mean", "overall"}
-    assert list(doc["rows"][0]) == ["model", "dataset", *NSTAR_COLUMNS]
+    assert list(doc["rows"][0]) == ["model", "dataset", "metric", *NSTAR_COLUMNS]
 
 
 def test_cli_nstar_reference_model_and_plot(fixtures, tmp_path, capsys):

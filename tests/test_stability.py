@@ -68,7 +68,7 @@ def _obs(answers: list[list[str | None]], **extra) -> pl.DataFrame:
 
 def test_real_runs_equal_the_authors_csv(real_obs, reference):
     table = stability_table(real_obs)
-    assert table.columns == ["model", "dataset", "variant", *STABILITY_COLUMNS]
+    assert table.columns == ["model", "dataset", "metric", "variant", *STABILITY_COLUMNS]
     ref = {r["task"]: r for r in reference.iter_rows(named=True)}
     # every task of the authors' CSV is in the fixtures (geometric_shapes has no runs upstream)
     assert sorted(table["dataset"]) == sorted(ref) and table.height == 7
@@ -203,7 +203,7 @@ def test_runs_covering_different_items_is_an_error_naming_group_and_runs():
     )
     with pytest.raises(
         SchemaError,
-        match=r"the runs of the group model='m', dataset='d', variant='v' cover different items "
+        match=r"the runs of the group model='m', dataset='d', metric='score', variant='v' cover different items "
         r"\(run 2 has 1 of 2 items\).*on_mismatch='intersect'",
     ):
         stability_table(obs)
@@ -238,7 +238,7 @@ def test_single_run_gives_nan_tar_with_warning():
 def test_fixed_columns_without_text():
     obs = _obs([["A", "B"]]).drop("answer", "response")
     table = stability_table(obs)
-    assert table.columns == ["model", "dataset", "variant", *STABILITY_COLUMNS]
+    assert table.columns == ["model", "dataset", "metric", "variant", *STABILITY_COLUMNS]
     assert table["tar_a"].item() is None and table["tar_r"].item() is None
     assert table["input_len"].item() is None
     assert tar_curve(obs)["tar_a"].to_list() == [None]

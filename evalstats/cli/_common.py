@@ -19,6 +19,7 @@ __all__ = [
     "add_output_arguments",
     "emit",
     "load",
+    "loader_options",
     "params_from",
     "write_table",
 ]
@@ -53,7 +54,42 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         dest="score_scale",
         choices=["auto", "unit", "percent"],
         default=argparse.SUPPRESS,
-        help="score scale (default: auto-detect 0-100)",
+        help="keep scores as they are (auto, the default, notes files that look like "
+        "percentages; unit does not) or divide them by 100 (percent)",
+    )
+    parser.add_argument(
+        "--rescale",
+        type=float,
+        default=argparse.SUPPRESS,
+        metavar="DIVISOR",
+        help="divide every score by DIVISOR, e.g. 100 for percentages; nothing is rescaled "
+        "unless asked",
+    )
+    parser.add_argument(
+        "--metric-range",
+        dest="metric_range",
+        action="append",
+        default=argparse.SUPPRESS,
+        metavar="[NAME=]LO,HI",
+        help="declare the metric's bounds, after any --rescale (LO or HI empty or inf: "
+        "unbounded); with NAME= for one metric; repeatable",
+    )
+    parser.add_argument(
+        "--lower-is-better",
+        dest="lower_is_better",
+        nargs="?",
+        const="*",
+        default=argparse.SUPPRESS,
+        metavar="NAME,...",
+        help="the metric (or the named metrics) is an error, loss, latency or cost: lower "
+        "is better",
+    )
+    parser.add_argument(
+        "--metric",
+        dest="metric_filter",
+        default=argparse.SUPPRESS,
+        metavar="NAME,...",
+        help="analyse only these metrics (lm-eval: the metric to read; Inspect: the scorer)",
     )
 
 
@@ -73,13 +109,68 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
 _LOADER_OPTIONS = ("columns", "on_invalid", "score_scale")
 
 
+def _bound(text: str, flag: str) -> float | None:
+    t = text.strip().lower()
+    if t in ("", "inf", "+inf", "-inf", "none"):
+        return None
+    try:
+        v = float(t)
+    except ValueError:
+        raise ParameterError(f"`{flag}` bound {text!r} is not a number.") from None
+    if not math.isfinite(v):
+        raise ParameterError(f"`{flag}` bound {text!r} is not finite; leave it empty instead.")
+    return v
+
+
+def _metric_range(specs: list[str]) -> Any:
+    """``['0,1']`` -> (0.0, 1.0); ``['bleu=0,100', 'mae=0,']`` -> {name: (lo, hi)}."""
+    named: dict[str, tuple[float | None, float | None]] = {}
+    unnamed = None
+    for spec in specs:
+        name, _, rng = spec.rpartition("=")
+        parts = rng.split(",")
+        if len(parts) != 2:
+            raise ParameterError(
+                f"`--metric-range` must be LO,HI or NAME=LO,HI (e.g. 0,100 or mae=0,), got {spec!r}."
+            )
+        value = (_bound(parts[0], "--metric-range"), _bound(parts[1], "--metric-range"))
+        if name:
+            named[name.strip()] = value
+        else:
+            unnamed = value
+    if unnamed is not None and named:
+        raise ParameterError("`--metric-range` is given both for all metrics and for named ones.")
+    return unnamed if unnamed is not None else named
+
+
+def loader_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The loader options the user set, with the metric options in their library form."""
+    fmt = getattr(args, "format", "auto")
+    options = {k: getattr(args, k) for k in _LOADER_OPTIONS if hasattr(args, k)}
+    options.update(getattr(args, "loader_options", {}) or {})
+    if hasattr(args, "rescale"):
+        if "score_scale" in options:
+            raise ParameterError("give either `--score-scale` or `--rescale`, not both.")
+        options["score_scale"] = args.rescale
+    if hasattr(args, "metric_range"):
+        options["metric_range"] = _metric_range(args.metric_range)
+    if hasattr(args, "lower_is_better"):
+        names = [n.strip() for n in args.lower_is_better.split(",") if n.strip()]
+        options["higher_is_better"] = False if names in ([], ["*"]) else dict.fromkeys(names, False)
+    if hasattr(args, "metric_filter"):
+        names = [n.strip() for n in args.metric_filter.split(",") if n.strip()]
+        if fmt in ("lm-eval", "inspect") and len(names) == 1:
+            options["metric" if fmt == "lm-eval" else "scorer"] = names[0]
+        else:
+            options["metrics"] = names
+    return options
+
+
 def load(args: argparse.Namespace):
     """Read ``args.path`` with the loader options the user set; print the report to stderr."""
     from evalstats.io import read
 
-    options = {k: getattr(args, k) for k in _LOADER_OPTIONS if hasattr(args, k)}
-    options.update(getattr(args, "loader_options", {}) or {})
-    ingest = read(args.path, format=args.format, **options)
+    ingest = read(args.path, format=args.format, **loader_options(args))
     if not getattr(args, "quiet", False):
         print(ingest.report.summary(), file=sys.stderr)
     return ingest

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from evalstats.cli._common import _LOADER_OPTIONS, add_input_arguments, load, write_table
+from evalstats.cli._common import add_input_arguments, load, loader_options, write_table
 from evalstats.errors import ParameterError
 
 
@@ -72,8 +72,7 @@ def run(args: argparse.Namespace) -> int:
             _sink(obs, Path(args.out))
             print(f"wrote {report.rows_kept} observations rows to {args.out}", file=sys.stderr)
     else:
-        options = {k: getattr(args, k) for k in _LOADER_OPTIONS if hasattr(args, k)}
-        options.update(getattr(args, "loader_options", {}) or {})
+        options = loader_options(args)
         for name in ("engine", "scheduler", "progress"):
             if hasattr(args, name):
                 options[name] = getattr(args, name)

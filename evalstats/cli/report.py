@@ -154,7 +154,17 @@ def run(args: argparse.Namespace) -> int:
     check_figure_formats(args.figure_format)
     obs, ingest = load(args)
     loader_options = {
-        k: getattr(args, k) for k in ("columns", "on_invalid", "score_scale") if hasattr(args, k)
+        k: getattr(args, k)
+        for k in (
+            "columns",
+            "on_invalid",
+            "score_scale",
+            "rescale",
+            "metric_range",
+            "lower_is_better",
+            "metric_filter",
+        )
+        if hasattr(args, k)
     }
     progress = progress_wanted(args)
     report = audit_report(

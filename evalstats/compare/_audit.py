@@ -16,7 +16,7 @@ from scipy import stats
 from evalstats.compare._intervals import mean_interval
 from evalstats.errors import InsufficientDataError, ParameterError, SchemaError
 from evalstats.results import check_confidence_level
-from evalstats.schema import validate_by, validate_units
+from evalstats.schema import validate_by, validate_observations, validate_units
 
 __all__ = [
     "ReversalAudit",
@@ -156,6 +156,8 @@ def _default_items(
     schema = lf.collect_schema()
     if "item" not in schema:
         return None
+    lf = validate_observations(lf, check_values=False)
+    schema = lf.collect_schema()
     unit = [c for c in ("dataset", "item") if c not in by]
     items = (
         lf.filter(default_filter(schema, default))
@@ -176,7 +178,7 @@ def reversal_audit(
     default: Mapping[str, Any],
     claim: str | None = None,
     confidence_level: float = 0.95,
-    by: Sequence[str] = ("dataset",),
+    by: Sequence[str] = ("dataset", "metric"),
 ) -> ReversalAudit:
     r"""Check whether the default configuration agrees with the configuration space.
 
@@ -191,7 +193,7 @@ def reversal_audit(
         A claim ``"A>B"`` to check; its pair gets a ``claim_status``.
     confidence_level : float, default 0.95
         Level of the intervals over configurations.
-    by : tuple of str, default ('dataset',)
+    by : tuple of str, default ('dataset', 'metric')
         Columns that define the groups. A configuration is a ``variant`` (and a ``dataset``
         when ``dataset`` is not in ``by``), averaged over runs.
 

@@ -74,7 +74,7 @@ def convergence(
     n_orders: int = 200,
     confidence_level: float = 0.95,
     seed: int = 0,
-    by: Sequence[str] = ("model", "dataset"),
+    by: Sequence[str] = ("model", "dataset", "metric"),
 ) -> pl.DataFrame:
     r"""Distribution of the stopping size and of the stopped estimate's error.
 
@@ -94,7 +94,7 @@ def convergence(
         Level of the running interval.
     seed : int, default 0
         Seed of the random generator; the same seed gives the same result.
-    by : tuple of str, default ('model', 'dataset')
+    by : tuple of str, default ('model', 'dataset', 'metric')
         Columns that define the groups.
 
     Returns

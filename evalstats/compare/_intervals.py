@@ -185,7 +185,7 @@ def intervals(
     cluster: str | None = None,
     n_resamples: int = 9999,
     seed: int = 0,
-    by: Sequence[str] = ("model", "dataset"),
+    by: Sequence[str] = ("model", "dataset", "metric"),
 ) -> pl.DataFrame:
     r"""Mean score per group with a confidence interval over variants, items or runs.
 
@@ -209,7 +209,7 @@ def intervals(
         Number of bootstrap resamples.
     seed : int, default 0
         Seed of the random generator; the same seed gives the same result.
-    by : tuple of str, default ('model', 'dataset')
+    by : tuple of str, default ('model', 'dataset', 'metric')
         Columns that define the groups.
 
     Returns

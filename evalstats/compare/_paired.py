@@ -280,7 +280,7 @@ def compare_models(
     power: float = 0.8,
     n_resamples: int = 9999,
     seed: int = 0,
-    by: Sequence[str] = ("dataset",),
+    by: Sequence[str] = ("dataset", "metric"),
 ) -> pl.DataFrame:
     r"""Every pair of models: paired mean difference, interval, test and corrected p-value.
 
@@ -307,7 +307,7 @@ def compare_models(
         Random sign flips per pair.
     seed : int, default 0
         Seed of the random generator; the same seed gives the same result.
-    by : tuple of str, default ('dataset',)
+    by : tuple of str, default ('dataset', 'metric')
         Columns that define the groups; models are compared within each group.
 
     Returns

@@ -72,7 +72,7 @@ def provider_audit(
     n_resamples: int = 9999,
     seed: int = 0,
     latency_grid: Sequence[float] | None = None,
-    by: Sequence[str] = ("model",),
+    by: Sequence[str] = ("model", "metric"),
 ) -> ProviderAudit:
     r"""Audit providers: error rates, scores under two error policies, paired differences.
 
@@ -95,7 +95,7 @@ def provider_audit(
     latency_grid : sequence of float, optional
         Latencies ``t`` at which the tail-to-quality curve is evaluated; default 50 points
         from 0 to the largest latency.
-    by : tuple of str, default ('model',)
+    by : tuple of str, default ('model', 'metric')
         Columns that define the groups (a provider is audited within each group).
 
     Returns

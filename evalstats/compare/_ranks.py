@@ -24,7 +24,7 @@ def rank_intervals(
     confidence_level: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
-    by: Sequence[str] = ("dataset",),
+    by: Sequence[str] = ("dataset", "metric"),
 ) -> pl.DataFrame:
     """Rank of each model with a bootstrap interval and the probability of being best.
 
@@ -38,7 +38,7 @@ def rank_intervals(
         Bootstrap resamples of the items.
     seed : int, default 0
         Seed of the random generator; the same seed gives the same result.
-    by : tuple of str, default ('dataset',)
+    by : tuple of str, default ('dataset', 'metric')
         Columns that define the groups; models are ranked within each group.
 
     Returns
@@ -142,7 +142,7 @@ class FriedmanResult:
 def friedman_nemenyi(
     units: pl.DataFrame | pl.LazyFrame,
     *,
-    blocks: Sequence[str] = ("dataset",),
+    blocks: Sequence[str] = ("dataset", "metric"),
     confidence_level: float = 0.95,
 ) -> FriedmanResult:
     r"""Friedman test of model ranks across blocks and the Nemenyi critical difference.
@@ -151,7 +151,7 @@ def friedman_nemenyi(
     ----------
     units : polars.DataFrame or polars.LazyFrame
         Unit table (or observation table); see :mod:`evalstats.schema`.
-    blocks : tuple of str, default ('dataset',)
+    blocks : tuple of str, default ('dataset', 'metric')
         Columns whose combinations are the blocks (e.g. datasets, or datasets and variants).
         Each block's score is the mean over everything else.
     confidence_level : float, default 0.95

@@ -6,11 +6,12 @@ from ``format`` or detects it from the files.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from evalstats.errors import ParameterError
+from evalstats.io._pipeline import MetricRange, metric_options
 from evalstats.io._report import Ingest, IngestReport, SetAsideExample
 from evalstats.io.table import read_table
 
@@ -70,8 +71,16 @@ def detect_format(path: str | Path) -> str:
     return "table"
 
 
-def read(path: str | Path, *, format: str = "auto", **options: Any) -> Ingest:
-    """Read ``path`` with the loader named by ``format`` (``auto`` detects it).
+def read(
+    path: str | Path,
+    *,
+    format: str = "auto",
+    metric_range: MetricRange | Mapping[str, MetricRange] | None = None,
+    higher_is_better: bool | Mapping[str, bool] | None = None,
+    metrics: Sequence[str] | None = None,
+    **options: Any,
+) -> Ingest:
+    r"""Read ``path`` with the loader named by ``format`` (``auto`` detects it).
 
     Parameters
     ----------
@@ -79,6 +88,16 @@ def read(path: str | Path, *, format: str = "auto", **options: Any) -> Ingest:
         File, glob or folder.
     format : str, default 'auto'
         One of ``auto`` and the keys of :data:`FORMATS`.
+    metric_range : (low, high) or mapping of str to (low, high), optional
+        Declared bounds of every metric, or per metric name (None for an unbounded side), on
+        the metric's scale as analysed (after any ``score_scale`` division). Overrides what the
+        format declares; scores outside are invalid.
+    higher_is_better : bool or mapping of str to bool, optional
+        Direction of every metric, or per metric name. Overrides the format's.
+    metrics : sequence of str, optional
+        Keep only the rows of these metrics (the others are set aside as ``other_metric`` and
+        counted). To choose which metric an lm-eval log is read for, use its ``metric=``
+        option; for an Inspect log, ``scorer=``.
     **options
         Passed to the loader (``columns``, ``on_invalid``, ``score_scale``, ...).
 
@@ -89,7 +108,17 @@ def read(path: str | Path, *, format: str = "auto", **options: Any) -> Ingest:
     Raises
     ------
     ParameterError
-        If ``format`` is unknown.
+        If ``format`` is unknown, or a metric declaration is malformed.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "latency.csv"
+    >>> _ = f.write_text("model,item,latency\na,1,0.8\na,2,1.4\n")
+    >>> obs, report = read(f, columns={"latency": "score"}, metric_range=(0, None),
+    ...                    higher_is_better=False)
+    >>> [m.describe() for m in report.metrics]
+    ['latency: range [0, inf), lower is better']
     """
     if format == "auto":
         format = detect_format(path)
@@ -97,4 +126,7 @@ def read(path: str | Path, *, format: str = "auto", **options: Any) -> Ingest:
         raise ParameterError(
             f"`format` must be 'auto' or one of {', '.join(map(repr, FORMATS))}, got {format!r}."
         )
-    return FORMATS[format](path, **options)
+    with metric_options(
+        metric_range=metric_range, higher_is_better=higher_is_better, metrics=metrics
+    ):
+        return FORMATS[format](path, **options)

@@ -33,7 +33,7 @@ import polars as pl
 
 from evalstats.errors import IngestError
 from evalstats.io._pipeline import N_EXAMPLES, Check, parse_score, read_error
-from evalstats.schema import OBSERVATION_COLUMNS, factor_columns
+from evalstats.schema import METRIC_INFO_COLUMNS, OBSERVATION_COLUMNS, factor_columns
 
 __all__ = [
     "Accounting",
@@ -79,7 +79,11 @@ class Plan:
     quirks: frozenset[str]
     messages: Mapping[str, tuple[str | None, str]]
     on_invalid: str
-    score_scale: str
+    score_scale: str | float
+    #: scores (and declared bounds) are multiplied by this (the user's rescaling)
+    score_factor: float
+    #: whether to note files that look percent-scaled (no bounds declared, nothing asked)
+    hint_scale: bool
     has_item: bool
     #: expression of the factor columns giving ``variant``, when the loader derives it
     variant: pl.Expr | None
@@ -107,8 +111,9 @@ class Plan:
     @property
     def unit_cols(self) -> list[str]:
         """Row columns that identify a unit (``variant`` absent when derived per unit)."""
-        head = ["model", "dataset"] + ([] if self.variant is not None else ["variant"])
-        return head + ["__run"] + [c for c in self.unit_factors if c not in head]
+        head = ["model", "dataset", "metric"] + ([] if self.variant is not None else ["variant"])
+        info = [c for c in METRIC_INFO_COLUMNS if c in self.schema]
+        return head + ["__run"] + info + [c for c in self.unit_factors if c not in head]
 
     @property
     def dedup_groups(self) -> list[str]:
@@ -197,17 +202,22 @@ class Accounting:
 
 
 def _scale_decision(
-    r: Mapping[str, object] | None, score_scale: str, path: str
+    r: Mapping[str, object] | None, plan: Plan, path: str
 ) -> tuple[float, str | None]:
-    """Factor for one file's scores from its (min, max, share_gt1) statistics, and the note."""
-    if r is None or r["max"] is None:
+    """(factor, note) of one file from its (min, max, share_gt1) statistics.
+
+    Scores are never rescaled here (the user's rescaling is applied when the score is parsed):
+    the factor is always 1, and a file of an undeclared metric whose scores look like
+    percentages gets a note saying how to ask for the conversion.
+    """
+    if r is None or r["max"] is None or not plan.hint_scale:
         return 1.0, None
-    if score_scale == "percent":
-        return 0.01, None
-    if score_scale == "auto":
-        lo, hi, share = r["min"], r["max"], r["share_gt1"]
-        if lo >= 0 and 1 < hi <= 100 and (share or 0) > 0.5:  # type: ignore[operator]
-            return 0.01, f"{path}: scores on a 0-100 scale (max {hi:g}) were divided by 100"
+    lo, hi, share = r["min"], r["max"], r["share_gt1"]
+    if lo >= 0 and 1 < hi <= 100 and (share or 0) > 0.5:  # type: ignore[operator]
+        return 1.0, (
+            f"{path}: scores lie in [0, 100] (max {hi:g}) and were kept as they are; if they "
+            "are percentages, pass score_scale='percent' (CLI: --rescale 100)"
+        )
     return 1.0, None
 
 
@@ -222,14 +232,14 @@ def _score_stats(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFr
 
 def scale_of(plan: Plan, files: Sequence[int]) -> dict[int, tuple[float, str | None]]:
     """Decide the score scale of whole ``files`` in a pass over their score column only."""
-    value, pct = parse_score(plan.schema["score"])
+    value, pct = parse_score(plan.schema["score"], plan.score_factor)
     lf = plan.frame(files).select("__src", value.alias("__score"), pct.alias("__pct"))
     try:
         stats = _score_stats(lf).collect(engine="streaming")
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise _locate_read_error(plan, files, exc) from None
     by_src = {r["__src"]: r for r in stats.iter_rows(named=True)}
-    return {i: _scale_decision(by_src.get(i), plan.score_scale, plan.paths[i]) for i in files}
+    return {i: _scale_decision(by_src.get(i), plan, plan.paths[i]) for i in files}
 
 
 def _bucket_expr(plan: Plan, n: int) -> pl.Expr:
@@ -327,7 +337,7 @@ def _read_part(
     plan: Plan, spec: PartSpec, needed: list[str], scale: Mapping[int, float]
 ) -> pl.DataFrame:
     """The partition's rows in file order: ``needed`` columns, scores scaled, reason codes."""
-    value, pct = parse_score(plan.schema["score"])
+    value, pct = parse_score(plan.schema["score"], plan.score_factor)
     lf = plan.frame(spec.files)
     filtered = spec.keys is not None or spec.bucket is not None
     computed = [
@@ -394,16 +404,15 @@ def run_part(plan: Plan, spec: PartSpec, *, units: bool = True, ids: bool = Fals
     decided: dict[int, tuple[float, str | None]] = {}
     if spec.scale is None:
         decided = {i: (1.0, None) for i in spec.files}
-        if plan.score_scale != "unit" and n:
+        if plan.hint_scale and n:
             score = df["__score"].to_numpy()
             finite = np.isfinite(score) & ~df["__pct"].to_numpy()
             # no score above 1: no file looks percent-scaled (the common case, decided at once)
-            if plan.score_scale == "percent" or (finite.any() and score[finite].max() > 1):
+            if finite.any() and score[finite].max() > 1:
                 stats = _score_stats(df)
                 by_src = {r["__src"]: r for r in stats.iter_rows(named=True)}  # type: ignore[union-attr]
                 decided = {
-                    i: _scale_decision(by_src.get(i), plan.score_scale, plan.paths[i])
-                    for i in spec.files
+                    i: _scale_decision(by_src.get(i), plan, plan.paths[i]) for i in spec.files
                 }
         factors = {i: f for i, (f, _) in decided.items()}
         if any(f != 1.0 for f in factors.values()):  # rare: scale, then the codes again
@@ -817,17 +826,10 @@ def raise_invalid(plan: Plan, first: tuple[int, int, str, str | None]) -> None:
     src, row, reason_name, detail = first
     column, message = plan.messages[reason_name]
     shown = plan.source_names.get(column, column) if column else None
-    if column == "score" and detail is not None and reason_name != "missing_score":
+    if reason_name == "score_out_of_range":
+        message = _range_message(plan, src, row, detail)
+    elif column == "score" and detail is not None and reason_name != "missing_score":
         message = f"{message}, got {detail!r}"
-        try:
-            v = float(str(detail).rstrip("%"))
-            if v > 1 and not math.isnan(v):
-                message += (
-                    ". The scores look percent-scaled: pass score_scale='percent' "
-                    "(CLI: --score-scale percent)"
-                )
-        except ValueError:
-            pass
     raise IngestError(
         f"{message}. To set such rows aside and count them, pass on_invalid='skip' "
         "(CLI: --on-invalid skip).",
@@ -835,6 +837,35 @@ def raise_invalid(plan: Plan, first: tuple[int, int, str, str | None]) -> None:
         row=row,
         column=shown,
     )
+
+
+def _range_message(plan: Plan, src: int, row: int, detail: str | None) -> str:
+    """'expected a number in [lo, hi] (the declared range of metric m), got v' with a hint."""
+    r = (
+        plan.frames[src]
+        .filter(pl.col("__row") == row)
+        .select("metric", "metric_low", "metric_high")
+        .head(1)
+        .collect()
+        .row(0, named=True)
+    )
+    f = plan.score_factor
+    lo, hi = r["metric_low"], r["metric_high"]
+    shown = ("(-inf" if lo is None else f"[{lo:g}") + ", " + ("inf)" if hi is None else f"{hi:g}]")
+    try:
+        v = float(str(detail).rstrip("%"))
+    except (TypeError, ValueError):
+        v = math.nan
+    got = repr(detail) + (f" ({v * f:g} after dividing by {1 / f:g})" if f != 1.0 else "")
+    msg = f"expected a number in {shown} (the declared range of metric {r['metric']!r}), got {got}"
+    if hi is not None and hi <= 1 and 1 < v <= 100 and f == 1.0:
+        msg += ". The scores look like percentages: pass score_scale='percent' (CLI: --rescale 100)"
+    else:
+        msg += (
+            ". If the metric's range is another one, declare it with metric_range=(low, high) "
+            "(CLI: --metric-range LOW,HIGH)"
+        )
+    return msg
 
 
 def unit_factor_order(schema_names: Sequence[str], factor_list: Sequence[str]) -> tuple[str, ...]:

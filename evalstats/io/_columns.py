@@ -44,6 +44,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "is_correct",
         "exact_match",
     ),
+    "metric": ("metric", "metric_name"),
+    "metric_low": ("metric_low",),
+    "metric_high": ("metric_high",),
+    "higher_is_better": ("higher_is_better",),
     "n_items": ("n_items", "num_items", "num_questions"),
     "answer": (
         "answer",

@@ -11,7 +11,9 @@ skip them, and returns the ``Ingest`` with a lazy observation table that leaves 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,26 +23,42 @@ import polars as pl
 
 from evalstats.errors import IngestError, ParameterError
 from evalstats.io._report import Ingest, IngestReport, SetAsideExample
-from evalstats.schema import OBSERVATION_COLUMNS, factor_columns, variant_key
+from evalstats.schema import (
+    DEFAULT_METRIC,
+    METRIC_INFO_COLUMNS,
+    OBSERVATION_COLUMNS,
+    MetricInfo,
+    factor_columns,
+    variant_key,
+)
 
 if TYPE_CHECKING:
     from evalstats.io._accounting import Accounting, Plan
 
 __all__ = [
     "Check",
+    "MetricRange",
     "OnInvalid",
     "ScoreScale",
     "finalize",
+    "metric_options",
     "observations",
     "parse_score",
     "plan_of",
     "prepare",
     "read_error",
+    "score_factor",
+    "validate_metric_options",
     "validate_options",
 ]
 
 OnInvalid = Literal["error", "skip"]
-ScoreScale = Literal["auto", "unit", "percent"]
+#: ``auto`` and ``unit`` keep scores as they are (``auto`` notes when they look like
+#: percentages), ``percent`` divides by 100, a positive number divides by that number.
+ScoreScale = Literal["auto", "unit", "percent"] | float
+
+#: A metric's declared range: ``(low, high)``, either None for an unbounded side.
+MetricRange = tuple[float | None, float | None]
 
 #: How many example rows per reason the report keeps.
 N_EXAMPLES = 3
@@ -63,27 +81,85 @@ class Check:
     message: str = "invalid value"
 
 
-def validate_options(on_invalid: str, score_scale: str) -> None:
+def validate_options(on_invalid: str, score_scale: object) -> None:
+    """Check the options every loader takes; raise ParameterError naming the bad one."""
     if on_invalid not in ("error", "skip"):
         raise ParameterError(f"`on_invalid` must be 'error' or 'skip', got {on_invalid!r}.")
-    if score_scale not in ("auto", "unit", "percent"):
-        raise ParameterError(
-            f"`score_scale` must be 'auto', 'unit' or 'percent', got {score_scale!r}."
-        )
+    score_factor(score_scale)
 
 
-def parse_score(dtype: pl.DataType) -> tuple[pl.Expr, pl.Expr]:
+def score_factor(score_scale: object) -> float:
+    """The factor scores are multiplied by: 1 for ``auto``/``unit``, 1/100 for ``percent``.
+
+    A positive number ``d`` means "divide by ``d``" (``--rescale 100``).
+
+    Examples
+    --------
+    >>> score_factor("auto"), score_factor("percent"), score_factor(10)
+    (1.0, 0.01, 0.1)
+    """
+    if isinstance(score_scale, str) and score_scale in ("auto", "unit", "percent"):
+        return 0.01 if score_scale == "percent" else 1.0
+    if (
+        isinstance(score_scale, (int, float))
+        and not isinstance(score_scale, bool)
+        and math.isfinite(score_scale)
+        and score_scale > 0
+    ):
+        return 1.0 / float(score_scale)
+    raise ParameterError(
+        "`score_scale` must be 'auto', 'unit', 'percent' or a positive number to divide the "
+        f"scores by, got {score_scale!r}."
+    )
+
+
+def validate_metric_options(
+    metric_range: MetricRange | Mapping[str, MetricRange] | None,
+    higher_is_better: bool | Mapping[str, bool] | None,
+) -> None:
+    """Check ``metric_range`` and ``higher_is_better``; raise ParameterError naming the bad one."""
+    ranges = (
+        metric_range.items()
+        if isinstance(metric_range, Mapping)
+        else ([("*", metric_range)] if metric_range is not None else [])
+    )
+    for name, rng in ranges:
+        try:
+            lo, hi = rng  # type: ignore[misc]
+            MetricInfo(str(name), lo, hi)
+        except (TypeError, ValueError) as exc:
+            raise ParameterError(
+                f"`metric_range` must be (low, high) with numbers or None, low < high, got "
+                f"{rng!r}{'' if name == '*' else f' for metric {name!r}'}"
+                f"{': ' + str(exc).split(': ', 1)[-1] if isinstance(exc, ValueError) else ''}."
+            ) from None
+    hib = (
+        higher_is_better.values()
+        if isinstance(higher_is_better, Mapping)
+        else ([higher_is_better] if higher_is_better is not None else [])
+    )
+    for v in hib:
+        if not isinstance(v, bool):
+            raise ParameterError(f"`higher_is_better` must be True or False, got {v!r}.")
+
+
+def parse_score(dtype: pl.DataType, factor: float = 1.0) -> tuple[pl.Expr, pl.Expr]:
     """Expressions (value, fixed_scale) parsing the raw ``score`` column of ``dtype``.
 
     Booleans and the strings ``true``/``false`` (any case) become 1/0; strings such as ``"86.4%"``
-    are divided by 100; both are flagged ``fixed_scale`` (never rescaled); other strings are cast to float
-    (null when they are not numbers, which the caller reports as ``unparseable_score``).
+    are divided by 100; both are flagged ``fixed_scale`` (never rescaled); other strings are cast
+    to float (null when they are not numbers, which the caller reports as
+    ``unparseable_score``). Other values are multiplied by ``factor`` (the user's rescaling).
     """
     col = pl.col("score")
+
+    def scaled(e: pl.Expr) -> pl.Expr:
+        return e if factor == 1.0 else e * factor
+
     if dtype == pl.Boolean():
-        return col.cast(pl.Float64), pl.lit(False)
+        return col.cast(pl.Float64), pl.lit(True)
     if dtype.is_numeric():
-        return col.cast(pl.Float64), pl.lit(False)
+        return scaled(col.cast(pl.Float64)), pl.lit(False)
     if dtype == pl.Null():
         return col.cast(pl.Float64), pl.lit(False)
     s = col.cast(pl.String).str.strip_chars()
@@ -98,7 +174,7 @@ def parse_score(dtype: pl.DataType) -> tuple[pl.Expr, pl.Expr]:
         .then(pl.lit(0.0))
         .when(is_pct)
         .then(num / 100.0)
-        .otherwise(num)
+        .otherwise(scaled(num))
     )
     return value, (is_pct | is_bool).fill_null(False)
 
@@ -150,6 +226,7 @@ def finalize(
     notes: Sequence[str] = (),
     extra_read: Mapping[str, int] | None = None,
     variant: pl.Expr | None = None,
+    metric: MetricInfo | str | None = None,
 ) -> Ingest:
     """Validate and account for rows from ``parts``; return the observation table and report.
 
@@ -162,9 +239,12 @@ def finalize(
     on_invalid : {'error', 'skip'}, default 'error'
         What to do with invalid rows (missing/unparseable/out-of-range score, missing model,
         item or dataset, duplicates unless they are a quirk of the source).
-    score_scale : {'auto', 'unit', 'percent'}, default 'auto'
-        ``auto`` divides a file's scores by 100 when they lie in [0, 100] and most non-zero
-        values exceed 1 (more than half), and says so in the report; ``unit`` never converts; ``percent`` always.
+    score_scale : {'auto', 'unit', 'percent'} or float, default 'auto'
+        Scores are kept on their own scale unless asked: ``auto`` and ``unit`` never convert
+        (``auto`` adds a note when a file of a metric without declared bounds looks like
+        percentages: values in [0, 100], more than half of the non-zero ones above 1);
+        ``percent`` divides by 100, a positive number divides by that number. Declared metric
+        bounds are on the scale after this division (an accuracy stays [0, 1]).
     checks : sequence of Check
         Loader-specific reasons, tested before the generic ones.
     duplicates : {'invalid', 'quirk'}, default 'invalid'
@@ -185,6 +265,13 @@ def finalize(
         How the loader derives ``variant`` from the factor columns, when the frames carry no
         ``variant`` column (default: :func:`evalstats.schema.variant_key` of ``factors``). The
         expression is evaluated per unit, not per row, when the unit table is built directly.
+    metric : MetricInfo or str, optional
+        The metric of rows whose frame has no ``metric`` column (default ``"score"``,
+        undeclared: unbounded, higher is better), with the bounds and direction the format
+        declares. Frames may instead carry ``metric``, ``metric_low``, ``metric_high`` and
+        ``higher_is_better`` columns (one metric per row). The user's ``metric_range`` and
+        ``higher_is_better`` (:func:`metric_options`, set by :func:`evalstats.io.read`) override
+        both.
 
     Notes
     -----
@@ -205,6 +292,7 @@ def finalize(
         notes=notes,
         extra_read=extra_read,
         variant=variant,
+        metric=metric,
     )
     if _PLANNING.get():
         raise _Planned(plan)
@@ -230,6 +318,7 @@ def prepare(
     notes: Sequence[str] = (),
     extra_read: Mapping[str, int] | None = None,
     variant: pl.Expr | None = None,
+    metric: MetricInfo | str | None = None,
 ) -> Plan:
     """The :class:`~evalstats.io._accounting.Plan` of :func:`finalize`'s arguments; reads no rows.
 
@@ -270,6 +359,18 @@ def prepare(
                 f"Map one with columns={{'<column>': '{name}'}} (CLI: --columns <column>={name}).",
                 path=paths[0],
             )
+    default = metric if isinstance(metric, MetricInfo) else MetricInfo(metric or DEFAULT_METRIC)
+    factor = score_factor(score_scale)
+    user = _METRIC_OPTIONS.get() or {}
+    declared = default.low is not None or default.high is not None or "metric_low" in schema
+    declared = declared or "metric_high" in schema or user.get("metric_range") is not None
+    keep_metrics = user.get("metrics")
+    metric_steps = _metric_columns(
+        schema,
+        default,
+        metric_range=user.get("metric_range"),  # type: ignore[arg-type]
+        higher_is_better=user.get("higher_is_better"),  # type: ignore[arg-type]
+    )
     added = []
     if "dataset" not in schema:
         added.append(pl.lit(None, dtype=pl.String).alias("dataset"))
@@ -284,7 +385,10 @@ def prepare(
             else pl.lit(None, dtype=dt).alias(c)
             for c, dt in schema.items()
         ]
-        aligned.append(f.select(cols).with_columns(added) if added else f.select(cols))
+        f = f.select(cols).with_columns(added) if added else f.select(cols)
+        for step in metric_steps:
+            f = f.with_columns(step)
+        aligned.append(f)
     schema = aligned[0].collect_schema()
     factor_list = list(factors) if factors is not None else factor_columns(schema.names())
     if "variant" not in schema:
@@ -299,6 +403,17 @@ def prepare(
 
     # --- reasons -------------------------------------------------------------------------
     rules: list[Check] = list(checks)
+    if keep_metrics is not None:
+        rules.insert(
+            0,
+            Check(
+                "other_metric",
+                ~pl.col("metric").is_in(list(keep_metrics)),  # type: ignore[call-overload]
+                column="metric",
+                quirk=True,
+                message="a row of a metric not asked for",
+            ),
+        )
     for name in ("model", "dataset") + (("item",) if has_item else ()):
         rules.append(
             Check(
@@ -320,18 +435,24 @@ def prepare(
     rules += [
         Check(
             "missing_score",
-            pl.col("score").is_null() | s.is_nan(),
+            pl.col("score").is_null(),
             column="score",
-            message="expected a number in [0, 1], got a missing value",
+            message="expected a number, got a missing value",
         ),
+        Check("unparseable_score", s.is_null(), column="score", message="expected a number"),
         Check(
-            "unparseable_score", s.is_null(), column="score", message="expected a number in [0, 1]"
+            "nonfinite_score",
+            s.is_nan() | s.is_infinite(),
+            column="score",
+            quirk=True,  # NaN/inf are never averaged: always set aside and counted
+            message="the score is not finite (NaN or infinite)",
         ),
         Check(
             "score_out_of_range",
-            (s < 0) | (s > 1),
+            (s < pl.col("metric_low")).fill_null(False)
+            | (s > pl.col("metric_high")).fill_null(False),
             column="score",
-            message="expected a number in [0, 1]",
+            message="expected a number within the metric's declared range",
         ),
     ]
     key = (
@@ -339,6 +460,8 @@ def prepare(
         if dedup_key is not None
         else (["model", "dataset", "variant", "__run"] + (["item"] if has_item else []))
     )
+    if "metric" not in key:  # two metrics of one item are two observations, not duplicates
+        key.insert(key.index("dataset") + 1 if "dataset" in key else 0, "metric")
     key = ["__run" if k == "run" else k for k in key]
     quirks = {r.reason for r in rules if r.quirk}
     if duplicates == "quirk":
@@ -358,6 +481,8 @@ def prepare(
         messages=messages,
         on_invalid=on_invalid,
         score_scale=score_scale,
+        score_factor=factor,
+        hint_scale=not declared and score_scale == "auto",
         has_item=has_item,
         variant=variant,
         factor_list=tuple(factor_list),
@@ -383,8 +508,14 @@ def report_of(plan: Plan, acc: Accounting) -> IngestReport:
         set_aside[k] = set_aside.get(k, 0) + int(v)
         rows_read += int(v)
     notes = list(plan.notes) + list(acc.scale_notes)
-    if plan.score_scale == "percent":
-        notes.append("scores divided by 100 (score_scale='percent')")
+    if plan.score_factor != 1.0:
+        notes.append(
+            f"scores divided by {1 / plan.score_factor:g} (score_scale={plan.score_scale!r})"
+        )
+    metrics = _metrics_of(plan, acc)
+    for m in metrics:
+        how = "as declared" if (m.low, m.high) != (None, None) else "no bounds declared"
+        notes.append(f"metric {m.describe()} ({how})")
     return IngestReport(
         format=plan.format,
         sources=plan.paths,
@@ -393,7 +524,136 @@ def report_of(plan: Plan, acc: Accounting) -> IngestReport:
         set_aside=set_aside,
         examples=tuple(examples),
         notes=tuple(notes),
+        metrics=tuple(metrics),
     )
+
+
+def _metrics_of(plan: Plan, acc: Accounting) -> list[MetricInfo]:
+    """The metrics of the rows kept (or read, when none is kept), from the per-unit groups."""
+    g = acc.groups
+    if g.height == 0 or "metric" not in g.columns:
+        return []
+    if "__n" in g.columns and int(g["__n"].sum()) > 0:
+        g = g.filter(pl.col("__n") > 0)
+    rows = g.select("metric", *METRIC_INFO_COLUMNS).unique().sort("metric", nulls_last=True)
+    out: dict[str, MetricInfo] = {}
+    for name, lo, hi, hib in rows.iter_rows():
+        if name is None:
+            continue
+        mi = MetricInfo(str(name), lo, hi, True if hib is None else bool(hib))
+        if name in out and out[name] != mi:
+            raise IngestError(
+                f"metric {name!r} is declared twice, as {out[name].describe()!r} and "
+                f"{mi.describe()!r}; give it one range and direction.",
+                path=plan.paths[0] if len(plan.paths) == 1 else None,
+            )
+        out[str(name)] = mi
+    return list(out.values())
+
+
+def _metric_columns(
+    schema: pl.Schema,
+    default: MetricInfo,
+    *,
+    metric_range: MetricRange | Mapping[str, MetricRange] | None = None,
+    higher_is_better: bool | Mapping[str, bool] | None = None,
+) -> list[list[pl.Expr]]:
+    """Steps (``with_columns`` batches) giving every row its metric name, bounds and direction.
+
+    The loader's columns (or its ``default``) first, then the user's declarations. Bounds are
+    on the metric's scale as analysed, i.e. after any rescaling of the scores.
+    """
+    f64, boolean = pl.Float64, pl.Boolean
+
+    def have(c: str, dt: pl.DataType, v: object) -> pl.Expr:
+        if c in schema and schema[c] != pl.Null():
+            e = pl.col(c).cast(dt)
+            return (e.fill_null(v) if v is not None else e).alias(c)
+        return pl.lit(v, dtype=dt).alias(c)
+
+    steps = [
+        [
+            have("metric", pl.String(), default.name),
+            have("metric_low", f64(), default.low),
+            have("metric_high", f64(), default.high),
+            have("higher_is_better", boolean(), default.higher_is_better),
+        ]
+    ]
+    user: list[pl.Expr] = []
+    if isinstance(metric_range, Mapping):
+        for c, k in (("metric_low", 0), ("metric_high", 1)):
+            e = pl.col(c)
+            for name, rng in metric_range.items():
+                e = pl.when(pl.col("metric") == name).then(pl.lit(rng[k], dtype=f64)).otherwise(e)
+            user.append(e.alias(c))
+    elif metric_range is not None:
+        lo, hi = metric_range
+        user += [
+            pl.lit(lo, dtype=f64).alias("metric_low"),
+            pl.lit(hi, dtype=f64).alias("metric_high"),
+        ]
+    if isinstance(higher_is_better, Mapping):
+        e = pl.col("higher_is_better")
+        for name, v in higher_is_better.items():
+            e = pl.when(pl.col("metric") == name).then(pl.lit(v)).otherwise(e)
+        user.append(e.alias("higher_is_better"))
+    elif higher_is_better is not None:
+        user.append(pl.lit(higher_is_better, dtype=boolean).alias("higher_is_better"))
+    if user:
+        steps.append(user)
+    return steps
+
+
+#: The user's metric declarations for the loaders called inside :func:`metric_options`.
+_METRIC_OPTIONS: ContextVar[dict[str, object] | None] = ContextVar(
+    "evalstats_metric_options", default=None
+)
+
+
+@contextmanager
+def metric_options(
+    *,
+    metric_range: MetricRange | Mapping[str, MetricRange] | None = None,
+    higher_is_better: bool | Mapping[str, bool] | None = None,
+    metrics: Sequence[str] | None = None,
+) -> Iterator[None]:
+    """Declare metric bounds and direction for every loader called in the ``with`` block.
+
+    :func:`evalstats.io.read` uses it for its ``metric_range`` and ``higher_is_better``
+    options, which every loader thereby accepts; the declarations override the format's.
+
+    Parameters
+    ----------
+    metric_range : (low, high) or mapping of str to (low, high), optional
+        Bounds of every metric, or per metric name, on the metric's scale as analysed (after
+        any ``score_scale`` division); None for an unbounded side.
+    higher_is_better : bool or mapping of str to bool, optional
+        Direction of every metric, or per metric name.
+    metrics : sequence of str, optional
+        Keep only the rows of these metrics; the others are set aside as ``other_metric`` and
+        counted.
+    """
+    validate_metric_options(metric_range, higher_is_better)
+    if metrics is not None:
+        if isinstance(metrics, str):
+            metrics = [metrics]
+        metrics = list(metrics)
+        if not metrics or not all(isinstance(m, str) and m for m in metrics):
+            raise ParameterError(f"`metrics` must be a list of metric names, got {metrics!r}.")
+    opts = {
+        k: v
+        for k, v in (
+            ("metric_range", metric_range),
+            ("higher_is_better", higher_is_better),
+            ("metrics", metrics),
+        )
+        if v is not None
+    }
+    token = _METRIC_OPTIONS.set(opts or None)
+    try:
+        yield
+    finally:
+        _METRIC_OPTIONS.reset(token)
 
 
 def observations(plan: Plan, scale: Mapping[int, float], ids: pl.DataFrame | None) -> pl.LazyFrame:
@@ -409,7 +669,7 @@ def observations(plan: Plan, scale: Mapping[int, float], ids: pl.DataFrame | Non
         for i, f in enumerate(plan.frames)
     ]
     lf = pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
-    value, pct = parse_score(plan.schema["score"])
+    value, pct = parse_score(plan.schema["score"], plan.score_factor)
     lf = lf.with_columns(value.alias("__score"), pct.alias("__pct"))
     if any(v != 1.0 for v in scale.values()):
         factor_expr = pl.col("__src").replace_strict(

@@ -10,6 +10,8 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
+from evalstats.schema import MetricInfo
+
 __all__ = ["Ingest", "IngestReport", "SetAsideExample"]
 
 
@@ -55,7 +57,11 @@ class IngestReport:
     examples : tuple of SetAsideExample
         The first few set-aside rows of each reason, with file, row and column.
     notes : tuple of str
-        Conversions and decisions worth knowing (a percent scale converted, a derived column).
+        Conversions and decisions worth knowing (a rescaling asked for, a derived column, the
+        assumed bounds and direction of each metric).
+    metrics : tuple of MetricInfo
+        Every metric of the rows kept: name, bounds and direction, as the table's metric columns
+        carry them (see :mod:`evalstats.schema`).
     """
 
     format: str
@@ -65,6 +71,7 @@ class IngestReport:
     set_aside: Mapping[str, int] = field(default_factory=dict)
     examples: tuple[SetAsideExample, ...] = ()
     notes: tuple[str, ...] = ()
+    metrics: tuple[MetricInfo, ...] = ()
 
     def __post_init__(self) -> None:
         clean = {k: int(v) for k, v in sorted(self.set_aside.items()) if int(v) > 0}
@@ -99,6 +106,7 @@ class IngestReport:
                 for e in self.examples
             ],
             "notes": list(self.notes),
+            "metrics": [m.to_dict() for m in self.metrics],
         }
 
     def to_json(self) -> str:
@@ -140,6 +148,7 @@ class IngestReport:
             set_aside=set_aside,
             examples=tuple(e for r in reports for e in r.examples),
             notes=tuple(n for r in reports for n in r.notes),
+            metrics=tuple({m.name: m for r in reports for m in r.metrics}.values()),
         )
 
 

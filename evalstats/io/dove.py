@@ -18,6 +18,7 @@ from evalstats.errors import IngestError, ParameterError
 from evalstats.io._files import expand_paths, scan_file
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize
 from evalstats.io._report import Ingest
+from evalstats.schema import MetricInfo
 
 __all__ = [
     "CORRECT_POSITION_ORDERS",
@@ -481,4 +482,5 @@ def read_dove(
         source_names=source_names,
         notes=notes,
         variant=variant_expr(factors),
+        metric=MetricInfo("accuracy", 0.0, 1.0),
     )

@@ -532,6 +532,8 @@ def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
         "__sample_error": pl.Boolean,
     }
     frame = pl.DataFrame(rows, schema=schema)
+    if chosen is not None:
+        frame = frame.with_columns(pl.lit(chosen, dtype=pl.String).alias("metric"))
     if factors:
         frame = frame.with_columns(pl.lit(v).alias(k) for k, v in factors.items())
     return frame, chosen, scored, notes

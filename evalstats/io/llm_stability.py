@@ -29,7 +29,7 @@ from evalstats.errors import IngestError, ParameterError
 from evalstats.io._files import expand_paths
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, read_error
 from evalstats.io._report import Ingest
-from evalstats.schema import OBSERVATION_COLUMNS
+from evalstats.schema import OBSERVATION_COLUMNS, MetricInfo
 
 __all__ = ["answer_key", "detect_llm_stability", "parse_answer", "read_llm_stability"]
 
@@ -584,4 +584,5 @@ def read_llm_stability(
         factors=kept,
         source_names={"dataset": "task", "item": "rubric_id", "gold": "gt"},
         notes=notes,
+        metric=MetricInfo("accuracy", 0.0, 1.0),
     )

@@ -19,10 +19,18 @@ import polars as pl
 
 from evalstats.errors import IngestError, ParameterError
 from evalstats.io._files import expand_paths
-from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
+from evalstats.io._pipeline import (
+    Check,
+    OnInvalid,
+    ScoreScale,
+    finalize,
+    score_factor,
+    validate_options,
+)
 from evalstats.io._report import Ingest
+from evalstats.schema import MetricInfo
 
-__all__ = ["detect_lm_eval", "read_lm_eval"]
+__all__ = ["detect_lm_eval", "metric_info", "read_lm_eval"]
 
 #: Keys of a logged sample that are bookkeeping, not metrics.
 _BOOKKEEPING = frozenset(
@@ -45,6 +53,64 @@ _BOOKKEEPING = frozenset(
 _MODEL_ARG_PREFIXES = ("peft=", "delta=", "pretrained=", "model=", "path=", "engine=")
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>[^_]+)\.jsonl$")
+
+#: Per-document bounds of lm-eval metrics whose scale is fixed by their definition: 0/1
+#: accuracies and probabilities, the 0-100 sacrebleu/rouge scores of the generation tasks
+#: (``truthfulqa_gen``'s ``*_max``) and their signed differences (``*_diff``).
+_UNIT_METRICS = frozenset(
+    {"acc", "acc_norm", "acc_mutual_info", "exact_match", "mc1", "mc2", "em", "brier_score"}
+)
+_BLEU_ROUGE = re.compile(r"^(bleu|rouge1|rouge2|rougeL|rougeLsum)_(?P<kind>max|acc|diff)$")
+
+#: Metrics where lower is better when the results file records no ``higher_is_better``.
+_LOWER_IS_BETTER = frozenset(
+    {
+        "perplexity",
+        "word_perplexity",
+        "byte_perplexity",
+        "bits_per_byte",
+        "ter",
+        "mae",
+        "mse",
+        "rmse",
+        "brier_score",
+        "loss",
+    }
+)
+
+
+def metric_info(name: str, results: dict | None = None, task: str | None = None) -> MetricInfo:
+    """Bounds and direction of lm-eval metric ``name``.
+
+    The direction is the results file's ``higher_is_better[task][name]`` when recorded, else
+    lower is better for the error-like metrics (perplexities, ``bits_per_byte``, ``ter``,
+    ``mae``, ...). Bounds are declared only for metrics whose scale is fixed by their definition
+    (accuracies and ``exact_match`` in [0, 1], truthfulqa's BLEU/ROUGE ``*_max`` in [0, 100]
+    and ``*_diff`` in [-100, 100], ``*_acc`` in [0, 1]); others are left unbounded.
+
+    Examples
+    --------
+    >>> metric_info("bleu_diff").describe()
+    'bleu_diff: range [-100, 100], higher is better'
+    >>> metric_info("word_perplexity").describe()
+    'word_perplexity: unbounded, lower is better'
+    """
+    hib = None
+    if results and task is not None:
+        recorded = ((results.get("higher_is_better") or {}).get(task) or {}).get(name)
+        if isinstance(recorded, bool):
+            hib = recorded
+    if hib is None:
+        hib = name not in _LOWER_IS_BETTER
+    lo = hi = None
+    m = _BLEU_ROUGE.match(name)
+    if name in _UNIT_METRICS or (m and m["kind"] == "acc"):
+        lo, hi = 0.0, 1.0
+    elif m and m["kind"] == "max":
+        lo, hi = 0.0, 100.0
+    elif m:
+        lo, hi = -100.0, 100.0
+    return MetricInfo(name, lo, hi, hib)
 
 
 def detect_lm_eval(path: str | Path) -> bool:
@@ -170,6 +236,17 @@ def read_lm_eval(
         frame, used, file_notes = _read_samples(
             f, task, model, shots, _for_task(metric, task), _for_task(filter, task), on_invalid
         )
+        if used is not None:
+            info = metric_info(used, results, task)
+            factor = score_factor(score_scale)
+            if factor != 1.0:  # the known bounds are lm-eval's; the user rescales the scores
+                info = MetricInfo(
+                    info.name,
+                    None if info.low is None else info.low * factor,
+                    None if info.high is None else info.high * factor,
+                    info.higher_is_better,
+                )
+            frame = frame.with_columns(info.columns())
         notes.extend(n for n in file_notes if n not in notes)
         if used not in metrics_used:
             metrics_used.append(used)

@@ -28,8 +28,16 @@ import polars as pl
 
 from evalstats.errors import IngestError, ParameterError
 from evalstats.io._files import expand_paths
-from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
+from evalstats.io._pipeline import (
+    Check,
+    OnInvalid,
+    ScoreScale,
+    finalize,
+    score_factor,
+    validate_options,
+)
 from evalstats.io._report import Ingest
+from evalstats.schema import MetricInfo
 
 __all__ = ["FACTORS", "detect_reliable_eval", "parse_template", "read_reliable_eval"]
 
@@ -313,6 +321,7 @@ def read_reliable_eval(
         factors=list(FACTORS),
         source_names={"variant": "template key", "item": "example index"},
         notes=notes,
+        metric=MetricInfo("accuracy", 0.0, 1.0),
     )
 
 
@@ -367,8 +376,8 @@ def _scores_frame(
         values = [_number(v) for k, v in per_template.items() if "placeCorrectChoice" not in k]
         finite = [v for v in values if v is not None and math.isfinite(v)]
         divisor = 1.0
-        if score_scale == "percent":
-            divisor = 100.0
+        if score_scale not in ("auto", "unit"):
+            divisor = 1.0 / score_factor(score_scale)
         elif score_scale == "auto" and finite:
             nonzero = [v for v in finite if v != 0]
             share = sum(v > 1 for v in nonzero) / len(nonzero) if nonzero else 0.0
@@ -391,8 +400,11 @@ def _scores_frame(
             for k, v in parse_template(str(template)).items():
                 rows[k].append(v)
             rows["__place_correct"].append("placeCorrectChoice" in str(template))
-    if score_scale == "percent":
-        notes.append(f"{f.name}: scores divided by 100 (score_scale='percent')")
+    if score_scale not in ("auto", "unit"):
+        notes.append(
+            f"{f.name}: scores divided by {1.0 / score_factor(score_scale):g} "
+            f"(score_scale={score_scale!r})"
+        )
     schema = {
         "model": pl.String,
         "dataset": pl.String,

@@ -23,6 +23,7 @@ from evalstats.errors import IngestError
 from evalstats.io._files import expand_paths
 from evalstats.io._pipeline import OnInvalid, ScoreScale, finalize, read_error
 from evalstats.io._report import Ingest
+from evalstats.schema import MetricInfo
 
 __all__ = ["detect_state_of_what_art", "read_state_of_what_art"]
 
@@ -164,7 +165,8 @@ def read_state_of_what_art(
     on_invalid : {'error', 'skip'}, default 'error'
         Raise on the first missing or invalid accuracy, or set such cells aside and count them.
     score_scale : {'auto', 'unit', 'percent'}, default 'auto'
-        Accuracies are 0-1 in the release; a file on a 0-100 scale is converted and reported.
+        Accuracies are 0-1 in the release (declared as metric ``accuracy`` in [0, 1]); a file on
+        a 0-100 scale is refused with a hint unless ``percent`` asks to divide it by 100.
 
     Returns
     -------
@@ -262,4 +264,5 @@ def read_state_of_what_art(
         factors=factors,
         notes=notes,
         source_names={"variant": IDX_COLUMN, "score": "<model>_acc"},
+        metric=MetricInfo("accuracy", 0.0, 1.0),
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
+from evalstats.errors import ParameterError
 from evalstats.io._columns import parse_mapping, resolve_roles
 from evalstats.io._files import expand_paths, scan_file, table_suffix
 from evalstats.io._pipeline import OnInvalid, ScoreScale, finalize, validate_options
@@ -21,6 +22,7 @@ def read_table(
     columns: str | Mapping[str, str] | None = None,
     dataset: str | None = None,
     model: str | None = None,
+    metric: str | None = None,
     on_invalid: OnInvalid = "error",
     score_scale: ScoreScale = "auto",
 ) -> Ingest:
@@ -41,12 +43,20 @@ def read_table(
         Dataset name when the table has no dataset column (default: the file name's stem).
     model : str, optional
         Model name when the table has no model column.
+    metric : str, optional
+        Metric name when the table has no ``metric`` column (default: the name of the score
+        column, ``score`` when it is called so). A long table with several metrics has a
+        ``metric`` column, and may carry ``metric_low``, ``metric_high`` and
+        ``higher_is_better`` (see :mod:`evalstats.schema`).
     on_invalid : {'error', 'skip'}, default 'error'
-        Raise on the first invalid row (missing, non-numeric or out-of-range score, missing
-        model or item, duplicate row), or set such rows aside and count them in the report.
-    score_scale : {'auto', 'unit', 'percent'}, default 'auto'
-        See :func:`evalstats.io._pipeline.finalize`; ``auto`` converts files on a 0-100 scale
-        and says so in the report. Booleans and ``"True"``/``"False"`` become 1/0.
+        Raise on the first invalid row (missing or non-numeric score, a score outside its
+        metric's declared range, missing model or item, duplicate row), or set such rows aside
+        and count them in the report. Non-finite scores (NaN, inf) are always set aside and
+        counted.
+    score_scale : {'auto', 'unit', 'percent'} or float, default 'auto'
+        See :func:`evalstats.io._pipeline.finalize`: scores stay as they are unless
+        ``percent`` or a divisor is given; ``auto`` notes files that look like percentages.
+        Booleans and ``"True"``/``"False"`` become 1/0.
 
     Returns
     -------
@@ -67,8 +77,8 @@ def read_table(
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "mmlu.csv").write_text("model,doc_id,prompt,correct\nA,1,p1,True\nA,2,p1,False\n")
     >>> obs, report = read_table(d / "mmlu.csv")
-    >>> obs.select("model", "dataset", "item", "variant", "score").collect().rows()
-    [('A', 'mmlu', '1', 'p1', 1.0), ('A', 'mmlu', '2', 'p1', 0.0)]
+    >>> obs.select("model", "dataset", "metric", "item", "variant", "score").collect().rows()
+    [('A', 'mmlu', 'correct', '1', 'p1', 1.0), ('A', 'mmlu', 'correct', '2', 'p1', 0.0)]
     >>> report.rows_read, report.rows_kept
     (2, 2)
     """
@@ -96,6 +106,16 @@ def read_table(
             lf = lf.with_columns(pl.lit(model, dtype=pl.String).alias("model"))
         if "item" in renames.values():
             lf = lf.with_columns(pl.col("item").cast(pl.String))
+        if "metric" in renames.values():
+            if metric is not None:
+                raise ParameterError(
+                    f"{f}: `metric` names the metric of a table without a metric column, but "
+                    f"column {source_names.get('metric', 'metric')!r} gives it; drop one."
+                )
+        else:
+            src = next((k for k, v in renames.items() if v == "score"), None)
+            name = metric if metric is not None else (src if src is not None else "score")
+            lf = lf.with_columns(pl.lit(name, dtype=pl.String).alias("metric"))
         for fac in factors:
             if fac not in factor_order:
                 factor_order.append(fac)

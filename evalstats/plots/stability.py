@@ -343,6 +343,9 @@ def plot_run_distribution(
             f"`ax` takes one panel but `dist` has {dist.height} rows; omit `ax` or filter `dist`."
         )
     keys = [c for c in dist.columns if c not in need and c not in ("sd", "min", "max")]
+    if "metric" in keys and dist["metric"].n_unique() == 1:
+        keys.remove("metric")  # one metric: it names the x axis instead
+    metric_name = dist["metric"][0] if "metric" in dist.columns and dist.height else None
     if ax is not None:
         fig, axes = ax.figure, [ax]
     elif dist.height == 1:
@@ -369,7 +372,10 @@ def plot_run_distribution(
         for v, ls, color, name in lines:
             if v is not None and np.isfinite(v):
                 a.axvline(v, linestyle=ls, color=color, linewidth=1.2, label=name)
-        a.set_xlabel(label("score"))
+        x_label = label("score")
+        if metric_name not in (None, "score") and "metric" not in keys:
+            x_label = f"{x_label}: {metric_name}"
+        a.set_xlabel(x_label)
         a.set_ylabel(f"{label('runs')} (N = {row['n']})")
         a.set_title(" / ".join(str(row[k]) for k in keys))
         a.legend(fontsize="small", frameon=False)

@@ -64,6 +64,10 @@ _LOADER_FLAGS = {
     "columns": "--columns",
     "on_invalid": "--on-invalid",
     "score_scale": "--score-scale",
+    "rescale": "--rescale",
+    "metric_range": "--metric-range",  # a list: the flag once per entry
+    "lower_is_better": "--lower-is-better",
+    "metric_filter": "--metric",
 }
 
 
@@ -100,7 +104,8 @@ def command_line(result: AnalysisResult, source: dict[str, Any]) -> str | None:
     for name, value in (source.get("options") or {}).items():
         if name not in _LOADER_FLAGS:
             return None
-        parts += [_LOADER_FLAGS[name], shlex.quote(_text(value))]
+        for v in value if name == "metric_range" else [value]:
+            parts += [_LOADER_FLAGS[name], shlex.quote(_text(v))]
     signature = inspect.signature(_resolve(result.function)).parameters
     for name, value in result.params.items():
         default = signature[name].default

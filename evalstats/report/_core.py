@@ -898,7 +898,7 @@ def audit_report(
     >>> reasons["stability"]
     'each configuration was run once: run-to-run stability needs repeated runs'
     >>> reasons["converge"]  # the analysis's own message
-    "the stopping rule needs at least 2 batches (20 configurations); model='m0', dataset='d0' has 4. Lower `batch`."
+    "the stopping rule needs at least 2 batches (20 configurations); model='m0', dataset='d0', metric='score' has 4. Lower `batch`."
     """
     from tqdm.auto import tqdm
 

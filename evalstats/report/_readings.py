@@ -74,6 +74,17 @@ def _where(row: dict[str, Any], keys: Sequence[str] = ("model", "dataset")) -> s
     return ", ".join(parts)
 
 
+def _on(keys: Sequence[str], key: Sequence[Any], table: pl.DataFrame) -> str:
+    """'On d0, ' for a group key; the metric is named only when the table has several."""
+    one_metric = "metric" in table.columns and table["metric"].n_unique() == 1
+    parts = [
+        (f"metric {v}" if c == "metric" else str(v))
+        for c, v in zip(keys, key)
+        if not (c == "metric" and one_metric)
+    ]
+    return f"On {', '.join(parts)}, " if parts else ""
+
+
 #: Display names of test and coefficient methods.
 _METHODS = {
     "lilliefors": "Lilliefors",
@@ -324,7 +335,7 @@ def _intervals(res: AnalysisResult, data: DataSummary) -> str:
     for key, g in list(groups.items())[:_LIST_MAX]:
         s = g.sort("mean", descending=True)
         top = s.row(0, named=True)
-        where = f"On {', '.join(str(k) for k in key)}, " if keys else ""
+        where = _on(keys, key, t)
         if g.height == 1:
             sentences.append(
                 f"{where}{top['model']} scores {_pct(top['mean'])} ({level} CI "
@@ -386,7 +397,7 @@ def _ranks(res: AnalysisResult, data: DataSummary) -> str:
     sentences = []
     for key, g in list(groups.items())[:_LIST_MAX]:
         best = g.sort("p_best", descending=True).row(0, named=True)
-        where = f"On {', '.join(str(k) for k in key)}, " if keys else ""
+        where = _on(keys, key, t)
         ties = g.filter(pl.col("rank_low") == 1).height
         sentences.append(
             f"{where}{best['model']} is best in {best['p_best']:.0%} of bootstrap resamples "

@@ -66,9 +66,10 @@ def test_normality_all_methods_csv_on_stdout(obs_path, capsys):
     out = capsys.readouterr()
     frame = _csv(out.out)
     assert frame.height == 6 * 4
-    assert frame.columns[:7] == [
+    assert frame.columns[:8] == [
         "model",
         "dataset",
+        "metric",
         "variant",
         "method",
         "statistic",

@@ -23,7 +23,7 @@ def test_json_rows_have_the_documented_columns(capsys):
     assert doc["command"] == "stability" and doc["params"] == {}
     assert len(doc["rows"]) == 7
     row = next(r for r in doc["rows"] if r["dataset"] == "navigate")
-    assert list(row) == ["model", "dataset", "variant", *STABILITY_COLUMNS]
+    assert list(row) == ["model", "dataset", "metric", "variant", *STABILITY_COLUMNS]
     assert row["dataset"] == "navigate" and row["tar_r"] == 0.6 and row["n_items"] == 250
     assert row["acc_per_run"] == [0.744, 0.748, 0.736, 0.732, 0.764]
     assert out.err == ""  # --json keeps the report off stderr too

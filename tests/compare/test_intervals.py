@@ -86,6 +86,7 @@ def test_intervals_columns_fixed_and_sorted(units):
     assert a.columns == [
         "model",
         "dataset",
+        "metric",
         "over",
         "method",
         "confidence_level",

@@ -193,7 +193,11 @@ def test_variant_is_derived_from_the_prompt_dimensions(dove):
 
 def test_columns_are_mapped_and_typed(dove):
     df = read_dove(dove / "nested")[0].collect()
-    assert df.columns[:6] == ["model", "dataset", "item", "variant", "run", "score"]
+    assert df.columns[:7] == ["model", "dataset", "metric", "item", "variant", "run", "score"]
+    assert df["metric"].unique().to_list() == ["accuracy"]
+    assert df.select("metric_low", "metric_high", "higher_is_better").unique().rows() == [
+        (0.0, 1.0, True)
+    ]
     assert {"answer", "response", "gold", "input_len", "output_len", "cumulative_logprob"} <= set(
         df.columns
     )
@@ -307,7 +311,7 @@ def test_score_out_of_range_names_file_row_and_column(dove):
     with pytest.raises(
         IngestError,
         match=r"out_of_range\.parquet, row 7, column 'score': "
-        r"expected a number in \[0, 1\], got '2\.0'",
+        r"expected a number in \[0, 1\] \(the declared range of metric 'accuracy'\), got '2\.0'",
     ) as info:
         read_dove(path)
     assert (info.value.row, info.value.column) == (7, "score")
@@ -447,9 +451,13 @@ def test_accounting_matches_pandas_for_any_mix_of_quirks_and_bad_scores(rows, ex
     reason = pd.Series([None] * len(raw), dtype=object)
     s = raw["score"]
     order_out = raw["choices_order"].isin(CORRECT_POSITION_ORDERS) if exclude else False
+    # polars tells a missing score (null) from NaN; pandas does not
+    null = df["score"].is_null().to_numpy()
+    nan = df["score"].is_nan().fill_null(False).to_numpy()
     for name, mask in [
         ("score_out_of_range", (s < 0) | (s > 1)),
-        ("missing_score", s.isna()),
+        ("nonfinite_score", nan),
+        ("missing_score", null),
         ("excluded_choices_order", order_out),
         ("unknown_item", raw["sample_index"] == -1),
     ]:  # reversed precedence: the last assignment wins

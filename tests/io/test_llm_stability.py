@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from evalstats.errors import IngestError, ParameterError
 from evalstats.io import detect_format, read
 from evalstats.io.llm_stability import answer_key, parse_answer, read_llm_stability
+from evalstats.schema import MetricInfo
 
 V3_COLUMNS = [
     "",
@@ -102,7 +103,8 @@ def test_real_runs_accounting_columns_and_factors(real):
     assert report.rows_read == report.rows_kept == obs.height == 7035
     assert report.set_aside == {}
     assert len(report.sources) == 35
-    assert obs.columns[:6] == ["model", "dataset", "item", "variant", "run", "score"]
+    assert obs.columns[:7] == ["model", "dataset", "metric", "item", "variant", "run", "score"]
+    assert report.metrics == (MetricInfo("accuracy", 0, 1),)
     for col in ("temperature", "seed", "top_p_k", "prompt_type", "shots", "answer", "response"):
         assert col in obs.columns
     assert obs["variant"].unique().to_list() == [

@@ -105,10 +105,12 @@ def test_non_numeric_cell_names_row_and_column(tmp_path):
     assert read_state_of_what_art(f, on_invalid="skip").report.set_aside == {"unparseable_score": 1}
 
 
-def test_percent_scale_is_converted_and_reported(tmp_path):
+def test_percent_scale_is_refused_with_a_hint_and_converted_when_asked(tmp_path):
     f = tmp_path / "task.csv"
     f.write_text("paraphrase idx,a_acc\n1,50\n2,61\n3,70\n")
-    obs, report = read_state_of_what_art(f)
+    with pytest.raises(IngestError, match=r"row 1.*got '50'.*look like percentages.*--rescale 100"):
+        read_state_of_what_art(f)
+    obs, report = read_state_of_what_art(f, score_scale="percent")
     assert obs.collect()["score"].to_list() == pytest.approx([0.5, 0.61, 0.7])
     assert any("divided by 100" in n for n in report.notes)
 

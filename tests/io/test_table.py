@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from evalstats.aggregate import to_units
 from evalstats.errors import IngestError, ParameterError, SchemaError
 from evalstats.io import read, read_table
+from evalstats.schema import MetricInfo, with_metric
 from evalstats.simulate import observations
 
 
@@ -127,11 +128,21 @@ def test_input_and_output_lengths_are_derived_from_text(tmp_path):
 # --- percent scales ------------------------------------------------------------------------
 
 
-def test_percent_scale_is_detected_converted_and_reported(tmp_path):
+def test_percent_looking_scores_are_kept_with_a_hint_and_rescaled_only_when_asked(tmp_path):
     p = write(tmp_path / "pct.csv", "model,prompt,accuracy\nA,p1,87.5\nA,p2,62\nA,p3,0\n")
     obs, report = read_table(p)
-    assert obs.collect()["score"].to_list() == pytest.approx([0.875, 0.62, 0.0])
-    assert any("0-100 scale" in n and "pct.csv" in n for n in report.notes)
+    assert obs.collect()["score"].to_list() == [87.5, 62.0, 0.0]  # a hint, not a decision
+    assert any("[0, 100]" in n and "pct.csv" in n and "--rescale 100" in n for n in report.notes)
+    for scale in ("percent", 100, 100.0):
+        obs, report = read_table(p, score_scale=scale)
+        assert obs.collect()["score"].to_list() == pytest.approx([0.875, 0.62, 0.0], rel=1e-15)
+        assert any("divided by 100" in n for n in report.notes)
+        assert not any("--rescale 100" in n for n in report.notes)
+    # any divisor: a 0-10 judge rating read on [0, 1]
+    obs, _ = read_table(p, score_scale=10)
+    assert obs.collect()["score"].to_list() == pytest.approx([8.75, 6.2, 0.0], rel=1e-15)
+    with pytest.raises(ParameterError, match="`score_scale` must be .* positive number"):
+        read_table(p, score_scale=-1)
 
 
 def test_percent_strings_are_divided_by_100(tmp_path):
@@ -139,19 +150,74 @@ def test_percent_strings_are_divided_by_100(tmp_path):
     assert read_table(p).observations.collect()["score"].to_list() == pytest.approx([0.864, 0.5])
 
 
-def test_percent_scale_with_unit_scale_requested_is_an_error_with_a_hint(tmp_path):
+def test_percentages_against_a_declared_0_1_range_are_an_error_with_a_hint(tmp_path):
     p = write(tmp_path / "pct.csv", "model,prompt,accuracy\nA,p1,87.5\nA,p2,62\n")
     with pytest.raises(
         IngestError,
-        match=r"pct\.csv, row 1, column 'accuracy': expected a number in \[0, 1\], got '87\.5'.*percent",
+        match=r"pct\.csv, row 1, column 'accuracy': expected a number in \[0, 1\] \(the declared "
+        r"range of metric 'accuracy'\), got '87\.5'.*--rescale 100",
     ):
-        read_table(p, score_scale="unit")
+        read(p, format="table", metric_range=(0, 1))
+    # the range is the metric's, after the rescaling
+    obs, report = read(p, format="table", metric_range=(0, 1), score_scale="percent")
+    assert report.metrics == (MetricInfo("accuracy", 0, 1),)
+    assert obs.collect()["score"].to_list() == pytest.approx([0.875, 0.62], rel=1e-15)
 
 
-def test_a_single_stray_value_does_not_rescale_a_0_1_file(tmp_path):
+def test_a_single_stray_value_is_kept_on_its_scale(tmp_path):
     p = write(tmp_path / "s.csv", "model,item,score\nA,1,1\nA,2,0\nA,3,1\nA,4,7\n")
-    with pytest.raises(IngestError, match=r"row 4, column 'score'.*got '7"):
-        read_table(p)
+    obs, report = read_table(p)
+    assert obs.collect()["score"].to_list() == [1.0, 0.0, 1.0, 7.0]
+    assert not any("[0, 100]" in n for n in report.notes)  # mostly 0/1: no percent hint
+
+
+def test_non_finite_scores_are_set_aside_and_counted_never_averaged(tmp_path):
+    p = write(tmp_path / "m.csv", "model,item,mae\nA,1,0.5\nA,2,NaN\nA,3,inf\nA,4,-inf\nA,5,1.5\n")
+    obs, report = read_table(p, columns="mae=score")  # on_invalid='error' and still no error
+    assert obs.collect()["score"].to_list() == [0.5, 1.5]
+    assert dict(report.set_aside) == {"nonfinite_score": 3}
+    assert report.rows_read == 5 == report.rows_kept + report.rows_set_aside
+    units = to_units(obs).collect()
+    assert units["score"].to_list() == [1.0]
+
+
+def test_declared_bounds_make_out_of_range_scores_invalid(tmp_path):
+    text = "model,item,score\nA,1,-0.5\nA,2,1\nA,3,1.5\n"
+    p = write(tmp_path / "m.csv", text)
+    assert read_table(p).report.rows_kept == 3  # undeclared: any finite number
+    with pytest.raises(IngestError, match=r"row 1, column 'score': expected a number in \[0, 1\]"):
+        read(p, format="table", metric_range=(0, 1))
+    obs, report = read(p, format="table", metric_range=(0, 1), on_invalid="skip")
+    assert dict(report.set_aside) == {"score_out_of_range": 2}
+    obs, report = read(p, format="table", metric_range=(-1, None))  # unbounded above
+    assert report.rows_kept == 3
+    assert report.metrics == (MetricInfo("score", -1, None),)
+
+
+def test_metric_name_from_column_option_or_metric_column(tmp_path):
+    p = write(tmp_path / "a.csv", "model,item,passed\nA,1,3\nA,2,0\n")
+    obs, report = read_table(p, columns="passed=score")
+    assert obs.collect()["metric"].unique().to_list() == ["passed"]
+    obs, report = read_table(p, columns="passed=score", metric="tests_passed")
+    assert [m.name for m in report.metrics] == ["tests_passed"]
+    long = write(
+        tmp_path / "long.csv",
+        "model,item,metric,score,higher_is_better\nA,1,acc,1,true\nA,1,latency,2.5,false\n"
+        "A,2,acc,0,true\nA,2,latency,1.5,false\n",
+    )
+    obs, report = read_table(long)  # two metrics of one item are not duplicates
+    assert report.rows_kept == 4 and not report.set_aside
+    assert [m.describe() for m in report.metrics] == [
+        "acc: unbounded, higher is better",
+        "latency: unbounded, lower is better",
+    ]
+    units = to_units(obs).collect()
+    assert units.select("metric", "score", "higher_is_better").rows() == [
+        ("acc", 0.5, True),
+        ("latency", 2.0, False),
+    ]
+    with pytest.raises(ParameterError, match="`metric` names the metric of a table without"):
+        read_table(long, metric="x")
 
 
 # --- the bad-input matrix: every case names file, row and column where they exist ----------------
@@ -161,23 +227,11 @@ BAD_CASES = {
     "missing_model_column": ("item,prompt,score\n1,p,1\n", r"m\.csv: no column gives 'model'"),
     "non_numeric_score": (
         "model,item,score\nA,1,1\nA,2,high\n",
-        r"m\.csv, row 2, column 'score': expected a number in \[0, 1\], got 'high'",
-    ),
-    "nan_score": (
-        "model,item,score\nA,1,1\nA,2,NaN\n",
-        r"m\.csv, row 2, column 'score': expected a number in \[0, 1\], got a missing value",
+        r"m\.csv, row 2, column 'score': expected a number, got 'high'",
     ),
     "empty_score": (
         "model,item,score\nA,1,\nA,2,1\n",
         r"m\.csv, row 1, column 'score': .*missing value",
-    ),
-    "negative_score": (
-        "model,item,score\nA,1,-0.5\nA,2,1\n",
-        r"row 1, column 'score': expected a number in \[0, 1\], got '-0.5'",
-    ),
-    "out_of_range_score": (
-        "model,item,score\nA,1,0.5\nA,2,1.5\n",
-        r"row 2, column 'score': expected a number in \[0, 1\], got '1.5'",
     ),
     "missing_model_value": (
         "model,item,score\nA,1,1\n,2,1\n",
@@ -189,7 +243,8 @@ BAD_CASES = {
     ),
     "duplicate_rows": (
         "model,item,score\nA,1,1\nA,1,1\n",
-        r"row 2: duplicate of an earlier row with the same \(model, dataset, variant, run, item\)",
+        r"row 2: duplicate of an earlier row with the same "
+        r"\(model, dataset, metric, variant, run, item\)",
     ),
     "bad_run_value": (
         "model,item,run,score\nA,1,x,1\n",
@@ -282,18 +337,25 @@ def test_wrong_type_in_a_hand_built_table_is_a_schema_error():
     ):
         validate_observations(bad)
     pct = pl.DataFrame({"model": ["a"], "dataset": ["d"], "item": ["1"], "score": [87.0]})
+    validate_observations(pct)  # any finite number on an undeclared metric
     with pytest.raises(
         SchemaError,
-        match=r"row 1, column 'score': expected a number in \[0, 1\], got 87.0. Scores look percent-scaled",
+        match=r"row 1, column 'score': expected a number in the declared range \[0, 1\] of "
+        r"metric 'acc', got 87.0",
     ):
-        validate_observations(pct)
+        validate_observations(with_metric(pct, MetricInfo("acc", 0, 1)))
+    nan = pct.with_columns(pl.lit(float("nan")).alias("score"))
+    with pytest.raises(
+        SchemaError, match=r"row 1, column 'score': expected a finite number, got nan"
+    ):
+        validate_observations(nan)
 
 
 def test_skip_sets_invalid_rows_aside_and_counts_them(tmp_path):
     p = write(
         tmp_path / "m.csv", "model,item,score\nA,1,1\nA,1,1\nA,2,high\nA,3,1.5\n,4,1\nA,5,0\n"
     )
-    obs, report = read_table(p, on_invalid="skip")
+    obs, report = read(p, format="table", metric_range=(0, 1), on_invalid="skip")
     assert obs.collect()["item"].to_list() == ["1", "5"]
     assert dict(report.set_aside) == {
         "duplicate": 1,
@@ -343,7 +405,7 @@ def test_accounting_identity_holds_on_malformed_input(tmp_path_factory, rows):
     assert report.rows_read == len(rows)
     assert report.rows_read == report.rows_kept + sum(report.set_aside.values())
     assert kept.height == report.rows_kept
-    assert kept["score"].is_between(0, 1).all()
+    assert kept["score"].is_finite().all()
     assert kept.select("model", "dataset", "variant", "run", "item").is_duplicated().sum() == 0
 
 
