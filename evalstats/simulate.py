@@ -29,7 +29,7 @@ import polars as pl
 
 from evalstats.errors import ParameterError
 
-__all__ = ["demo_observations", "observations", "unit_table"]
+__all__ = ["crossed_scores", "demo_observations", "observations", "unit_table"]
 
 _LETTERS = "ABCDEFGHIJ"
 
@@ -367,4 +367,69 @@ def demo_observations(seed: int = 0) -> pl.DataFrame:
         error_rates=t["error_rates"],
         latency=True,
         seed=seed,
+    )
+
+
+def crossed_scores(
+    *,
+    n_models: int = 1,
+    n_datasets: int = 1,
+    n_items: int = 200,
+    n_variants: int = 10,
+    n_runs: int = 3,
+    item_sd: float = 0.1,
+    variant_sd: float = 0.03,
+    item_variant_sd: float = 0.05,
+    run_sd: float = 0.04,
+    mean: float = 0.5,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """Continuous item scores from the crossed random-effects model with planted components.
+
+    ``score = mean + a_item + b_variant + c_(item, variant) + e_(item, variant, run)``, each term
+    normal with the given standard deviation, drawn independently per model and dataset (so the
+    difference of two models has the sum of their variances). Scores are clipped to [0, 1]; with
+    the default standard deviations (total about 0.12 around 0.5) the clip almost never binds.
+
+    Parameters
+    ----------
+    n_models, n_datasets, n_items, n_variants, n_runs : int
+        Sizes. Models are ``m0, m1, ...``, datasets ``d0, ...``, items ``"0", ...``, variants
+        ``v00, ...``.
+    item_sd, variant_sd, item_variant_sd, run_sd : float
+        Standard deviations of the four planted components.
+    mean : float, default 0.5
+        Grand mean of every model.
+    seed : int, default 0
+
+    Returns
+    -------
+    polars.DataFrame
+        Observation table ``model, dataset, item, variant, run, score``.
+
+    Examples
+    --------
+    >>> crossed_scores(n_items=3, n_variants=2, n_runs=2, seed=0).shape
+    (12, 6)
+    """
+    rng = np.random.default_rng(seed)
+    M, D, I, V, R = n_models, n_datasets, n_items, n_variants, n_runs
+    y = (
+        mean
+        + rng.normal(0.0, item_sd, size=(M, D, I, 1, 1))
+        + rng.normal(0.0, variant_sd, size=(M, D, 1, V, 1))
+        + rng.normal(0.0, item_variant_sd, size=(M, D, I, V, 1))
+        + rng.normal(0.0, run_sd, size=(M, D, I, V, R))
+    )
+    y = np.clip(y, 0.0, 1.0)
+    idx = np.indices((M, D, I, V, R)).reshape(5, -1)
+    return pl.DataFrame(
+        {
+            "model": np.array([f"m{k}" for k in range(M)])[idx[0]],
+            "dataset": np.array([f"d{k}" for k in range(D)])[idx[1]],
+            "item": np.array([str(k) for k in range(I)])[idx[2]],
+            "variant": np.array([f"v{k:02d}" for k in range(V)])[idx[3]],
+            "run": idx[4].astype(np.int64),
+            "score": y.reshape(-1),
+        }
     )

@@ -1,0 +1,410 @@
+"""Numpy-only cores of the variance components (no polars, no I/O).
+
+The data of one group arrive as **cells**: one cell per observed (item, variant) pair, with the
+number of runs ``n``, the cell mean and the within-cell sum of squares. Everything below works on
+those cell summaries (group sums), never on Python loops over items.
+
+Components, in this order everywhere: ``item``, ``variant``, ``item_variant``, ``residual``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg, optimize
+
+__all__ = [
+    "COMPONENTS",
+    "CellData",
+    "Fit",
+    "anova_fit",
+    "cells_from_arrays",
+    "gpq_intervals",
+    "reml_fit",
+    "reml_objective",
+]
+
+COMPONENTS: tuple[str, ...] = ("item", "variant", "item_variant", "residual")
+_I, _V, _IV, _E = range(4)
+
+
+@dataclass(frozen=True)
+class CellData:
+    """Cell summaries of one group.
+
+    ``item``/``variant`` are 0-based codes of each cell (``n_levels`` levels each); ``n`` the runs
+    in the cell, ``mean`` the cell mean, ``ss_within`` the sum of squared deviations from the cell
+    mean. ``grand`` is the mean of all observations.
+    """
+
+    item: np.ndarray
+    variant: np.ndarray
+    n: np.ndarray
+    mean: np.ndarray
+    ss_within: float
+    n_items: int
+    n_variants: int
+    grand: float
+
+    @property
+    def n_obs(self) -> int:
+        """Number of observations."""
+        return int(self.n.sum())
+
+    @property
+    def balanced(self) -> bool:
+        """Every (item, variant) cell observed, all with the same number of runs."""
+        return self.n.size == self.n_items * self.n_variants and bool(np.all(self.n == self.n[0]))
+
+    def identified(self) -> np.ndarray:
+        """Which of the four components the design can separate (bool, length 4).
+
+        A factor with one level cannot be separated from its interaction (they are merged into
+        the factor that is present); without repeated runs in any cell the interaction and the
+        residual are one term (reported as ``residual``).
+        """
+        a, b = self.n_items > 1, self.n_variants > 1
+        reps = bool(np.any(self.n > 1))
+        return np.array([a, b, a and b and reps, reps or (a and b)])
+
+
+def cells_from_arrays(item: np.ndarray, variant: np.ndarray, y: np.ndarray) -> CellData:
+    """Cell summaries from per-observation codes (any hashable labels) and scores."""
+    _, ic = np.unique(item, return_inverse=True)
+    _, vc = np.unique(variant, return_inverse=True)
+    y = np.asarray(y, dtype=float)
+    a, b = int(ic.max()) + 1, int(vc.max()) + 1
+    key = ic.astype(np.int64) * b + vc
+    uk, inv = np.unique(key, return_inverse=True)
+    n = np.bincount(inv).astype(float)
+    s1 = np.bincount(inv, weights=y)
+    s2 = np.bincount(inv, weights=y * y)
+    mean = s1 / n
+    ss = float(np.sum(np.maximum(s2 - s1 * mean, 0.0)))
+    return CellData(uk // b, uk % b, n, mean, ss, a, b, float(y.mean()))
+
+
+# =================================================================================================
+# Balanced designs: ANOVA (expected mean squares) estimators and generalized pivotal intervals
+# =================================================================================================
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Estimates of one group: ``raw`` (untruncated), ``estimate`` (>= 0), interval bounds."""
+
+    raw: np.ndarray
+    estimate: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    df: np.ndarray
+    method: str
+    converged: bool = True
+
+
+def _mean_squares(c: CellData) -> tuple[dict[str, float], dict[str, float]]:
+    """Mean squares and degrees of freedom of the balanced crossed design (present terms only)."""
+    a, b = c.n_items, c.n_variants
+    r = float(c.n[0])
+    m = np.empty((a, b))
+    m[c.item, c.variant] = c.mean
+    g = m.mean()
+    mi = m.mean(axis=1)
+    mv = m.mean(axis=0)
+    ms: dict[str, float] = {}
+    df: dict[str, float] = {}
+    if a > 1:
+        df["i"] = a - 1.0
+        ms["i"] = b * r * float(np.sum((mi - g) ** 2)) / df["i"]
+    if b > 1:
+        df["v"] = b - 1.0
+        ms["v"] = a * r * float(np.sum((mv - g) ** 2)) / df["v"]
+    if a > 1 and b > 1:
+        df["iv"] = (a - 1.0) * (b - 1.0)
+        resid = m - mi[:, None] - mv[None, :] + g
+        ms["iv"] = r * float(np.sum(resid**2)) / df["iv"]
+    if r > 1:
+        df["e"] = a * b * (r - 1.0)
+        ms["e"] = c.ss_within / df["e"]
+    return ms, df
+
+
+def _ems_solve(ms: dict[str, np.ndarray | float], a: int, b: int, r: float) -> list:
+    """Component estimates as linear combinations of (possibly simulated) mean squares.
+
+    ``E[MS_i] = s_e + r s_iv + b r s_i``, ``E[MS_v] = s_e + r s_iv + a r s_v``,
+    ``E[MS_iv] = s_e + r s_iv``, ``E[MS_e] = s_e``; a term that is absent is merged as described
+    in :meth:`CellData.identified`.
+    """
+    nan = math.nan
+    err = ms.get("iv", ms.get("e", 0.0))  # the term below the main effects
+    out: list = [nan, nan, nan, nan]
+    if "i" in ms:
+        below = ms["iv"] if "iv" in ms else ms.get("e", 0.0)
+        out[_I] = (ms["i"] - below) / (b * r)
+    if "v" in ms:
+        below = ms["iv"] if "iv" in ms else ms.get("e", 0.0)
+        out[_V] = (ms["v"] - below) / (a * r)
+    if "iv" in ms and "e" in ms:
+        out[_IV] = (ms["iv"] - ms["e"]) / r
+        out[_E] = ms["e"]
+    elif "iv" in ms or "e" in ms:
+        out[_E] = err
+    return out
+
+
+def anova_fit(
+    c: CellData, *, confidence_level: float, n_resamples: int, rng: np.random.Generator
+) -> Fit:
+    """ANOVA (expected-mean-squares) estimates of a balanced design, with GPQ intervals."""
+    ms, df = _mean_squares(c)
+    a, b, r = c.n_items, c.n_variants, float(c.n[0])
+    raw = np.array(_ems_solve(ms, a, b, r), dtype=float)
+    est = np.where(np.isnan(raw), np.nan, np.maximum(raw, 0.0))
+    low, high = gpq_intervals(
+        ms, df, a, b, r, confidence_level=confidence_level, n_resamples=n_resamples, rng=rng
+    )
+    dfs = np.array(
+        [
+            df.get("i", math.nan),
+            df.get("v", math.nan),
+            df.get("iv", math.nan) if "e" in df else math.nan,
+            df.get("e", df.get("iv", math.nan)),
+        ]
+    )
+    dfs[np.isnan(raw)] = math.nan
+    return Fit(raw, est, low, high, dfs, "anova")
+
+
+def gpq_intervals(
+    ms: dict[str, float],
+    df: dict[str, float],
+    a: int,
+    b: int,
+    r: float,
+    *,
+    confidence_level: float,
+    n_resamples: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Generalized-pivot intervals of the components (Weerahandi; Burdick et al. 2005, ch. 4).
+
+    In a balanced normal design the mean squares are independent, ``MS_k ~ E[MS_k] chi2_k/df_k``.
+    The pivot of ``E[MS_k]`` is ``df_k ms_k / U_k`` with ``U_k ~ chi2(df_k)``; the pivot of a
+    component is the same linear combination of those as its estimator. The interval is the
+    ``(1 -+ level)/2`` quantiles of ``n_resamples`` pivot draws, with negative bounds set to 0.
+    """
+    piv = {k: df[k] * ms[k] / rng.chisquare(df[k], size=n_resamples) for k in ms}
+    draws = _ems_solve(piv, a, b, r)
+    alpha = 1.0 - confidence_level
+    low = np.full(4, math.nan)
+    high = np.full(4, math.nan)
+    for j, d in enumerate(draws):
+        if isinstance(d, np.ndarray):
+            lo, hi = np.quantile(d, [alpha / 2, 1 - alpha / 2])
+            low[j], high[j] = max(lo, 0.0), max(hi, 0.0)
+    return low, high
+
+
+# =================================================================================================
+# Unbalanced designs: REML on cell means (Woodbury on the factor with fewer levels)
+# =================================================================================================
+
+
+def _dense_levels(codes: np.ndarray, n_levels: int) -> np.ndarray:
+    return codes if n_levels else np.zeros_like(codes)
+
+
+def reml_objective(theta: np.ndarray, c: CellData, ident: np.ndarray) -> float:
+    """``-2 x`` the REML log-likelihood (up to a constant) at variances ``theta`` (length 4).
+
+    The model is ``y = mu + a_item + b_variant + c_cell + e`` with independent normal terms. The
+    likelihood factorises into the within-cell contrasts (``SS_within / s_e ~ chi2``) and the cell
+    means, whose covariance is ``D + s_i Z_i Z_i' + s_v Z_v Z_v'`` with
+    ``D = diag(s_iv + s_e / n_cell)``. The factor with more levels is block-diagonal (one
+    Sherman-Morrison update per level); the other enters by the Woodbury identity, so a call costs
+    ``O(cells * q + q^3)`` with ``q`` the smaller number of levels.
+    """
+    s = np.where(ident, theta, 0.0)
+    reps = bool(ident[_IV])  # residual and interaction separately identified
+    if reps:
+        d = s[_IV] + s[_E] / c.n if ident[_E] else np.full(c.n.shape, s[_IV])
+    else:  # one term: the residual variance of a cell mean is s_res / n
+        d = s[_E] / c.n
+    if np.any(d <= 0):
+        return math.inf
+    # the factor with more levels is the block factor
+    if c.n_items >= c.n_variants:
+        blk, nb, sb, wb, nw, sw = c.item, c.n_items, s[_I], c.variant, c.n_variants, s[_V]
+    else:
+        blk, nb, sb, wb, nw, sw = c.variant, c.n_variants, s[_V], c.item, c.n_items, s[_I]
+    w = 1.0 / d
+    t = np.bincount(blk, weights=w, minlength=nb)
+    one_plus = 1.0 + sb * t
+    if np.any(one_plus <= 0):
+        return math.inf
+    kappa = sb / one_plus
+    logdet = float(np.sum(np.log(d)) + np.sum(np.log(one_plus)))
+    vecs = np.stack([np.ones_like(c.mean), c.mean])  # X = 1 and y
+    wv = w * vecs
+    bsum = np.stack([np.bincount(blk, weights=x, minlength=nb) for x in wv])  # (2, nb)
+    # W^-1 quadratic forms: sum w a b - sum_k kappa_k (sum_k w a)(sum_k w b)
+    q = wv @ vecs.T - (bsum * kappa) @ bsum.T
+    if nw > 1 and sw != 0.0:
+        m = np.zeros((nb, nw))
+        m[blk, wb] = w
+        ztwz = np.diag(m.sum(axis=0)) - (m.T * kappa) @ m
+        zw = np.stack([np.bincount(wb, weights=x, minlength=nw) for x in wv]) - (
+            bsum * kappa
+        ) @ m  # (2, nw): Z'W^-1 a
+        bmat = np.eye(nw) + sw * ztwz
+        try:
+            cf = linalg.cho_factor(bmat, lower=True, check_finite=False)
+        except linalg.LinAlgError:
+            return math.inf
+        logdet += 2.0 * float(np.sum(np.log(np.diag(cf[0]))))
+        q = q - sw * zw @ linalg.cho_solve(cf, zw.T, check_finite=False)
+    xvx, xvy, yvy = q[0, 0], q[0, 1], q[1, 1]
+    if xvx <= 0:
+        return math.inf
+    out = logdet + math.log(xvx) + (yvy - xvy * xvy / xvx)
+    df_w = float(c.n.sum() - c.n.size)
+    if df_w > 0 and ident[_E]:
+        if s[_E] <= 0:
+            return math.inf
+        out += df_w * math.log(s[_E]) + c.ss_within / s[_E]
+    return float(out)
+
+
+def _moment_start(c: CellData, ident: np.ndarray) -> np.ndarray:
+    """Rough starting values: split the total variance evenly, residual from within cells."""
+    total = float(np.var(c.mean)) + c.ss_within / max(c.n.sum(), 1.0)
+    total = total if total > 0 else 1.0
+    start = np.where(ident, total / max(int(ident.sum()), 1), 0.0)
+    df_w = c.n.sum() - c.n.size
+    if df_w > 0 and c.ss_within > 0:
+        start[_E] = c.ss_within / df_w
+    return start
+
+
+def reml_fit(
+    c: CellData, *, confidence_level: float, hessian: bool = True, max_iter: int = 500
+) -> Fit:
+    """REML estimates (bounded at 0) with log-scale Wald intervals from the observed information.
+
+    The optimisation runs on standard deviations (``variance = sd^2``, ``sd >= 0``) of the scores
+    scaled to unit variance, with L-BFGS-B and tight tolerances.
+    """
+    ident = c.identified()
+    fixed_zero_e = bool(ident[_IV] and c.ss_within <= 0.0)
+    if fixed_zero_e:
+        # repeated runs that never differ: the residual is 0 exactly (the likelihood is unbounded
+        # there); fit the rest with the residual held at 0
+        ident = ident.copy()
+        ident[_E] = False
+    scale = float(np.sqrt(np.var(c.mean) + c.ss_within / max(c.n.sum(), 1.0)))
+    scale = scale if scale > 0 else 1.0
+    cs = CellData(
+        c.item,
+        c.variant,
+        c.n,
+        (c.mean - c.grand) / scale,
+        c.ss_within / scale**2,
+        c.n_items,
+        c.n_variants,
+        0.0,
+    )
+    idx = np.flatnonzero(ident)
+
+    def f(sd: np.ndarray) -> float:
+        th = np.zeros(4)
+        th[idx] = sd * sd
+        return reml_objective(th, cs, ident)
+
+    x0 = np.sqrt(_moment_start(cs, ident)[idx])
+    res = optimize.minimize(
+        f,
+        x0,
+        method="L-BFGS-B",
+        bounds=[(0.0, None)] * idx.size,
+        options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": max_iter, "maxcor": 20},
+    )
+    # polish from the optimum with Nelder-Mead on the same scale: L-BFGS-B's finite-difference
+    # gradient stops a little short of the tolerance the statsmodels check asks for
+    res2 = optimize.minimize(
+        lambda x: f(np.abs(x)),
+        np.abs(res.x),
+        method="Nelder-Mead",
+        options={"xatol": 1e-10, "fatol": 1e-14, "maxiter": 4000},
+    )
+    sd = np.abs(res2.x) if res2.fun <= res.fun else np.abs(res.x)
+    theta = np.full(4, math.nan)
+    theta[idx] = sd * sd * scale**2
+    if fixed_zero_e:
+        theta[_E] = 0.0
+    est = theta.copy()
+    low = np.full(4, math.nan)
+    high = np.full(4, math.nan)
+    if hessian:
+        low, high = _wald(theta, idx, cs, ident, scale, confidence_level)
+    if fixed_zero_e:
+        low[_E] = high[_E] = 0.0
+    ok = bool(res.success or res2.success)
+    return Fit(est, est, low, high, np.full(4, math.nan), "reml", ok)
+
+
+def _wald(
+    theta: np.ndarray,
+    idx: np.ndarray,
+    cs: CellData,
+    ident: np.ndarray,
+    scale: float,
+    confidence_level: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Log-scale Wald intervals from a central-difference Hessian of -2 REML (variance scale)."""
+    from statistics import NormalDist
+
+    th = theta[idx] / scale**2
+    k = idx.size
+    h = np.maximum(1e-4 * th, 1e-6 * max(th.max(), 1e-8))
+
+    def f(x: np.ndarray) -> float:
+        full = np.zeros(4)
+        full[idx] = x
+        return reml_objective(full, cs, ident)
+
+    hess = np.empty((k, k))
+    f0 = f(th)
+    for i in range(k):
+        for j in range(i, k):
+            if i == j:
+                e = np.zeros(k)
+                e[i] = h[i]
+                hess[i, i] = (f(th + e) - 2 * f0 + f(th - e)) / h[i] ** 2
+            else:
+                ei = np.zeros(k)
+                ej = np.zeros(k)
+                ei[i], ej[j] = h[i], h[j]
+                hess[i, j] = hess[j, i] = (
+                    f(th + ei + ej) - f(th + ei - ej) - f(th - ei + ej) + f(th - ei - ej)
+                ) / (4 * h[i] * h[j])
+    low = np.full(4, math.nan)
+    high = np.full(4, math.nan)
+    if not np.all(np.isfinite(hess)):
+        return low, high
+    try:
+        cov = 2.0 * np.linalg.inv(hess)  # hess is of -2 loglik
+    except np.linalg.LinAlgError:
+        return low, high
+    z = NormalDist().inv_cdf(0.5 + confidence_level / 2)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    for j, comp in enumerate(idx):
+        v, s = th[j], se[j]
+        if v > 1e-8 * max(th.max(), 1e-12) and np.isfinite(s):
+            f_ = math.exp(z * s / v)
+            low[comp], high[comp] = v / f_, v * f_
+        else:  # on the boundary: one-sided bound from the variance-scale standard error
+            low[comp], high[comp] = 0.0, max(v, 0.0) + z * s
+    return low * scale**2, high * scale**2
