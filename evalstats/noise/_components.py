@@ -82,6 +82,7 @@ def _cells(lf: pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
             pl.col("score").mean().alias("_mean"),
             ((pl.col("score") - pl.col("score").mean()) ** 2).sum().alias("_ss"),
         )
+        .sort([*keys, "item", "variant"])  # a fixed cell order: results do not depend on row order
         .collect()
     )
 

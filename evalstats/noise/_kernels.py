@@ -329,17 +329,12 @@ def reml_fit(
         x0,
         method="L-BFGS-B",
         bounds=[(0.0, None)] * idx.size,
-        options={"ftol": 1e-15, "gtol": 1e-10, "maxiter": max_iter, "maxcor": 20},
+        options={"ftol": 1e-14, "gtol": 1e-9, "maxiter": max_iter, "maxcor": 20},
     )
-    # polish from the optimum with Nelder-Mead on the same scale: L-BFGS-B's finite-difference
-    # gradient stops a little short of the tolerance the statsmodels check asks for
-    res2 = optimize.minimize(
-        lambda x: f(np.abs(x)),
-        np.abs(res.x),
-        method="Nelder-Mead",
-        options={"xatol": 1e-10, "fatol": 1e-14, "maxiter": 4000},
-    )
-    sd = np.abs(res2.x) if res2.fun <= res.fun else np.abs(res.x)
+    # Newton steps on the variance scale with a central-difference gradient and Hessian: the
+    # quasi-Newton run stops a little short of the optimum (finite-difference gradient)
+    th = _newton(lambda v: f(np.sqrt(np.maximum(v, 0.0))), np.asarray(res.x) ** 2)
+    sd = np.sqrt(th)
     theta = np.full(4, math.nan)
     theta[idx] = sd * sd * scale**2
     if fixed_zero_e:
@@ -351,8 +346,74 @@ def reml_fit(
         low, high = _wald(theta, idx, cs, ident, scale, confidence_level)
     if fixed_zero_e:
         low[_E] = high[_E] = 0.0
-    ok = bool(res.success or res2.success)
+    ok = bool(res.success) or bool(np.all(np.isfinite(th)))
     return Fit(est, est, low, high, np.full(4, math.nan), "reml", ok)
+
+
+def _fd_grad_hess(f, x: np.ndarray, h: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """Central-difference value, gradient and Hessian of ``f`` at ``x`` (steps ``h``)."""
+    k = x.size
+    f0 = f(x)
+    g = np.empty(k)
+    hess = np.empty((k, k))
+    fp = np.empty(k)
+    fm = np.empty(k)
+    for i in range(k):
+        e = np.zeros(k)
+        e[i] = h[i]
+        fp[i], fm[i] = f(x + e), f(x - e)
+        g[i] = (fp[i] - fm[i]) / (2 * h[i])
+        hess[i, i] = (fp[i] - 2 * f0 + fm[i]) / h[i] ** 2
+    for i in range(k):
+        for j in range(i + 1, k):
+            ei = np.zeros(k)
+            ej = np.zeros(k)
+            ei[i], ej[j] = h[i], h[j]
+            hess[i, j] = hess[j, i] = (
+                f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej) + f(x - ei - ej)
+            ) / (4 * h[i] * h[j])
+    return f0, g, hess
+
+
+def _steps(x: np.ndarray) -> np.ndarray:
+    return np.maximum(1e-4 * np.abs(x), 1e-6 * max(float(np.max(np.abs(x))), 1e-8))
+
+
+def _newton(f, x: np.ndarray, max_iter: int = 20) -> np.ndarray:
+    """Newton iterations for a minimum of ``f`` over ``x >= 0`` (components at 0 stay there)."""
+    x = x.copy()
+    for _ in range(max_iter):
+        free = x > 1e-10 * max(float(x.max()), 1e-12)
+        if not free.any():
+            break
+        xf = x[free]
+
+        def fs(v: np.ndarray, _free=free) -> float:
+            full = x.copy()
+            full[_free] = v
+            return f(full)
+
+        f0, g, hess = _fd_grad_hess(fs, xf, _steps(xf))
+        if not (np.all(np.isfinite(g)) and np.all(np.isfinite(hess))):
+            break
+        try:
+            step = np.linalg.solve(hess, g)
+        except np.linalg.LinAlgError:
+            break
+        if np.any(np.linalg.eigvalsh(hess) <= 0):
+            break
+        t = 1.0
+        while t > 1e-4:
+            cand = np.maximum(xf - t * step, 0.0)
+            if fs(cand) <= f0:
+                break
+            t /= 2
+        else:
+            break
+        x[free] = cand
+        if np.max(np.abs(t * step)) <= 1e-11 * max(float(xf.max()), 1e-12):
+            break
+    return x
 
 
 def _wald(
@@ -367,29 +428,13 @@ def _wald(
     from statistics import NormalDist
 
     th = theta[idx] / scale**2
-    k = idx.size
-    h = np.maximum(1e-4 * th, 1e-6 * max(th.max(), 1e-8))
 
     def f(x: np.ndarray) -> float:
         full = np.zeros(4)
         full[idx] = x
         return reml_objective(full, cs, ident)
 
-    hess = np.empty((k, k))
-    f0 = f(th)
-    for i in range(k):
-        for j in range(i, k):
-            if i == j:
-                e = np.zeros(k)
-                e[i] = h[i]
-                hess[i, i] = (f(th + e) - 2 * f0 + f(th - e)) / h[i] ** 2
-            else:
-                ei = np.zeros(k)
-                ej = np.zeros(k)
-                ei[i], ej[j] = h[i], h[j]
-                hess[i, j] = hess[j, i] = (
-                    f(th + ei + ej) - f(th + ei - ej) - f(th - ei + ej) + f(th - ei - ej)
-                ) / (4 * h[i] * h[j])
+    _, _, hess = _fd_grad_hess(f, th, _steps(th))
     low = np.full(4, math.nan)
     high = np.full(4, math.nan)
     if not np.all(np.isfinite(hess)):

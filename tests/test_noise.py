@@ -1,0 +1,498 @@
+"""Variance components, predicted variance, the resampling check and the planner (evalstats.noise)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import polars as pl
+import pytest
+from numpy.testing import assert_allclose
+from polars.testing import assert_frame_equal
+from scipy.optimize import minimize_scalar
+
+from evalstats.errors import ParameterError, SchemaError
+from evalstats.io import read
+from evalstats.noise import (
+    parse_cost,
+    plan,
+    predicted_variance,
+    resampling_check,
+    variance_components,
+)
+from evalstats.noise._kernels import cells_from_arrays, reml_fit, reml_objective
+from evalstats.simulate import crossed_scores, observations
+
+SDS = {"item_sd": 0.1, "variant_sd": 0.03, "item_variant_sd": 0.05, "run_sd": 0.04}
+TRUTH = {
+    "item": 0.1**2,
+    "variant": 0.03**2,
+    "item_variant": 0.05**2,
+    "residual": 0.04**2,
+}
+
+
+def _frame(y: np.ndarray) -> pl.DataFrame:
+    """Observation rows of a (items, variants, runs) score array for one model."""
+    a, b, r = y.shape
+    i, v, k = np.indices(y.shape).reshape(3, -1)
+    return pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "item": [f"i{x}" for x in i],
+            "variant": [f"v{x}" for x in v],
+            "run": k.astype(np.int64),
+            "score": y.reshape(-1),
+        }
+    )
+
+
+def _by_component(out: pl.DataFrame, col: str = "variance") -> dict[str, float]:
+    return dict(zip(out["component"], out[col]))
+
+
+# --- balanced ANOVA: the textbook expected-mean-squares formulas ----------------------------------
+
+
+def test_anova_equals_textbook_expected_mean_squares(rng):
+    """Independent computation: sums of squares from statsmodels OLS + anova_lm (type I), then
+    E[MS_e] = s_e, E[MS_iv] = s_e + r s_iv, E[MS_i] = ... + b r s_i, E[MS_v] = ... + a r s_v."""
+    import statsmodels.formula.api as smf
+    from statsmodels.stats.anova import anova_lm
+
+    a, b, r = 9, 5, 3
+    y = (
+        0.5
+        + rng.normal(0, 0.1, (a, 1, 1))
+        + rng.normal(0, 0.05, (1, b, 1))
+        + rng.normal(0, 0.05, (a, b, 1))
+        + rng.normal(0, 0.04, (a, b, r))
+    )
+    obs = _frame(np.clip(y, 0, 1))
+    table = anova_lm(smf.ols("score ~ C(item) * C(variant)", obs.to_pandas()).fit(), typ=1)
+    ms = table["mean_sq"].to_numpy()  # item, variant, item:variant, residual
+    expected = {
+        "residual": ms[3],
+        "item_variant": (ms[2] - ms[3]) / r,
+        "item": (ms[0] - ms[2]) / (b * r),
+        "variant": (ms[1] - ms[2]) / (a * r),
+    }
+    out = variance_components(obs)
+    assert out["method"].unique().to_list() == ["anova"]
+    got = _by_component(out, "raw_estimate")
+    for k, v in expected.items():
+        assert_allclose(got[k], v, rtol=1e-10)
+    dfs = _by_component(out, "df")
+    assert dfs == {"item": a - 1, "variant": b - 1, "item_variant": (a - 1) * (b - 1), "residual": a * b * (r - 1)}
+
+
+def test_negative_anova_estimate_is_truncated_and_flagged():
+    # variants with no effect and a large interaction: MS_v < MS_iv for this seed
+    for seed in range(50):
+        obs = crossed_scores(n_items=30, n_variants=4, n_runs=2, variant_sd=0.0, seed=seed)
+        out = variance_components(obs)
+        row = out.filter(pl.col("component") == "variant").row(0, named=True)
+        if row["raw_estimate"] < 0:
+            break
+    else:  # pragma: no cover
+        pytest.fail("no seed gave a negative variant estimate")
+    assert row["variance"] == 0.0
+    assert row["truncated"] is True
+    assert row["ci_low"] == 0.0
+    assert row["share"] == 0.0
+    assert out.filter(pl.col("component") != "variant")["truncated"].to_list() == [False] * 3
+
+
+# --- REML: the same model as statsmodels MixedLM ----------------------------------------------------
+
+
+def _unbalanced(seed: int, a: int = 16, b: int = 5, r: int = 2, drop: float = 0.2):
+    obs = crossed_scores(n_items=a, n_variants=b, n_runs=r, seed=seed)
+    keep = np.random.default_rng(seed).random(obs.height) > drop
+    return obs.filter(pl.Series(keep))
+
+
+def _statsmodels_model(obs: pl.DataFrame):
+    import statsmodels.formula.api as smf
+
+    pdf = obs.to_pandas()
+    pdf["g"] = 1
+    pdf["iv"] = pdf["item"] + ":" + pdf["variant"]
+    vc = {"item": "0 + C(item)", "iv": "0 + C(iv)", "variant": "0 + C(variant)"}
+    return smf.mixedlm("score ~ 1", pdf, groups="g", vc_formula=vc)
+
+
+def test_reml_equals_statsmodels_mixedlm():
+    """statsmodels MixedLM (REML, one group, variance components item, variant, item:variant).
+
+    Its optimiser stops about 1e-4 (relative) short of the optimum, so the check is threefold:
+    the two REML criteria differ by a constant; statsmodels started at our estimates stays there
+    (1e-6); and its own fit is no better than ours.
+    """
+    from statsmodels.regression.mixed_linear_model import MixedLMParams
+
+    obs = _unbalanced(3)
+    c = cells_from_arrays(obs["item"].to_numpy(), obs["variant"].to_numpy(), obs["score"].to_numpy())
+    assert not c.balanced
+    ours = reml_fit(c, confidence_level=0.95).estimate  # item, variant, item_variant, residual
+    md = _statsmodels_model(obs)
+
+    def sm_loglike(theta):  # statsmodels' vcomp are ratios to the residual variance
+        p = MixedLMParams.from_components(
+            fe_params=np.array([0.0]),
+            cov_re=np.zeros((0, 0)),
+            vcomp=np.array([theta[0], theta[2], theta[1]]) / theta[3],
+        )
+        return md.loglike(p, profile_fe=True)
+
+    ident = c.identified()
+    start = MixedLMParams.from_components(
+        fe_params=np.array([float(obs["score"].mean())]),
+        cov_re=np.zeros((0, 0)),
+        vcomp=np.array([ours[0], ours[2], ours[1]]) / ours[3],
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        refit = md.fit(reml=True, start_params=start, method=["lbfgs"], gtol=1e-12)
+        own = md.fit(reml=True, method=["lbfgs"])
+    sm = np.array([refit.vcomp[0], refit.vcomp[2], refit.vcomp[1], refit.scale])
+    assert_allclose(sm, ours, rtol=1e-6)
+    own_theta = np.array([own.vcomp[0], own.vcomp[2], own.vcomp[1], own.scale])
+    assert sm_loglike(ours) >= sm_loglike(own_theta) - 1e-9
+    assert reml_objective(ours, c, ident) <= reml_objective(own_theta, c, ident) + 1e-9
+    assert_allclose(own_theta, ours, rtol=2e-3)
+
+
+def test_reml_criterion_matches_statsmodels_up_to_a_constant():
+    """statsmodels profiles the residual variance out of its REML likelihood: at any variance
+    ratios, our -2 REML minimised over the residual variance equals -2 x its value plus a
+    constant (the same constant at every point, to 1e-6)."""
+    from statsmodels.regression.mixed_linear_model import MixedLMParams
+
+    obs = _unbalanced(5, a=10, b=4)
+    c = cells_from_arrays(obs["item"].to_numpy(), obs["variant"].to_numpy(), obs["score"].to_numpy())
+    md = _statsmodels_model(obs)
+    md.reml = True  # what fit() sets before it evaluates the likelihood
+    md.cov_pen = md.fe_pen = None
+    ident = c.identified()
+    rng = np.random.default_rng(1)
+    prof = []
+    for _ in range(5):
+        th = rng.uniform(0.0005, 0.01, 4)
+        ratios = th[:3] / th[3]
+        best = minimize_scalar(
+            lambda ls: reml_objective(np.r_[ratios * math.exp(ls), math.exp(ls)], c, ident),
+            bounds=(-15, 2),
+            method="bounded",
+            options={"xatol": 1e-12},
+        )
+        p = MixedLMParams.from_components(
+            fe_params=np.array([0.0]),
+            cov_re=np.zeros((0, 0)),
+            vcomp=np.array([ratios[0], ratios[2], ratios[1]]),
+        )
+        prof.append(best.fun + 2 * md.loglike(p, profile_fe=True))
+    assert np.ptp(prof) < 1e-6
+
+
+def test_auto_takes_reml_for_unbalanced_and_anova_refuses_it():
+    obs = _unbalanced(2)
+    out = variance_components(obs)
+    assert out["method"].unique().to_list() == ["reml"]
+    assert out["balanced"].unique().to_list() == [False]
+    assert out.filter(pl.col("identified"))["ci_high"].is_not_null().all()
+    with pytest.raises(ParameterError, match="balanced design"):
+        variance_components(obs, method="anova")
+
+
+def test_reml_on_balanced_data_is_close_to_anova():
+    obs = crossed_scores(n_items=60, n_variants=8, n_runs=3, seed=4)
+    a = _by_component(variance_components(obs, method="anova"))
+    r = _by_component(variance_components(obs, method="reml"))
+    for k in a:  # balanced, no truncation: REML equals the ANOVA estimates
+        assert_allclose(r[k], a[k], rtol=1e-5)
+
+
+# --- planted components: intervals cover the truth at the nominal rate ----------------------------
+
+
+def _coverage(n_seeds: int, unbalanced: bool = False) -> dict[str, float]:
+    hits = dict.fromkeys(TRUTH, 0)
+    for seed in range(n_seeds):
+        obs = crossed_scores(n_items=40, n_variants=6, n_runs=3, seed=1000 + seed, **SDS)
+        if unbalanced:
+            keep = np.random.default_rng(seed).random(obs.height) > 0.2
+            obs = obs.filter(pl.Series(keep))
+        out = variance_components(obs, n_resamples=4000, seed=seed)
+        for row in out.iter_rows(named=True):
+            t = TRUTH[row["component"]]
+            hits[row["component"]] += row["ci_low"] <= t <= row["ci_high"]
+    return {k: v / n_seeds for k, v in hits.items()}
+
+
+def test_intervals_cover_planted_components_short():
+    cov = _coverage(60)
+    # 60 seeds: the binomial sd of a 0.95 rate is 0.028; 0.85 is 3.5 sd below
+    for k, v in cov.items():
+        assert v >= 0.85, (k, cov)
+
+
+@pytest.mark.slow
+def test_intervals_cover_planted_components_at_nominal_rate():
+    cov = _coverage(1000)
+    # binomial sd at 1000 seeds is 0.0069; allow 0.93-0.975 (GPQ intervals run slightly wide)
+    for k, v in cov.items():
+        assert 0.93 <= v <= 0.975, (k, cov)
+
+
+@pytest.mark.slow
+def test_reml_intervals_cover_planted_components():
+    cov = _coverage(300, unbalanced=True)
+    # Wald on the log scale is approximate (few variants): accept 0.88-0.99
+    for k, v in cov.items():
+        assert 0.88 <= v <= 0.99, (k, cov)
+
+
+def test_estimates_recover_planted_components_on_a_large_design():
+    obs = crossed_scores(n_items=400, n_variants=40, n_runs=3, seed=7, **SDS)
+    got = _by_component(variance_components(obs))
+    for k, t in TRUTH.items():
+        assert abs(got[k] - t) / t < 0.3, (k, got[k], t)
+
+
+# --- identification, pairs, input checks ------------------------------------------------------------
+
+
+def test_one_run_merges_interaction_into_residual():
+    obs = crossed_scores(n_items=30, n_variants=5, n_runs=1, seed=0)
+    out = variance_components(obs)
+    assert _by_component(out, "identified") == {
+        "item": True,
+        "variant": True,
+        "item_variant": False,
+        "residual": True,
+    }
+    assert out.filter(pl.col("component") == "item_variant")["variance"].item() is None
+
+
+def test_pairs_decompose_the_paired_difference():
+    obs = crossed_scores(n_models=2, n_items=30, n_variants=5, n_runs=2, seed=1)
+    out = variance_components(obs, pairs=True)
+    pair = out.filter(pl.col("model_b") == "m1")
+    assert pair["model"].unique().to_list() == ["m0"]
+    assert pair["n_unpaired"].unique().to_list() == [0]
+    a = obs.filter(pl.col("model") == "m0").sort("item", "variant", "run")
+    b = obs.filter(pl.col("model") == "m1").sort("item", "variant", "run")
+    diff = a.with_columns(score=a["score"] - b["score"], model=pl.lit("d"))
+    # a difference can leave [0, 1]; decompose it through the kernel directly
+    c = cells_from_arrays(diff["item"].to_numpy(), diff["variant"].to_numpy(), diff["score"].to_numpy())
+    from evalstats.noise._kernels import anova_fit
+
+    ref = anova_fit(c, confidence_level=0.95, n_resamples=10, rng=np.random.default_rng(0))
+    assert_allclose(pair["raw_estimate"].to_numpy(), ref.raw, rtol=1e-10)
+    # rows of one model only are counted, not silently dropped
+    out2 = variance_components(obs.filter(~((pl.col("model") == "m1") & (pl.col("item") == "0"))), pairs=True)
+    assert out2.filter(pl.col("model_b") == "m1")["n_unpaired"].unique().to_list() == [10]
+
+
+def test_by_with_a_facet_and_pairs_without_model_are_errors():
+    obs = crossed_scores(n_items=5, n_variants=2, n_runs=2, seed=0)
+    with pytest.raises(SchemaError, match="facet"):
+        variance_components(obs, by=("model", "item"))
+    with pytest.raises(SchemaError, match="needs 'model'"):
+        variance_components(obs, by=("dataset",), pairs=True)
+    with pytest.raises(ParameterError, match="method"):
+        variance_components(obs, method="mle")
+
+
+def test_same_seed_same_result_and_group_order_does_not_matter():
+    obs = crossed_scores(n_models=2, n_items=20, n_variants=4, n_runs=2, seed=3)
+    a = variance_components(obs, seed=5)
+    assert a.equals(variance_components(obs, seed=5))
+    # row order changes only the summation order within a cell
+    assert_frame_equal(variance_components(obs.reverse(), seed=5), a, rel_tol=1e-12)
+    one = variance_components(obs.filter(pl.col("model") == "m1"), seed=5)
+    assert_frame_equal(one, a.filter(pl.col("model") == "m1"), rel_tol=1e-12)
+
+
+# --- predicted variance -----------------------------------------------------------------------------
+
+
+def test_predicted_variance_follows_the_design_formula():
+    obs = crossed_scores(n_items=50, n_variants=6, n_runs=2, seed=2)
+    comps = variance_components(obs)
+    s = _by_component(comps)
+    out = predicted_variance(comps, n_items=300, n_variants=10, n_runs=4)
+    expected = (
+        s["item"] / 300
+        + s["variant"] / 10
+        + s["item_variant"] / 3000
+        + s["residual"] / 12000
+    )
+    assert_allclose(out["variance"].item(), expected, rtol=1e-12)
+    z = 1.959963984540054
+    assert_allclose(out["width"].item(), 2 * z * math.sqrt(expected), rtol=1e-9)
+    fixed_items = predicted_variance(comps, over=("variants",))
+    assert_allclose(
+        fixed_items["variance"].item(),
+        s["variant"] / 6 + s["item_variant"] / 300 + s["residual"] / 600,
+        rtol=1e-12,
+    )
+
+
+# --- real dumps: the decomposition against the resampling machinery -------------------------------
+
+
+def test_state_of_what_art_prompt_variance_agrees_with_nstar_machinery(fixtures):
+    """State of What Art (unit-level accuracies over ~150-190 paraphrases): the variance of the
+    mean over prompts from the components against ReliableEval's Delta(n) bootstrap."""
+    obs = read(fixtures / "dumps/state_of_what_art", format="state-of-what-art").observations
+    obs = obs.filter(pl.col("dataset").is_in(["snarks", "navigate", "hyperbaton"]))
+    comps = variance_components(obs)
+    assert comps["level"].unique().to_list() == ["units"]
+    assert comps.filter(pl.col("component") == "variant")["identified"].all()
+    check = resampling_check(obs, components=comps, n_resamples=4000)
+    assert check["over"].unique().to_list() == ["variants"]
+    assert check.height == comps.select("model", "dataset").unique().height
+    # agreement within Monte Carlo error: |z| < 4 for every group, and within 3 % overall
+    assert check["z"].abs().max() < 4.0, check.sort("z")
+    rel = (check["se_resampling"] / check["se_expected"] - 1).abs()
+    assert rel.max() < 0.05
+    assert abs(float(check["z"].mean())) < 1.0
+
+
+def test_llm_stability_item_variance_agrees_with_item_bootstrap(fixtures):
+    """llm-stability gpt-4o runs (one prompt, 5 runs): items and runs are separated; the
+    variance of the mean over items agrees with the item bootstrap. With one prompt there is no
+    variance over prompts to compare with n*."""
+    obs = read(fixtures / "dumps/llm_stability/strict_json_schema").observations
+    comps = variance_components(obs)
+    ident = comps.group_by("component").agg(pl.col("identified").all())
+    assert dict(ident.rows()) == {
+        "item": True,
+        "variant": False,
+        "item_variant": False,
+        "residual": True,
+    }
+    assert (comps.filter(pl.col("component") == "residual")["variance"] > 0).all()
+    check = resampling_check(obs, components=comps, n_resamples=4000)
+    assert check["over"].unique().to_list() == ["items"]
+    assert check["z"].abs().max() < 4.0, check
+    # run noise is a real share of the per-item variance on these tasks
+    share = comps.filter(pl.col("component") == "residual")["share"]
+    assert share.min() > 0.01
+
+
+def test_demo_crossed_dump_agrees_with_both_resampling_answers(fixtures):
+    obs = pl.read_parquet(fixtures / "demo/demo_observations.parquet").filter(
+        pl.col("dataset") == "d0"
+    )
+    check = resampling_check(obs, n_resamples=4000)
+    assert set(check["over"]) == {"items", "variants"}
+    assert check["z"].abs().max() < 4.0, check
+
+
+# --- the planner ------------------------------------------------------------------------------------
+
+
+def test_parse_cost():
+    assert parse_cost(None) == {
+        "item": 0.0,
+        "variant": 0.0,
+        "run": 1.0,
+        "input_token": 0.0,
+        "output_token": 0.0,
+    }
+    assert parse_cost("item=1,variant=0,run=1")["item"] == 1.0
+    with pytest.raises(ParameterError, match="key must be one of"):
+        parse_cost("items=1")
+    with pytest.raises(ParameterError, match="key=value"):
+        parse_cost("item")
+    with pytest.raises(ParameterError, match="no cost"):
+        parse_cost("run=0")
+
+
+def test_plan_needs_exactly_one_target():
+    obs = crossed_scores(n_items=20, n_variants=3, n_runs=2, seed=0)
+    with pytest.raises(ParameterError, match="exactly one"):
+        plan(obs)
+    with pytest.raises(ParameterError, match="exactly one"):
+        plan(obs, target_width=0.1, detect=0.1)
+    with pytest.raises(ParameterError, match="positive"):
+        plan(obs, target_width=-1.0)
+
+
+def test_plan_is_the_cheapest_design_on_the_grid():
+    obs = crossed_scores(n_items=80, n_variants=8, n_runs=2, seed=1)
+    res = plan(obs, target_width=0.03, cost="item=2,variant=5,run=1", max_variants=30, max_runs=4)
+    best = res.best.row(0, named=True)
+    comps = variance_components(obs)
+    s = _by_component(comps)
+    z = 1.959963984540054
+    target = (0.03 / (2 * z)) ** 2
+    cheapest = math.inf
+    for nv in range(1, 31):
+        for nr in range(1, 5):
+            for ni in range(1, 5000):
+                v = s["item"] / ni + s["variant"] / nv + s["item_variant"] / (ni * nv)
+                v += s["residual"] / (ni * nv * nr)
+                if v <= target:
+                    cheapest = min(cheapest, 2 * ni + 5 * nv + ni * nv * nr)
+                    break
+    assert best["cost"] == cheapest
+    assert best["width"] <= 0.03
+    assert res.alternatives["cost"].is_sorted()
+    assert res.curves.height > 0
+
+
+def test_plan_detect_uses_pair_components():
+    obs = crossed_scores(n_models=2, n_items=60, n_variants=6, n_runs=2, seed=2)
+    res = plan(obs, detect=0.02, power=0.8)
+    best = res.best.row(0, named=True)
+    assert best["model"] == "m0" and best["model_b"] == "m1"
+    z = 1.959963984540054 + 0.8416212335729143
+    assert best["se"] <= 0.02 / z
+
+
+def test_plan_token_costs_need_token_columns():
+    obs = crossed_scores(n_items=20, n_variants=3, n_runs=2, seed=0)
+    with pytest.raises(ParameterError, match="input_len"):
+        plan(obs, target_width=0.1, cost="tokens")
+    obs = observations(n_models=1, n_items=40, n_variants=4, n_runs=2, instability=0.2, seed=0)
+    res = plan(obs, target_width=0.2, cost="tokens")
+    row = res.best.row(0, named=True)
+    per_call = obs["input_len"].mean() + obs["output_len"].mean()
+    assert_allclose(row["cost"], row["calls"] * per_call, rtol=1e-9)
+
+
+def test_planned_width_matches_subsampled_design():
+    """The recommended design, subsampled 2000 times from a large simulated dump: the observed
+    spread of its mean matches the predicted interval width within 10 %."""
+    rng = np.random.default_rng(11)
+    A, B, R = 3000, 300, 6
+    sd = SDS
+    y = (
+        0.5
+        + rng.normal(0, sd["item_sd"], (A, 1, 1))
+        + rng.normal(0, sd["variant_sd"], (1, B, 1))
+        + rng.normal(0, sd["item_variant_sd"], (A, B, 1))
+        + rng.normal(0, sd["run_sd"], (A, B, R))
+    ).astype(np.float32)
+    # the pilot: 150 items x 12 variants x 3 runs of the dump
+    pi = rng.choice(A, 150, replace=False)
+    pv = rng.choice(B, 12, replace=False)
+    pilot = _frame(np.clip(y[np.ix_(pi, pv, np.arange(3))].astype(float), 0, 1))
+    res = plan(pilot, target_width=0.03, cost="item=0,variant=0,run=1", max_runs=R)
+    best = res.best.row(0, named=True)
+    ni, nv, nr = best["n_items"], best["n_variants"], best["n_runs"]
+    assert ni <= A / 5 and nv <= B / 5  # small against the dump: no finite-population effect
+    means = np.empty(2000)
+    for k in range(means.size):
+        ii = rng.choice(A, ni, replace=False)
+        vv = rng.choice(B, nv, replace=False)
+        rr = rng.choice(R, nr, replace=False)
+        means[k] = y[np.ix_(ii, vv, rr)].mean()
+    observed = 2 * 1.959963984540054 * means.std(ddof=1)
+    assert abs(best["width"] / observed - 1) < 0.10, (best, observed)
