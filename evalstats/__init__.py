@@ -45,6 +45,7 @@ from evalstats.io.lm_eval import read_lm_eval
 from evalstats.io.reliable_eval import read_reliable_eval
 from evalstats.io.state_of_what_art import read_state_of_what_art
 from evalstats.moments import prompt_spread
+from evalstats.noise import variance_components
 from evalstats.normality import run_distribution, run_normality
 from evalstats.report import AuditReport, audit_report
 from evalstats.resampling import (
@@ -124,6 +125,7 @@ __all__ = [
     "unstable_items",
     "validate_observations",
     "validate_units",
+    "variance_components",
     "with_metric",
     "__version__",
 ]

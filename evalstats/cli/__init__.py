@@ -33,6 +33,8 @@ COMMANDS: tuple[str, ...] = (
     "audit",
     "converge",
     "providers",
+    "noise",
+    "plan",
 )
 
 

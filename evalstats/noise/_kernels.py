@@ -10,6 +10,7 @@ Components, in this order everywhere: ``item``, ``variant``, ``item_variant``, `
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -324,13 +325,16 @@ def reml_fit(
         return reml_objective(th, cs, ident)
 
     x0 = np.sqrt(_moment_start(cs, ident)[idx])
-    res = optimize.minimize(
-        f,
-        x0,
-        method="L-BFGS-B",
-        bounds=[(0.0, None)] * idx.size,
-        options={"ftol": 1e-14, "gtol": 1e-9, "maxiter": max_iter, "maxcor": 20},
-    )
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        # finite differences next to an infeasible point (inf) give NaN; L-BFGS-B backs off
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = optimize.minimize(
+            f,
+            x0,
+            method="L-BFGS-B",
+            bounds=[(0.0, None)] * idx.size,
+            options={"ftol": 1e-14, "gtol": 1e-9, "maxiter": max_iter, "maxcor": 20},
+        )
     # Newton steps on the variance scale with a central-difference gradient and Hessian: the
     # quasi-Newton run stops a little short of the optimum (finite-difference gradient)
     th = _newton(lambda v: f(np.sqrt(np.maximum(v, 0.0))), np.asarray(res.x) ** 2)

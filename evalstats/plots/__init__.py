@@ -31,6 +31,8 @@ _FUNCTIONS: dict[str, str] = {
     "plot_critical_difference": "evalstats.plots.compare",
     "plot_provider_comparison": "evalstats.plots.compare",
     "plot_tail_quality": "evalstats.plots.compare",
+    "plot_noise_components": "evalstats.plots.noise",
+    "plot_plan": "evalstats.plots.noise",
 }
 
 __all__ = ["label", "model_colors", "paper_style", *_FUNCTIONS]

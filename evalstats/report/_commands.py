@@ -52,6 +52,7 @@ _FLAGS: dict[str, frozenset[str]] = {
             "seed",
         }
     ),
+    "noise": frozenset({"method", "confidence_level", "n_resamples", "seed", "by"}),
     "audit": frozenset({"default", "claim", "confidence_level"}),
     "providers": frozenset({"provider", "method", "confidence_level", "n_resamples", "seed"}),
 }

@@ -43,6 +43,7 @@ SECTIONS: dict[str, str] = {
     "stability": "Run-to-run stability",
     "factors": "Configuration factors",
     "models": "Model comparison",
+    "noise": "Where the noise comes from",
     "default": "Default-configuration audit",
     "providers": "Providers and errors",
 }
@@ -469,6 +470,14 @@ def _need_blocks(ctx: _Context) -> str | None:
     return None
 
 
+def _need_noise(ctx: _Context) -> str | None:
+    if ctx.data.n_items is None and ctx.data.n_variants < 2:
+        return "unit-level input with a single prompt variant: no variance to decompose"
+    if ctx.data.n_items is not None and ctx.data.n_variants < 2 and ctx.data.n_runs < 2:
+        return "one prompt and one run per item: only the item variance is there, see intervals"
+    return None
+
+
 def _need_default(ctx: _Context) -> str | None:
     if not ctx.default:
         return "no default configuration given (--default factor=value,...)"
@@ -599,6 +608,24 @@ def _run_friedman(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
         "critical_difference": res.critical_difference,
     }
     return {"friedman": res.to_frame()}, values, {"friedman": res}
+
+
+#: Interval width the report plans for (95 % interval of each model's mean, on the 0-1 scale).
+NOISE_TARGET_WIDTH = 0.05
+
+
+def _run_noise(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.noise import plan, variance_components
+
+    comps = variance_components(ctx.obs, **p)
+    res = plan(
+        ctx.obs,
+        target_width=NOISE_TARGET_WIDTH,
+        components=comps,
+        confidence_level=p.get("confidence_level", 0.95),
+    )
+    values = {"target_width": NOISE_TARGET_WIDTH, "cost": "run=1 (model calls)"}
+    return {"components": comps, "plan": res.best}, values, {"plan": res}
 
 
 def _run_audit(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
@@ -760,6 +787,15 @@ ANALYSES: tuple[_Spec, ...] = (
         None,
         _need_blocks,
         _run_friedman,
+    ),
+    _Spec(
+        "noise",
+        "Variance components and the next design",
+        "noise",
+        "evalstats.variance_components",
+        "noise",
+        _need_noise,
+        _run_noise,
     ),
     _Spec(
         "audit",

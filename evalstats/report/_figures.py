@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
+
 if TYPE_CHECKING:
     from evalstats.report._core import AuditReport
 
@@ -248,6 +250,53 @@ def _model_figures(report: AuditReport) -> list[FigureSpec]:
     return specs
 
 
+def _noise_figures(report: AuditReport) -> list[FigureSpec]:
+    from evalstats import plots
+
+    if "noise" not in report:
+        return []
+    res = report["noise"]
+    comps = res.tables["components"]
+    datasets = sorted(comps["dataset"].unique().to_list())
+
+    def draw_components(pal: dict[str, Any]) -> Any:
+        fig, axes = _panels(len(datasets), width=4.4, ncol_max=2)
+        for ax, d in zip(axes, datasets):
+            plots.plot_noise_components(comps.filter(pl.col("dataset") == d), ax=ax)
+            ax.set_title(d, fontsize="small")
+        return fig
+
+    specs = [
+        FigureSpec(
+            "noise_components",
+            "Where the variance of an item score comes from",
+            "Variance components of item scores per model, one panel per dataset: items, prompt "
+            "variants, their interaction and run-to-run noise (runs within an item and prompt). "
+            "A component the design cannot separate is left out of its bar.",
+            "noise",
+            draw_components,
+        )
+    ]
+    plan = res.objects.get("plan")
+    if plan is not None and plan.best.filter(pl.col("scope") == "group")["feasible"].any():
+        first = plan.best.filter(pl.col("scope") == "group", pl.col("feasible")).row(0, named=True)
+        keys = plan.curves.columns[: plan.curves.columns.index("allocation")]
+        group = {k: first[k] for k in keys}
+        specs.append(
+            FigureSpec(
+                "noise_plan",
+                "Interval width against cost",
+                f"Predicted width of the interval of the mean of {first['model']} "
+                f"({first['dataset']}) against the number of model calls, as items are added to "
+                "each allocation of prompt variants and runs; the dashed line is the report's "
+                "target and the diamond the cheapest design that reaches it.",
+                "noise",
+                lambda pal: plots.plot_plan(plan, group=group),
+            )
+        )
+    return specs
+
+
 def _default_figures(report: AuditReport) -> list[FigureSpec]:
     from evalstats import plots
 
@@ -320,6 +369,7 @@ def figure_specs(report: AuditReport) -> list[FigureSpec]:
         *_stability_figures(report),
         *_factor_figures(report),
         *_model_figures(report),
+        *_noise_figures(report),
         *_default_figures(report),
         *_provider_figures(report),
     ]

@@ -517,6 +517,62 @@ def _providers(res: AnalysisResult, data: DataSummary) -> str:
     return " ".join(sentences)
 
 
+_COMPONENT_NAMES = {
+    "item": "items",
+    "variant": "prompt variants",
+    "item_variant": "the item × prompt interaction",
+    "residual": "run-to-run noise",
+}
+
+
+def _noise(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["components"].filter(pl.col("model_b").is_null() & pl.col("identified"))
+    top = (
+        t.sort("share", descending=True, nulls_last=True)
+        .group_by("model", "dataset", maintain_order=True)
+        .first()
+    )
+    counts: dict[str, int] = {}
+    for r in top.iter_rows(named=True):
+        counts[r["component"]] = counts.get(r["component"], 0) + 1
+    lo, hi = top["share"].min(), top["share"].max()
+    main = max(counts, key=lambda k: counts[k])
+    text = (
+        f"The largest share of the variance of an item score comes from "
+        f"{_COMPONENT_NAMES[main]} in {counts[main]} of {top.height} model-dataset groups "
+        f"({_pct(lo)}–{_pct(hi)} of the total)."
+    )
+    if t["truncated"].any():
+        text += (
+            f" {int(t['truncated'].sum())} negative ANOVA estimate(s) were set to 0 "
+            "(a component smaller than its noise)."
+        )
+    merged = res.tables["components"].filter(~pl.col("identified"))["component"].unique()
+    if merged.len():
+        text += (
+            " Not separable in this design: "
+            + _listed(_COMPONENT_NAMES[c] for c in sorted(merged.to_list()))
+            + " (merged into the neighbouring term)."
+        )
+    plan = res.tables["plan"]
+    allrow = plan.filter(pl.col("scope") == "all")
+    row = (allrow if allrow.height else plan).row(0, named=True)
+    w = res.values.get("target_width")
+    if row["feasible"]:
+        text += (
+            f" For a {res.params.get('confidence_level', 0.95):.0%} interval of width {w:g} on "
+            f"{'every model' if allrow.height else 'the model'}, the cheapest design is "
+            f"{row['n_items'] if row['n_items'] is not None else 'the same'} items × "
+            f"{row['n_variants']} prompt variants × {row['n_runs']} run(s) "
+            f"({row['calls']:,} calls per model)."
+        )
+        if row["at_limit"]:
+            text += f" It sits at the search limit for {row['at_limit']}."
+    else:
+        text += f" No design within the search limits reaches an interval of width {w:g}."
+    return text
+
+
 #: Reading of each analysis: ``(result, data summary) -> text``.
 READINGS: dict[str, Callable[[AnalysisResult, DataSummary], str]] = {
     "moments": _moments,
@@ -531,6 +587,7 @@ READINGS: dict[str, Callable[[AnalysisResult, DataSummary], str]] = {
     "compare": _compare,
     "ranks": _ranks,
     "friedman": _friedman,
+    "noise": _noise,
     "audit": _audit,
     "providers": _providers,
 }

@@ -67,6 +67,7 @@ def test_report_numbers_equal_the_individual_commands(demo_results, capsys):
         "attribution",
         "intervals",
         "compare",
+        "noise",
         "audit",
         "providers",
     ]

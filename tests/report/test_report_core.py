@@ -65,7 +65,7 @@ def test_every_analysis_runs_when_the_columns_support_it(full_report):
 def test_a_lean_table_skips_with_reasons():
     obs = observations(n_models=1, n_items=20, n_variants=5, seed=0)
     rep = audit_report(obs, options={"nstar": {"n_resamples": 100}})
-    assert [a.key for a in rep.analyses] == ["moments", "nstar", "intervals"]
+    assert [a.key for a in rep.analyses] == ["moments", "nstar", "intervals", "noise"]
     reasons = {s.key: s.reason for s in rep.skipped}
     assert "run once" in reasons["stability"] and "run once" in reasons["normality"]
     assert "no complete factor column" in reasons["anova"] and "--factors" in reasons["attribution"]

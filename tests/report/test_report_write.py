@@ -42,6 +42,7 @@ def test_demo_runs_every_analysis_and_says_where_it_wrote(demo_run, demo_results
         "compare",
         "ranks",
         "friedman",
+        "noise",
         "audit",
         "providers",
     ]

@@ -1,0 +1,187 @@
+"""Figures of :mod:`evalstats.noise`: where the variance comes from, and what a design buys.
+
+Each function draws a result of :mod:`evalstats.noise` and computes no statistics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from evalstats.errors import SchemaError
+from evalstats.plots._style import COLORS, label, new_axes, require_plotting, tick_labels
+
+__all__ = ["plot_noise_components", "plot_plan"]
+
+#: One colour per component, in the order of the stack.
+_COMPONENT_COLORS: dict[str, str] = {
+    "item": COLORS["accent"],
+    "variant": COLORS["highlight"],
+    "item_variant": COLORS["secondary"],
+    "residual": "0.6",
+}
+_COMPONENT_LABELS: dict[str, str] = {
+    "item": "item",
+    "variant": "prompt variant",
+    "item_variant": "item × variant",
+    "residual": "run / residual",
+}
+
+
+def _group_label(r: dict, show_dataset: bool) -> str:
+    name = str(r["model"]) if r.get("model_b") is None else f"{r['model']} − {r['model_b']}"
+    return f"{name} ({r['dataset']})" if show_dataset and "dataset" in r else name
+
+
+def plot_noise_components(
+    components: pl.DataFrame, *, share: bool = False, pairs: bool = False, ax: Any = None
+) -> Any:
+    """Stacked bar per model (or pair): the variance components of its item scores.
+
+    Parameters
+    ----------
+    components : polars.DataFrame
+        Result of :func:`evalstats.noise.variance_components`.
+    share : bool, default False
+        Draw shares of the total instead of variances.
+    pairs : bool, default False
+        Draw the paired-difference rows (``model_b`` set) instead of the single models.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Notes
+    -----
+    Components the design could not separate (``identified`` false) are absent from their bar;
+    the legend says so when any bar lacks one.
+
+    Examples
+    --------
+    >>> from evalstats.noise import variance_components
+    >>> from evalstats.simulate import crossed_scores
+    >>> fig = plot_noise_components(variance_components(crossed_scores(seed=0)))  # doctest: +SKIP
+    """
+    needed = ("model", "model_b", "component", "variance", "share", "identified")
+    missing = [c for c in needed if c not in components.columns]
+    if missing:
+        raise SchemaError(
+            f"the frame lacks column {missing[0]!r}; pass the result of variance_components()."
+        )
+    frame = components.filter(
+        pl.col("model_b").is_not_null() if pairs else pl.col("model_b").is_null()
+    )
+    if frame.height == 0:
+        raise SchemaError("no rows to draw (pairs=True needs variance_components(pairs=True)).")
+    keys = [c for c in frame.columns[: frame.columns.index("model_b") + 1]]
+    groups = frame.select(keys).unique(maintain_order=True).rows(named=True)
+    show_dataset = "dataset" in frame.columns and frame["dataset"].n_unique() > 1
+    labels, width, lines = tick_labels([_group_label(g, show_dataset) for g in groups])
+    fig, ax = new_axes(ax, figsize=(width + 1.2, 0.9 + 0.32 * lines * len(groups)))
+    value = "share" if share else "variance"
+    left = [0.0] * len(groups)
+    merged = False
+    for comp, color in _COMPONENT_COLORS.items():
+        vals = []
+        for g in groups:
+            sel = frame.filter(
+                *(pl.col(k) == v if v is not None else pl.col(k).is_null() for k, v in g.items()),
+                pl.col("component") == comp,
+            )
+            ok = sel.height and sel["identified"].item()
+            merged |= not ok
+            v = sel[value].item() if ok else None
+            vals.append(float(v) if v is not None else 0.0)
+        ax.barh(
+            range(len(groups)),
+            vals,
+            left=left,
+            color=color,
+            label=_COMPONENT_LABELS[comp],
+            edgecolor="white",
+            linewidth=0.4,
+        )
+        left = [a + b for a, b in zip(left, vals)]
+    ax.set_yticks(range(len(groups)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel(label("share" if share else "component_variance"))
+    ax.set_ylabel(label("pair" if pairs else "model"))
+    title = "not separable components are left out" if merged else None
+    ax.legend(
+        loc="lower left",
+        bbox_to_anchor=(0.0, 1.0),
+        ncol=2,
+        fontsize="small",
+        frameon=False,
+        borderaxespad=0.2,
+        handletextpad=0.3,
+        title=title,
+        title_fontsize="x-small",
+    )
+    return fig
+
+
+def plot_plan(result: Any, *, group: dict | None = None, ax: Any = None) -> Any:
+    """Predicted interval width against cost for several (variants, runs) allocations.
+
+    Parameters
+    ----------
+    result : PlanResult
+        Result of :func:`evalstats.noise.plan`.
+    group : dict, optional
+        The group to draw, e.g. ``{"model": "m0", "dataset": "d0"}``; default the first.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw into; a new figure otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Notes
+    -----
+    Each line adds items to one allocation of variants and runs; the horizontal line is the
+    target (the width, or the ``2 z`` multiple of the target standard error for a detection
+    plan) and the diamond the recommended design. Both axes are logarithmic.
+
+    Examples
+    --------
+    >>> from evalstats.noise import plan
+    >>> from evalstats.simulate import crossed_scores
+    >>> fig = plot_plan(plan(crossed_scores(seed=0), target_width=0.03))  # doctest: +SKIP
+    """
+    plt, sns = require_plotting()
+    curves = getattr(result, "curves", None)
+    best = getattr(result, "best", None)
+    if curves is None or best is None:
+        raise SchemaError(f"expected the result of plan(), got {type(result).__name__}.")
+    keys = curves.columns[: curves.columns.index("allocation")]
+    if group is None:
+        first = best.filter(pl.col("scope") == "group").row(0, named=True)
+        group = {k: first[k] for k in keys}
+    sel = [pl.col(k) == v if v is not None else pl.col(k).is_null() for k, v in group.items()]
+    cur = curves.filter(*sel)
+    if cur.height == 0:
+        raise SchemaError(f"the plan has no group {group!r}.")
+    b = best.filter(*sel, pl.col("scope") == "group").row(0, named=True)
+    fig, ax = new_axes(ax, figsize=(5.4, 3.0))
+    allocs = cur["allocation"].unique(maintain_order=True).to_list()
+    palette = sns.color_palette("colorblind", n_colors=max(len(allocs), 1))
+    for color, alloc in zip(palette, allocs):
+        c = cur.filter(pl.col("allocation") == alloc)
+        style = "o" if c.height == 1 else "-"
+        ax.plot(c["cost"].to_list(), c["width"].to_list(), style, color=color, label=alloc, lw=1.2)
+    z_width = b["target_se"] * (b["width"] / b["se"]) if b["feasible"] else None
+    if z_width is not None:
+        ax.axhline(z_width, color=COLORS["highlight"], lw=0.9, ls="--", label="target")
+        ax.plot(b["cost"], b["width"], "D", color=COLORS["reference"], ms=6, label="recommended")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel(label("cost"))
+    ax.set_ylabel(label("width"))
+    ax.legend(fontsize="x-small", frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    title = ", ".join(str(v) for v in group.values() if v is not None)
+    ax.set_title(title, fontsize="small")
+    return fig
