@@ -85,7 +85,12 @@ def test_anova_equals_textbook_expected_mean_squares(rng):
     for k, v in expected.items():
         assert_allclose(got[k], v, rtol=1e-10)
     dfs = _by_component(out, "df")
-    assert dfs == {"item": a - 1, "variant": b - 1, "item_variant": (a - 1) * (b - 1), "residual": a * b * (r - 1)}
+    assert dfs == {
+        "item": a - 1,
+        "variant": b - 1,
+        "item_variant": (a - 1) * (b - 1),
+        "residual": a * b * (r - 1),
+    }
 
 
 def test_negative_anova_estimate_is_truncated_and_flagged():
@@ -134,7 +139,9 @@ def test_reml_equals_statsmodels_mixedlm():
     from statsmodels.regression.mixed_linear_model import MixedLMParams
 
     obs = _unbalanced(3)
-    c = cells_from_arrays(obs["item"].to_numpy(), obs["variant"].to_numpy(), obs["score"].to_numpy())
+    c = cells_from_arrays(
+        obs["item"].to_numpy(), obs["variant"].to_numpy(), obs["score"].to_numpy()
+    )
     assert not c.balanced
     ours = reml_fit(c, confidence_level=0.95).estimate  # item, variant, item_variant, residual
     md = _statsmodels_model(obs)
@@ -172,7 +179,9 @@ def test_reml_criterion_matches_statsmodels_up_to_a_constant():
     from statsmodels.regression.mixed_linear_model import MixedLMParams
 
     obs = _unbalanced(5, a=10, b=4)
-    c = cells_from_arrays(obs["item"].to_numpy(), obs["variant"].to_numpy(), obs["score"].to_numpy())
+    c = cells_from_arrays(
+        obs["item"].to_numpy(), obs["variant"].to_numpy(), obs["score"].to_numpy()
+    )
     md = _statsmodels_model(obs)
     md.reml = True  # what fit() sets before it evaluates the likelihood
     md.cov_pen = md.fe_pen = None
@@ -183,7 +192,7 @@ def test_reml_criterion_matches_statsmodels_up_to_a_constant():
         th = rng.uniform(0.0005, 0.01, 4)
         ratios = th[:3] / th[3]
         best = minimize_scalar(
-            lambda ls: reml_objective(np.r_[ratios * math.exp(ls), math.exp(ls)], c, ident),
+            lambda ls, q=ratios: reml_objective(np.r_[q * math.exp(ls), math.exp(ls)], c, ident),
             bounds=(-15, 2),
             method="bounded",
             options={"xatol": 1e-12},
@@ -287,13 +296,17 @@ def test_pairs_decompose_the_paired_difference():
     b = obs.filter(pl.col("model") == "m1").sort("item", "variant", "run")
     diff = a.with_columns(score=a["score"] - b["score"], model=pl.lit("d"))
     # a difference can leave [0, 1]; decompose it through the kernel directly
-    c = cells_from_arrays(diff["item"].to_numpy(), diff["variant"].to_numpy(), diff["score"].to_numpy())
+    c = cells_from_arrays(
+        diff["item"].to_numpy(), diff["variant"].to_numpy(), diff["score"].to_numpy()
+    )
     from evalstats.noise._kernels import anova_fit
 
     ref = anova_fit(c, confidence_level=0.95, n_resamples=10, rng=np.random.default_rng(0))
     assert_allclose(pair["raw_estimate"].to_numpy(), ref.raw, rtol=1e-10)
     # rows of one model only are counted, not silently dropped
-    out2 = variance_components(obs.filter(~((pl.col("model") == "m1") & (pl.col("item") == "0"))), pairs=True)
+    out2 = variance_components(
+        obs.filter(~((pl.col("model") == "m1") & (pl.col("item") == "0"))), pairs=True
+    )
     assert out2.filter(pl.col("model_b") == "m1")["n_unpaired"].unique().to_list() == [10]
 
 
@@ -326,10 +339,7 @@ def test_predicted_variance_follows_the_design_formula():
     s = _by_component(comps)
     out = predicted_variance(comps, n_items=300, n_variants=10, n_runs=4)
     expected = (
-        s["item"] / 300
-        + s["variant"] / 10
-        + s["item_variant"] / 3000
-        + s["residual"] / 12000
+        s["item"] / 300 + s["variant"] / 10 + s["item_variant"] / 3000 + s["residual"] / 12000
     )
     assert_allclose(out["variance"].item(), expected, rtol=1e-12)
     z = 1.959963984540054
@@ -496,3 +506,22 @@ def test_planned_width_matches_subsampled_design():
         means[k] = y[np.ix_(ii, vv, rr)].mean()
     observed = 2 * 1.959963984540054 * means.std(ddof=1)
     assert abs(best["width"] / observed - 1) < 0.10, (best, observed)
+
+
+# --- the logit-scale check ---------------------------------------------------------------------
+
+
+def test_logit_check_orders_sources_like_the_linear_scale():
+    """Planted: item difficulty (logit sd 1) dominates prompt effects (sd 0.02 points)."""
+    from evalstats.noise import logit_components
+
+    obs = observations(n_models=1, n_items=80, n_variants=5, item_sd=1.0, prompt_sd=0.02, seed=0)
+    out = logit_components(obs)
+    s = dict(zip(out["component"], out["share_logit"]))
+    lin = dict(zip(out["component"], out["share_linear"]))
+    assert s["item"] > s["variant"] and lin["item"] > lin["variant"]
+    assert_allclose(sum(s.values()), 1.0)
+    rest = out.filter(pl.col("component") == "rest")["variance_logit"].item()
+    assert_allclose(rest, math.pi**2 / 3)
+    with pytest.raises(ParameterError, match="0/1 scores"):
+        logit_components(crossed_scores(n_items=5, n_variants=2, n_runs=2, seed=0))

@@ -36,7 +36,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, default=S, help="random seed (default 0)")
     p.add_argument(
-        "--by", type=_csv, default=S, metavar="COL,...", help="group columns (default model,dataset)"
+        "--by",
+        type=_csv,
+        default=S,
+        metavar="COL,...",
+        help="group columns (default model,dataset)",
     )
     p.add_argument(
         "--check",

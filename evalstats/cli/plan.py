@@ -63,15 +63,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--method", choices=["auto", "anova", "reml"], default=S)
     p.add_argument("--seed", type=int, default=S, help="random seed (default 0)")
     p.add_argument(
-        "--by", type=_csv, default=S, metavar="COL,...", help="group columns (default model,dataset)"
+        "--by",
+        type=_csv,
+        default=S,
+        metavar="COL,...",
+        help="group columns (default model,dataset)",
     )
     p.add_argument(
         "--alternatives", action="store_true", help="write the table of alternative designs"
     )
     add_output_arguments(p)
-    p.add_argument(
-        "--plot", default=None, metavar="FILE", help="save interval width against cost"
-    )
+    p.add_argument("--plot", default=None, metavar="FILE", help="save interval width against cost")
     p.set_defaults(run=run)
 
 

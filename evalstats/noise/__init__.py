@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from evalstats.noise._components import COMPONENT_COLUMNS, variance_components
 from evalstats.noise._design import predicted_variance, resampling_check
+from evalstats.noise._logit import logit_components
 from evalstats.noise._plan import PlanResult, parse_cost, plan
 
 __all__ = [
     "COMPONENT_COLUMNS",
     "PlanResult",
+    "logit_components",
     "parse_cost",
     "plan",
     "predicted_variance",

@@ -263,9 +263,7 @@ def variance_components(
         rest = [b for b in keys if b != "model"]
         for ma, mb, joined, both in _paired_rows(lf, by):
             counts = (
-                joined.group_by(rest or pl.lit(0))
-                .agg((~both).sum().alias("_unpaired"))
-                .collect()
+                joined.group_by(rest or pl.lit(0)).agg((~both).sum().alias("_unpaired")).collect()
             )
             diff = joined.filter(both).with_columns((pl.col("_a") - pl.col("_b")).alias("score"))
             dcells = _cells(diff, rest)
@@ -339,7 +337,9 @@ def _group_rows(
         )
         fit = Fit(*(np.full(4, math.nan),) * 5, method="none")
     else:
-        fit = _fit(c, opts["method"], opts["level"], opts["n_resamples"], _group_rng(opts["seed"], key))
+        fit = _fit(
+            c, opts["method"], opts["level"], opts["n_resamples"], _group_rng(opts["seed"], key)
+        )
     total = float(np.nansum(fit.estimate))
     if fit.method == "anova" and total == 0 and ident.any():
         warnings.warn(

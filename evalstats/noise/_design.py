@@ -259,9 +259,7 @@ def resampling_check(
     for facet in ("items", "variants"):
         if facet == "items" and not items_level:
             continue
-        pred = predicted_variance(comps, over=(facet,)).select(
-            *keys, "n_items", "n_variants", "se"
-        )
+        pred = predicted_variance(comps, over=(facet,)).select(*keys, "n_items", "n_variants", "se")
         ncol = "n_items" if facet == "items" else "n_variants"
         pred = pred.filter(pl.col(ncol) > 1)
         if pred.height == 0:

@@ -257,9 +257,9 @@ def reml_objective(theta: np.ndarray, c: CellData, ident: np.ndarray) -> float:
         m = np.zeros((nb, nw))
         m[blk, wb] = w
         ztwz = np.diag(m.sum(axis=0)) - (m.T * kappa) @ m
-        zw = np.stack([np.bincount(wb, weights=x, minlength=nw) for x in wv]) - (
-            bsum * kappa
-        ) @ m  # (2, nw): Z'W^-1 a
+        zw = (
+            np.stack([np.bincount(wb, weights=x, minlength=nw) for x in wv]) - (bsum * kappa) @ m
+        )  # (2, nw): Z'W^-1 a
         bmat = np.eye(nw) + sw * ztwz
         try:
             cf = linalg.cho_factor(bmat, lower=True, check_finite=False)

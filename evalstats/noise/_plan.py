@@ -219,7 +219,11 @@ def plan(
             raise ParameterError(f"`{name}` must be a positive number, got {v!r}.")
     if detect is not None and not 0 < power < 1:
         raise ParameterError(f"`power` must be in (0, 1), got {power!r}.")
-    for name, v in (("max_items", max_items), ("max_variants", max_variants), ("max_runs", max_runs)):
+    for name, v in (
+        ("max_items", max_items),
+        ("max_variants", max_variants),
+        ("max_runs", max_runs),
+    ):
         if v is not None and (not isinstance(v, int) or v < 1):
             raise ParameterError(f"`{name}` must be a positive integer, got {v!r}.")
     z = NormalDist().inv_cdf(0.5 + level / 2)
@@ -228,11 +232,15 @@ def plan(
         if obs is None:
             raise ParameterError("give the pilot observations `obs` or their `components`.")
         components = variance_components(obs, pairs=pairs, method=method, seed=seed, by=by)
-    comps = components.filter(pl.col("model_b").is_not_null() if pairs else pl.col("model_b").is_null())
+    comps = components.filter(
+        pl.col("model_b").is_not_null() if pairs else pl.col("model_b").is_null()
+    )
     if comps.height == 0:
         raise ParameterError(
             "`detect` needs pair components: at least two models and variance_components(..., "
-            "pairs=True)." if pairs else "`components` holds no single-model rows."
+            "pairs=True)."
+            if pairs
+            else "`components` holds no single-model rows."
         )
     if pairs:
         target_se = detect / (z + NormalDist().inv_cdf(power))
@@ -250,8 +258,10 @@ def plan(
                 "token costs need the pilot's `input_len`/`output_len` columns; the table has "
                 "neither."
             )
-        t = w.join(tokens, on=tok_keys, how="left", maintain_order="left") if tok_keys else (
-            w.with_columns(*(pl.lit(tokens[c].item()).alias(c) for c in tokens.columns))
+        t = (
+            w.join(tokens, on=tok_keys, how="left", maintain_order="left")
+            if tok_keys
+            else (w.with_columns(*(pl.lit(tokens[c].item()).alias(c) for c in tokens.columns)))
         )
         call_cost = call_cost + (
             costs["input_token"] * t["input_len"].fill_null(0).to_numpy()
@@ -326,7 +336,11 @@ def _search(
             cand = [(None, *c[1:]) for c in cand]
         lim = (v_hi if vary_v[g] else None, r_hi if vary_r[g] else None, max_items)
         best_rows.append(_row(base_cols[g], "group", cand[0] if cand else None, z, target_se, lim))
-        for c in cand[:10]:
+        coarse = feasible[g] & _coarse_mask(NV[g], NR[g], cand[0] if cand else None)
+        alts = _candidates(total[g], need[g], NV[g], NR[g], calls[g], var[g], coarse)
+        if units[g]:
+            alts = [(None, *c[1:]) for c in alts]
+        for c in alts:
             alt_rows.append(_row(base_cols[g], "group", c, z, target_se, lim))
     if G > 1:
         need_all = np.max(np.where(np.isfinite(need), need, np.inf), axis=0)
@@ -350,7 +364,11 @@ def _search(
             empty = {k: None for k in base_cols[0]}
             lim = (v_hi if vary_v.any() else None, r_hi if vary_r.any() else None, max_items)
             best_rows.append(_row(empty, "all", cand[0] if cand else None, z, target_se, lim))
-            for c in cand[:10]:
+            coarse = np.isfinite(tot_all) & _coarse_mask(NV[0], NR[0], cand[0] if cand else None)
+            alts = _candidates(
+                tot_all, need_all, NV[0], NR[0], calls_all, var_all.max(axis=0), coarse
+            )
+            for c in alts:
                 alt_rows.append(_row(empty, "all", c, z, target_se, lim))
     schema = {k: comps.schema[k] for k in keys} | _BEST_SCHEMA
     best = pl.DataFrame(best_rows, schema=schema, orient="row")
@@ -385,6 +403,19 @@ _BEST_SCHEMA = {
     "feasible": pl.Boolean,
     "at_limit": pl.String,
 }
+
+
+#: Allocations shown in the table of alternatives (with the recommended one).
+_COARSE_VARIANTS = (1, 2, 3, 5, 8, 10, 15, 20, 30, 50, 100, 200, 500, 1000, 2000, 5000)
+_COARSE_RUNS = (1, 2, 3, 5, 10, 20)
+
+
+def _coarse_mask(NV: np.ndarray, NR: np.ndarray, best: tuple | None) -> np.ndarray:
+    """Grid points on a coarse set of allocations, so alternatives differ in kind."""
+    mask = np.isin(NV, _COARSE_VARIANTS) & np.isin(NR, _COARSE_RUNS)
+    if best is not None:
+        mask |= (NV == best[1]) & (NR == best[2])
+    return mask
 
 
 def _candidates(total, need, NV, NR, calls, var, feasible) -> list[tuple]:
@@ -462,9 +493,15 @@ def _curves(w, keys, S, best, pilot_v, pilot_r, reps, over, costs, call_cost, z,
                         allocs.add((nv, nr))
         for nv, nr in sorted(allocs):
             ni = np.ones_like(ni_grid) if units[g] else ni_grid
-            var = design_variance(S[g, 0, 0], ni, float(nv), float(nr), over=over, replicated=reps[g])
+            var = design_variance(
+                S[g, 0, 0], ni, float(nv), float(nr), over=over, replicated=reps[g]
+            )
             calls = ni * nv * nr
-            cost = costs["item"] * (0 if units[g] else ni) + costs["variant"] * nv + call_cost[g] * calls
+            cost = (
+                costs["item"] * (0 if units[g] else ni)
+                + costs["variant"] * nv
+                + call_cost[g] * calls
+            )
             for k in range(ni.size):
                 rows.append(
                     {
