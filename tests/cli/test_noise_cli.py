@@ -25,9 +25,10 @@ def test_noise_json_equals_the_library(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     expected = variance_components(obs, pairs=True, seed=3)
     got = pl.DataFrame(doc["rows"], schema=expected.schema)
-    assert got.select("model", "model_b", "component").rows() == expected.select(
-        "model", "model_b", "component"
-    ).rows()
+    assert (
+        got.select("model", "model_b", "component").rows()
+        == expected.select("model", "model_b", "component").rows()
+    )
     assert got["variance"].to_list() == expected["variance"].to_list()
 
 
