@@ -929,7 +929,7 @@ def audit_report(
     >>> obs = observations(n_models=2, n_items=20, n_variants=4, seed=0)
     >>> rep = audit_report(obs, options={"nstar": {"n_resamples": 200}})
     >>> [a.key for a in rep.analyses]
-    ['moments', 'nstar', 'intervals', 'compare', 'ranks']
+    ['moments', 'nstar', 'intervals', 'compare', 'ranks', 'noise']
     >>> reasons = {s.key: s.reason for s in rep.skipped}
     >>> reasons["stability"]
     'each configuration was run once: run-to-run stability needs repeated runs'
