@@ -525,3 +525,17 @@ def test_logit_check_orders_sources_like_the_linear_scale():
     assert_allclose(rest, math.pi**2 / 3)
     with pytest.raises(ParameterError, match="0/1 scores"):
         logit_components(crossed_scores(n_items=5, n_variants=2, n_runs=2, seed=0))
+
+
+def test_degenerate_groups_warn():
+    from evalstats.errors import DegenerateDataWarning
+
+    obs = crossed_scores(n_items=6, n_variants=3, n_runs=2, seed=0).with_columns(score=pl.lit(1.0))
+    with pytest.warns(DegenerateDataWarning, match="constant scores"):
+        out = variance_components(obs)
+    assert out["variance"].to_list() == [0.0] * 4
+    assert out["share"].is_null().all()
+    one = pl.DataFrame({"model": ["m"], "dataset": ["d"], "item": ["1"], "score": [1.0]})
+    with pytest.warns(DegenerateDataWarning, match="no component is identified"):
+        out = variance_components(one)
+    assert out["identified"].to_list() == [False] * 4
