@@ -477,35 +477,50 @@ def test_plan_token_costs_need_token_columns():
     assert_allclose(row["cost"], row["calls"] * per_call, rtol=1e-9)
 
 
-def test_planned_width_matches_subsampled_design():
-    """The recommended design, subsampled 2000 times from a large simulated dump: the observed
-    spread of its mean matches the predicted interval width within 10 %."""
-    rng = np.random.default_rng(11)
-    A, B, R = 3000, 300, 6
+def _planned_vs_subsampled(seed: int) -> tuple[dict, float]:
+    """Plan from a pilot drawn from a large simulated dump; subsample the plan 2000 times."""
+    rng = np.random.default_rng(seed)
+    A, B, R = 4000, 1000, 4
     sd = SDS
-    y = (
-        0.5
-        + rng.normal(0, sd["item_sd"], (A, 1, 1))
-        + rng.normal(0, sd["variant_sd"], (1, B, 1))
-        + rng.normal(0, sd["item_variant_sd"], (A, B, 1))
-        + rng.normal(0, sd["run_sd"], (A, B, R))
+    y = rng.normal(0, sd["run_sd"], (A, B, R)).astype(np.float32)
+    y += rng.normal(0, sd["item_variant_sd"], (A, B, 1)).astype(np.float32)
+    y += (
+        0.5 + rng.normal(0, sd["item_sd"], (A, 1, 1)) + rng.normal(0, sd["variant_sd"], (1, B, 1))
     ).astype(np.float32)
-    # the pilot: 150 items x 12 variants x 3 runs of the dump
-    pi = rng.choice(A, 150, replace=False)
-    pv = rng.choice(B, 12, replace=False)
+    # the pilot: 600 items x 60 variants x 3 runs of the dump
+    pi = rng.choice(A, 600, replace=False)
+    pv = rng.choice(B, 60, replace=False)
     pilot = _frame(np.clip(y[np.ix_(pi, pv, np.arange(3))].astype(float), 0, 1))
     res = plan(pilot, target_width=0.03, cost="item=0,variant=0,run=1", max_runs=R)
     best = res.best.row(0, named=True)
     ni, nv, nr = best["n_items"], best["n_variants"], best["n_runs"]
-    assert ni <= A / 5 and nv <= B / 5  # small against the dump: no finite-population effect
+    assert ni <= A / 10 and nv <= B / 20  # small against the dump
     means = np.empty(2000)
     for k in range(means.size):
         ii = rng.choice(A, ni, replace=False)
         vv = rng.choice(B, nv, replace=False)
         rr = rng.choice(R, nr, replace=False)
         means[k] = y[np.ix_(ii, vv, rr)].mean()
-    observed = 2 * 1.959963984540054 * means.std(ddof=1)
+    return best, 2 * 1.959963984540054 * means.std(ddof=1)
+
+
+def test_planned_width_matches_subsampled_design():
+    """The recommended design, subsampled 2000 times from a 4000 x 1000 x 4 simulated dump: the
+    observed spread of its mean matches the predicted width within 10 %. The prediction runs a
+    few % high: the design draws ~9 % of the dump's items without replacement (finite-population
+    correction) and the pilot's variant component has 59 df (seeds 11-15: +2 % to +9 %)."""
+    best, observed = _planned_vs_subsampled(11)
     assert abs(best["width"] / observed - 1) < 0.10, (best, observed)
+
+
+@pytest.mark.slow
+def test_planned_width_matches_subsampled_design_over_seeds():
+    errors = []
+    for seed in range(11, 21):
+        best, observed = _planned_vs_subsampled(seed)
+        errors.append(best["width"] / observed - 1)
+    errors = np.abs(errors)
+    assert np.mean(errors) < 0.10 and np.max(errors) < 0.15, errors
 
 
 # --- the logit-scale check ---------------------------------------------------------------------
