@@ -554,3 +554,19 @@ def test_degenerate_groups_warn():
     with pytest.warns(DegenerateDataWarning, match="no component is identified"):
         out = variance_components(one)
     assert out["identified"].to_list() == [False] * 4
+
+
+def test_metrics_are_decomposed_separately_and_never_mixed():
+    acc = crossed_scores(n_items=20, n_variants=4, n_runs=2, seed=0).with_columns(
+        metric=pl.lit("acc")
+    )
+    bleu = crossed_scores(n_items=20, n_variants=4, n_runs=2, seed=1).with_columns(
+        metric=pl.lit("bleu"), score=pl.col("score") * 100
+    )
+    out = variance_components(pl.concat([acc, bleu]), seed=0)
+    assert out["metric"].unique().sort().to_list() == ["acc", "bleu"]
+    alone = variance_components(bleu, seed=0)
+    assert_frame_equal(out.filter(pl.col("metric") == "bleu"), alone, rel_tol=1e-12)
+    # a score on its own scale: variances scale with its square
+    ref = variance_components(bleu.with_columns(score=pl.col("score") / 100), seed=0)
+    assert_allclose(alone["variance"].to_numpy(), ref["variance"].to_numpy() * 1e4, rtol=1e-9)

@@ -132,7 +132,7 @@ def variance_components(
     confidence_level: float = 0.95,
     n_resamples: int = 10000,
     seed: int = 0,
-    by: Sequence[str] | str = ("model", "dataset"),
+    by: Sequence[str] | str = ("model", "dataset", "metric"),
 ) -> pl.DataFrame:
     r"""Variance components of scores over the crossed design items x prompt variants x runs.
 
@@ -157,7 +157,7 @@ def variance_components(
     seed : int, default 0
         Seed of the random generator; each group draws from a generator seeded by ``seed`` and a
         hash of its key, so the same seed gives the same result whatever else the table holds.
-    by : tuple of str, default ('model', 'dataset')
+    by : tuple of str, default ('model', 'dataset', 'metric')
         Columns that define the groups (``item`` and ``variant`` cannot be among them).
 
     Returns

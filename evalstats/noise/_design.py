@@ -203,7 +203,7 @@ def resampling_check(
     components: pl.DataFrame | None = None,
     n_resamples: int = 4000,
     seed: int = 0,
-    by: Sequence[str] | str = ("model", "dataset"),
+    by: Sequence[str] | str = ("model", "dataset", "metric"),
 ) -> pl.DataFrame:
     r"""The standard error of the mean from the components against the resampling answers.
 
@@ -224,7 +224,7 @@ def resampling_check(
         Resamples of each resampling method.
     seed : int, default 0
         Seed of both resampling methods.
-    by : tuple of str, default ('model', 'dataset')
+    by : tuple of str, default ('model', 'dataset', 'metric')
         Columns that define the groups.
 
     Returns

@@ -21,7 +21,7 @@ LOGISTIC_VARIANCE = math.pi**2 / 3
 def logit_components(
     obs: pl.DataFrame | pl.LazyFrame,
     *,
-    by: Sequence[str] | str = ("model", "dataset"),
+    by: Sequence[str] | str = ("model", "dataset", "metric"),
 ) -> pl.DataFrame:
     r"""Item and prompt-variant variance of 0/1 scores on the logit scale, next to the linear one.
 
@@ -37,7 +37,7 @@ def logit_components(
     ----------
     obs : polars.DataFrame or polars.LazyFrame
         Observation table with 0/1 scores and an ``item`` column.
-    by : tuple of str, default ('model', 'dataset')
+    by : tuple of str, default ('model', 'dataset', 'metric')
         Columns that define the groups.
 
     Returns

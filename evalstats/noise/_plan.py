@@ -104,9 +104,9 @@ class PlanResult:
 
 
 def _token_means(obs, keys: list[str]) -> pl.DataFrame | None:
-    from evalstats.schema import as_lazy
+    from evalstats.schema import validate_observations
 
-    lf = as_lazy(obs)
+    lf = validate_observations(obs, check_values=False)  # adds `metric` when absent
     names = lf.collect_schema().names()
     if "input_len" not in names and "output_len" not in names:
         return None
@@ -132,7 +132,7 @@ def plan(
     components: pl.DataFrame | None = None,
     method: str = "auto",
     seed: int = 0,
-    by: Sequence[str] | str = ("model", "dataset"),
+    by: Sequence[str] | str = ("model", "dataset", "metric"),
 ) -> PlanResult:
     r"""The cheapest design (items, prompt variants, runs) that reaches a precision target.
 

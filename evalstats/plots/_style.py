@@ -68,10 +68,10 @@ LABELS: dict[str, str] = {
     "runs": "Runs",
     "model_provider": "Model @ provider",
     "pair": "Model pair",
-    "component_variance": "Variance of an item score (accuracy², 0–1 scale)",
+    "component_variance": "Variance of an item score (score units²)",
     "share": "Share of the variance",
     "cost": "Cost (call units)",
-    "width": "Interval width (accuracy, 0–1)",
+    "width": "Interval width (score units)",
 }
 
 

@@ -29,9 +29,10 @@ _COMPONENT_LABELS: dict[str, str] = {
 }
 
 
-def _group_label(r: dict, show_dataset: bool) -> str:
+def _group_label(r: dict, extra: list[str]) -> str:
     name = str(r["model"]) if r.get("model_b") is None else f"{r['model']} − {r['model_b']}"
-    return f"{name} ({r['dataset']})" if show_dataset and "dataset" in r else name
+    tail = ", ".join(str(r[c]) for c in extra)
+    return f"{name} ({tail})" if tail else name
 
 
 def plot_noise_components(
@@ -78,8 +79,8 @@ def plot_noise_components(
         raise SchemaError("no rows to draw (pairs=True needs variance_components(pairs=True)).")
     keys = [c for c in frame.columns[: frame.columns.index("model_b") + 1]]
     groups = frame.select(keys).unique(maintain_order=True).rows(named=True)
-    show_dataset = "dataset" in frame.columns and frame["dataset"].n_unique() > 1
-    labels, width, lines = tick_labels([_group_label(g, show_dataset) for g in groups])
+    extra = [c for c in ("dataset", "metric") if c in keys and frame[c].n_unique() > 1]
+    labels, width, lines = tick_labels([_group_label(g, extra) for g in groups])
     fig, ax = new_axes(ax, figsize=(width + 1.2, 0.9 + 0.32 * lines * len(groups)))
     value = "share" if share else "variance"
     left = [0.0] * len(groups)

@@ -610,22 +610,39 @@ def _run_friedman(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
     return {"friedman": res.to_frame()}, values, {"friedman": res}
 
 
-#: Interval width the report plans for (95 % interval of each model's mean, on the 0-1 scale).
-NOISE_TARGET_WIDTH = 0.05
+#: Interval width the report plans for, as a share of the metric's range (0.05 for accuracy in
+#: [0, 1]): the full width of the 95 % interval of each model's mean.
+NOISE_TARGET_SHARE = 0.05
 
 
 def _run_noise(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
     from evalstats.noise import plan, variance_components
+    from evalstats.schema import metric_info
 
     comps = variance_components(ctx.obs, **p)
-    res = plan(
-        ctx.obs,
-        target_width=NOISE_TARGET_WIDTH,
-        components=comps,
-        confidence_level=p.get("confidence_level", 0.95),
-    )
-    values = {"target_width": NOISE_TARGET_WIDTH, "cost": "run=1 (model calls)"}
-    return {"components": comps, "plan": res.best}, values, {"plan": res}
+    level = p.get("confidence_level", 0.95)
+    plans, targets, objects = [], {}, {}
+    by_metric = "metric" in comps.columns
+    for name, info in metric_info(ctx.obs).items():
+        if info.range is None:  # unbounded: no scale-free default target
+            continue
+        target = NOISE_TARGET_SHARE * info.range
+        sub = comps.filter(pl.col("metric") == name) if by_metric else comps
+        if sub.height == 0:
+            continue
+        res = plan(ctx.obs, target_width=target, components=sub, confidence_level=level)
+        plans.append(res.best)
+        targets[name] = target
+        objects.setdefault("plan", res)
+    values = {
+        "target_width": targets,
+        "target_share_of_range": NOISE_TARGET_SHARE,
+        "cost": "run=1 (model calls)",
+    }
+    tables = {"components": comps}
+    if plans:
+        tables["plan"] = pl.concat(plans, how="diagonal_relaxed")
+    return tables, values, objects
 
 
 def _run_audit(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:

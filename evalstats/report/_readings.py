@@ -527,9 +527,10 @@ _COMPONENT_NAMES = {
 
 def _noise(res: AnalysisResult, data: DataSummary) -> str:
     t = res.tables["components"].filter(pl.col("model_b").is_null() & pl.col("identified"))
+    keys = [c for c in ("model", "dataset", "metric") if c in t.columns]
     top = (
         t.sort("share", descending=True, nulls_last=True)
-        .group_by("model", "dataset", maintain_order=True)
+        .group_by(keys, maintain_order=True)
         .first()
     )
     counts: dict[str, int] = {}
@@ -554,13 +555,17 @@ def _noise(res: AnalysisResult, data: DataSummary) -> str:
             + _listed(_COMPONENT_NAMES[c] for c in sorted(merged.to_list()))
             + " (merged into the neighbouring term)."
         )
-    plan = res.tables["plan"]
+    plan = res.tables.get("plan")
+    if plan is None:
+        return text + " No plan: the metric has no declared range to set a default target."
     allrow = plan.filter(pl.col("scope") == "all")
     row = (allrow if allrow.height else plan).row(0, named=True)
-    w = res.values.get("target_width")
+    targets = res.values.get("target_width") or {}
+    w = targets.get(row.get("metric"), next(iter(targets.values()), None)) if targets else None
+    level = res.params.get("confidence_level", 0.95)
     if row["feasible"]:
         text += (
-            f" For a {res.params.get('confidence_level', 0.95):.0%} interval of width {w:g} on "
+            f" For a {level:.0%} interval of width {w:g} on "
             f"{'every model' if allrow.height else 'the model'}, the cheapest design is "
             f"{row['n_items'] if row['n_items'] is not None else 'the same'} items × "
             f"{row['n_variants']} prompt variants × {row['n_runs']} run(s) "
