@@ -34,6 +34,7 @@ from evalstats.errors import (
     IngestError,
     InsufficientDataError,
     MissingDependencyError,
+    OutputError,
     ParameterError,
     SchemaError,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "interaction_means",
     "intervals",
     "MissingDependencyError",
+    "OutputError",
     "ParameterError",
     "prompt_spread",
     "provider_audit",

@@ -85,4 +85,7 @@ def run_demo(
         skip=skip,
         progress=progress,
     )
-    return report.write(out, figure_formats=figure_formats, serif=serif, progress=progress)
+    # force: the folder may hold the cached demo data next to the report
+    return report.write(
+        out, figure_formats=figure_formats, serif=serif, progress=progress, force=True
+    )

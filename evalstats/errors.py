@@ -15,6 +15,7 @@ __all__ = [
     "IngestError",
     "InsufficientDataError",
     "MissingDependencyError",
+    "OutputError",
     "ParameterError",
     "SchemaError",
 ]
@@ -42,6 +43,10 @@ class MissingDependencyError(EvalstatsError, ImportError):
 
 class ClusterError(EvalstatsError, ConnectionError):
     """A compute cluster (a Dask scheduler) cannot be reached or used."""
+
+
+class OutputError(EvalstatsError, OSError):
+    """An output (a report folder, a table file) cannot be written where it was asked."""
 
 
 class IngestError(EvalstatsError, ValueError):

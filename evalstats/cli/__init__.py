@@ -12,6 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from evalstats._text import for_terminal
 from evalstats.errors import EvalstatsError
 
 __all__ = ["main"]
@@ -67,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvalstatsError as exc:
         if args.debug:
             raise
-        print(f"evalstats: error: {exc}", file=sys.stderr)
+        # one line, whatever the input put in the message (newlines, terminal escapes)
+        print(f"evalstats: error: {for_terminal(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `evalstats ... | head`
         return 0

@@ -109,7 +109,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--out",
         type=Path,
         default=Path("evalstats-report"),
-        help="output folder (default: ./evalstats-report)",
+        help="output folder (default: ./evalstats-report); an earlier report there is replaced",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write into a folder that holds other files (same-named files are replaced)",
     )
     add_report_arguments(p)
     p.set_defaults(run=run)
@@ -146,12 +151,13 @@ def run(args: argparse.Namespace) -> int:
     """Run ``report``."""
     from evalstats.cli.audit import _pairs
     from evalstats.report import audit_report
-    from evalstats.report._write import check_figure_formats
+    from evalstats.report._write import check_figure_formats, check_output
 
     # check what can be checked before the (slow) read and analyses
     default = _pairs(args.default) if args.default else None
     kwargs = report_kwargs(args)
     check_figure_formats(args.figure_format)
+    check_output(args.out, force=args.force)
     obs, ingest = load(args)
     loader_options = {
         k: getattr(args, k)
@@ -177,7 +183,11 @@ def run(args: argparse.Namespace) -> int:
         **kwargs,
     )
     html = report.write(
-        args.out, figure_formats=args.figure_format, serif=args.serif, progress=progress
+        args.out,
+        figure_formats=args.figure_format,
+        serif=args.serif,
+        progress=progress,
+        force=args.force,
     )
     finish(report, html, args)
     return 0

@@ -7,9 +7,11 @@ manager.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
-from typing import Any
+import functools
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
+from evalstats._text import MAX_LABEL_CHARS, shorten
 from evalstats.errors import MissingDependencyError
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "model_colors",
     "new_axes",
     "paper_style",
+    "plain_text",
     "require_plotting",
     "resolve_palette",
     "tick_labels",
@@ -96,6 +99,93 @@ def require_plotting() -> tuple[Any, Any]:
     return plt, sns
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def plain_text(function: _F) -> _F:
+    """Decorator of the public plot functions: names from the input are drawn as plain text.
+
+    Inside the function matplotlib's mathtext parser is off, so a model called ``a$b$c`` is
+    drawn as written instead of failing to parse; afterwards every text of the returned figure
+    is cut to :data:`evalstats._text.MAX_LABEL_CHARS` characters a line, so a 20,000-character
+    name cannot make a figure thousands of inches wide.
+    """
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        plt, _ = require_plotting()
+        with plt.rc_context({"text.parse_math": False}):
+            fig = function(*args, **kwargs)
+        limit_text(fig)
+        return fig
+
+    return wrapper  # type: ignore[return-value]
+
+
+def limit_text(fig: Any, limit: int = MAX_LABEL_CHARS) -> None:
+    """Cut every text of ``fig`` to ``limit`` characters per line, in place.
+
+    Texts that exist are cut now; tick labels, which matplotlib makes only when it draws (a
+    categorical axis of model names), are cut by wrapping each axis's formatters.
+    """
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        value = text.get_text()
+        if len(value) > limit:
+            text.set_text(_cut(value, limit))
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for which in ("major", "minor"):
+                getter = getattr(axis, f"get_{which}_formatter")
+                setter = getattr(axis, f"set_{which}_formatter")
+                inner = getter()
+                if not isinstance(inner, _ShortFormatter.kind()):
+                    setter(_ShortFormatter.wrap(inner, limit))
+
+
+def _cut(value: str, limit: int) -> str:
+    return "\n".join(shorten(line, limit) for line in str(value).split("\n"))
+
+
+class _ShortFormatter:
+    """A matplotlib formatter that cuts the labels of another to a length."""
+
+    _cls: Any = None
+
+    @classmethod
+    def kind(cls) -> Any:
+        if cls._cls is None:
+            from matplotlib.ticker import Formatter
+
+            class Short(Formatter):
+                def __init__(self, inner: Any, limit: int) -> None:
+                    self.inner = inner
+                    self.limit = limit
+
+                def __call__(self, x: Any, pos: Any = None) -> str:
+                    return _cut(self.inner(x, pos), self.limit)
+
+                def format_ticks(self, values: Any) -> list[str]:
+                    return [_cut(v, self.limit) for v in self.inner.format_ticks(values)]
+
+                def set_locs(self, locs: Any) -> None:
+                    self.inner.set_locs(locs)
+
+                def get_offset(self) -> str:
+                    return self.inner.get_offset()
+
+                def format_data_short(self, value: Any) -> str:
+                    return self.inner.format_data_short(value)
+
+            cls._cls = Short
+        return cls._cls
+
+    @classmethod
+    def wrap(cls, inner: Any, limit: int) -> Any:
+        return cls.kind()(inner, limit)
+
+
 def _has_display() -> bool:
     import os
 
@@ -146,7 +236,7 @@ def tick_labels(
     import textwrap
 
     wrapped = [
-        "\n".join(textwrap.wrap(str(t), width=width, break_on_hyphens=True)) or str(t)
+        "\n".join(textwrap.wrap(shorten(str(t), MAX_LABEL_CHARS), width=width)) or str(t)[:width]
         for t in labels
     ]
     longest = max((len(line) for t in wrapped for line in t.split("\n")), default=0)

@@ -10,7 +10,14 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import SchemaError
-from evalstats.plots._style import COLORS, label, new_axes, require_plotting, tick_labels
+from evalstats.plots._style import (
+    COLORS,
+    label,
+    new_axes,
+    plain_text,
+    require_plotting,
+    tick_labels,
+)
 
 __all__ = ["plot_anova_effects", "plot_attribution", "plot_interaction_heatmap"]
 
@@ -36,6 +43,7 @@ def _stars(p: float | None) -> str:
     return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
 
 
+@plain_text
 def plot_anova_effects(anova: Any, *, ax: Any = None, max_terms: int | None = 20) -> Any:
     """Bar chart of η² per term, with significance marks from the permutation p-values.
 
@@ -92,6 +100,7 @@ def plot_anova_effects(anova: Any, *, ax: Any = None, max_terms: int | None = 20
     return fig
 
 
+@plain_text
 def plot_attribution(result: Any, *, ax: Any = None) -> Any:
     """Mean |SHAP| per factor with its null band from refits on permuted scores.
 
@@ -141,6 +150,7 @@ def plot_attribution(result: Any, *, ax: Any = None) -> Any:
     return fig
 
 
+@plain_text
 def plot_interaction_heatmap(cells: pl.DataFrame, *, ax: Any = None, annotate: bool = True) -> Any:
     """Heatmap of mean score over the cells of a two-way term.
 

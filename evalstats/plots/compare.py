@@ -14,6 +14,7 @@ from evalstats.plots._style import (
     COLORS,
     label,
     new_axes,
+    plain_text,
     require_plotting,
     resolve_palette,
     tick_labels,
@@ -87,6 +88,7 @@ def _row_labels(
     return labels
 
 
+@plain_text
 def plot_intervals(intervals: Any, *, ax: Any = None, palette: Any = None) -> Any:
     """Forest plot of mean score with interval per model, with the default-configuration marker.
 
@@ -147,6 +149,7 @@ def plot_intervals(intervals: Any, *, ax: Any = None, palette: Any = None) -> An
     return fig
 
 
+@plain_text
 def plot_differences(differences: Any, *, ax: Any = None) -> Any:
     """Forest plot of paired differences between models with intervals (and default marker).
 
@@ -208,6 +211,7 @@ def plot_differences(differences: Any, *, ax: Any = None) -> Any:
     return fig
 
 
+@plain_text
 def plot_score_distribution(units: pl.DataFrame, *, ax: Any = None, palette: Any = None) -> Any:
     """Distribution of each model's scores over configurations (box plot with points).
 
@@ -266,6 +270,7 @@ def plot_score_distribution(units: pl.DataFrame, *, ax: Any = None, palette: Any
     return fig
 
 
+@plain_text
 def plot_critical_difference(result: Any, *, ax: Any = None, palette: Any = None) -> Any:
     """Critical-difference diagram: mean ranks, the CD bar, and cliques of tied models.
 
@@ -356,6 +361,7 @@ def plot_critical_difference(result: Any, *, ax: Any = None, palette: Any = None
     return fig
 
 
+@plain_text
 def plot_provider_comparison(audit: Any, *, ax: Any = None, palette: Any = None) -> Any:
     """Score per model and provider under both error policies, with intervals.
 
@@ -412,6 +418,7 @@ def plot_provider_comparison(audit: Any, *, ax: Any = None, palette: Any = None)
     return fig
 
 
+@plain_text
 def plot_tail_quality(audit: Any, *, ax: Any = None, palette: Any = None) -> Any:
     """Tail-to-quality curves: share of calls answered correctly within latency t.
 

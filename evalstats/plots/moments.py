@@ -11,13 +11,21 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import ParameterError
-from evalstats.plots._style import COLORS, label, new_axes, require_plotting, resolve_palette
+from evalstats.plots._style import (
+    COLORS,
+    label,
+    new_axes,
+    plain_text,
+    require_plotting,
+    resolve_palette,
+)
 
 __all__ = ["plot_convergence", "plot_convergence_overlay", "plot_prompt_spread"]
 
 _MOMENT_COLORS = {"mean": COLORS["accent"], "variance": COLORS["secondary"]}
 
 
+@plain_text
 def plot_prompt_spread(
     units: pl.DataFrame | pl.LazyFrame,
     *,
@@ -132,6 +140,7 @@ def _epsilon(nstar: pl.DataFrame | None, epsilon: float | None) -> float | None:
     return None
 
 
+@plain_text
 def plot_convergence(
     curve: pl.DataFrame,
     nstar: pl.DataFrame | None = None,
@@ -217,6 +226,7 @@ def plot_convergence(
     return fig
 
 
+@plain_text
 def plot_convergence_overlay(
     curve: pl.DataFrame,
     nstar: pl.DataFrame | None = None,

@@ -13,7 +13,14 @@ import numpy as np
 import polars as pl
 
 from evalstats.errors import ParameterError, SchemaError
-from evalstats.plots._style import COLORS, label, new_axes, require_plotting, resolve_palette
+from evalstats.plots._style import (
+    COLORS,
+    label,
+    new_axes,
+    plain_text,
+    require_plotting,
+    resolve_palette,
+)
 
 __all__ = [
     "plot_correlation_heatmap",
@@ -31,6 +38,7 @@ def _need(frame: pl.DataFrame, columns: list[str], what: str) -> None:
         )
 
 
+@plain_text
 def plot_tar_heatmap(
     stability: pl.DataFrame,
     *,
@@ -117,6 +125,7 @@ def plot_tar_heatmap(
     return fig
 
 
+@plain_text
 def plot_stability_distribution(
     stability: pl.DataFrame,
     *,
@@ -195,6 +204,7 @@ def plot_stability_distribution(
     return fig
 
 
+@plain_text
 def plot_correlation_heatmap(
     corr: pl.DataFrame,
     *,
@@ -289,6 +299,7 @@ def plot_correlation_heatmap(
     return fig
 
 
+@plain_text
 def plot_run_distribution(
     dist: pl.DataFrame,
     *,

@@ -335,6 +335,7 @@ class AuditReport:
         figure_formats: Sequence[str] = ("png", "pdf"),
         serif: bool = False,
         progress: bool = False,
+        force: bool = False,
     ) -> Path:
         """Write the report into the folder ``out``; return the path of ``report.html``.
 
@@ -350,6 +351,10 @@ class AuditReport:
             Serif fonts in the figures (:func:`evalstats.plots.paper_style`).
         progress : bool, default False
             Show a progress bar on stderr while drawing the figures.
+        force : bool, default False
+            Write into a folder that holds other files (files of the same name are replaced,
+            nothing else is removed). A new, empty, or earlier-report folder needs no ``force``:
+            an earlier report there is replaced whole.
 
         Returns
         -------
@@ -360,11 +365,24 @@ class AuditReport:
         ------
         ParameterError
             An unknown figure format.
+        OutputError
+            ``out`` is a file, a folder with other files (without ``force``), or read-only.
+
+        Notes
+        -----
+        The files are written into a hidden staging folder inside ``out`` and moved into place
+        at the end, ``report.html`` last, so an interrupted run leaves the earlier report as it
+        was.
         """
         from evalstats.report._write import write_report
 
         return write_report(
-            self, Path(out), figure_formats=figure_formats, serif=serif, progress=progress
+            self,
+            Path(out),
+            figure_formats=figure_formats,
+            serif=serif,
+            progress=progress,
+            force=force,
         )
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from evalstats._text import for_markdown as md
 from evalstats.report._commands import command_line
 from evalstats.report._core import SECTIONS
 from evalstats.report._tables import HIDDEN, display_frame, format_value
@@ -416,21 +417,15 @@ def render_html(
 # ---------------------------------------------------------------------------------------------
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _md_table(frame: pl.DataFrame, limit: int = _MD_ROWS) -> str:
     numeric = [t.is_numeric() and t != pl.Boolean for t in frame.schema.values()]
     lines = [
-        "| " + " | ".join(_md_cell(c) for c in frame.columns) + " |",
+        "| " + " | ".join(md(c) for c in frame.columns) + " |",
         "| " + " | ".join("---:" if n else "---" for n in numeric) + " |",
     ]
     for row in frame.head(limit).iter_rows():
         lines.append(
-            "| "
-            + " | ".join(_md_cell(format_value(c, v)) for c, v in zip(frame.columns, row))
-            + " |"
+            "| " + " | ".join(md(format_value(c, v)) for c, v in zip(frame.columns, row)) + " |"
         )
     return "\n".join(lines)
 
@@ -442,9 +437,9 @@ def render_markdown(
     d = report.data
     name = _source_name(report)
     out = [
-        f"# Audit report: {name}",
+        f"# Audit report: {md(name)}",
         "",
-        f"{len(d.models)} models ({', '.join(d.models)}), {len(d.datasets)} datasets, "
+        f"{len(d.models)} models ({md(', '.join(d.models))}), {len(d.datasets)} datasets, "
         f"{d.n_items if d.n_items is not None else 'no'} items, up to {d.n_variants} variants "
         f"and {d.n_runs} runs per configuration, {d.n_rows:,} scored outputs. Seed "
         f"{report.parameters['seed']}; evalstats "
@@ -453,26 +448,26 @@ def render_markdown(
         "## At a glance",
         "",
     ]
-    out += [f"- **{a.title}**: {_first_sentence(a.reading)}" for a in report.analyses]
+    out += [f"- **{md(a.title)}**: {md(_first_sentence(a.reading))}" for a in report.analyses]
     if report.ingest is not None:
         ing = report.ingest
         out += [
             "",
             "## Data",
             "",
-            f"Ingest ({ing.format}): {ing.rows_read:,} rows read, {ing.rows_kept:,} kept, "
+            f"Ingest ({md(ing.format)}): {ing.rows_read:,} rows read, {ing.rows_kept:,} kept, "
             f"{ing.rows_set_aside:,} set aside.",
         ]
-        out += [f"- set aside {n} × {reason}" for reason, n in ing.set_aside.items()]
-        out += [f"- note: {n}" for n in ing.notes]
+        out += [f"- set aside {n} × {md(reason)}" for reason, n in ing.set_aside.items()]
+        out += [f"- note: {md(n)}" for n in ing.notes]
     for key, title in SECTIONS.items():
         sub = [a for a in report.analyses if a.section == key]
         if not sub:
             continue
-        out += ["", f"## {title}"]
+        out += ["", f"## {md(title)}"]
         for res in sub:
-            out += ["", f"### {res.title}", "", res.reading]
-            out += [f"\n> Warning: {w}" for w in res.warnings[:_WARNINGS_SHOWN]]
+            out += ["", f"### {md(res.title)}", "", md(res.reading)]
+            out += [f"\n> Warning: {md(w)}" for w in res.warnings[:_WARNINGS_SHOWN]]
             if len(res.warnings) > _WARNINGS_SHOWN:
                 out.append(f"\n> … {len(res.warnings) - _WARNINGS_SHOWN} more (results.json).")
             for f in figures:
@@ -480,9 +475,9 @@ def render_markdown(
                     path = f.files.get("png") or next(iter(f.files.values()))
                     out += [
                         "",
-                        f"![Figure {f.number}. {f.title}]({path})",
+                        f"![Figure {f.number}. {md(f.title)}]({path})",
                         "",
-                        f"*Figure {f.number}. {f.title}.* {f.caption}",
+                        f"*Figure {f.number}. {md(f.title)}.* {md(f.caption)}",
                     ]
             for t in tables:
                 if t.analysis != res.key or (t.analysis, t.name) in HIDDEN:
@@ -494,24 +489,24 @@ def render_markdown(
                 )
                 out += [
                     "",
-                    f"*Table {t.number}. {t.title}.*{more} Full table: `{t.files['csv']}`.",
+                    f"*Table {t.number}. {md(t.title)}.*{more} Full table: `{t.files['csv']}`.",
                     "",
                     _md_table(shown),
                 ]
             params = ", ".join(f"{k}={_param_text(v)}" for k, v in res.params.items())
-            out += ["", f"<sub>`{res.function}`({params})</sub>"]
+            out += ["", f"<sub>{md(res.function)}({md(params)})</sub>"]
     if report.skipped:
         out += ["", "## Skipped", ""]
-        out += [f"- **{s.title}**: {s.reason}" for s in report.skipped]
+        out += [f"- **{md(s.title)}**: {md(s.reason)}" for s in report.skipped]
     env = report.environment
     out += [
         "",
         "## Parameters and versions",
         "",
         f"- seed: {report.parameters['seed']}",
-        f"- factors: {', '.join(report.parameters['factors']) or 'none'}",
-        f"- default: {_param_text(report.parameters['default'])}",
-        f"- options: {_param_text(report.parameters['options'])}",
+        f"- factors: {md(', '.join(report.parameters['factors'])) or 'none'}",
+        f"- default: {md(_param_text(report.parameters['default']))}",
+        f"- options: {md(_param_text(report.parameters['options']))}",
         f"- python {env['python']} ({env['platform']})",
     ]
     out += [f"- {k} {v}" for k, v in env["packages"].items()]

@@ -15,6 +15,8 @@ from typing import Any
 
 import polars as pl
 
+from evalstats._text import for_latex
+
 __all__ = [
     "JSON_DIGITS",
     "display_frame",
@@ -312,43 +314,16 @@ def write_csv(frame: pl.DataFrame, path: Path) -> None:
     frame.write_csv(path)
 
 
-_LATEX_ESCAPES = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "<": r"\textless{}",
-    ">": r"\textgreater{}",
-    "|": r"\textbar{}",
-}
-
-_LATEX_UNICODE = {"–": "--", "−": "-", "η": r"$\eta$", "²": r"$^2$", "≤": r"$\le$"}
-
-
-def latex_escape(text: str) -> str:
-    """``text`` safe in LaTeX body text."""
-    out = "".join(_LATEX_ESCAPES.get(ch, ch) for ch in text)
-    for k, v in _LATEX_UNICODE.items():
-        out = out.replace(k, v)
-    return out
-
-
 def to_latex(frame: pl.DataFrame, *, caption: str, label: str) -> str:
     """A ``booktabs`` table of the display frame (needs the booktabs package)."""
     numeric = [t.is_numeric() and t != pl.Boolean for t in frame.schema.values()]
     spec = "".join("r" if n else "l" for n in numeric)
-    head = " & ".join(latex_escape(c) for c in frame.columns)
+    head = " & ".join(for_latex(c) for c in frame.columns)
     lines = [
         r"\begin{table}[t]",
         r"\centering",
         r"\small",
-        rf"\caption{{{latex_escape(caption)}}}",
+        rf"\caption{{{for_latex(caption)}}}",
         rf"\label{{{label}}}",
         rf"\begin{{tabular}}{{{spec}}}",
         r"\toprule",
@@ -356,7 +331,7 @@ def to_latex(frame: pl.DataFrame, *, caption: str, label: str) -> str:
         r"\midrule",
     ]
     for row in frame.iter_rows():
-        cells = [latex_escape(format_value(c, v)) for c, v in zip(frame.columns, row)]
+        cells = [for_latex(format_value(c, v)) for c, v in zip(frame.columns, row)]
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
     return "\n".join(lines)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalstats.errors import EvalstatsError, ParameterError
+from evalstats.errors import EvalstatsError, OutputError, ParameterError
 
 if TYPE_CHECKING:
     from evalstats.report._core import AuditReport
@@ -19,12 +23,18 @@ __all__ = [
     "FIGURE_FORMATS",
     "RenderedFigure",
     "RenderedTable",
+    "MANIFEST",
     "check_figure_formats",
+    "check_output",
     "write_report",
 ]
 
 #: Figure file formats ``write`` accepts.
 FIGURE_FORMATS = ("png", "pdf", "svg")
+
+#: File in a report folder listing the files the report wrote (so the next report into the same
+#: folder replaces exactly those, and leaves anything else there alone).
+MANIFEST = ".evalstats-report.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +223,75 @@ def results_document(
     return doc
 
 
+def check_output(out: Path, *, force: bool = False) -> None:
+    """Check, before any work, that a report can be written into the folder ``out``.
+
+    ``out`` may be missing (it is created), empty, or hold an earlier evalstats report (its
+    files are replaced). A folder with other files is refused unless ``force`` (the report's
+    files are then written among them, replacing files of the same name only).
+
+    Raises
+    ------
+    OutputError
+        ``out`` is a file, a folder with other files (without ``force``), or not writable.
+    """
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"`out` {str(out)!r} is a file; name a folder for the report.")
+    if out.is_dir() and not force and not (out / MANIFEST).is_file():
+        try:
+            others = any(out.iterdir())
+        except OSError as exc:
+            raise OutputError(f"cannot read the folder {str(out)!r}: {exc.strerror}.") from None
+        if others:
+            raise OutputError(
+                f"`out` {str(out)!r} holds other files and no evalstats report; name a new or "
+                "empty folder, or pass --force to write the report among them (files of the "
+                "same name are replaced, nothing else is removed)."
+            )
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputError(
+            f"cannot write the report into {str(out)!r}: {str(existing)!r} is read-only."
+        )
+
+
+def _previous_files(out: Path) -> list[Path]:
+    """Files the earlier report in ``out`` wrote (from its manifest), each inside ``out``."""
+    try:
+        listed = json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("files", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    root = out.resolve()
+    files = []
+    for name in listed if isinstance(listed, list) else []:
+        if not isinstance(name, str):
+            continue
+        path = (out / name).resolve()
+        # never follow a (tampered) manifest out of the folder
+        if path.is_relative_to(root) and path != root and path.is_file():
+            files.append(path)
+    return files
+
+
+def _move_into_place(staging: Path, out: Path) -> None:
+    """Replace the earlier report in ``out`` by the staged one; ``report.html`` comes last."""
+    staged = sorted(p.relative_to(staging) for p in staging.rglob("*") if p.is_file())
+    old = _previous_files(out)
+    # the old page goes first, so no report.html ever points at a mix of old and new files
+    for path in sorted(old, key=lambda p: p.name != "report.html"):
+        path.unlink(missing_ok=True)
+    for sub in ("figures", "tables"):
+        with contextlib.suppress(OSError):
+            (out / sub).rmdir()  # only when the old report left it empty
+    for rel in sorted(staged, key=lambda p: p.as_posix() == "report.html"):
+        target = out / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / rel, target)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
 def write_report(
     report: AuditReport,
     out: Path,
@@ -220,19 +299,47 @@ def write_report(
     figure_formats: Sequence[str] = ("png", "pdf"),
     serif: bool = False,
     progress: bool = False,
+    force: bool = False,
 ) -> Path:
-    """Write every file of the report into ``out``; return the path of ``report.html``."""
+    """Write every file of the report into ``out``; return the path of ``report.html``.
+
+    Everything is first written into a hidden staging folder inside ``out`` and moved into place
+    at the end, ``report.html`` last: an interrupted run leaves the earlier report as it was (and
+    no page that looks complete), and a new report replaces every file of the earlier one.
+    """
     from evalstats.report._render import render_html, render_markdown
 
     formats = check_figure_formats(figure_formats)
-    out.mkdir(parents=True, exist_ok=True)
-    figures, failed = _draw_figures(report, out, formats, serif=serif, progress=progress)
-    tables = _write_tables(report, out)
-    doc = results_document(report, figures, tables, failed)
-    (out / "results.json").write_text(
-        json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8"
-    )
-    (out / "report.md").write_text(render_markdown(report, figures, tables), encoding="utf-8")
-    html = out / "report.html"
-    html.write_text(render_html(report, figures, tables, failed), encoding="utf-8")
-    return html
+    out = Path(out)
+    check_output(out, force=force)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".evalstats-partial-", dir=out))
+    except OSError as exc:
+        raise OutputError(f"cannot write the report into {str(out)!r}: {exc.strerror}.") from None
+    try:
+        figures, failed = _draw_figures(report, staging, formats, serif=serif, progress=progress)
+        tables = _write_tables(report, staging)
+        doc = results_document(report, figures, tables, failed)
+        (staging / "results.json").write_text(
+            json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+            encoding="utf-8",
+        )
+        (staging / "report.md").write_text(
+            render_markdown(report, figures, tables), encoding="utf-8"
+        )
+        (staging / "report.html").write_text(
+            render_html(report, figures, tables, failed), encoding="utf-8"
+        )
+        files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+        (staging / MANIFEST).write_text(
+            json.dumps({"files": [*files, MANIFEST]}, indent=1) + "\n", encoding="utf-8"
+        )
+        _move_into_place(staging, out)
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write the report into {str(out)!r}: {exc.strerror or exc}."
+        ) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out / "report.html"

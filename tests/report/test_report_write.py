@@ -96,7 +96,8 @@ def test_markdown_links_every_figure(demo_run, demo_results):
     md = (demo_run.out / "report.md").read_text()
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
     assert links == [f["files"]["png"] for f in demo_results["figures"]]
-    assert md.startswith("# Audit report: demo_observations.parquet")
+    # names are Markdown-escaped (an underscore would otherwise start emphasis)
+    assert md.startswith(r"# Audit report: demo\_observations.parquet")
 
 
 def test_results_json_floats_are_rounded_for_reproducibility():

@@ -1,0 +1,136 @@
+"""Text that came from the input, made safe for each place it is shown.
+
+Model names, dataset names, item ids, factor levels and error messages that quote input values
+all come from files evalstats did not write. Before such text reaches an output it passes
+through one of these functions:
+
+- :func:`for_terminal`: one line, control characters (terminal escape sequences, carriage
+  returns, newlines) shown as visible escapes, at most :data:`MAX_MESSAGE_CHARS` characters;
+- :func:`for_markdown`: Markdown that renders as the same literal text (no HTML, no links, no
+  emphasis), for ``report.md``;
+- :func:`for_latex`: LaTeX body text (the report's ``.tex`` tables);
+- :func:`shorten`: at most ``limit`` characters, for figure labels and messages.
+
+HTML is escaped with :func:`html.escape` where it is written; figures draw with matplotlib's
+mathtext parser off (:func:`evalstats.plots.paper_style`), so a ``$`` in a name is a dollar sign.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "MAX_LABEL_CHARS",
+    "MAX_MESSAGE_CHARS",
+    "for_latex",
+    "for_markdown",
+    "for_terminal",
+    "shorten",
+]
+
+#: Longest name a figure shows before it is shortened with an ellipsis.
+MAX_LABEL_CHARS = 60
+#: Longest error line the command line prints.
+MAX_MESSAGE_CHARS = 2000
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b"}
+
+
+def _visible(match: re.Match[str]) -> str:
+    ch = match.group(0)
+    if ch in _NAMED:
+        return _NAMED[ch]
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def shorten(text: str, limit: int = MAX_LABEL_CHARS) -> str:
+    """``text`` cut to at most ``limit`` characters, ending in an ellipsis when cut.
+
+    Examples
+    --------
+    >>> shorten("a" * 10, 5)
+    'aaaa…'
+    >>> shorten("short", 5)
+    'short'
+    """
+    text = str(text)
+    if limit < 1:
+        raise ValueError(f"`limit` must be at least 1, got {limit}.")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def for_terminal(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    r"""One printable line: control characters shown as escapes, at most ``limit`` characters.
+
+    Terminal escape sequences in a model name or a CSV header would otherwise recolour, move
+    or clear the user's terminal; a newline would make a one-line error two lines.
+
+    Examples
+    --------
+    >>> for_terminal("bad \x1b[31mred\x1b[0m\nname")
+    'bad \\x1b[31mred\\x1b[0m\\nname'
+    """
+    return shorten(_CONTROL.sub(_visible, str(text)), limit)
+
+
+# inline Markdown syntax; ( ) and ! only act after a ] and are left alone
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]|~])")
+# block syntax that acts at the start of a line: headings, lists, rules (a quote's > becomes
+# an entity below)
+_MD_LINE_START = re.compile(r"^(\s*|\s*\d+)([#+\-=]|(?<=\d)[.)])")
+
+
+def for_markdown(text: str) -> str:
+    r"""Markdown that renders as ``text`` itself: no HTML, links, emphasis or line breaks.
+
+    ``<``, ``>`` and ``&`` become HTML entities (Markdown renderers such as python-markdown pass
+    raw HTML through, so a ``<script>`` in a model name would run); Markdown's punctuation is
+    backslash-escaped; control characters and newlines become visible escapes.
+
+    Examples
+    --------
+    >>> for_markdown("<img src=x onerror=alert(1)> *m*|x")
+    '&lt;img src=x onerror=alert(1)&gt; \\*m\\*\\|x'
+    >>> for_markdown("# not a heading")
+    '\\# not a heading'
+    """
+    text = _CONTROL.sub(_visible, str(text))
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    text = _MD_LINE_START.sub(r"\1\\\2", text)
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+}
+# characters of the report's own text that LaTeX's default fonts lack
+_LATEX_UNICODE = {"–": "--", "−": "-", "η": r"$\eta$", "²": r"$^2$", "≤": r"$\le$"}
+
+
+def for_latex(text: str) -> str:
+    r"""LaTeX body text that typesets as ``text``: special characters escaped, controls shown.
+
+    Examples
+    --------
+    >>> for_latex(r"50% of $x_1 \input{a}")
+    '50\\% of \\$x\\_1 \\textbackslash{}input\\{a\\}'
+    """
+    text = _CONTROL.sub(_visible, str(text))
+    out = "".join(_LATEX.get(ch, ch) for ch in text)
+    for k, v in _LATEX_UNICODE.items():
+        out = out.replace(k, v)
+    return out
