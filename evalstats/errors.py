@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "ClusterError",
     "DegenerateDataWarning",
+    "DesignWarning",
     "EvalstatsError",
     "EvalstatsWarning",
     "IngestError",
@@ -97,3 +98,10 @@ class EvalstatsWarning(UserWarning):
 
 class DegenerateDataWarning(EvalstatsWarning):
     """Data are degenerate for the statistic (constant scores, a single variant); NaN returned."""
+
+
+class DesignWarning(EvalstatsWarning):
+    """The design is not what the method assumes; the result counts or names what happened.
+
+    Unpaired units, missing runs, a sample below a method's documented minimum size.
+    """

@@ -143,12 +143,13 @@ def scores_over(
     by: Sequence[str],
     *,
     extra: Sequence[str] = (),
+    count: bool = False,
 ) -> pl.DataFrame:
     """Mean score per unit of ``over`` within each group of ``by`` (one row per unit).
 
     A unit is an item (``dataset, item``), a variant (``dataset, variant``) or a run; all other
     dimensions are averaged. ``extra`` columns are carried along (they must be constant within
-    a unit).
+    a unit). ``count`` adds ``n_rows``, the number of rows averaged into each unit.
     """
     lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
     names = lf.collect_schema().names()
@@ -164,6 +165,8 @@ def scores_over(
         validate_by(names, (c,))
     keys = list(by) + [c for c in unit if c not in by]
     aggs = [pl.col("score").mean()] + [pl.col(c).first() for c in extra if c not in keys]
+    if count:
+        aggs.append(pl.len().cast(pl.Int64).alias("n_rows"))
     out = lf.group_by(keys).agg(aggs).sort(keys).collect()
     for c in extra:
         if c in keys:

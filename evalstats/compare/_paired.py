@@ -1,4 +1,4 @@
-"""Paired differences between models: interval, sign-flip permutation or exact McNemar test."""
+"""Paired differences between models: tests, corrections and intervals that agree with them."""
 
 from __future__ import annotations
 
@@ -6,15 +6,26 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import combinations
 
 import numpy as np
 import polars as pl
-from scipy import stats
 
 from evalstats.compare._intervals import scores_over
-from evalstats.errors import DegenerateDataWarning, InsufficientDataError, ParameterError
+from evalstats.compare._multiplicity import (
+    CORRECTIONS,
+    RESAMPLING_CORRECTIONS,
+    adjust,
+    interval_kind,
+    local_levels,
+)
+from evalstats.compare._pairtests import make_test, mcnemar_mdd, resampling_family, t_mdd
+from evalstats.errors import (
+    DegenerateDataWarning,
+    DesignWarning,
+    InsufficientDataError,
+    ParameterError,
+)
 from evalstats.results import (
     ConfidenceInterval,
     check_alternative,
@@ -25,7 +36,8 @@ from evalstats.results import (
 
 __all__ = ["PairedDifference", "compare_models", "paired_difference", "paired_matrix"]
 
-_CORRECTIONS = {"holm": "holm", "bh": "fdr_bh", "none": None}
+_METHODS = ("auto", "t", "permutation", "mcnemar", "mcnemar-midp", "bootstrap")
+_FAMILIES = ("group", "global")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,24 +110,147 @@ _PAIR_SCHEMA = {
 }
 
 
-@lru_cache(maxsize=256)
-def _standardized_mdd(n: int, alpha: float, power: float) -> float:
-    """Effect size (in SDs of the difference) a paired t test detects with ``power``."""
-    from statsmodels.stats.power import TTestPower
-
-    if n < 2:
-        return math.nan
-    return float(
-        TTestPower().solve_power(
-            effect_size=None, nobs=n, alpha=alpha, power=power, alternative="two-sided"
-        )
-    )
-
-
 def _correlation(a: np.ndarray, b: np.ndarray) -> float:
     if a.size < 2 or np.all(a == a[0]) or np.all(b == b[0]):
         return math.nan
     return float(np.corrcoef(a, b)[0, 1])
+
+
+def _auto_resamples(n_resamples: int | None, m: int, alpha: float) -> int:
+    """9999, or more so that the p-value floor ``1/(B+1)`` is at most ``alpha / (2 m)``."""
+    if n_resamples is not None:
+        return check_positive_int("n_resamples", n_resamples)
+    return max(9999, math.ceil(2 * m / alpha))
+
+
+def _binary(x: np.ndarray, mask: np.ndarray) -> bool:
+    v = x[mask]
+    return bool(np.all((v == 0) | (v == 1)))
+
+
+def _check_method(method: str, correction: str) -> None:
+    if correction in RESAMPLING_CORRECTIONS and method not in ("auto", "bootstrap"):
+        raise ParameterError(
+            f"`correction={correction!r}` resamples the studentized differences of all pairs "
+            f"jointly and needs method='bootstrap' (or 'auto'), got {method!r}."
+        )
+
+
+def _min_p(test, j: int) -> float:
+    """Smallest p-value pair ``j``'s test can reach (for the below-minimum-size warning)."""
+    name = test.name
+    if name == "t":
+        return 0.0
+    if name.startswith("mcnemar"):
+        k = int(test.n[j])
+        tail = 0.5**k * (0.5 if name.endswith("midp") else 1.0)
+        return min(1.0, tail * (2 if test.alternative == "two-sided" else 1))
+    if name == "permutation" and test.exact:
+        sides = 2 if test.alternative == "two-sided" else 1
+        return sides * 2.0 ** (-int(test.n[j]))
+    return 1.0 / (test.n_resamples + 1)
+
+
+def _mdd(test, j: int, level: float, power: float) -> float:
+    if test.name.startswith("mcnemar"):
+        return mcnemar_mdd(
+            int(test.n[j]),
+            int(test.k[j]),
+            float(level),
+            power,
+            test.alternative,
+            test.name.endswith("midp"),
+        )
+    es = t_mdd(int(test.n[j]), round(float(level), 15), power, test.alternative)
+    return es * float(test.sd[j])
+
+
+def _run_family(
+    blocks: list[dict],
+    *,
+    method: str,
+    correction: str,
+    alternative: str,
+    alpha: float,
+    power: float,
+    n_resamples: int | None,
+    seed: int,
+) -> list[dict]:
+    """Tests, corrected p-values and intervals for a family of pairs (one or several groups).
+
+    ``blocks``: one dict per group with ``x`` (units x values), ``mask``, ``pairs`` (index
+    pairs into the value columns). Returns one dict of per-pair arrays per block.
+    """
+    m = sum(len(b["pairs"]) for b in blocks)
+    b_res = _auto_resamples(n_resamples, m, alpha)
+    tests = []  # (block index, pair indices, test)
+    for bi, blk in enumerate(blocks):
+        x, mask, pairs = blk["x"], blk["mask"], blk["pairs"]
+        ia = np.array([p[0] for p in pairs])
+        ib = np.array([p[1] for p in pairs])
+        xa, xb = x[:, ia], x[:, ib]
+        pm = mask[:, ia] & mask[:, ib]
+        xa, xb = np.where(pm, xa, 0.0), np.where(pm, xb, 0.0)
+        if correction in RESAMPLING_CORRECTIONS:
+            kinds = np.array(["bootstrap"] * len(pairs))
+        elif method == "auto":
+            kinds = np.array(
+                [
+                    "mcnemar"
+                    if _binary(xa[:, j], pm[:, j]) and _binary(xb[:, j], pm[:, j])
+                    else "permutation"
+                    for j in range(len(pairs))
+                ]
+            )
+        else:
+            kinds = np.array([method] * len(pairs))
+        for kind in dict.fromkeys(kinds.tolist()):
+            cols = np.flatnonzero(kinds == kind)
+            if kind.startswith("mcnemar") and not all(
+                _binary(xa[:, j], pm[:, j]) and _binary(xb[:, j], pm[:, j]) for j in cols
+            ):
+                raise ParameterError(
+                    f"`method={kind!r}` needs 0/1 paired scores (one variant and one run per "
+                    "item, or a binary metric); use 't', 'permutation' or 'bootstrap'."
+                )
+            test = make_test(
+                kind, xa[:, cols], xb[:, cols], pm[:, cols], alternative, b_res, seed
+            )
+            tests.append((bi, cols, test))
+    p = np.concatenate([t.pvalue for _, _, t in tests])
+    if correction in RESAMPLING_CORRECTIONS:
+        p_adj, bounds = resampling_family([t for _, _, t in tests], alpha, correction)
+        levels = np.full(m, np.nan)
+    else:
+        p_adj = adjust(p, correction)
+        levels = local_levels(p, p_adj, alpha, correction)
+        bounds = None
+    reject = p_adj < alpha
+    out = [
+        {k: np.full(len(b["pairs"]), np.nan) for k in ("low", "high", "p", "p_adj", "level")}
+        | {
+            "test": [None] * len(b["pairs"]),
+            "col": [0] * len(b["pairs"]),
+            "reject": np.zeros(len(b["pairs"]), dtype=bool),
+        }
+        for b in blocks
+    ]
+    start = 0
+    for ti, (bi, cols, test) in enumerate(tests):
+        sl = slice(start, start + cols.size)
+        if bounds is not None:
+            low, high = bounds[ti]
+        else:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                low, high = test.interval(levels[sl], reject[sl])
+        o = out[bi]
+        o["low"][cols], o["high"][cols] = low, high
+        o["p"][cols], o["p_adj"][cols] = p[sl], p_adj[sl]
+        o["level"][cols], o["reject"][cols] = levels[sl], reject[sl]
+        for local, j in enumerate(cols):
+            o["test"][j], o["col"][j] = test, local
+        start += cols.size
+    return out
 
 
 def paired_difference(
@@ -129,42 +264,59 @@ def paired_difference(
     n_resamples: int = 9999,
     seed: int = 0,
 ) -> PairedDifference:
-    r"""Mean paired difference ``a - b`` with a t interval and a paired test.
+    r"""Mean paired difference ``a - b`` with a paired test and the interval that inverts it.
 
     Parameters
     ----------
     a, b : numpy.ndarray
         Paired scores (same unit at the same position).
-    method : {'auto', 'permutation', 'mcnemar'}, default 'auto'
-        ``'mcnemar'`` (exact, binomial on the discordant pairs) needs 0/1 scores; ``'auto'``
-        takes it for 0/1 scores and the sign-flip permutation test otherwise.
+    method : {'auto', 't', 'permutation', 'mcnemar', 'mcnemar-midp', 'bootstrap'}, default 'auto'
+        ``'t'`` paired t test; ``'permutation'`` sign-flip permutation test of the mean;
+        ``'mcnemar'`` exact McNemar (binomial on the discordant pairs) and ``'mcnemar-midp'``
+        its mid-p version, both for 0/1 scores; ``'bootstrap'`` the studentized bootstrap.
+        ``'auto'`` takes exact McNemar for 0/1 scores and the permutation test otherwise.
     alternative : {'two-sided', 'less', 'greater'}, default 'two-sided'
-        Direction of the test of ``mean(a - b)``.
+        Direction of the test of ``mean(a - b)``; one-sided tests give one-sided intervals.
     confidence_level : float, default 0.95
-        Level of the interval; the test level for ``mdd`` is ``1 - confidence_level``.
+        Level of the interval; the test level (for ``mdd``) is ``1 - confidence_level``.
     power : float, default 0.8
         Power at which the minimum detectable difference ``mdd`` is computed.
     n_resamples : int, default 9999
-        Random sign flips; the test is exact when ``2**n <= n_resamples``.
+        Random sign flips or bootstrap resamples; the permutation test is exact (every sign
+        vector) when ``2**n <= n_resamples``.
     seed : int, default 0
         Seed of the random generator; the same seed gives the same result.
 
     Returns
     -------
     PairedDifference
+        ``confidence_interval`` is the set of shifts the test does not reject, so it excludes 0
+        exactly when ``pvalue < 1 - confidence_level``.
 
     Notes
     -----
-    Interval: :math:`\bar d \pm t_{n-1}\, s_d/\sqrt n` with :math:`d_i = a_i - b_i`.
-    Permutation test: statistic :math:`\bar d`, null distribution from random sign flips of
-    :math:`d_i` (:func:`scipy.stats.permutation_test`, ``permutation_type='samples'``).
-    Exact McNemar: :math:`n_{10} \sim \mathrm{Bin}(n_{10}+n_{01}, 1/2)` (same p-value as
-    statsmodels ``mcnemar(exact=True)`` for two-sided tests); ``statistic`` is
-    :math:`\min(n_{10}, n_{01})` as in statsmodels.
-    Minimum detectable difference: :math:`\delta^* s_d` where :math:`\delta^*` solves the
-    noncentral-t power equation of a two-sided paired t test (statsmodels ``TTestPower``).
-    Checked against: statsmodels ``mcnemar`` and ``TTestPower``, scipy ``ttest_rel``
-    (``tests/compare/test_paired.py``).
+    With :math:`d_i = a_i - b_i`:
+
+    - ``t``: :math:`\bar d \pm t_{n-1}\, s_d/\sqrt n` (scipy ``ttest_rel``).
+    - ``permutation``: statistic :math:`\bar d`; p-value the share of sign vectors (the
+      observed one included) with :math:`|\sum s_i d_i| \ge |\sum d_i|`, as
+      :func:`scipy.stats.permutation_test` with ``permutation_type='samples'``. The interval
+      inverts the same test for every shift :math:`\delta` (signs applied to
+      :math:`d_i - \delta`), computed exactly from the sign vectors used.
+    - ``mcnemar``: :math:`n_{10} \sim \mathrm{Bin}(n_{10}+n_{01}, 1/2)` (statsmodels
+      ``mcnemar(exact=True)``); ``mcnemar-midp`` subtracts half the probability of the observed
+      count (Fagerland et al. 2013: size close to nominal where the exact test has 0.01-0.03).
+      ``statistic`` is :math:`\min(n_{10}, n_{01})`. The interval is the Clopper-Pearson
+      interval (mid-p version for mid-p) of :math:`\pi = n_{10}/k`, mapped to the difference as
+      :math:`(k/n)(2\pi - 1)`, conditional on the :math:`k` discordant units.
+    - ``bootstrap``: studentized bootstrap; p-value :math:`(1 + \#\{|t^*| \ge |t|\})/(B+1)`.
+
+    Minimum detectable difference: for ``t``, ``permutation`` and ``bootstrap``
+    :math:`\delta^* s_d` where :math:`\delta^*` solves the noncentral-t power equation of a
+    paired t test (statsmodels ``TTestPower``); for McNemar the difference at which the exact
+    (or mid-p) test itself reaches ``power``, conditional on the observed discordant count.
+    Checked against: statsmodels ``mcnemar`` and ``TTestPower``, scipy ``ttest_rel`` and
+    ``permutation_test`` (``tests/compare/test_paired.py``).
 
     Examples
     --------
@@ -175,7 +327,7 @@ def paired_difference(
     >>> res.method, round(res.difference, 4), res.pvalue
     ('permutation', 0.0362, 0.0004)
     """
-    check_choice("method", method, ("auto", "permutation", "mcnemar"))
+    check_choice("method", method, _METHODS)
     check_alternative(alternative)
     level = check_confidence_level(confidence_level)
     if not 0 < power < 1:
@@ -190,82 +342,84 @@ def paired_difference(
     n = a.size
     if n < 2:
         raise InsufficientDataError(f"a paired comparison needs at least 2 shared units, got {n}.")
-    d = a - b
-    binary = bool(np.all(np.isin(a, (0.0, 1.0))) and np.all(np.isin(b, (0.0, 1.0))))
-    if method == "auto":
-        method = "mcnemar" if binary else "permutation"
-    if method == "mcnemar" and not binary:
-        raise ParameterError(
-            "`method='mcnemar'` needs 0/1 scores on both sides; use 'permutation'."
-        )
-    diff = float(d.mean())
-    se = float(d.std(ddof=1) / math.sqrt(n))
-    if se > 0:
-        q = float(stats.t.ppf(1 - (1 - level) / 2, n - 1))
-        ci = ConfidenceInterval(diff - q * se, diff + q * se, level)
-    else:
-        warnings.warn(
-            "paired differences are constant; interval is NaN.", DegenerateDataWarning, stacklevel=2
-        )
-        ci = ConfidenceInterval(math.nan, math.nan, level)
-    null = None
-    n_a_only = n_b_only = None
-    if method == "mcnemar":
-        n_a_only = int(np.sum((a == 1) & (b == 0)))
-        n_b_only = int(np.sum((a == 0) & (b == 1)))
-        k = n_a_only + n_b_only
-        statistic = float(min(n_a_only, n_b_only))
-        pvalue = (
-            1.0
-            if k == 0
-            else float(stats.binomtest(n_a_only, k, 0.5, alternative=alternative).pvalue)
-        )
-    else:
-        if np.all(d == 0):
-            statistic, pvalue = 0.0, 1.0
-        else:
-            res = stats.permutation_test(
-                (d,),
-                lambda x, axis: np.mean(x, axis=axis),
-                permutation_type="samples",
-                vectorized=True,
-                n_resamples=n_resamples,
-                alternative=alternative,
-                rng=np.random.default_rng(seed),
-            )
-            statistic, pvalue, null = float(res.statistic), float(res.pvalue), res.null_distribution
-    mdd = _standardized_mdd(n, round(1 - level, 12), power) * float(d.std(ddof=1))
-    return PairedDifference(
-        difference=diff,
-        se=se,
-        confidence_interval=ci,
-        statistic=statistic,
-        pvalue=pvalue,
+    mask = np.ones((n, 2), dtype=bool)
+    binary = _binary(a, mask[:, 0]) and _binary(b, mask[:, 1])
+    if method in ("mcnemar", "mcnemar-midp") and not binary:
+        raise ParameterError(f"`method={method!r}` needs 0/1 scores on both sides; use 't'.")
+    blk = {"x": np.column_stack([a, b]), "mask": mask, "pairs": [(0, 1)]}
+    out = _run_family(
+        [blk],
         method=method,
+        correction="none",
+        alternative=alternative,
+        alpha=1 - level,
+        power=power,
+        n_resamples=n_resamples,
+        seed=seed,
+    )[0]
+    test = out["test"][0]
+    low, high = float(out["low"][0]), float(out["high"][0])
+    if not test.name.startswith("mcnemar") and float(test.sd[0]) == 0:
+        warnings.warn(
+            "paired differences are constant; the interval is degenerate.",
+            DegenerateDataWarning,
+            stacklevel=2,
+        )
+    if test.name.startswith("mcnemar") and int(test.k[0]) == 0:
+        warnings.warn(
+            "no discordant pairs: the McNemar interval is undefined; NaN.",
+            DegenerateDataWarning,
+            stacklevel=2,
+        )
+    mcn = test.name.startswith("mcnemar")
+    null = None
+    if test.name == "permutation" and n_resamples <= 200_000:
+        null = _null_means(test)
+    return PairedDifference(
+        difference=float(test.diff[0]),
+        se=float(test.se[0]),
+        confidence_interval=ConfidenceInterval(low, high, level),
+        statistic=float(test.statistic[0]),
+        pvalue=float(out["p"][0]),
+        method=test.name,
         alternative=alternative,
         n=n,
-        n_a_only=n_a_only,
-        n_b_only=n_b_only,
+        n_a_only=int(test.n10[0]) if mcn else None,
+        n_b_only=int(test.n01[0]) if mcn else None,
         correlation=_correlation(a, b),
-        mdd=mdd,
+        mdd=_mdd(test, 0, 1 - level, power),
         power=float(power),
-        n_resamples=n_resamples,
+        n_resamples=int(test.n_resamples or n_resamples),
         seed=seed,
         null_distribution=null,
     )
+
+
+def _null_means(test) -> np.ndarray:
+    """The permutation distribution of the mean difference (sign vectors used, identity first)."""
+    out = [(s @ test.d0[:, 0]) / test.n[0] for s in test._signs()]
+    return np.concatenate(out)
 
 
 def paired_matrix(
     frame: pl.DataFrame | pl.LazyFrame, *, paired_on: str, by: Sequence[str], column: str = "model"
 ) -> dict[tuple, pl.DataFrame]:
     """Wide frames per group of ``by``: one row per paired unit, one column per ``column`` value."""
+    return {k: v[0] for k, v in _paired_wide(frame, paired_on, by, column).items()}
+
+
+def _paired_wide(frame, paired_on: str, by: Sequence[str], column: str) -> dict:
+    """Per group: (wide scores, wide row counts); one row per unit, one column per value."""
     over = {"items": "items", "variants": "variants"}[paired_on]
-    long = scores_over(frame, over, (*by, column))
-    unit = [c for c in long.columns if c not in (*by, column, "score")]
+    long = scores_over(frame, over, (*by, column), count=True)
+    unit = [c for c in long.columns if c not in (*by, column, "score", "n_rows")]
     out = {}
     groups = long.partition_by(list(by), as_dict=True, maintain_order=True) if by else {(): long}
     for key, g in groups.items():
-        out[key] = g.pivot(on=column, index=unit, values="score", sort_columns=True).sort(unit)
+        g = g.with_columns(pl.col(column).cast(pl.String))
+        scores = g.pivot(on=column, index=unit, values="score", sort_columns=True).sort(unit)
+        counts = g.pivot(on=column, index=unit, values="n_rows", sort_columns=True).sort(unit)
+        out[key] = (scores, counts)
     return out
 
 
@@ -274,15 +428,17 @@ def compare_models(
     *,
     paired_on: str = "items",
     correction: str = "holm",
+    family: str = "group",
     method: str = "auto",
     alternative: str = "two-sided",
     confidence_level: float = 0.95,
     power: float = 0.8,
-    n_resamples: int = 9999,
+    n_resamples: int | None = None,
     seed: int = 0,
-    by: Sequence[str] = ("dataset", "metric"),
+    by: Sequence[str] = ("dataset",),
+    column: str = "model",
 ) -> pl.DataFrame:
-    r"""Every pair of models: paired mean difference, interval, test and corrected p-value.
+    r"""Every pair of models: paired difference, test, corrected p-value and a matching interval.
 
     Parameters
     ----------
@@ -290,40 +446,65 @@ def compare_models(
         Observation table (``paired_on='items'``) or unit table; see :mod:`evalstats.schema`.
     paired_on : {'items', 'variants'}, default 'items'
         The paired unit: item scores (mean over variants and runs) or configuration scores
-        (mean over items and runs). Only units that both models have are used.
-    correction : {'holm', 'bh', 'none'}, default 'holm'
-        Multiple-comparison correction over the pairs of each group (statsmodels
-        ``multipletests``: ``holm`` or ``fdr_bh``).
-    method : {'auto', 'permutation', 'mcnemar'}, default 'auto'
-        Test; ``auto`` is exact McNemar for 0/1 paired scores (single-run, single-variant items)
-        and the sign-flip permutation test otherwise.
+        (mean over items and runs). Only units that both models have are used; the others are
+        counted in ``n_unpaired``.
+    correction : {'holm', 'bonferroni', 'sidak', 'hochberg', 'bh', 'maxt', 'romano-wolf', 'none'}, default 'holm'
+        Multiple-comparison correction over the family. ``holm``, ``bonferroni``, ``sidak``,
+        ``hochberg`` (step-up) and ``bh`` (false discovery rate) are statsmodels
+        ``multipletests``; ``maxt`` (single step) and ``romano-wolf`` (step-down) use the
+        joint bootstrap distribution of the studentized differences of all pairs, which
+        gains power when pairs are correlated (they imply ``method='bootstrap'``).
+    family : {'group', 'global'}, default 'group'
+        The pairs corrected together: those of one group of ``by`` (one dataset), or all
+        pairs of all groups.
+    method : {'auto', 't', 'permutation', 'mcnemar', 'mcnemar-midp', 'bootstrap'}, default 'auto'
+        Test of each pair (see :func:`paired_difference`); ``auto`` is exact McNemar for 0/1
+        paired scores (single-run, single-variant items) and the sign-flip permutation test
+        otherwise.
     alternative : {'two-sided', 'less', 'greater'}, default 'two-sided'
         Direction, for ``model_a - model_b``.
     confidence_level : float, default 0.95
-        Level of the intervals; ``1 - confidence_level`` is the test level used for ``mdd``.
+        Family level: ``alpha = 1 - confidence_level`` is the level of the corrected test,
+        and the intervals are built to agree with it (see Notes).
     power : float, default 0.8
         Power of the minimum detectable difference ``mdd``.
-    n_resamples : int, default 9999
-        Random sign flips per pair.
+    n_resamples : int, optional
+        Sign flips or bootstrap resamples, shared by all pairs of a group. Default: 9999, or
+        more for large families, so that the smallest p-value ``1/(B+1)`` is at most
+        ``alpha/(2m)`` for ``m`` pairs (otherwise a Bonferroni/Holm family could never reject).
     seed : int, default 0
         Seed of the random generator; the same seed gives the same result.
-    by : tuple of str, default ('dataset', 'metric')
+    by : tuple of str, default ('dataset',)
         Columns that define the groups; models are compared within each group.
+    column : str, default 'model'
+        The column whose values are compared: ``'model'``, or any factor column (a prompt
+        template, a provider) to compare its levels, paired on the same units. Columns not in
+        ``by`` are averaged within each unit.
 
     Returns
     -------
     polars.DataFrame
-        One row per group and pair (``model_a < model_b``) with ``paired_on, n, mean_a, mean_b,
-        difference, se, ci_low, ci_high, confidence_level, statistic, pvalue, pvalue_corrected,
-        correction, method, alternative, n_a_only, n_b_only, correlation, mdd, power,
-        n_resamples, seed``.
+        One row per group and pair (``model_a < model_b``, values of ``column``, named in
+        ``compared``) with ``paired_on, n, n_unpaired, n_incomplete, mean_a, mean_b, difference,
+        se, ci_low, ci_high, confidence_level, ci_level, interval, statistic, pvalue,
+        pvalue_corrected, reject, correction, family, family_size, at_floor, method,
+        alternative, n_a_only, n_b_only, correlation, mdd, power, n_resamples, seed``.
 
     Raises
     ------
     ParameterError
-        Unknown option or a level outside (0, 1).
+        Unknown option, a level outside (0, 1), McNemar on non-binary scores, a resampling
+        correction with a non-bootstrap method.
     InsufficientDataError
         A group has fewer than two models, or a pair shares fewer than two units.
+
+    Warns
+    -----
+    DesignWarning
+        Units that only one model of a pair has (``n_unpaired``), units averaged over fewer
+        rows (runs, variants) than the model's other units (``n_incomplete``: missing runs are
+        averaged over the runs present, never imputed), and pairs whose test cannot reach a
+        p-value below ``alpha`` at their sample size.
 
     See Also
     --------
@@ -331,99 +512,220 @@ def compare_models(
 
     Notes
     -----
-    See :func:`paired_difference` for the formulas. ``correlation`` is the Pearson correlation
-    of the two models' paired scores; a high correlation is what makes paired tests more
-    powerful than comparing two independent intervals.
-    Checked against: statsmodels ``multipletests`` (``tests/compare/test_paired.py``).
+    **Intervals agree with decisions.** ``reject`` is ``pvalue_corrected < alpha``. Each
+    correction decides pair :math:`j` by comparing its own p-value with a level
+    :math:`\alpha_j`, and the pair's interval is its own test inverted at :math:`\alpha_j`
+    (``ci_level`` :math:`= 1-\alpha_j`), so the interval excludes 0 exactly when ``reject``.
+    ``interval`` says what the intervals guarantee:
+
+    - ``marginal`` (``none``): each interval covers with ``confidence_level``.
+    - ``simultaneous`` (``bonferroni`` :math:`\alpha/m`, ``sidak``
+      :math:`1-(1-\alpha)^{1/m}`, ``maxt``: the :math:`1-\alpha` quantile of the bootstrap
+      maximum of :math:`|t^*|`): all intervals cover together with ``confidence_level``.
+    - ``step-down`` (``holm``, ``romano-wolf``): the level of the step at which the pair was
+      decided (Holm :math:`\alpha/(m-r+1)` for the :math:`r`-th smallest p-value; accepted
+      pairs share the level of the first accepted step). The intervals of accepted pairs hold
+      0; as for any step-down procedure they are decision-compatible rather than jointly
+      covering (Strassburger and Bretz 2008).
+    - ``step-up`` (``hochberg``): rejected pairs at :math:`\alpha/(m-R+1)`, accepted ones at
+      their own step.
+    - ``fcr`` (``bh``): level :math:`1 - R\alpha/m` with :math:`R` rejections, the false
+      coverage-statement rate intervals of Benjamini and Yekutieli (2005).
+
+    ``at_floor`` marks p-values at the smallest value the resampling test can give (raise
+    ``n_resamples``, or use ``method='t'`` / McNemar, whose p-values have no floor).
+    ``n_a_only``/``n_b_only`` are McNemar's discordant counts. ``mdd`` is the minimum
+    detectable difference of the test used at the pair's level (see
+    :func:`paired_difference`); ``correlation`` is the Pearson correlation of the two
+    models' paired scores.
+    Checked against: statsmodels ``multipletests``, scipy ``ttest_rel``/``permutation_test``,
+    a direct Romano-Wolf implementation (``tests/compare/test_paired.py``,
+    ``tests/compare/test_multiplicity.py``).
+
+    References
+    ----------
+    .. [1] J. P. Romano and M. Wolf, "Efficient computation of adjusted p-values for
+       resampling-based stepdown multiple testing", Statistics & Probability Letters 113 (2016).
+    .. [2] Y. Benjamini and D. Yekutieli, "False discovery rate-adjusted multiple confidence
+       intervals for selected parameters", JASA 100 (2005).
 
     Examples
     --------
     >>> from evalstats.simulate import observations
     >>> obs = observations(n_models=3, n_items=60, n_variants=1, seed=0)
     >>> out = compare_models(obs)
-    >>> out.select("model_a", "model_b", "method", "n").rows()
-    [('m0', 'm1', 'mcnemar', 60), ('m0', 'm2', 'mcnemar', 60), ('m1', 'm2', 'mcnemar', 60)]
+    >>> out.select("model_a", "model_b", "method", "n", "interval").rows()
+    [('m0', 'm1', 'mcnemar', 60, 'step-down'), ('m0', 'm2', 'mcnemar', 60, 'step-down'), ('m1', 'm2', 'mcnemar', 60, 'step-down')]
     """
     check_choice("paired_on", paired_on, ("items", "variants"))
-    check_choice("correction", correction, tuple(_CORRECTIONS))
-    check_choice("method", method, ("auto", "permutation", "mcnemar"))
+    check_choice("correction", correction, tuple(CORRECTIONS))
+    check_choice("family", family, _FAMILIES)
+    check_choice("method", method, _METHODS)
+    _check_method(method, correction)
     check_alternative(alternative)
     level = check_confidence_level(confidence_level)
+    if not 0 < power < 1:
+        raise ParameterError(f"`power` must be in (0, 1), got {power!r}.")
+    alpha = 1 - level
     by = (by,) if isinstance(by, str) else tuple(by)
-    wide = paired_matrix(frame, paired_on=paired_on, by=by)
-    frames = []
-    for key, w in wide.items():
+    if column in by:
+        raise ParameterError(f"`column` {column!r} is also in `by`; compare it or group by it.")
+    wide = _paired_wide(frame, paired_on, by, column)
+    blocks = []
+    for key, (w, cnt) in wide.items():
         unit = [c for c in ("dataset", "item", "variant") if c in w.columns and c not in by]
         models = [c for c in w.columns if c not in unit]
+        where = ", ".join(f"{b}={k!r}" for b, k in zip(by, key))
         if len(models) < 2:
-            where = ", ".join(f"{b}={k!r}" for b, k in zip(by, key))
             raise InsufficientDataError(
                 f"comparing models needs at least 2 models{' in ' + where if where else ''}; "
                 f"got {models}."
             )
-        rows = []
-        for ma, mb in combinations(models, 2):
-            pair = w.select(ma, mb).drop_nulls()
-            a, b = pair[ma].to_numpy(), pair[mb].to_numpy()
-            res = paired_difference(
-                a,
-                b,
-                method=method,
-                alternative=alternative,
-                confidence_level=level,
-                power=power,
-                n_resamples=n_resamples,
-                seed=seed,
-            )
-            head = pl.DataFrame(
-                {
-                    **{c: [k] for c, k in zip(by, key)},
-                    "model_a": [ma],
-                    "model_b": [mb],
-                    "paired_on": [paired_on],
-                    "mean_a": [float(a.mean())],
-                    "mean_b": [float(b.mean())],
-                }
-            )
-            rows.append(pl.concat([head, res.to_frame()], how="horizontal"))
-        block = pl.concat(rows)
-        p = block["pvalue"].to_numpy()
-        if _CORRECTIONS[correction] is None:
-            corrected = p
-        else:
-            from statsmodels.stats.multitest import multipletests
-
-            corrected = multipletests(p, method=_CORRECTIONS[correction])[1]
-        block = block.with_columns(
-            pl.Series("pvalue_corrected", corrected, dtype=pl.Float64),
-            pl.lit(correction).alias("correction"),
+        x = w.select(models).to_numpy().astype(float)
+        c = cnt.select(models).to_numpy().astype(float)
+        mask = ~np.isnan(x)
+        x = np.where(mask, x, 0.0)
+        full = np.nanmax(np.where(mask, c, np.nan), axis=0)
+        incomplete = mask & (c < full)
+        pairs = list(combinations(range(len(models)), 2))
+        for i, j in pairs:
+            shared = int(np.sum(mask[:, i] & mask[:, j]))
+            if shared < 2:
+                raise InsufficientDataError(
+                    f"{models[i]!r} and {models[j]!r} share {shared} unit(s)"
+                    f"{' in ' + where if where else ''}; a paired comparison needs at least 2."
+                )
+        blocks.append(
+            {"key": key, "models": models, "x": x, "mask": mask, "pairs": pairs, "inc": incomplete}
         )
-        frames.append(block)
-    order = [
-        *by,
-        "model_a",
-        "model_b",
-        "paired_on",
-        "n",
-        "mean_a",
-        "mean_b",
-        "difference",
-        "se",
-        "ci_low",
-        "ci_high",
-        "confidence_level",
-        "statistic",
-        "pvalue",
-        "pvalue_corrected",
-        "correction",
-        "method",
-        "alternative",
-        "n_a_only",
-        "n_b_only",
-        "correlation",
-        "mdd",
-        "power",
-        "n_resamples",
-        "seed",
-    ]
-    return pl.concat(frames).select(order).sort([*by, "model_a", "model_b"])
+    families = [blocks] if family == "global" else [[b] for b in blocks]
+    rows = []
+    n_unpaired_total = n_incomplete_total = 0
+    low_power = []
+    for fam in families:
+        results = _run_family(
+            fam,
+            method=method,
+            correction=correction,
+            alternative=alternative,
+            alpha=alpha,
+            power=power,
+            n_resamples=n_resamples,
+            seed=seed,
+        )
+        m = sum(len(b["pairs"]) for b in fam)
+        for blk, res in zip(fam, results, strict=True):
+            x, mask, inc = blk["x"], blk["mask"], blk["inc"]
+            for pi, (i, j) in enumerate(blk["pairs"]):
+                test, col = res["test"][pi], res["col"][pi]
+                pm = mask[:, i] & mask[:, j]
+                a, b = x[pm, i], x[pm, j]
+                n_unpaired = int(np.sum(mask[:, i] ^ mask[:, j]))
+                n_incomplete = int(np.sum(pm & (inc[:, i] | inc[:, j])))
+                n_unpaired_total += n_unpaired
+                n_incomplete_total += n_incomplete
+                lv = res["level"][pi]
+                mdd_level = alpha if math.isnan(lv) else lv
+                if _min_p(test, col) >= mdd_level:
+                    low_power.append(f"{blk['models'][i]} vs {blk['models'][j]}")
+                mcn = test.name.startswith("mcnemar")
+                rows.append(
+                    {
+                        **dict(zip(by, blk["key"])),
+                        "model_a": blk["models"][i],
+                        "model_b": blk["models"][j],
+                        "compared": column,
+                        "paired_on": paired_on,
+                        "n": int(pm.sum()),
+                        "n_unpaired": n_unpaired,
+                        "n_incomplete": n_incomplete,
+                        "mean_a": float(a.mean()),
+                        "mean_b": float(b.mean()),
+                        "difference": float(test.diff[col]),
+                        "se": float(test.se[col]),
+                        "ci_low": float(res["low"][pi]),
+                        "ci_high": float(res["high"][pi]),
+                        "confidence_level": level,
+                        "ci_level": None if math.isnan(lv) else float(1 - lv),
+                        "interval": interval_kind(correction),
+                        "statistic": float(test.statistic[col]),
+                        "pvalue": float(res["p"][pi]),
+                        "pvalue_corrected": float(res["p_adj"][pi]),
+                        "reject": bool(res["reject"][pi]),
+                        "correction": correction,
+                        "family": family,
+                        "family_size": m,
+                        "at_floor": bool(test.at_floor()[col]),
+                        "method": test.name,
+                        "alternative": alternative,
+                        "n_a_only": int(test.n10[col]) if mcn else None,
+                        "n_b_only": int(test.n01[col]) if mcn else None,
+                        "correlation": _correlation(a, b),
+                        "mdd": _mdd(test, col, mdd_level, power),
+                        "power": float(power),
+                        "n_resamples": test.n_resamples,
+                        "seed": seed,
+                    }
+                )
+    if n_unpaired_total:
+        warnings.warn(
+            f"{n_unpaired_total} unit(s) are present for only one model of a pair and are left "
+            "out of that pair (counted in `n_unpaired`).",
+            DesignWarning,
+            stacklevel=2,
+        )
+    if n_incomplete_total:
+        warnings.warn(
+            f"{n_incomplete_total} paired unit(s) average fewer rows (runs, variants) than the "
+            "model's other units: missing runs are averaged over the runs present, not imputed "
+            "(counted in `n_incomplete`).",
+            DesignWarning,
+            stacklevel=2,
+        )
+    if low_power:
+        shown = ", ".join(low_power[:5]) + (" ..." if len(low_power) > 5 else "")
+        warnings.warn(
+            f"{len(low_power)} pair(s) are below the test's minimum size: no outcome can reach "
+            f"a p-value below the pair's level ({shown}). Add units or resamples.",
+            DesignWarning,
+            stacklevel=2,
+        )
+    out = pl.DataFrame(rows, schema_overrides=_COMPARE_SCHEMA).select([*by, *_COMPARE_SCHEMA])
+    return out.sort([*by, "model_a", "model_b"])
+
+
+_COMPARE_SCHEMA = {
+    "model_a": pl.String,
+    "model_b": pl.String,
+    "compared": pl.String,
+    "paired_on": pl.String,
+    "n": pl.Int64,
+    "n_unpaired": pl.Int64,
+    "n_incomplete": pl.Int64,
+    "mean_a": pl.Float64,
+    "mean_b": pl.Float64,
+    "difference": pl.Float64,
+    "se": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "confidence_level": pl.Float64,
+    "ci_level": pl.Float64,
+    "interval": pl.String,
+    "statistic": pl.Float64,
+    "pvalue": pl.Float64,
+    "pvalue_corrected": pl.Float64,
+    "reject": pl.Boolean,
+    "correction": pl.String,
+    "family": pl.String,
+    "family_size": pl.Int64,
+    "at_floor": pl.Boolean,
+    "method": pl.String,
+    "alternative": pl.String,
+    "n_a_only": pl.Int64,
+    "n_b_only": pl.Int64,
+    "correlation": pl.Float64,
+    "mdd": pl.Float64,
+    "power": pl.Float64,
+    "n_resamples": pl.Int64,
+    "seed": pl.Int64,
+}
