@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -11,9 +12,9 @@ import polars as pl
 from scipy import stats
 
 from evalstats.compare._paired import paired_matrix
-from evalstats.errors import InsufficientDataError
+from evalstats.errors import DesignWarning, InsufficientDataError, ParameterError
 from evalstats.results import check_confidence_level, check_positive_int
-from evalstats.schema import validate_by, validate_units
+from evalstats.schema import validate_by, validate_observations, validate_units
 
 __all__ = ["FriedmanResult", "friedman_nemenyi", "rank_intervals"]
 
@@ -24,7 +25,7 @@ def rank_intervals(
     confidence_level: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
-    by: Sequence[str] = ("dataset", "metric"),
+    by: Sequence[str] = ("dataset",),
 ) -> pl.DataFrame:
     """Rank of each model with a bootstrap interval and the probability of being best.
 
@@ -38,7 +39,7 @@ def rank_intervals(
         Bootstrap resamples of the items.
     seed : int, default 0
         Seed of the random generator; the same seed gives the same result.
-    by : tuple of str, default ('dataset', 'metric')
+    by : tuple of str, default ('dataset',)
         Columns that define the groups; models are ranked within each group.
 
     Returns
@@ -118,99 +119,185 @@ def rank_intervals(
 
 @dataclass(frozen=True, slots=True)
 class FriedmanResult:
-    """Friedman test across blocks with the Nemenyi critical difference of mean ranks."""
+    """Friedman test across blocks (chi-square and Iman-Davenport F) with the Nemenyi CD."""
 
     statistic: float
     pvalue: float
+    f_statistic: float
+    f_pvalue: float
     n_blocks: int
     n_models: int
     critical_difference: float
     confidence_level: float
+    blocks: tuple[str, ...]
+    column: str
     ranks: pl.DataFrame
 
     def to_frame(self) -> pl.DataFrame:
-        """One row per model: ``model, mean_rank, score`` plus the test's fields."""
+        """One row per compared value: ``model, mean_rank, score`` plus the tests' fields."""
         return self.ranks.with_columns(
             pl.lit(self.statistic).alias("statistic"),
             pl.lit(self.pvalue).alias("pvalue"),
+            pl.lit(self.f_statistic).alias("f_statistic"),
+            pl.lit(self.f_pvalue).alias("f_pvalue"),
             pl.lit(self.critical_difference).alias("critical_difference"),
             pl.lit(self.n_blocks, dtype=pl.Int64).alias("n_blocks"),
             pl.lit(self.confidence_level).alias("confidence_level"),
+            pl.lit(", ".join(self.blocks)).alias("blocks"),
+            pl.lit(self.column).alias("compared"),
         )
+
+
+def iman_davenport(chi2: float, n: int, k: int) -> tuple[float, float]:
+    """Iman-Davenport ``F_F = (N-1) chi2 / (N(k-1) - chi2)`` and its p-value on (k-1, (k-1)(N-1)).
+
+    Examples
+    --------
+    >>> f, p = iman_davenport(9.28, 14, 4)  # Demsar (2006), Section 3.2.2: F_F = 3.69
+    >>> round(f, 2)
+    3.69
+    """
+    if math.isnan(chi2):
+        return math.nan, math.nan
+    denom = n * (k - 1) - chi2
+    if denom <= 0:  # every block ranks the models identically
+        return math.inf, 0.0
+    f_stat = (n - 1) * chi2 / denom
+    return float(f_stat), float(stats.f.sf(f_stat, k - 1, (k - 1) * (n - 1)))
+
+
+#: Demsar (2006): the chi-square approximation is for "N > 10 and k > 5"; fewer blocks warn
+_FRIEDMAN_MIN_BLOCKS = 10
 
 
 def friedman_nemenyi(
     units: pl.DataFrame | pl.LazyFrame,
     *,
-    blocks: Sequence[str] = ("dataset", "metric"),
+    blocks: Sequence[str] = ("dataset",),
+    column: str = "model",
     confidence_level: float = 0.95,
 ) -> FriedmanResult:
-    r"""Friedman test of model ranks across blocks and the Nemenyi critical difference.
+    r"""Friedman test of model ranks across blocks, Iman-Davenport F and the Nemenyi CD.
 
     Parameters
     ----------
     units : polars.DataFrame or polars.LazyFrame
-        Unit table (or observation table); see :mod:`evalstats.schema`.
-    blocks : tuple of str, default ('dataset', 'metric')
-        Columns whose combinations are the blocks (e.g. datasets, or datasets and variants).
-        Each block's score is the mean over everything else.
+        Unit table, or observation table (needed when ``blocks`` includes ``item``); see
+        :mod:`evalstats.schema`.
+    blocks : tuple of str, default ('dataset',)
+        Columns whose combinations are the blocks: ``('dataset',)`` (benchmarks as blocks) or
+        ``('dataset', 'item')`` (items as blocks: the usual omnibus test of several models on
+        one benchmark). Each block's score is the mean over everything else (variants, runs).
+        Blocks must be **independent units**: prompt variants of one task share its items, so
+        ``('dataset', 'variant')`` blocks are not independent (a warning says so) and make the
+        test and the critical difference far too optimistic.
+    column : str, default 'model'
+        The column whose values are ranked within each block: models, or any factor (prompt
+        templates, providers).
     confidence_level : float, default 0.95
         ``1 - alpha`` of the Nemenyi critical difference.
 
     Returns
     -------
     FriedmanResult
-        ``statistic``, ``pvalue`` (:func:`scipy.stats.friedmanchisquare`),
-        ``critical_difference`` and ``ranks`` (mean rank per model, 1 = best).
+        ``statistic``, ``pvalue`` (:func:`scipy.stats.friedmanchisquare`, tie-corrected),
+        ``f_statistic``, ``f_pvalue`` (Iman-Davenport), ``critical_difference`` and ``ranks``
+        (mean rank per compared value, 1 = best; its ``model`` column holds the values of
+        ``column``).
 
     Raises
     ------
     InsufficientDataError
-        Fewer than 3 models or 2 blocks where every model has a score.
+        Fewer than 3 compared values or 2 blocks where every value has a score.
+
+    Warns
+    -----
+    DesignWarning
+        Fewer than 10 blocks (the chi-square approximation is poor; prefer ``f_pvalue``), or
+        variant blocks without items (not independent).
 
     Notes
     -----
-    Demšar (2006): with :math:`k` models and :math:`N` blocks,
-    :math:`CD = q_\alpha \sqrt{k(k+1)/(6N)}` where :math:`q_\alpha` is the studentized range
-    quantile :math:`q_{1-\alpha}(k, \infty)/\sqrt 2`. Two models whose mean ranks differ by more
-    than CD differ significantly. Only blocks in which every model has a score are used.
-    Checked against: Demšar's Table 5 values of :math:`q_{0.05}` and scipy's Friedman test
-    (``tests/compare/test_ranks.py``).
+    Demšar (2006): with :math:`k` models and :math:`N` blocks, Friedman's :math:`\chi^2_F` and
+    the Iman-Davenport statistic :math:`F_F = (N-1)\chi^2_F / (N(k-1) - \chi^2_F)` on
+    :math:`(k-1, (k-1)(N-1))` degrees of freedom, which Demšar recommends over the
+    conservative :math:`\chi^2_F`. Nemenyi: :math:`CD = q_\alpha \sqrt{k(k+1)/(6N)}` where
+    :math:`q_\alpha` is the studentized range quantile :math:`q_{1-\alpha}(k, \infty)/\sqrt 2`.
+    Two models whose mean ranks differ by more than CD differ significantly. Only blocks in
+    which every model has a score are used. Ties (e.g. 0/1 item scores) get mid-ranks and
+    scipy's tie correction of :math:`\chi^2_F`.
+    Checked against: Demšar's Table 5 values of :math:`q_{0.05}`, scipy's Friedman test, and the
+    Iman-Davenport formula (``tests/compare/test_ranks.py``).
 
     References
     ----------
     .. [1] J. Demšar, "Statistical comparisons of classifiers over multiple data sets",
        JMLR 7 (2006).
+    .. [2] R. L. Iman and J. M. Davenport, "Approximations of the critical region of the
+       Friedman statistic", Communications in Statistics 9 (1980).
 
     Examples
     --------
     >>> from evalstats.simulate import unit_table
-    >>> units = unit_table(n_models=4, n_datasets=6, n_items=50, n_variants=2, seed=0)
+    >>> units = unit_table(n_models=4, n_datasets=12, n_items=50, n_variants=2, seed=0)
     >>> res = friedman_nemenyi(units)
     >>> res.n_blocks, round(res.critical_difference, 4)
-    (6, 1.9148)
+    (12, 1.354)
     """
     level = check_confidence_level(confidence_level)
-    lf = validate_units(units)
-    blocks = validate_by(lf.collect_schema().names(), blocks)
+    frame = units.lazy() if isinstance(units, pl.DataFrame) else units
+    blocks = (blocks,) if isinstance(blocks, str) else tuple(blocks)
+    names = frame.collect_schema().names()
+    if "item" in names:
+        lf = validate_observations(frame, require_item="item" in blocks)
+    else:
+        lf = validate_units(frame)
+    names = lf.collect_schema().names()
+    table = "observation table" if "item" in names else "unit table"
+    blocks = validate_by(names, blocks, table=table)
+    validate_by(names, (column,), table=table)
+    if column in blocks:
+        raise ParameterError(f"`column` {column!r} is also a block column.")
+    if "variant" in blocks and "item" not in blocks:
+        warnings.warn(
+            "blocks include 'variant' but not 'item': prompt variants of one task share its "
+            "items, so such blocks are not independent and the test is too optimistic. Use "
+            "blocks=('dataset',) or ('dataset', 'item').",
+            DesignWarning,
+            stacklevel=2,
+        )
     # units collected first and blocks sorted: the same floats are added in the same order on
     # every call (inside one lazy plan polars may order them differently, moving the last bit)
     scores = (
-        lf.collect()
-        .group_by([*blocks, "model"])
+        lf.select([*blocks, column, "score"])
+        .collect()
+        .with_columns(pl.col(column).cast(pl.String))
+        .group_by([*blocks, column])
         .agg(pl.col("score").mean())
-        .sort([*blocks, "model"])
+        .sort([*blocks, column])
     )
-    wide = scores.pivot(on="model", index=list(blocks), values="score", sort_columns=True)
+    wide = scores.pivot(on=column, index=list(blocks), values="score", sort_columns=True)
     models = [c for c in wide.columns if c not in blocks]
     x = wide.select(models).drop_nulls().to_numpy()
     k, n = len(models), x.shape[0]
     if k < 3 or n < 2:
         raise InsufficientDataError(
-            f"the Friedman test needs at least 3 models and 2 complete blocks; got {k} models "
-            f"and {n} blocks ({', '.join(blocks)})."
+            f"the Friedman test needs at least 3 values of {column!r} and 2 complete blocks; "
+            f"got {k} and {n} blocks ({', '.join(blocks)})."
         )
-    res = stats.friedmanchisquare(*x.T)
+    if n < _FRIEDMAN_MIN_BLOCKS:
+        warnings.warn(
+            f"Friedman test on {n} blocks: below {_FRIEDMAN_MIN_BLOCKS} the chi-square "
+            "approximation is poor; read the Iman-Davenport `f_pvalue`, and treat both as "
+            "approximate.",
+            DesignWarning,
+            stacklevel=2,
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-tied blocks: scipy divides by 0
+        res = stats.friedmanchisquare(*x.T)
+    chi2 = float(res.statistic)
+    f_stat, f_p = iman_davenport(chi2, n, k)
     ranks = stats.rankdata(-x, axis=1)
     q = stats.studentized_range.ppf(level, k, np.inf) / math.sqrt(2)
     cd = float(q * math.sqrt(k * (k + 1) / (6 * n)))
@@ -218,11 +305,15 @@ def friedman_nemenyi(
         {"model": models, "mean_rank": ranks.mean(axis=0), "score": x.mean(axis=0)}
     ).sort("model")
     return FriedmanResult(
-        statistic=float(res.statistic),
+        statistic=chi2,
         pvalue=float(res.pvalue),
+        f_statistic=float(f_stat),
+        f_pvalue=float(f_p),
         n_blocks=n,
         n_models=k,
         critical_difference=cd,
         confidence_level=level,
+        blocks=tuple(blocks),
+        column=column,
         ranks=rank_frame,
     )

@@ -65,7 +65,7 @@ def test_friedman_matches_scipy_and_mean_ranks():
 
 
 def test_friedman_needs_three_models():
-    with pytest.raises(InsufficientDataError, match="at least 3 models"):
+    with pytest.raises(InsufficientDataError, match="at least 3 values of 'model'"):
         friedman_nemenyi(unit_table(n_models=2, n_datasets=3, n_items=10, n_variants=1, seed=0))
 
 
