@@ -29,7 +29,13 @@ import polars as pl
 
 from evalstats.errors import ParameterError
 
-__all__ = ["crossed_scores", "demo_observations", "observations", "unit_table"]
+__all__ = [
+    "crossed_scores",
+    "demo_observations",
+    "judged_observations",
+    "observations",
+    "unit_table",
+]
 
 _LETTERS = "ABCDEFGHIJ"
 
@@ -433,3 +439,72 @@ def crossed_scores(
             "score": y.reshape(-1),
         }
     )
+
+
+def judged_observations(
+    *,
+    n_models: int = 2,
+    n_items: int = 500,
+    n_labelled: int = 100,
+    model_accuracy: Sequence[float] | None = None,
+    sensitivity: float = 0.9,
+    false_positive: float = 0.3,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """Observation table scored by a biased LLM judge, with gold scores on a random subset.
+
+    Each model answers ``n_items`` items of one dataset (true correctness ``gold``-scored
+    0/1, with shared item difficulty); the judge calls a correct answer correct with
+    probability ``sensitivity`` and a wrong one correct with probability ``false_positive``,
+    so the judge's mean is biased. ``gold_score`` is the true correctness on ``n_labelled``
+    items drawn at random (the same items for every model), null elsewhere.
+
+    Parameters
+    ----------
+    n_models, n_items, n_labelled : int
+        Sizes.
+    model_accuracy : sequence of float, optional
+        True accuracy of each model (default evenly spaced in 0.55-0.75).
+    sensitivity, false_positive : float
+        The judge's P(judge = 1 | correct) and P(judge = 1 | wrong).
+    seed : int, default 0
+        Seed of the random generator.
+
+    Returns
+    -------
+    polars.DataFrame
+        Columns ``model, dataset, item, variant, run, score, gold_score``.
+
+    Examples
+    --------
+    >>> obs = judged_observations(n_items=50, n_labelled=10, seed=0)
+    >>> obs.height, obs["gold_score"].null_count()
+    (100, 80)
+    """
+    rng = np.random.default_rng(seed)
+    acc = (
+        np.linspace(0.55, 0.75, n_models) if model_accuracy is None else np.asarray(model_accuracy)
+    )
+    difficulty = rng.normal(0, 1, n_items)
+    labelled = np.zeros(n_items, dtype=bool)
+    labelled[rng.choice(n_items, size=n_labelled, replace=False)] = True
+    frames = []
+    for m, a in enumerate(acc):
+        truth = (rng.random(n_items) < _expit(_logit(np.array(a)) - difficulty)).astype(float)
+        judge = np.where(
+            truth == 1, rng.random(n_items) < sensitivity, rng.random(n_items) < false_positive
+        ).astype(float)
+        frames.append(
+            pl.DataFrame(
+                {
+                    "model": f"m{m}",
+                    "dataset": "d0",
+                    "item": [str(i) for i in range(n_items)],
+                    "variant": "v00",
+                    "run": 0,
+                    "score": judge,
+                    "gold_score": np.where(labelled, truth, np.nan),
+                }
+            ).with_columns(pl.col("gold_score").fill_nan(None))
+        )
+    return pl.concat(frames)

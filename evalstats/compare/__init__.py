@@ -20,6 +20,7 @@ from evalstats.compare._paired import (
     paired_difference,
     paired_matrix,
 )
+from evalstats.compare._ppi import ppi_difference, ppi_mean
 from evalstats.compare._providers import ProviderAudit, provider_audit
 from evalstats.compare._ranks import FriedmanResult, friedman_nemenyi, rank_intervals
 
@@ -37,6 +38,8 @@ __all__ = [
     "paired_difference",
     "paired_matrix",
     "parse_claim",
+    "ppi_difference",
+    "ppi_mean",
     "provider_audit",
     "rank_intervals",
     "reversal_audit",

@@ -69,6 +69,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "input_text": ("input_text", "question", "input", "prompt_text", "raw_input"),
     "input_len": ("input_len",),
     "output_len": ("output_len",),
+    "gold_score": ("gold_score", "human_score", "human_label"),
     "latency_s": ("latency_s", "latency", "latency_seconds", "duration_s"),
     "error": ("error", "error_type", "failure"),
 }
