@@ -31,6 +31,8 @@ COMMANDS: tuple[str, ...] = (
     "stability",
     "intervals",
     "compare",
+    "friedman",
+    "ppi",
     "audit",
     "converge",
     "providers",

@@ -45,14 +45,18 @@ _FLAGS: dict[str, frozenset[str]] = {
         {
             "paired_on",
             "correction",
+            "family",
             "method",
             "alternative",
             "confidence_level",
             "n_resamples",
             "seed",
+            "power",
+            "by",
         }
     ),
     "noise": frozenset({"method", "confidence_level", "n_resamples", "seed", "by"}),
+    "ppi": frozenset({"gold", "lam", "confidence_level", "by"}),
     "audit": frozenset({"default", "claim", "confidence_level"}),
     "providers": frozenset({"provider", "method", "confidence_level", "n_resamples", "seed"}),
 }

@@ -608,6 +608,21 @@ def _run_compare(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
     return {"compare": compare_models(ctx.obs, **p)}, {}, {}
 
 
+def _need_gold(ctx: _Context) -> str | None:
+    if "gold_score" not in ctx.obs.columns or ctx.data.n_items is None:
+        return "no gold_score column: PPI needs human scores on part of the items"
+    n_gold = ctx.obs["gold_score"].is_not_null().sum()
+    if n_gold == 0 or n_gold == ctx.obs.height:
+        return "gold scores cover none or all of the rows: nothing for PPI to correct"
+    return None
+
+
+def _run_ppi(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.compare import ppi_mean
+
+    return {"ppi": ppi_mean(ctx.obs, **p)}, {}, {}
+
+
 def _run_ranks(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
     from evalstats.compare import rank_intervals
 
@@ -804,6 +819,15 @@ ANALYSES: tuple[_Spec, ...] = (
         "compare",
         _need_models,
         _run_compare,
+    ),
+    _Spec(
+        "ppi",
+        "Judge scores corrected with gold labels (PPI++)",
+        "models",
+        "evalstats.ppi_mean",
+        "ppi",
+        _need_gold,
+        _run_ppi,
     ),
     _Spec(
         "ranks",

@@ -389,6 +389,23 @@ def _compare(res: AnalysisResult, data: DataSummary) -> str:
     return text
 
 
+def _ppi(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["ppi"]
+    level = f"{res.params['confidence_level']:.0%}"
+    parts = []
+    for r in t.head(_LIST_MAX).iter_rows(named=True):
+        parts.append(
+            f"{r['model']}: {_pts(r['estimate'])} ({level} interval {_pts(r['ci_low'])}–"
+            f"{_pts(r['ci_high'])}; judge alone {_pts(r['judge_mean'])}, judge bias "
+            f"{r['judge_bias'] * 100:+.1f} points on {r['n_labelled']} gold-labelled items)"
+        )
+    return (
+        "Scores corrected for the judge's bias with the gold-labelled items (PPI++): "
+        + "; ".join(parts)
+        + "."
+    )
+
+
 def _ranks(res: AnalysisResult, data: DataSummary) -> str:
     t = res.tables["ranks"]
     keys = [c for c in res.params["by"] if c in t.columns]
@@ -590,6 +607,7 @@ READINGS: dict[str, Callable[[AnalysisResult, DataSummary], str]] = {
     "attribution": _attribution,
     "intervals": _intervals,
     "compare": _compare,
+    "ppi": _ppi,
     "ranks": _ranks,
     "friedman": _friedman,
     "noise": _noise,

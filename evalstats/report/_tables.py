@@ -126,6 +126,17 @@ DISPLAY: dict[tuple[str, str], tuple[str, ...]] = {
         "pvalue_corrected",
         "mdd",
     ),
+    ("ppi", "ppi"): (
+        "model",
+        "dataset",
+        "n_labelled",
+        "estimate",
+        "ci_low",
+        "ci_high",
+        "classical",
+        "judge_mean",
+        "judge_bias",
+    ),
     ("ranks", "ranks"): ("dataset", "model", "score", "rank", "rank_low", "rank_high", "p_best"),
     ("friedman", "friedman"): ("model", "mean_rank", "score"),
     ("audit", "pairs"): (

@@ -103,3 +103,84 @@ def test_audit_subset_rankings_table(dump, capsys):
     assert out.columns[:2] == ["subset_a", "subset_b"] and out.height == 1
     assert main(["audit", dump, "--default", "template=plain", "--table", "ranks"]) == 2
     assert "needs `--subset FACTOR`" in capsys.readouterr().err
+
+
+def _items_csv(tmp_path, *, prompt_as_model: bool) -> str:
+    """3 models x 2 prompts x 30 items, 0/1 scores; optionally the prompt column named 'prompt'."""
+    obs = observations(n_models=3, n_items=30, n_variants=2, seed=4)
+    if prompt_as_model:
+        obs = obs.rename({"variant": "prompt"})
+    path = tmp_path / "items.csv"
+    obs.select(
+        "model", "dataset", "item", "prompt" if prompt_as_model else "variant", "run", "score"
+    ).write_csv(path)
+    return str(path)
+
+
+def test_friedman_with_items_as_blocks_matches_scipy(tmp_path, capsys):
+    """Issue 20: blocks = items (raised a SchemaError before)."""
+    from numpy.testing import assert_allclose
+    from scipy import stats
+
+    path = _items_csv(tmp_path, prompt_as_model=False)
+    assert main(["friedman", path, "--blocks", "dataset,item"]) == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    out = _csv(captured.out)
+    obs = pl.read_csv(path)
+    wide = (
+        obs.group_by("item", "model")
+        .agg(pl.col("score").mean())
+        .pivot(on="model", index="item", values="score", sort_columns=True)
+    )
+    ref = stats.friedmanchisquare(*wide.drop("item").to_numpy().T)
+    assert_allclose(out["statistic"][0], ref.statistic, rtol=1e-12)
+    assert_allclose(out["pvalue"][0], ref.pvalue, rtol=1e-12)
+    assert out["n_blocks"][0] == 30 and "f_pvalue" in out.columns
+
+
+def test_compare_with_a_factor_as_the_model(tmp_path, capsys):
+    """`--columns prompt=model,model=factor` crashed with a polars DuplicateError; now the
+    prompts are compared (the model column kept as factor 'model_factor')."""
+    from numpy.testing import assert_allclose
+    from scipy import stats
+
+    path = _items_csv(tmp_path, prompt_as_model=True)
+    rc = main(
+        ["compare", path, "--columns", "prompt=model,model=factor", "--method", "t"]
+    )
+    captured = capsys.readouterr()
+    assert rc == 0 and "Traceback" not in captured.err
+    assert "kept as factor 'model_factor'" in captured.err
+    out = _csv(captured.out)
+    assert out.select("model_a", "model_b").rows() == [("v00", "v01")]
+    obs = pl.read_csv(path)
+    wide = (
+        obs.group_by("item", "prompt")
+        .agg(pl.col("score").mean())
+        .pivot(on="prompt", index="item", values="score", sort_columns=True)
+    )
+    ref = stats.ttest_rel(wide["v00"], wide["v01"])
+    assert_allclose(out["pvalue"][0], ref.pvalue, rtol=1e-10)
+    # the same through --compare on the untouched file
+    path2 = _items_csv(tmp_path, prompt_as_model=False)
+    assert main(["compare", path2, "--compare", "variant", "--method", "t"]) == 0
+    out2 = _csv(capsys.readouterr().out)
+    assert_allclose(out2["pvalue"][0], ref.pvalue, rtol=1e-10)
+    # model=factor alone leaves no model column: one clean line, exit 2
+    assert main(["compare", path, "--columns", "model=factor"]) == 2
+    err = capsys.readouterr().err
+    assert "no column gives 'model'" in err and "Traceback" not in err
+
+
+def test_ppi_cli_means_and_pairs(tmp_path, capsys):
+    from evalstats.simulate import judged_observations
+
+    path = tmp_path / "judged.csv"
+    judged_observations(n_models=2, n_items=200, n_labelled=60, seed=2).write_csv(path)
+    assert main(["ppi", str(path)]) == 0
+    out = _csv(capsys.readouterr().out)
+    assert out.height == 2 and (out["n_labelled"] == 60).all() and (out["method"] == "ppi++").all()
+    assert main(["ppi", str(path), "--pairs", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["params"]["pairs"] is True and len(doc["rows"]) == 1

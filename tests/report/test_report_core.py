@@ -48,6 +48,8 @@ def full_obs() -> pl.DataFrame:
         error_rates={"a": {"api_error": 0.02}, "b": {"api_error": 0.1}},
         latency=True,
         seed=1,
+    ).with_columns(  # gold scores on 8 of 20 items: the report runs PPI++
+        gold_score=pl.when(pl.col("item").cast(pl.Int64) < 8).then(pl.col("score"))
     )
 
 
@@ -185,3 +187,18 @@ def test_detected_factor_with_missing_values_is_left_out_and_said():
     only = obs.drop("shots", "cot")
     reason = _summarise(only, None)
     assert reason.factors == () and reason.incomplete_factors == ("method",)
+
+
+def test_gold_scores_on_part_of_the_items_bring_in_ppi():
+    """Issue 20: a gold column covering part of the items makes the report run PPI++."""
+    from evalstats.compare import ppi_mean
+    from evalstats.simulate import judged_observations
+
+    others = [s.key for s in ANALYSES if s.key != "ppi"]
+    obs = judged_observations(n_models=2, n_items=300, n_labelled=80, seed=1)
+    rep = audit_report(obs, skip=others)
+    assert_frame_equal(rep["ppi"].tables["ppi"], ppi_mean(obs))
+    assert "judge bias" in rep["ppi"].reading
+    plain = audit_report(observations(n_models=2, n_items=30, seed=0), skip=others)
+    reasons = {s.key: s.reason for s in plain.skipped}
+    assert "gold_score" in reasons["ppi"]
