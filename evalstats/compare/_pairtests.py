@@ -116,11 +116,19 @@ class SignFlip(_Base):
         self.unit = self.scale * 2.0**-40
         self.m_sum = self._round(self.d0.sum(axis=0))
         self.statistic = self.diff
+        self._cache: list[np.ndarray] | None = None
+        self._sums: list | None = None
         count = np.zeros(self.n.size, dtype=np.int64)
         always = np.zeros(self.n.size, dtype=np.int64)
-        for a, c in self._chunks():
+        # the per-sign sums are small (T x pairs): keep them for the interval pass when they fit
+        keep = self.total * self.n.size <= 4 * _CHUNK_VALUES
+        sums = []
+        for a, c in self._chunks(from_cache=False):
             count += self._extreme_at_zero(a).sum(axis=0)
             always += self._always(c).sum(axis=0)
+            if keep:
+                sums.append((a, np.array(c)))
+        self._sums = sums if keep else None
         self.count, self.always = count, always
         self.pvalue = count / self.total
 
@@ -131,28 +139,60 @@ class SignFlip(_Base):
     def _round(self, x: np.ndarray) -> np.ndarray:
         return np.rint(x / self.unit)
 
-    def _signs(self) -> Iterator[np.ndarray]:
+    def _bits(self) -> Iterator[np.ndarray]:
+        """Sign vectors as 0/1 bits (1 = flipped), in chunks of rows; the identity first."""
+        if self._cache is not None:
+            yield from self._cache
+            return
         n_units = self.d0.shape[0]
         rows = max(1, _CHUNK_VALUES // max(n_units, self.n.size, 1))
+        keep = self.total * n_units <= 8 * _CHUNK_VALUES  # at most 32 MB of bits kept
+        cache = []
         if self.exact:
             codes = np.arange(self.total, dtype=np.int64)
             for start in range(0, self.total, rows):
                 c = codes[start : start + rows, None]
-                bits = (c >> np.arange(n_units)) & 1
-                yield 1.0 - 2.0 * bits  # code 0 is the identity
-            return
-        rng = np.random.default_rng(self.seed)
-        yield np.ones((1, n_units))
-        done = 0
-        while done < self._n_random:
-            b = min(rows, self._n_random - done)
-            yield 1.0 - 2.0 * rng.integers(0, 2, size=(b, n_units), dtype=np.int8)
-            done += b
+                chunk = ((c >> np.arange(n_units)) & 1).astype(np.uint8)  # code 0: identity
+                cache.append(chunk)
+                yield chunk
+        else:
+            rng = np.random.default_rng(self.seed)
+            first = np.zeros((1, n_units), dtype=np.uint8)
+            cache.append(first)
+            yield first
+            done = 0
+            n_bytes = (n_units + 7) // 8
+            while done < self._n_random:
+                b = min(rows, self._n_random - done)
+                packed = rng.integers(0, 256, size=(b, n_bytes), dtype=np.uint8)
+                chunk = np.unpackbits(packed, axis=1, count=n_units)
+                cache.append(chunk)
+                yield chunk
+                done += b
+        if keep:
+            self._cache = cache
 
-    def _chunks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    def _signs(self) -> Iterator[np.ndarray]:
+        for bits in self._bits():
+            yield 1.0 - 2.0 * bits
+
+    def _chunks(self, from_cache: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Per chunk of sign vectors: rounded ``sum s_i d_i`` and ``sum s_i`` over each pair."""
+        if from_cache and getattr(self, "_sums", None) is not None:
+            yield from self._sums
+            return
+        n_units = self.d0.shape[0]
+        col_sum = self.d0.sum(axis=0)
+        full = self.n == n_units
         m = self.mask.astype(float)
-        for s in self._signs():
-            yield self._round(s @ self.d0), s @ m
+        for bits in self._bits():
+            bf = bits.astype(np.float64)
+            a = col_sum - 2.0 * (bf @ self.d0)
+            if full.all():
+                c = np.broadcast_to((n_units - 2.0 * bf.sum(axis=1))[:, None], a.shape)
+            else:
+                c = self.n - 2.0 * (bf @ m)
+            yield self._round(a), c
 
     def _extreme_at_zero(self, a: np.ndarray) -> np.ndarray:
         if self.alternative == "two-sided":
@@ -257,13 +297,15 @@ class Bootstrap(_Base):
         out = np.empty((self.b, p))
         rows = max(1, _CHUNK_VALUES // max(n_units, 1))
         m = self.mask.astype(float)
+        full = bool(self.mask.all())
         d2 = self.d0**2
         for start in range(0, self.b, rows):
             b = min(rows, self.b - start)
             idx = rng.integers(0, n_units, size=(b, n_units))
             flat = (np.arange(b)[:, None] * n_units + idx).ravel()
             w = np.bincount(flat, minlength=b * n_units).reshape(b, n_units).astype(float)
-            s1, s2, nn = w @ self.d0, w @ d2, w @ m
+            s1, s2 = w @ self.d0, w @ d2
+            nn = np.full_like(s1, n_units) if full else w @ m
             with np.errstate(invalid="ignore", divide="ignore"):
                 mean = s1 / nn
                 var = np.maximum(s2 - nn * mean**2, 0.0) / (nn - 1)
@@ -439,19 +481,32 @@ def make_test(method, x_a, x_b, mask, alternative, n_resamples, seed):
 
 @lru_cache(maxsize=1024)
 def t_mdd(n: int, alpha: float, power: float, alternative: str) -> float:
-    """Effect size (in SDs of the difference) a paired t test at ``alpha`` detects with ``power``."""
-    from statsmodels.stats.power import TTestPower
+    """Effect size (in SDs of the difference) a paired t test at ``alpha`` detects with ``power``.
 
+    Solves the noncentral-t power equation (both tails for a two-sided test), as statsmodels'
+    ``TTestPower.solve_power`` does (checked against it in the tests), without importing it.
+    """
     if n < 2 or not 0 < alpha < 1:
         return math.nan
-    alt = "two-sided" if alternative == "two-sided" else "larger"
-    try:
-        es = TTestPower().solve_power(
-            effect_size=None, nobs=n, alpha=alpha, power=power, alternative=alt
-        )
-        return float(np.ravel(es)[0])
-    except Exception:  # noqa: BLE001 - statsmodels' root finder fails for unreachable power
-        return math.nan
+    df = n - 1
+    two = alternative == "two-sided"
+    crit = float(stats.t.isf(alpha / 2 if two else alpha, df))
+
+    def pw(es: float) -> float:
+        nc = es * math.sqrt(n)
+        out = float(stats.nct.sf(crit, df, nc))
+        if two:
+            out += float(stats.nct.cdf(-crit, df, nc))
+        if math.isnan(out):  # scipy's nct fails far in the tail: its normal limit is exact there
+            out = float(stats.norm.sf(crit - nc) + (stats.norm.cdf(-crit - nc) if two else 0))
+        return out - power
+
+    hi = 8.0 / math.sqrt(n)
+    while pw(hi) < 0:
+        hi *= 2
+        if hi > 1e6:
+            return math.nan
+    return float(optimize.brentq(pw, 0.0, hi, xtol=1e-14, rtol=1e-14))
 
 
 @lru_cache(maxsize=4096)

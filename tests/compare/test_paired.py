@@ -57,10 +57,11 @@ def test_mdd_matches_statsmodels_ttestpower(rng):
     b = a + rng.normal(0, 0.05, 50)
     res = paired_difference(a, b, n_resamples=99)
     es = TTestPower().solve_power(nobs=50, alpha=0.05, power=0.8)
-    assert_allclose(res.mdd, es * np.std(a - b, ddof=1), rtol=1e-10)
-    # at the mdd a paired t test has 80% power (closes the loop)
+    # statsmodels' root finder stops near 1e-8 relative; ours solves to 1e-14
+    assert_allclose(res.mdd, es * np.std(a - b, ddof=1), rtol=1e-7)
+    # at the mdd a paired t test has 80% power by statsmodels' own power function
     power = TTestPower().power(res.mdd / np.std(a - b, ddof=1), nobs=50, alpha=0.05)
-    assert_allclose(power, 0.8, rtol=1e-6)
+    assert_allclose(power, 0.8, atol=1e-12)
 
 
 def test_compare_models_holm_matches_multipletests():
