@@ -24,9 +24,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--method",
-        choices=["t", "bootstrap", "percentile", "wilson", "cluster"],
+        choices=["auto", "t", "bootstrap", "percentile", "wilson", "cluster"],
         default=None,
-        help="interval method (default: t)",
+        help="interval method (default: auto = Wilson for 0/1 scores, else t)",
     )
     p.add_argument("--confidence-level", dest="confidence_level", type=float, default=None)
     p.add_argument("--cluster", default=None, help="column naming item clusters (--method cluster)")

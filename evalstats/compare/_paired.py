@@ -213,9 +213,7 @@ def _run_family(
                     f"`method={kind!r}` needs 0/1 paired scores (one variant and one run per "
                     "item, or a binary metric); use 't', 'permutation' or 'bootstrap'."
                 )
-            test = make_test(
-                kind, xa[:, cols], xb[:, cols], pm[:, cols], alternative, b_res, seed
-            )
+            test = make_test(kind, xa[:, cols], xb[:, cols], pm[:, cols], alternative, b_res, seed)
             tests.append((bi, cols, test))
     p = np.concatenate([t.pvalue for _, _, t in tests])
     if correction in RESAMPLING_CORRECTIONS:

@@ -440,7 +440,9 @@ def _pi_interval(x: int, k: int, alpha: float, alternative: str, midp: bool):
     tail = alpha / 2 if alternative == "two-sided" else alpha
 
     def upper_tail(pi: float) -> float:  # P_pi(X >= x) (mid-p: minus half P(X = x)); increases
-        return float(stats.binom.sf(x - 1, k, pi) - (0.5 * stats.binom.pmf(x, k, pi) if midp else 0))
+        return float(
+            stats.binom.sf(x - 1, k, pi) - (0.5 * stats.binom.pmf(x, k, pi) if midp else 0)
+        )
 
     def lower_tail(pi: float) -> float:  # P_pi(X <= x) (mid-p version); decreases in pi
         return float(stats.binom.cdf(x, k, pi) - (0.5 * stats.binom.pmf(x, k, pi) if midp else 0))

@@ -255,8 +255,10 @@ def ppi_mean(
                 (0.0, 1.0),
             )
         )
-    return pl.DataFrame(rows, schema_overrides=_MEAN_SCHEMA).select([*by, *_MEAN_SCHEMA]).sort(
-        list(by)
+    return (
+        pl.DataFrame(rows, schema_overrides=_MEAN_SCHEMA)
+        .select([*by, *_MEAN_SCHEMA])
+        .sort(list(by))
     )
 
 

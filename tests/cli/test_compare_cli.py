@@ -146,9 +146,7 @@ def test_compare_with_a_factor_as_the_model(tmp_path, capsys):
     from scipy import stats
 
     path = _items_csv(tmp_path, prompt_as_model=True)
-    rc = main(
-        ["compare", path, "--columns", "prompt=model,model=factor", "--method", "t"]
-    )
+    rc = main(["compare", path, "--columns", "prompt=model,model=factor", "--method", "t"])
     captured = capsys.readouterr()
     assert rc == 0 and "Traceback" not in captured.err
     assert "kept as factor 'model_factor'" in captured.err

@@ -64,7 +64,7 @@ def _coverage(reps: int, seed: int, paired: bool) -> tuple[float, float, float]:
     diff = rng.normal(0, 1, (reps, n + big_n))
 
     def model(acc):
-        truth = (rng.random((reps, n + big_n)) < 1 / (1 + np.exp(-(np.log(acc / (1 - acc)) - diff))))
+        truth = rng.random((reps, n + big_n)) < 1 / (1 + np.exp(-(np.log(acc / (1 - acc)) - diff)))
         judge = np.where(truth, rng.random(truth.shape) < 0.95, rng.random(truth.shape) < 0.4)
         return truth.astype(float), judge.astype(float)
 
