@@ -323,7 +323,10 @@ def paired_difference(
     >>> b = a - 0.05 + rng.normal(0, 0.05, 30)
     >>> res = paired_difference(a, b, seed=0)
     >>> res.method, round(res.difference, 4), res.pvalue
-    ('permutation', 0.0362, 0.0004)
+    ('permutation', 0.0362, 0.0005)
+    >>> ci = res.confidence_interval  # the sign-flip test inverted: excludes 0 as p < 0.05
+    >>> bool(ci.low > 0)
+    True
     """
     check_choice("method", method, _METHODS)
     check_alternative(alternative)
