@@ -96,6 +96,11 @@ _METHODS = {
     "pearson": "Pearson",
     "holm": "Holm",
     "bh": "Benjamini–Hochberg",
+    "bonferroni": "Bonferroni",
+    "sidak": "Šidák",
+    "hochberg": "Hochberg",
+    "maxt": "max-t",
+    "romano-wolf": "Romano–Wolf",
 }
 
 
@@ -378,6 +383,14 @@ def _compare(res: AnalysisResult, data: DataSummary) -> str:
             )
         text += f": {_listed(items)}"
     text += "."
+    if "interval" in t.columns and t.height:
+        kind = t["interval"][0]
+        text += (
+            f" The intervals are {kind} ({method_name(p['correction'])}), so an interval "
+            "excludes 0 exactly when its pair differs."
+            if kind != "marginal"
+            else " The intervals are unadjusted (no correction)."
+        )
     rest = t.height - sig.height
     if rest and "mdd" in t.columns:
         worst = t.filter(~(pl.col(pcol) < alpha)).sort("mdd", descending=True).row(0, named=True)
