@@ -353,7 +353,7 @@ def paired_difference(
         method=method,
         correction="none",
         alternative=alternative,
-        alpha=1 - level,
+        alpha=round(1 - level, 12),
         power=power,
         n_resamples=n_resamples,
         seed=seed,
@@ -388,7 +388,7 @@ def paired_difference(
         n_a_only=int(test.n10[0]) if mcn else None,
         n_b_only=int(test.n01[0]) if mcn else None,
         correlation=_correlation(a, b),
-        mdd=_mdd(test, 0, 1 - level, power),
+        mdd=_mdd(test, 0, round(1 - level, 12), power),
         power=float(power),
         n_resamples=int(test.n_resamples or n_resamples),
         seed=seed,
@@ -567,7 +567,7 @@ def compare_models(
     level = check_confidence_level(confidence_level)
     if not 0 < power < 1:
         raise ParameterError(f"`power` must be in (0, 1), got {power!r}.")
-    alpha = 1 - level
+    alpha = round(1 - level, 12)  # 1 - 0.95 is 0.050000000000000044: p = 0.05 must not reject
     by = (by,) if isinstance(by, str) else tuple(by)
     if column in by:
         raise ParameterError(f"`column` {column!r} is also in `by`; compare it or group by it.")
