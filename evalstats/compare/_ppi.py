@@ -54,7 +54,8 @@ def ppi_kernel(
     :math:`\hat\theta_\lambda = \bar Y_n + \lambda(\bar f_N - \bar f_n)`,
     :math:`\widehat{\mathrm{Var}} = s^2(Y - \lambda f)/n + \lambda^2 s^2(\tilde f)/N`,
     :math:`\hat\lambda = \widehat{\mathrm{Cov}}(Y, f) / ((1 + n/N)\, s^2(f))` with
-    :math:`s^2(f)` over labelled and unlabelled judge scores (as ppi_py's ``ppi_mean_ci``).
+    :math:`s^2(f)` pooled over labelled and unlabelled judge scores; :math:`\hat\lambda` is
+    clipped to [0, 1].
 
     Examples
     --------

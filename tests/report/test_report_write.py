@@ -29,7 +29,8 @@ def test_demo_runs_every_analysis_and_says_where_it_wrote(demo_run, demo_results
     assert demo_run.stdout.strip() == str(demo_run.out / "report.html")
     assert demo_run.stderr == ""  # --quiet
     keys = [a["key"] for a in demo_results["analyses"]]
-    # three runs are too few for the Lilliefors test: skipped, and the reason says so
+    # three runs are too few for the Lilliefors test, and the demo has no gold scores for PPI:
+    # both skipped, and the reasons say so
     assert keys == [
         "moments",
         "nstar",
@@ -47,7 +48,8 @@ def test_demo_runs_every_analysis_and_says_where_it_wrote(demo_run, demo_results
         "providers",
     ]
     assert [(s["key"], "3 runs" in s["reason"]) for s in demo_results["skipped"]] == [
-        ("normality", True)
+        ("normality", True),
+        ("ppi", False),  # the demo has no gold scores
     ]
     assert demo_results["parameters"]["default"] == {"template": "plain", "shots": 0, "cot": False}
 
