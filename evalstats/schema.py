@@ -28,6 +28,10 @@ factors                 any        the dimensions that define ``variant`` (templ
 ``higher_is_better``    Boolean    the metric's direction (false for errors, latency, cost)
 ======================  =========  ===========================================================
 
+``gold_score`` (Float64, optional) is a human (gold) score of the output on the same scale as
+``score``, null where the item was not labelled; with ``score`` from an LLM judge it is what
+:func:`evalstats.compare.ppi_mean` corrects the judge with.
+
 ``cumulative_logprob`` (Float64, optional) keeps the summed token log-probability of the output
 when a source records it (DOVE); like the other optional columns it is not a factor.
 
@@ -111,6 +115,7 @@ OBSERVATION_COLUMNS: dict[str, pl.DataType] = {
     "latency_s": pl.Float64(),
     "error": pl.String(),
     "cumulative_logprob": pl.Float64(),
+    "gold_score": pl.Float64(),
     "metric_low": pl.Float64(),
     "metric_high": pl.Float64(),
     "higher_is_better": pl.Boolean(),

@@ -10,7 +10,12 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from evalstats.errors import DegenerateDataWarning, DesignWarning, ParameterError, SchemaError
+from evalstats.errors import (
+    DegenerateDataWarning,
+    DesignWarning,
+    ParameterError,
+    SchemaError,
+)
 from evalstats.results import (
     check_choice,
     check_confidence_level,
@@ -38,8 +43,25 @@ _SCHEMA_TAIL = {
 }
 
 
-#: range of a score (the observation table's contract: scores in [0, 1])
-_SCORE_RANGE = (0.0, 1.0)
+def _metric_bounds(frame, by: Sequence[str]):
+    """Per group key of ``by``: the (low, high) bounds of its metric (-inf/inf when undeclared)."""
+    from evalstats.schema import metric_info
+
+    infos = metric_info(frame)
+    position = list(by).index("metric") if "metric" in by else None
+
+    def bounds(key) -> tuple[float, float]:
+        if position is not None:
+            info = infos.get(str(key[position]))
+        else:
+            info = next(iter(infos.values())) if len(infos) == 1 else None
+        if info is None:
+            return -math.inf, math.inf
+        lo = -math.inf if info.low is None else info.low
+        hi = math.inf if info.high is None else info.high
+        return lo, hi
+
+    return bounds
 
 
 def _clip(v: float, lo: float, hi: float) -> float:
@@ -96,9 +118,9 @@ def mean_interval(
             return (mean, *_degenerate("Wilson interval of no scores; returning NaN."))
         if not np.all((x == 0) | (x == 1)):
             raise ParameterError(
-                "`method='wilson'` needs 0/1 scores; got non-binary values such as "
-                f"{x[(x != 0) & (x != 1)][0]!r}. Use method='t' or 'bootstrap', or over='items' "
-                "with one variant and one run."
+                "`method='wilson'` is for a proportion of 0/1 scores; got non-binary values "
+                f"such as {float(x[(x != 0) & (x != 1)][0])!r}. Use method='t' or 'bootstrap' "
+                "(any metric), or over='items' with one variant and one run."
             )
         from statsmodels.stats.proportion import proportion_confint
 
@@ -241,7 +263,7 @@ def intervals(
         One row per group in ``by`` with ``over, method, confidence_level, n, n_clusters, mean,
         se, ci_low, ci_high`` (``method`` is the method used: ``wilson`` or ``t`` for
         ``'auto'``, ``bca`` for ``'bootstrap'``), sorted by ``by``. Bounds are clipped to the
-        score range [0, 1].
+        metric's declared bounds (unbounded sides are left as they are).
 
     Raises
     ------
@@ -295,6 +317,7 @@ def intervals(
     by = (by,) if isinstance(by, str) else tuple(by)
     extra = (cluster,) if method == "cluster" else ()
     data = scores_over(frame, over, by, extra=extra)
+    bounds_of = _metric_bounds(frame, by)
     rows = []
     groups = data.partition_by(list(by), maintain_order=True, as_dict=True) if by else {(): data}
     for key, g in groups.items():
@@ -314,7 +337,8 @@ def intervals(
         )
         n_clusters = int(len(np.unique(clusters))) if clusters is not None else None
         # bounds never leave the score range (t and bootstrap intervals can near 0 and 1)
-        low, high = _clip(low, *_SCORE_RANGE), _clip(high, *_SCORE_RANGE)
+        lo_b, hi_b = bounds_of(key)
+        low, high = _clip(low, lo_b, hi_b), _clip(high, lo_b, hi_b)
         rows.append((*key, over, recorded, level, int(x.size), n_clusters, mean, se, low, high))
     schema = {b: data.schema[b] for b in by} | _SCHEMA_TAIL
     return pl.DataFrame(rows, schema=schema, orient="row").sort(list(by))

@@ -210,8 +210,8 @@ def _run_family(
                 _binary(xa[:, j], pm[:, j]) and _binary(xb[:, j], pm[:, j]) for j in cols
             ):
                 raise ParameterError(
-                    f"`method={kind!r}` needs 0/1 paired scores (one variant and one run per "
-                    "item, or a binary metric); use 't', 'permutation' or 'bootstrap'."
+                    f"`method={kind!r}` needs 0/1 paired scores (a binary metric, one variant "
+                    "and one run per item); use 't', 'permutation' or 'bootstrap' (any metric)."
                 )
             test = make_test(kind, xa[:, cols], xb[:, cols], pm[:, cols], alternative, b_res, seed)
             tests.append((bi, cols, test))
@@ -346,7 +346,10 @@ def paired_difference(
     mask = np.ones((n, 2), dtype=bool)
     binary = _binary(a, mask[:, 0]) and _binary(b, mask[:, 1])
     if method in ("mcnemar", "mcnemar-midp") and not binary:
-        raise ParameterError(f"`method={method!r}` needs 0/1 scores on both sides; use 't'.")
+        raise ParameterError(
+            f"`method={method!r}` needs 0/1 scores on both sides (a binary metric); use 't' or "
+            "'permutation' (any metric)."
+        )
     blk = {"x": np.column_stack([a, b]), "mask": mask, "pairs": [(0, 1)]}
     out = _run_family(
         [blk],
@@ -436,7 +439,7 @@ def compare_models(
     power: float = 0.8,
     n_resamples: int | None = None,
     seed: int = 0,
-    by: Sequence[str] = ("dataset",),
+    by: Sequence[str] = ("dataset", "metric"),
     column: str = "model",
 ) -> pl.DataFrame:
     r"""Every pair of models: paired difference, test, corrected p-value and a matching interval.
@@ -475,7 +478,7 @@ def compare_models(
         ``alpha/(2m)`` for ``m`` pairs (otherwise a Bonferroni/Holm family could never reject).
     seed : int, default 0
         Seed of the random generator; the same seed gives the same result.
-    by : tuple of str, default ('dataset',)
+    by : tuple of str, default ('dataset', 'metric')
         Columns that define the groups; models are compared within each group.
     column : str, default 'model'
         The column whose values are compared: ``'model'``, or any factor column (a prompt

@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from evalstats.compare._intervals import _metric_bounds
 from evalstats.errors import DegenerateDataWarning, InsufficientDataError, ParameterError
 from evalstats.results import check_confidence_level
 from evalstats.schema import validate_by, validate_observations
@@ -185,7 +186,7 @@ def ppi_mean(
     gold: str = "gold_score",
     confidence_level: float = 0.95,
     lam: float | None = None,
-    by: Sequence[str] = ("model", "dataset"),
+    by: Sequence[str] = ("model", "dataset", "metric"),
 ) -> pl.DataFrame:
     r"""Mean score per group corrected for judge bias with gold labels on part of the items (PPI++).
 
@@ -201,7 +202,7 @@ def ppi_mean(
     lam : float, optional
         Fixed weight of the judge (1: original PPI; 0: gold labels only); default the
         power-tuned PPI++ weight.
-    by : tuple of str, default ('model', 'dataset')
+    by : tuple of str, default ('model', 'dataset', 'metric')
         Columns that define the groups.
 
     Returns
@@ -211,7 +212,7 @@ def ppi_mean(
         confidence_level, lam, classical, classical_ci_low, classical_ci_high, judge_mean,
         judge_bias, method``; ``classical`` is the gold-only mean with its normal interval,
         ``judge_mean`` the (biased) judge mean over all items, ``judge_bias`` the mean of
-        judge minus gold on the labelled items. Bounds are clipped to [0, 1].
+        judge minus gold on the labelled items. Bounds are clipped to the metric's bounds.
 
     Notes
     -----
@@ -242,6 +243,7 @@ def ppi_mean(
     items = _item_table(observations, gold, by, "model" if "model" in by else by[0])
     rows = []
     groups = items.partition_by(list(by), as_dict=True, maintain_order=True)
+    bounds_of = _metric_bounds(observations, by)
     for key, g in groups.items():
         lab = g.filter(pl.col("y").is_not_null())
         unl = g.filter(pl.col("y").is_null())
@@ -253,7 +255,7 @@ def ppi_mean(
                 unl["f"].to_numpy(),
                 level,
                 lam,
-                (0.0, 1.0),
+                bounds_of(key),
             )
         )
     return (
@@ -269,7 +271,7 @@ def ppi_difference(
     gold: str = "gold_score",
     confidence_level: float = 0.95,
     lam: float | None = None,
-    by: Sequence[str] = ("dataset",),
+    by: Sequence[str] = ("dataset", "metric"),
     column: str = "model",
 ) -> pl.DataFrame:
     r"""Paired difference of every pair of models corrected for judge bias (PPI++ on differences).
@@ -284,7 +286,7 @@ def ppi_difference(
         Level of the intervals.
     lam : float, optional
         Fixed weight of the judge; default power-tuned.
-    by : tuple of str, default ('dataset',)
+    by : tuple of str, default ('dataset', 'metric')
         Columns that define the groups; models are compared within each group.
     column : str, default 'model'
         The column whose values are compared.
@@ -295,7 +297,7 @@ def ppi_difference(
         One row per group and pair (``model_a < model_b``) with the columns of
         :func:`ppi_mean` for the item differences ``a - b`` (``estimate`` is the difference),
         ``statistic`` (estimate / se) and ``pvalue`` (two-sided normal test of no difference,
-        unadjusted); bounds are clipped to [-1, 1].
+        unadjusted); bounds are clipped to plus or minus the metric's range.
 
     Notes
     -----
@@ -318,7 +320,10 @@ def ppi_difference(
     unit = [c for c in ("dataset", "item") if c not in by]
     rows = []
     groups = items.partition_by(list(by), as_dict=True, maintain_order=True) if by else {(): items}
+    bounds_of = _metric_bounds(observations, by)
     for key, g in groups.items():
+        lo, hi = bounds_of(key)
+        span = hi - lo  # a difference of two bounded scores lies in [-span, span]
         g = g.with_columns(pl.col(column).cast(pl.String))
         f = g.pivot(on=column, index=unit, values="f", sort_columns=True).sort(unit)
         y = g.pivot(on=column, index=unit, values="y", sort_columns=True).sort(unit)
@@ -332,7 +337,7 @@ def ppi_difference(
             fd = (f[a] - f[b]).to_numpy()
             yd = (y[a] - y[b]).to_numpy()
             lm, um = lab.to_numpy(), unl.to_numpy()
-            r = _row(yd[lm], fd[lm], fd[um], level, lam, (-1.0, 1.0))
+            r = _row(yd[lm], fd[lm], fd[um], level, lam, (-span, span))
             stat = r["estimate"] / r["se"] if r["se"] > 0 else math.nan
             p = float(2 * stats.norm.sf(abs(stat))) if not math.isnan(stat) else math.nan
             rows.append(

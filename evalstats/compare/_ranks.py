@@ -14,7 +14,7 @@ from scipy import stats
 from evalstats.compare._paired import paired_matrix
 from evalstats.errors import DesignWarning, InsufficientDataError, ParameterError
 from evalstats.results import check_confidence_level, check_positive_int
-from evalstats.schema import validate_by, validate_observations, validate_units
+from evalstats.schema import metric_info, validate_by, validate_observations, validate_units
 
 __all__ = ["FriedmanResult", "friedman_nemenyi", "rank_intervals"]
 
@@ -25,7 +25,7 @@ def rank_intervals(
     confidence_level: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
-    by: Sequence[str] = ("dataset",),
+    by: Sequence[str] = ("dataset", "metric"),
 ) -> pl.DataFrame:
     """Rank of each model with a bootstrap interval and the probability of being best.
 
@@ -39,7 +39,7 @@ def rank_intervals(
         Bootstrap resamples of the items.
     seed : int, default 0
         Seed of the random generator; the same seed gives the same result.
-    by : tuple of str, default ('dataset',)
+    by : tuple of str, default ('dataset', 'metric')
         Columns that define the groups; models are ranked within each group.
 
     Returns
@@ -166,6 +166,25 @@ def iman_davenport(chi2: float, n: int, k: int) -> tuple[float, float]:
     return float(f_stat), float(stats.f.sf(f_stat, k - 1, (k - 1) * (n - 1)))
 
 
+def _higher_is_better(frame: pl.DataFrame, blocks: Sequence[str]):
+    """``key -> bool``: whether higher scores are better in the block ``key`` (its metric's)."""
+    infos = metric_info(frame)
+    hib = {name: info.higher_is_better for name, info in infos.items()}
+    position = list(blocks).index("metric") if "metric" in blocks else None
+    if position is None and len(set(hib.values())) > 1:
+        raise ParameterError(
+            f"the table mixes metrics where higher is better and where lower is better "
+            f"({', '.join(map(repr, hib))}); add 'metric' to `blocks` to rank them apart."
+        )
+
+    def of(key: Sequence[object]) -> bool:
+        if position is not None:
+            return hib.get(str(key[position]), True)
+        return next(iter(hib.values()), True)
+
+    return of
+
+
 #: Demsar (2006): the chi-square approximation is for "N > 10 and k > 5"; fewer blocks warn
 _FRIEDMAN_MIN_BLOCKS = 10
 
@@ -173,7 +192,7 @@ _FRIEDMAN_MIN_BLOCKS = 10
 def friedman_nemenyi(
     units: pl.DataFrame | pl.LazyFrame,
     *,
-    blocks: Sequence[str] = ("dataset",),
+    blocks: Sequence[str] = ("dataset", "metric"),
     column: str = "model",
     confidence_level: float = 0.95,
 ) -> FriedmanResult:
@@ -184,10 +203,11 @@ def friedman_nemenyi(
     units : polars.DataFrame or polars.LazyFrame
         Unit table, or observation table (needed when ``blocks`` includes ``item``); see
         :mod:`evalstats.schema`.
-    blocks : tuple of str, default ('dataset',)
-        Columns whose combinations are the blocks: ``('dataset',)`` (benchmarks as blocks) or
-        ``('dataset', 'item')`` (items as blocks: the usual omnibus test of several models on
-        one benchmark). Each block's score is the mean over everything else (variants, runs).
+    blocks : tuple of str, default ('dataset', 'metric')
+        Columns whose combinations are the blocks: ``('dataset', 'metric')`` (benchmarks as
+        blocks) or ``('dataset', 'metric', 'item')`` (items as blocks: the usual omnibus test of
+        several models on one benchmark). Within each block the best score ranks 1: the highest,
+        or the lowest for a metric where lower is better. Each block's score is the mean over everything else (variants, runs).
         Blocks must be **independent units**: prompt variants of one task share its items, so
         ``('dataset', 'variant')`` blocks are not independent (a warning says so) and make the
         test and the critical difference far too optimistic.
@@ -268,9 +288,10 @@ def friedman_nemenyi(
         )
     # units collected first and blocks sorted: the same floats are added in the same order on
     # every call (inside one lazy plan polars may order them differently, moving the last bit)
+    collected = lf.collect()
+    hib_of = _higher_is_better(collected, blocks)
     scores = (
-        lf.select([*blocks, column, "score"])
-        .collect()
+        collected.select([*blocks, column, "score"])
         .with_columns(pl.col(column).cast(pl.String))
         .group_by([*blocks, column])
         .agg(pl.col("score").mean())
@@ -279,6 +300,9 @@ def friedman_nemenyi(
     wide = scores.pivot(on=column, index=list(blocks), values="score", sort_columns=True)
     models = [c for c in wide.columns if c not in blocks]
     x = wide.select(models).drop_nulls().to_numpy()
+    keys = wide.drop_nulls(models).select(blocks).rows()
+    sign = np.array([1.0 if hib_of(k) else -1.0 for k in keys])
+    x = sign[:, None] * x  # oriented so that larger is better in every block
     k, n = len(models), x.shape[0]
     if k < 3 or n < 2:
         raise InsufficientDataError(
@@ -298,11 +322,11 @@ def friedman_nemenyi(
         res = stats.friedmanchisquare(*x.T)
     chi2 = float(res.statistic)
     f_stat, f_p = iman_davenport(chi2, n, k)
-    ranks = stats.rankdata(-x, axis=1)
+    ranks = stats.rankdata(-x, axis=1)  # rank 1 is the best in each block
     q = stats.studentized_range.ppf(level, k, np.inf) / math.sqrt(2)
     cd = float(q * math.sqrt(k * (k + 1) / (6 * n)))
     rank_frame = pl.DataFrame(
-        {"model": models, "mean_rank": ranks.mean(axis=0), "score": x.mean(axis=0)}
+        {"model": models, "mean_rank": ranks.mean(axis=0), "score": (sign[:, None] * x).mean(0)}
     ).sort("model")
     return FriedmanResult(
         statistic=chi2,

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from evalstats.errors import ParameterError
-from evalstats.io._columns import parse_mapping, resolve_roles
+from evalstats.io._columns import ALIASES, parse_mapping, resolve_roles
 from evalstats.io._files import expand_paths, scan_file, table_suffix
 from evalstats.io._pipeline import OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
@@ -96,9 +96,17 @@ def read_table(
         for src, role in renames.items():
             source_names.setdefault(role, src)
         keep = list(renames) + factors
+        # a factor named like a canonical column (`--columns model=factor`) gets a suffix, so the
+        # canonical column (e.g. another column mapped to 'model') and the factor can coexist
+        clash = {f: f"{f}_factor" for f in factors if f in ALIASES}
         lf = lf.select(keep).rename(
-            {k: ("__input_text" if v == "input_text" else v) for k, v in renames.items()}
+            {k: ("__input_text" if v == "input_text" else v) for k, v in renames.items()} | clash
         )
+        factors = [clash.get(f, f) for f in factors]
+        for f, new in clash.items():
+            note = f"column {f!r} kept as factor {new!r} (its name is a canonical column)"
+            if note not in notes:
+                notes.append(note)
         if "dataset" not in renames.values():
             name = dataset if dataset is not None else _stem(f)
             lf = lf.with_columns(pl.lit(name, dtype=pl.String).alias("dataset"))
