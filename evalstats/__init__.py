@@ -7,7 +7,7 @@ aggregates it; analyses take either table and return tidy polars frames or small
 
 from __future__ import annotations
 
-from evalstats.aggregate import UnitIngest, read_units, to_units
+from evalstats.aggregate import UnitIngest, align_item_sets, read_units, to_units
 from evalstats.attribution import (
     AnovaResult,
     AttributionResult,
@@ -46,6 +46,7 @@ from evalstats.io.dove import read_dove
 from evalstats.io.inspect_log import read_inspect
 from evalstats.io.llm_stability import read_llm_stability
 from evalstats.io.lm_eval import read_lm_eval
+from evalstats.io.openai_evals import read_openai_evals
 from evalstats.io.reliable_eval import read_reliable_eval
 from evalstats.io.state_of_what_art import read_state_of_what_art
 from evalstats.moments import prompt_spread
@@ -76,6 +77,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AnovaResult",
+    "align_item_sets",
     "attribute",
     "audit_report",
     "AttributionResult",
@@ -111,6 +113,7 @@ __all__ = [
     "read_inspect",
     "read_llm_stability",
     "read_lm_eval",
+    "read_openai_evals",
     "read_reliable_eval",
     "read_state_of_what_art",
     "read_table",

@@ -48,8 +48,10 @@ STABILITY_COLUMNS: tuple[str, ...] = (
     "spread",
     "tar_a",
     "tar_r",
+    "n_all_unparsed",
     "best_possible",
     "worst_possible",
+    "possible_spread",
     "input_len",
     "output_len",
 )
@@ -73,6 +75,7 @@ ITEM_COLUMNS: tuple[str, ...] = (
 
 Normalize = Literal["none", "strip", "lower"]
 OnMismatch = Literal["error", "intersect"]
+AllUnparsed = Literal["disagree", "agree"]
 _DEFAULT_BY = ("model", "dataset", "metric", "variant")
 
 
@@ -226,6 +229,7 @@ def stability_table(
     by: Sequence[str] | str = _DEFAULT_BY,
     normalize: Normalize = "none",
     on_mismatch: OnMismatch = "error",
+    all_unparsed: AllUnparsed = "disagree",
 ) -> pl.DataFrame:
     """Accuracy spread and total agreement over N identical runs, one row per group.
 
@@ -242,15 +246,21 @@ def stability_table(
     on_mismatch : {'error', 'intersect'}, default 'error'
         When the runs of a group cover different items: raise naming the group and the runs,
         or analyse the items present in every run and warn with what was left out.
+    all_unparsed : {'disagree', 'agree'}, default 'disagree'
+        Whether an item whose answers are unparsed (null) in *every* run counts as agreeing in
+        TARa. ``'agree'`` is the convention of the authors' ``evaluate.py``; use it to reproduce
+        their ``TARa`` column. ``n_all_unparsed`` reports how many items this concerns.
 
     Returns
     -------
     polars.DataFrame
         The group columns, then :data:`STABILITY_COLUMNS`: ``n_runs`` (N), ``n_items``,
         ``acc_per_run`` (list, by run index), ``acc_min``, ``acc_median``, ``acc_max``,
-        ``acc_mean``, ``spread`` (``acc_max - acc_min``), ``tar_a``, ``tar_r``,
-        ``best_possible``, ``worst_possible``, ``input_len`` and ``output_len`` (median word
-        counts; null without text). Sorted by the group columns.
+        ``acc_mean``, ``spread`` (the accuracy range over runs, ``acc_max - acc_min``),
+        ``tar_a``, ``tar_r``, ``n_all_unparsed`` (items whose answer is unparsed in every run;
+        null without ``answer``), ``best_possible``, ``worst_possible``, ``possible_spread``
+        (``best_possible - worst_possible``, the authors' ``spread``), ``input_len`` and
+        ``output_len`` (median word counts; null without text). Sorted by the group columns.
 
     Raises
     ------
@@ -282,15 +292,20 @@ def stability_table(
     - ``best_possible`` = (1/I) sum_i max_r s_ir (correct in at least one run);
       ``worst_possible`` = (1/I) sum_i min_r s_ir (correct in every run).
 
-    Differences from the authors' ``evaluate.py``: their ``spread`` column is
-    best_possible - worst_possible, ours is the spread of the run accuracies (the paper's
-    Table 2 range); with fractional scores ``best_possible``/``worst_possible`` average the
-    per-item max/min. An unparsed answer never agrees here; the authors count an item whose N
-    responses are *all* unparsed as agreeing (a quirk of their set of row indices).
+    Two spreads, named apart: ``spread`` is the range of the run accuracies (the paper's
+    Table 2 range); ``possible_spread`` = best_possible - worst_possible is the column the
+    authors' ``evaluate.py`` calls ``spread``. With fractional scores
+    ``best_possible``/``worst_possible`` average the per-item max/min. By default an unparsed
+    answer never agrees; the authors count an item whose N responses are *all* unparsed as
+    agreeing (a quirk of their set of row indices): ``all_unparsed='agree'`` does the same.
+    Their code also skips missing (NaN) responses when collecting answers; rows with
+    ``error='empty'`` are unparsed here, so an item mixing empty and parsed runs can differ.
 
-    Checked against: the authors' ``strict_json_schema_stability_eval.csv``
-    (fixtures/reference/llm_stability/): ``n_runs``, ``n_items``, ``tar_a``, ``tar_r``,
-    ``best_possible``, ``worst_possible`` and the per-run counts agree for every task present.
+    Checked against: the authors' ``strict_json_schema_stability_eval.csv``,
+    ``fine_tuned_stability_eval.csv`` and ``fine_tuned_stability_eval_cross_trained.csv``
+    (fixtures/reference/llm_stability/): ``n_runs``, ``n_items``, ``tar_a`` (with
+    ``all_unparsed='agree'``), ``tar_r``, ``best_possible``, ``worst_possible``,
+    ``possible_spread`` and the per-run counts agree for every row.
 
     References
     ----------
@@ -311,14 +326,18 @@ def stability_table(
     >>> stability_table(obs, normalize="strip")["tar_r"].item()
     0.3333333333333333
     """
+    check_choice("all_unparsed", all_unparsed, ("disagree", "agree"))
     lf, by, has_a, has_r, lens = _prepare(observations, by, normalize, on_mismatch)
     keys = list(by)
     none_bool = pl.lit(None, dtype=pl.Boolean)
+    none_unparsed = pl.col("__a").null_count() == pl.len()
+    agree_a = _agree("__a") | none_unparsed if all_unparsed == "agree" else _agree("__a")
     item_aggs = [
         pl.col("score").max().alias("__best"),
         pl.col("score").min().alias("__worst"),
-        _agree("__a").alias("__ta") if has_a else none_bool.alias("__ta"),
+        agree_a.alias("__ta") if has_a else none_bool.alias("__ta"),
         _agree("__r").alias("__tr") if has_r else none_bool.alias("__tr"),
+        none_unparsed.alias("__nu") if has_a else none_bool.alias("__nu"),
     ]
 
     def lengths(frame: pl.LazyFrame) -> pl.LazyFrame:
@@ -350,12 +369,19 @@ def stability_table(
         )
         .with_columns((pl.col("acc_max") - pl.col("acc_min")).alias("spread"))
     )
-    b = per_item.group_by(keys).agg(
-        pl.len().cast(pl.Int64).alias("n_items"),
-        pl.col("__ta").cast(pl.Float64).mean().alias("tar_a"),
-        pl.col("__tr").cast(pl.Float64).mean().alias("tar_r"),
-        pl.col("__best").mean().alias("best_possible"),
-        pl.col("__worst").mean().alias("worst_possible"),
+    b = (
+        per_item.group_by(keys)
+        .agg(
+            pl.len().cast(pl.Int64).alias("n_items"),
+            pl.col("__ta").cast(pl.Float64).mean().alias("tar_a"),
+            pl.col("__tr").cast(pl.Float64).mean().alias("tar_r"),
+            (pl.col("__nu").sum().cast(pl.Int64) if has_a else pl.lit(None, dtype=pl.Int64)).alias(
+                "n_all_unparsed"
+            ),
+            pl.col("__best").mean().alias("best_possible"),
+            pl.col("__worst").mean().alias("worst_possible"),
+        )
+        .with_columns((pl.col("best_possible") - pl.col("worst_possible")).alias("possible_spread"))
     )
     c = (
         rest[0]

@@ -25,8 +25,13 @@ __all__ = [
 ]
 
 
-def add_input_arguments(parser: argparse.ArgumentParser) -> None:
-    """PATH and the loader options every analysis command takes (same as ``ingest``)."""
+def add_input_arguments(parser: argparse.ArgumentParser, *, item_sets: bool = True) -> None:
+    """PATH and the loader options every analysis command takes (same as ``ingest``).
+
+    With ``item_sets`` (every analysis command and the report) also ``--on-mismatch``, the one
+    rule for runs that cover different items (:func:`evalstats.aggregate.align_item_sets`),
+    applied by :func:`load`.
+    """
     from evalstats.io import FORMATS
 
     parser.add_argument("path", metavar="PATH", help="file, glob or folder of a prediction dump")
@@ -88,9 +93,19 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         "--metric",
         dest="metric_filter",
         default=argparse.SUPPRESS,
-        metavar="NAME,...",
-        help="analyse only these metrics (lm-eval: the metric to read; Inspect: the scorer)",
+        metavar="NAME,...|TASK=NAME,...",
+        help="analyse only these metrics (lm-eval: the metric to read, for every task or per "
+        "task as boolq=acc,truthfulqa_gen=bleu_acc; Inspect: the scorer)",
     )
+    if item_sets:
+        parser.add_argument(
+            "--on-mismatch",
+            dest="on_mismatch",
+            choices=["error", "intersect", "keep"],
+            default="error",
+            help="repeated runs of a configuration that cover different items: stop (default), "
+            "analyse the items every run scored (biases TAR upward), or keep each run's own items",
+        )
 
 
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
@@ -159,7 +174,13 @@ def loader_options(args: argparse.Namespace) -> dict[str, Any]:
         options["higher_is_better"] = False if names in ([], ["*"]) else dict.fromkeys(names, False)
     if hasattr(args, "metric_filter"):
         names = [n.strip() for n in args.metric_filter.split(",") if n.strip()]
-        if fmt in ("lm-eval", "inspect") and len(names) == 1:
+        if fmt == "auto":  # route --metric by the detected format
+            from evalstats.io import detect_format
+
+            fmt = detect_format(args.path)
+        if fmt == "lm-eval" and any("=" in n for n in names):
+            options["metric"] = args.metric_filter  # TASK=NAME,...: one metric per task
+        elif fmt in ("lm-eval", "inspect") and len(names) == 1:
             options["metric" if fmt == "lm-eval" else "scorer"] = names[0]
         else:
             options["metrics"] = names
@@ -173,6 +194,19 @@ def load(args: argparse.Namespace):
     ingest = read(args.path, format=args.format, **loader_options(args))
     if not getattr(args, "quiet", False):
         print(ingest.report.summary(), file=sys.stderr)
+    rule = getattr(args, "on_mismatch", None)
+    if rule is not None:
+        import warnings
+
+        from evalstats.aggregate import align_item_sets
+        from evalstats.io import Ingest
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            obs = align_item_sets(ingest.observations, on_mismatch=rule)
+        for w in caught:
+            print(f"evalstats: warning: {w.message}", file=sys.stderr)
+        ingest = Ingest(obs, ingest.report)
     return ingest
 
 

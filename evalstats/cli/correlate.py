@@ -132,13 +132,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=argparse.SUPPRESS,
         help="how the stability table compares answers and responses (default: none)",
     )
-    p.add_argument(
-        "--on-mismatch",
-        dest="on_mismatch",
-        choices=["error", "intersect"],
-        default=argparse.SUPPRESS,
-        help="runs covering different items: stop (default) or analyse the shared items",
-    )
     add_output_arguments(p)
     p.add_argument(
         "--plot",
@@ -157,7 +150,10 @@ def stability_frame(args: argparse.Namespace) -> pl.DataFrame:
     from evalstats.stability import stability_table
 
     obs, _ = load(args)
-    return stability_table(obs, **params_from(args, "by", "normalize", "on_mismatch"))
+    params = params_from(args, "by", "normalize")
+    if getattr(args, "on_mismatch", "error") == "intersect":
+        params["on_mismatch"] = args.on_mismatch
+    return stability_table(obs, **params)
 
 
 def save_figure(fig, path: Path) -> None:

@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "pass over the rows with bounded memory, on this machine or on a Dask cluster "
         "(--engine dask).",
     )
-    add_input_arguments(p)
+    add_input_arguments(p, item_sets=False)
     p.add_argument(
         "--level",
         choices=["units", "observations"],

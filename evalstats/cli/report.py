@@ -172,6 +172,10 @@ def run(args: argparse.Namespace) -> int:
         )
         if hasattr(args, k)
     }
+    if hasattr(args, "metric_filter"):
+        loader_options["metric_filter"] = args.metric_filter
+    if args.on_mismatch != "error":
+        loader_options["on_mismatch"] = args.on_mismatch
     progress = progress_wanted(args)
     report = audit_report(
         obs,
@@ -180,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
         factors=args.factors,
         default=default,
         progress=progress,
+        on_mismatch=args.on_mismatch,
         **kwargs,
     )
     html = report.write(

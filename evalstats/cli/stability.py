@@ -41,11 +41,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="compare answers and responses exactly (default), stripped, or stripped and lower-cased",
     )
     p.add_argument(
-        "--on-mismatch",
-        dest="on_mismatch",
-        choices=["error", "intersect"],
+        "--all-unparsed",
+        dest="all_unparsed",
+        choices=["disagree", "agree"],
         default=argparse.SUPPRESS,
-        help="runs covering different items: stop (default) or analyse the shared items",
+        help="TARa of an item unparsed in every run: disagree (default) or agree (the authors' "
+        "evaluate.py convention)",
     )
     p.add_argument(
         "--view",
@@ -106,8 +107,10 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("`--top` applies to --view items only.")
     args.quiet = args.json
     obs, _ = load(args)
-    names = ["by", "normalize", "on_mismatch"] + (["top"] if args.view == "items" else [])
-    params = params_from(args, *names)
+    names = ["by", "normalize"] + (["all_unparsed"] if args.view == "table" else [])
+    params = params_from(args, *names, *(["top"] if args.view == "items" else []))
+    if args.on_mismatch == "intersect":  # with keep, stability still needs the same items
+        params["on_mismatch"] = args.on_mismatch
     function = {"table": stability_table, "curve": tar_curve, "items": unstable_items}[args.view]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -33,7 +33,38 @@ def _lazy(module: str, name: str) -> Callable[..., Ingest]:
         return getattr(importlib.import_module(module), name)(*args, **kwargs)
 
     call.__name__ = name
+    call.target = (module, name)  # type: ignore[attr-defined]
     return call
+
+
+#: Command-line flag of each loader option, for messages.
+_FLAGS = {
+    "columns": "--columns",
+    "on_invalid": "--on-invalid",
+    "score_scale": "--score-scale",
+    "metric": "--metric",
+    "scorer": "--metric",
+}
+
+
+def _check_options(format: str, loader: Callable[..., Ingest], options: dict[str, Any]) -> None:
+    """Raise ParameterError for an option the loader does not take (never a TypeError)."""
+    import importlib
+    import inspect
+
+    target = getattr(loader, "target", None)
+    function = getattr(importlib.import_module(target[0]), target[1]) if target else loader
+    params = inspect.signature(function).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    accepted = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    for name in options:
+        if name not in accepted:
+            flag = _FLAGS.get(name)
+            raise ParameterError(
+                f"`{name}`{f' ({flag})' if flag else ''} is not an option of the {format} "
+                f"loader; its options: {', '.join(accepted)}."
+            )
 
 
 #: Loader of each ``--format`` name. Detection order is the order below (table last).
@@ -45,6 +76,7 @@ FORMATS: dict[str, Callable[..., Ingest]] = {
     "inspect": _lazy("evalstats.io.inspect_log", "read_inspect"),
     "reliable-eval": _lazy("evalstats.io.reliable_eval", "read_reliable_eval"),
     "state-of-what-art": _lazy("evalstats.io.state_of_what_art", "read_state_of_what_art"),
+    "openai-evals": _lazy("evalstats.io.openai_evals", "read_openai_evals"),
     "table": read_table,
 }
 
@@ -56,6 +88,7 @@ DETECTORS: dict[str, Callable[[Path], bool]] = {
     "inspect": _lazy("evalstats.io.inspect_log", "detect_inspect"),  # type: ignore[dict-item]
     "reliable-eval": _lazy("evalstats.io.reliable_eval", "detect_reliable_eval"),  # type: ignore[dict-item]
     "state-of-what-art": _lazy("evalstats.io.state_of_what_art", "detect_state_of_what_art"),  # type: ignore[dict-item]
+    "openai-evals": _lazy("evalstats.io.openai_evals", "detect_openai_evals"),  # type: ignore[dict-item]
 }
 
 
@@ -126,6 +159,7 @@ def read(
         raise ParameterError(
             f"`format` must be 'auto' or one of {', '.join(map(repr, FORMATS))}, got {format!r}."
         )
+    _check_options(format, FORMATS[format], options)
     with metric_options(
         metric_range=metric_range, higher_is_better=higher_is_better, metrics=metrics
     ):

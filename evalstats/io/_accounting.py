@@ -830,6 +830,12 @@ def raise_invalid(plan: Plan, first: tuple[int, int, str, str | None]) -> None:
         message = _range_message(plan, src, row, detail)
     elif column == "score" and detail is not None and reason_name != "missing_score":
         message = f"{message}, got {detail!r}"
+    if reason_name == "duplicate":
+        earlier = _earlier_duplicate(plan, src, row)
+        if earlier is not None:
+            e_src, e_row = earlier
+            where = "" if e_src == src else f" of {plan.paths[e_src]}"
+            message = f"{message}: row {e_row}{where}"
     raise IngestError(
         f"{message}. To set such rows aside and count them, pass on_invalid='skip' "
         "(CLI: --on-invalid skip).",
@@ -866,6 +872,37 @@ def _range_message(plan: Plan, src: int, row: int, detail: str | None) -> str:
             "(CLI: --metric-range LOW,HIGH)"
         )
     return msg
+
+
+def _earlier_duplicate(plan: Plan, src: int, row: int) -> tuple[int, int] | None:
+    """(file, row) of the first row with the same de-duplication key as file ``src``, ``row``.
+
+    Only called on the error path, so it may read the files once more.
+    """
+    cols = [c for c in plan.dedup_key if c != "__run"]
+    value, pct = parse_score(plan.schema["score"], plan.score_factor)
+    exprs = [
+        pl.col("run").cast(pl.Int64, strict=False).alias("__run"),
+        value.alias("__score"),
+        pct.alias("__pct"),
+    ]
+    if plan.variant is not None and "variant" in cols:
+        exprs.append(plan.variant)
+    key = list(plan.dedup_key)
+    try:
+        lf = plan.frame(list(range(src + 1))).with_columns(exprs)
+        target = lf.filter((pl.col("__src") == src) & (pl.col("__row") == row)).select(key)
+        same = lf.join(target, on=key, how="semi", nulls_equal=True)
+        hits = same.filter(plan.code_expr == _KEPT).select("__src", "__row").collect()
+        if not hits.height:
+            hits = same.select("__src", "__row").collect()
+        hits = hits.sort("__src", "__row").head(1)
+    except (pl.exceptions.PolarsError, OSError):
+        return None
+    if not hits.height:
+        return None
+    e_src, e_row = hits.row(0)
+    return (int(e_src), int(e_row)) if (e_src, e_row) != (src, row) else None
 
 
 def unit_factor_order(schema_names: Sequence[str], factor_list: Sequence[str]) -> tuple[str, ...]:

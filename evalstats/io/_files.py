@@ -13,7 +13,15 @@ import polars as pl
 from evalstats.errors import IngestError
 from evalstats.io._pipeline import read_error
 
-__all__ = ["TABLE_SUFFIXES", "expand_paths", "scan_file", "table_suffix"]
+__all__ = [
+    "TABLE_SUFFIXES",
+    "expand_paths",
+    "is_hidden",
+    "lfs_pointer",
+    "scan_file",
+    "skipped_note",
+    "table_suffix",
+]
 
 TABLE_SUFFIXES = (
     ".csv",
@@ -38,10 +46,63 @@ def table_suffix(path: str | Path) -> str | None:
     return None
 
 
+def is_hidden(path: Path, root: Path | None = None) -> bool:
+    """Whether ``path`` is hidden below ``root``: a name starting with ``.``.
+
+    This covers the macOS AppleDouble ``._name`` companions of archives made on a Mac.
+    """
+    parts = path.relative_to(root).parts if root is not None else (path.name,)
+    return any(part.startswith(".") for part in parts)
+
+
+_LFS_HEAD = b"version https://git-lfs.github.com/spec/"
+
+
+def lfs_pointer(path: Path) -> str | None:
+    """The error message for a Git LFS pointer file (None when ``path`` is not one).
+
+    A repository cloned without Git LFS holds, instead of each large file, a ~130-byte text
+    naming its hash and size; reading it as data gives confusing parse errors.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(512)
+    except OSError:
+        return None
+    if not head.startswith(_LFS_HEAD):
+        return None
+    text = head.decode("utf-8", errors="replace")
+    size = next((ln.split(" ", 1)[1] for ln in text.splitlines() if ln.startswith("size ")), "?")
+    return (
+        f"this is a Git LFS pointer, not the data ({size} bytes stored in LFS): fetch it with "
+        f'`git lfs pull --include "{Path(path).as_posix()}"` in the repository (or '
+        "`git lfs install` before cloning)."
+    )
+
+
+def skipped_note(skipped: Sequence[Path]) -> str | None:
+    """The ingest-report note for hidden and AppleDouble files left out of a folder or glob."""
+    if not skipped:
+        return None
+    apple = sum(1 for f in skipped if f.name.startswith("._"))
+    shown = ", ".join(str(f) for f in skipped[:3]) + (", ..." if len(skipped) > 3 else "")
+    return (
+        f"skipped {len(skipped)} hidden file(s) ({apple} macOS AppleDouble '._*' "
+        f"companion(s)): {shown}"
+    )
+
+
 def expand_paths(
-    path: str | Path | Sequence[str | Path], suffixes: Sequence[str] = TABLE_SUFFIXES
+    path: str | Path | Sequence[str | Path],
+    suffixes: Sequence[str] = TABLE_SUFFIXES,
+    *,
+    skipped: list[Path] | None = None,
 ) -> list[Path]:
     """Files named by ``path``: a file, a glob pattern, a folder (searched recursively), or a list.
+
+    Hidden files and folders (names starting with ``.``, among them macOS AppleDouble ``._*``
+    files) found by a folder walk or a glob are left out and appended to ``skipped`` (when given)
+    so that the loader can count them in its report; a file named explicitly is always read.
 
     Raises
     ------
@@ -51,24 +112,32 @@ def expand_paths(
     if isinstance(path, (list, tuple)):
         out: list[Path] = []
         for p in path:
-            out.extend(expand_paths(p, suffixes))
+            out.extend(expand_paths(p, suffixes, skipped=skipped))
         return out
     p = Path(path)
     if p.is_dir():
-        files = sorted(
+        found = sorted(
             f
             for f in p.rglob("*")
             if f.is_file() and any(str(f).lower().endswith(s) for s in suffixes)
         )
+        files = [f for f in found if not is_hidden(f, p)]
+        if skipped is not None:
+            skipped.extend(f for f in found if is_hidden(f, p))
         if not files:
             raise IngestError(
-                f"the folder holds no files ending in {', '.join(suffixes)}.", path=str(p)
+                f"the folder holds no files ending in {', '.join(suffixes)}"
+                + (" (hidden files left out)." if len(found) > len(files) else "."),
+                path=str(p),
             )
         return files
     if p.exists():
         return [p]
     if any(ch in str(path) for ch in "*?["):
-        files = sorted(Path(f) for f in glob.glob(str(path), recursive=True) if Path(f).is_file())
+        found = sorted(Path(f) for f in glob.glob(str(path), recursive=True) if Path(f).is_file())
+        files = [f for f in found if not is_hidden(f)]
+        if skipped is not None:
+            skipped.extend(f for f in found if is_hidden(f))
         if not files:
             raise IngestError("the pattern matches no file.", path=str(path))
         return files
@@ -78,6 +147,9 @@ def expand_paths(
 def scan_file(path: Path) -> pl.LazyFrame:
     """Open one table file lazily by its suffix; raise IngestError naming the file if unreadable."""
     suffix = table_suffix(path)
+    pointer = lfs_pointer(path)
+    if pointer:
+        raise IngestError(pointer, path=str(path))
     try:
         if path.stat().st_size == 0:
             raise IngestError("the file is empty (0 bytes).", path=str(path))

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from evalstats.errors import IngestError, ParameterError
-from evalstats.io._files import expand_paths, scan_file
+from evalstats.io._files import expand_paths, scan_file, skipped_note
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize
 from evalstats.io._report import Ingest
 from evalstats.schema import MetricInfo
@@ -418,7 +418,8 @@ def read_dove(
         raise ParameterError(
             f"`exclude_correct_position` must be True or False, got {exclude_correct_position!r}."
         )
-    files = expand_paths(path, _SUFFIXES)
+    _hidden: list[Path] = []
+    files = expand_paths(path, _SUFFIXES, skipped=_hidden)
     parts: list[tuple[str, pl.LazyFrame]] = []
     source_names: dict[str, str] = {}
     kinds: set[str] = set()
@@ -480,7 +481,7 @@ def read_dove(
         dedup_key=key,
         factors=factors,
         source_names=source_names,
-        notes=notes,
+        notes=[*notes, *filter(None, [skipped_note(_hidden)])],
         variant=variant_expr(factors),
         metric=MetricInfo("accuracy", 0.0, 1.0),
     )

@@ -7,18 +7,20 @@ chosen scorer's value the score, ``eval.model`` the model and ``eval.task`` the 
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from evalstats.errors import IngestError, ParameterError
-from evalstats.io._files import expand_paths
+from evalstats.errors import IngestError, MissingDependencyError, ParameterError
+from evalstats.io._files import expand_paths, is_hidden, skipped_note
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
 from evalstats.schema import OBSERVATION_COLUMNS
@@ -80,7 +82,11 @@ def detect_inspect(path: str | Path) -> bool:
     """
     p = Path(path)
     if p.is_dir():
-        return any(f.is_file() and _is_eval_zip(f) for f in p.rglob("*.eval"))
+        if any(f.is_file() and not is_hidden(f, p) and _is_eval_zip(f) for f in p.rglob("*.eval")):
+            return True
+        # a folder of .json logs (``--log-format json``): look at a few of its .json files
+        jsons = (f for f in sorted(p.rglob("*.json")) if f.is_file() and not is_hidden(f, p))
+        return any(_looks_like_json_log(f) for _, f in zip(range(5), jsons))
     if not p.is_file():
         return False
     if p.suffix == ".eval":
@@ -182,18 +188,23 @@ def read_inspect(
     """
     validate_options(on_invalid, score_scale)
     scorer = _scorer_from_columns(columns, scorer)
-    files = _log_files(path)
+    hidden: list[Path] = []
+    files = _log_files(path, hidden)
     parts: list[tuple[str, pl.LazyFrame]] = []
     notes: list[str] = []
     skipped: list[str] = []
     n_scored = 0
     chosen_all: list[str] = []
+    logs: list[tuple[Path, dict, list[dict], str | None]] = []
     for f in files:
         log = _open_log(f, skip_foreign=len(files) > 1)
         if log is None:
             skipped.append(f.name)
             continue
-        header, samples, header_note = log
+        logs.append((f, *log))
+    logs, superseded, retry_notes = _latest_per_task(logs)
+    notes.extend(retry_notes)
+    for f, header, samples, header_note in logs:
         if header_note:
             notes.append(f"{f}: {header_note}")
         frame, chosen, scored, file_notes = _frame(f, header, samples, scorer)
@@ -202,6 +213,9 @@ def read_inspect(
             chosen_all.append(chosen)
         notes.extend(file_notes)
         parts.append((str(f), frame.lazy()))
+    note = skipped_note(hidden)
+    if note:
+        notes.append(note)
     if skipped:
         notes.append(
             f"skipped {len(skipped)} .json file(s) that are not Inspect logs: "
@@ -241,7 +255,53 @@ def read_inspect(
         factors=_factor_order(parts),
         source_names={"score": _score_source(chosen_all), "item": "id", "run": "epoch"},
         notes=notes + ["run = epoch - 1 (Inspect epochs start at 1)"],
+        extra_read={"superseded_log": superseded} if superseded else None,
     )
+
+
+def _log_time(header: dict) -> str:
+    ev = header.get("eval") or {}
+    stats = header.get("stats") or {}
+    return str(stats.get("completed_at") or stats.get("started_at") or ev.get("created") or "")
+
+
+def _latest_per_task(
+    logs: list[tuple[Path, dict, list[dict], str | None]],
+) -> tuple[list[tuple[Path, dict, list[dict], str | None]], int, list[str]]:
+    """Keep the latest successful log per ``eval.task_id`` (an ``eval-set`` folder's retries).
+
+    ``inspect eval-set`` leaves a failed or cancelled log next to its retry; both carry the same
+    task id. The kept log is the latest successful one (the latest of all when none succeeded);
+    the samples of the others are counted as ``superseded_log``.
+    """
+    by_id: dict[str, list[int]] = {}
+    for i, (_, header, _, _) in enumerate(logs):
+        task_id = (header.get("eval") or {}).get("task_id")
+        if task_id:
+            by_id.setdefault(str(task_id), []).append(i)
+    drop: set[int] = set()
+    notes: list[str] = []
+    superseded = 0
+    for task_id, idx in by_id.items():
+        if len(idx) < 2:
+            continue
+
+        def rank(i: int) -> tuple[bool, str, str]:
+            f, header, _, _ = logs[i]
+            return (header.get("status") == "success", _log_time(header), f.name)
+
+        keep = max(idx, key=rank)
+        for i in idx:
+            if i == keep:
+                continue
+            drop.add(i)
+            superseded += len(logs[i][2])
+            notes.append(
+                f"{logs[i][0]}: superseded by {logs[keep][0].name} (same task id {task_id!r}, "
+                f"status {logs[i][1].get('status')!r}); its {len(logs[i][2])} sample(s) are "
+                "counted as superseded_log"
+            )
+    return [log for i, log in enumerate(logs) if i not in drop], superseded, notes
 
 
 def _score_source(chosen: list[str]) -> str:
@@ -269,8 +329,8 @@ def _scorer_from_columns(columns: str | Mapping[str, str] | None, scorer: str | 
     return name
 
 
-def _log_files(path: str | Path | Sequence[str | Path]) -> list[Path]:
-    files = expand_paths(path, suffixes=_SUFFIXES)
+def _log_files(path: str | Path | Sequence[str | Path], hidden: list[Path]) -> list[Path]:
+    files = expand_paths(path, suffixes=_SUFFIXES, skipped=hidden)
     return [f for f in files if f.suffix in _SUFFIXES] or files
 
 
@@ -303,6 +363,66 @@ def _open_log(f: Path, *, skip_foreign: bool) -> tuple[dict, list[dict], str | N
     return doc, _sorted(samples), note
 
 
+#: Zip compression method of Zstandard members (APPNOTE 4.4.5), written by current Inspect.
+_ZIP_ZSTANDARD = 93
+
+
+def _zstd_decompress(raw: bytes) -> bytes:
+    """Decompress a (possibly multi-frame) Zstandard stream.
+
+    Python 3.14's ``compression.zstd`` when present, else the ``zstandard`` package (the
+    maintained binding of the reference C library that inspect_ai itself depends on).
+    """
+    try:
+        from compression import zstd  # type: ignore[import-not-found]  # Python >= 3.14
+
+        return zstd.decompress(raw)
+    except ImportError:
+        pass
+    try:
+        import zstandard
+    except ImportError:
+        raise MissingDependencyError(
+            "reading Zstandard-compressed .eval logs needs the `zstandard` package: "
+            "pip install zstandard"
+        ) from None
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True)
+    with reader:
+        return reader.read()
+
+
+def _read_member(z: zipfile.ZipFile, f: Path, name: str) -> bytes:
+    """The bytes of member ``name``; Zstandard members (method 93) read without patching zipfile."""
+    info = z.getinfo(name)
+    if info.compress_type != _ZIP_ZSTANDARD:
+        return z.read(info)
+    try:
+        return z.read(info)  # Python >= 3.14, or zipfile patched by another package
+    except NotImplementedError:
+        pass
+    except (zipfile.BadZipFile, OSError, EOFError):
+        raise
+    except Exception as exc:  # the patch's or the stdlib's Zstandard error
+        raise zipfile.BadZipFile(f"member {name!r}: Zstandard data is damaged ({exc})") from None
+    with open(f, "rb") as fh:
+        fh.seek(info.header_offset)
+        local = fh.read(30)
+        if local[:4] != b"PK\x03\x04":
+            raise zipfile.BadZipFile(f"bad local file header of member {name!r}")
+        skip = int.from_bytes(local[26:28], "little") + int.from_bytes(local[28:30], "little")
+        fh.seek(info.header_offset + 30 + skip)
+        raw = fh.read(info.compress_size)
+    try:
+        data = _zstd_decompress(raw)
+    except MissingDependencyError:
+        raise
+    except Exception as exc:  # zstandard.ZstdError, compression.zstd.ZstdError
+        raise zipfile.BadZipFile(f"member {name!r}: Zstandard data is damaged ({exc})") from None
+    if zlib.crc32(data) != info.CRC:
+        raise zipfile.BadZipFile(f"member {name!r}: CRC check failed")
+    return data
+
+
 def _open_eval(f: Path) -> tuple[dict, list[dict], str | None]:
     try:
         z = zipfile.ZipFile(f)
@@ -313,12 +433,12 @@ def _open_eval(f: Path) -> tuple[dict, list[dict], str | None]:
         note = None
         try:
             if "header.json" in names:
-                header = json.loads(z.read("header.json"))
+                header = json.loads(_read_member(z, f, "header.json"))
             elif "_journal/start.json" in names:
-                header = json.loads(z.read("_journal/start.json"))
+                header = json.loads(_read_member(z, f, "_journal/start.json"))
                 note = "no header.json (the run did not finish); model and task from _journal/start.json"
             elif "start.json" in names:
-                header = json.loads(z.read("start.json"))
+                header = json.loads(_read_member(z, f, "start.json"))
             else:
                 raise IngestError(
                     "not an Inspect .eval log: the archive has no header.json or "
@@ -326,10 +446,12 @@ def _open_eval(f: Path) -> tuple[dict, list[dict], str | None]:
                     path=str(f),
                 )
             samples = []
-            for name in names:
+            # a log appended to (a resumed run) repeats member names: the last entry wins,
+            # as for every zip reader, so each name is read once
+            for name in dict.fromkeys(names):
                 if _SAMPLE_MEMBER.match(name):
                     try:
-                        samples.append(json.loads(z.read(name)))
+                        samples.append(json.loads(_read_member(z, f, name)))
                     except json.JSONDecodeError as exc:
                         raise IngestError(
                             f"sample file {name!r} is not valid JSON ({exc}).", path=str(f)

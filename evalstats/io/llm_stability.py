@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import IngestError, ParameterError
-from evalstats.io._files import expand_paths
+from evalstats.io._files import expand_paths, is_hidden, skipped_note
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, read_error
 from evalstats.io._report import Ingest
 from evalstats.schema import OBSERVATION_COLUMNS, MetricInfo
@@ -252,7 +252,11 @@ def detect_llm_stability(path: Path) -> bool:
     p = Path(path)
     if p.is_dir():
         first = next(
-            (f for f in sorted(p.rglob("*")) if f.is_file() and str(f).lower().endswith(SUFFIXES)),
+            (
+                f
+                for f in sorted(p.rglob("*"))
+                if f.is_file() and str(f).lower().endswith(SUFFIXES) and not is_hidden(f, p)
+            ),
             None,
         )
         if first is None:
@@ -419,7 +423,8 @@ def read_llm_stability(
     if parser is not None and not callable(parser):
         raise ParameterError(f"`parser` must be a callable or None, got {type(parser).__name__}.")
     parse = parser if parser is not None else parse_answer
-    files = expand_paths(path, SUFFIXES)
+    skipped: list[Path] = []
+    files = expand_paths(path, SUFFIXES, skipped=skipped)
     frames: list[tuple[Path, pl.DataFrame]] = []
     for f in files:
         names = _header(f)
@@ -438,12 +443,17 @@ def read_llm_stability(
 
     # configs -> factor columns and the variant key, over the distinct configs of all files
     configs: dict[tuple[str, str], tuple[dict[str, Any], dict[str, Any]]] = {}
+    # config entries that change row by row within one run file (a per-row counter such as
+    # ``rubric_counter`` or ``round``) describe the row, not the configuration: the authors'
+    # evaluate.py drops them before grouping, and so do we (by name, in every file)
+    row_keys: dict[str, dict[str, str]] = {"model_config": {}, "task_config": {}}
     for f, df in frames:
         firsts = (
             df.with_row_index("__row", offset=1)
             .group_by("model_config", "task_config", maintain_order=True)
             .agg(pl.col("__row").first())
         )
+        in_file: list[tuple[dict[str, Any], dict[str, Any]]] = []
         for mc, tc, row in firsts.iter_rows():
             key = (mc or "", tc or "")
             if key not in configs:
@@ -451,6 +461,22 @@ def read_llm_stability(
                     _parse_config(mc, path=str(f), row=row, column="model_config"),
                     _parse_config(tc, path=str(f), row=row, column="task_config"),
                 )
+            in_file.append(configs[key])
+        if len(in_file) > 1:
+            for source_i, source in enumerate(("model_config", "task_config")):
+                dicts = [c[source_i] for c in in_file]
+                for k in sorted({str(k) for d in dicts for k in d}):
+                    seen = {json.dumps(d.get(k), sort_keys=True, default=str) for d in dicts}
+                    if len(seen) > 1:
+                        row_keys[source].setdefault(k, str(f))
+    if row_keys["model_config"] or row_keys["task_config"]:
+        configs = {
+            key: (
+                {k: v for k, v in mcd.items() if str(k) not in row_keys["model_config"]},
+                {k: v for k, v in tcd.items() if str(k) not in row_keys["task_config"]},
+            )
+            for key, (mcd, tcd) in configs.items()
+        }
     # factor column -> (config column, key); a key clashing with a canonical column or with a
     # key of the other config is prefixed with its config's name
     factor_names: dict[str, tuple[str, str]] = {}
@@ -501,11 +527,19 @@ def read_llm_stability(
     notes: list[str] = []
     parts: list[tuple[str, pl.LazyFrame]] = []
     all_obs = []
+    # a run folder's label: its name, or its path when two folders share a name
+    parents = list(dict.fromkeys(f.parent for f, _ in frames))
+    names = [p.name for p in parents]
+    label = {p: (p.name if names.count(p.name) == 1 else str(p)) for p in parents}
     for f, df in frames:
         df = df.with_columns(
             pl.col("model_config").fill_null(""), pl.col("task_config").fill_null("")
         )
-        all_obs.append(df.with_columns(pl.lit(str(f)).alias("__file")))
+        all_obs.append(
+            df.with_columns(
+                pl.lit(str(f)).alias("__file"), pl.lit(label[f.parent]).alias("__folder")
+            )
+        )
     obs = pl.concat(all_obs, how="diagonal_relaxed")
     obs = obs.join(cfg, on=["model_config", "task_config"], how="left", maintain_order="left")
     # a readable key shared by different full configs of one (model, task) gets a hash suffix
@@ -529,6 +563,44 @@ def read_llm_stability(
         .otherwise(pl.col("__short"))
         .alias("variant")
     ).drop("n", "__short", "__full", "model_config", "task_config")
+    # one configuration in several run folders (e.g. a prompt and its long form, or a repeat of
+    # the experiment): each folder is its own run set, named in ``run_set`` and in the variant
+    spread = (
+        obs.group_by("model", "dataset", "variant")
+        .agg(pl.col("__folder").n_unique().alias("__n_sets"))
+        .filter(pl.col("__n_sets") > 1)
+    )
+    if spread.height:
+        obs = obs.join(
+            spread, on=["model", "dataset", "variant"], how="left", maintain_order="left"
+        ).with_columns(
+            pl.when(pl.col("__n_sets").is_not_null())
+            .then(pl.col("__folder"))
+            .otherwise(pl.lit(None, dtype=pl.String))
+            .alias("run_set")
+        )
+        obs = obs.with_columns(
+            pl.when(pl.col("run_set").is_not_null())
+            .then(pl.concat_str(pl.col("variant"), pl.lit("|run_set="), pl.col("run_set")))
+            .otherwise(pl.col("variant"))
+            .alias("variant")
+        ).drop("__n_sets")
+        kept = [*kept, "run_set"]
+        notes.append(
+            f"{spread.height} configuration(s) found in several run folders: each folder is a "
+            "run set of its own (column run_set, appended to the variant)"
+        )
+    obs = obs.drop("__folder")
+    for source in ("model_config", "task_config"):
+        if row_keys[source]:
+            notes.append(
+                f"{source} entries that change row by row within a run file left out of the "
+                f"configuration (as the authors' evaluate.py does): "
+                + ", ".join(f"{k} (e.g. {Path(v).name})" for k, v in row_keys[source].items())
+            )
+    note = skipped_note(skipped)
+    if note:
+        notes.append(note)
     if hidden:
         notes.append(
             "config entries kept as factor columns but left out of the variant key (long text): "

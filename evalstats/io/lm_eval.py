@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import IngestError, ParameterError
-from evalstats.io._files import expand_paths
+from evalstats.io._files import expand_paths, lfs_pointer, skipped_note
 from evalstats.io._pipeline import (
     Check,
     OnInvalid,
@@ -53,6 +53,15 @@ _BOOKKEEPING = frozenset(
 _MODEL_ARG_PREFIXES = ("peft=", "delta=", "pretrained=", "model=", "path=", "engine=")
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>[^_]+)\.jsonl$")
+#: mid-2024 harness (0.4.3-0.4.4): ``samples_<task>_<date>.json``, a JSON array
+_SAMPLES_JSON = re.compile(r"^samples_(?P<task>.+?)(?:_(?P<date>\d{4}-\d\d-\d\dT[^_]+))?\.json$")
+#: harness 0.3 ``--write_out``: ``<task>_write_out_info.json``, a JSON array
+_WRITE_OUT = re.compile(r"^(?P<task>.+)_write_out_info\.json$")
+#: harness 0.4.0-0.4.2 ``--log_samples``: ``<model_args with / and = as __>_<task>.jsonl``, a
+#: JSON array despite the suffix
+_OLD_040 = re.compile(r"^(?P<stem>.+)\.jsonl$")
+#: 0.3 write_out bookkeeping keys
+_WRITE_OUT_KEYS = re.compile(r"^(prompt|logit)_\d+$|^truth$")
 
 #: Per-document bounds of lm-eval metrics whose scale is fixed by their definition: 0/1
 #: accuracies and probabilities, the 0-100 sacrebleu/rouge scores of the generation tasks
@@ -123,10 +132,71 @@ def detect_lm_eval(path: str | Path) -> bool:
     """
     p = Path(path)
     if p.is_file():
-        return _SAMPLES.match(p.name) is not None
+        return _layout(p) is not None
     if p.is_dir():
-        return any(_SAMPLES.match(f.name) for f in p.rglob("samples_*.jsonl"))
+        if any(_SAMPLES.match(f.name) for f in p.rglob("samples_*.jsonl")):
+            return True
+        return any(
+            _WRITE_OUT.match(f.name) or (_SAMPLES_JSON.match(f.name) and _is_array(f))
+            for f in p.rglob("*.json")
+        )
     return False
+
+
+def _is_array(f: Path) -> bool:
+    """Whether ``f`` holds a JSON array (its first non-blank character is ``[``)."""
+    try:
+        with open(f, "rb") as fh:
+            head = fh.read(256).lstrip()
+    except OSError:
+        return False
+    return head.startswith(b"[")
+
+
+def _layout(f: Path) -> str | None:
+    """Which harness layout the file ``f`` is, by name (and, for ambiguous names, content)."""
+    name = f.name
+    if _SAMPLES.match(name):
+        return "samples"
+    if _WRITE_OUT.match(name):
+        return "write_out"
+    if _SAMPLES_JSON.match(name) and _is_array(f):
+        return "samples_json"
+    if name.endswith(".jsonl") and _is_array(f):
+        return "v040"
+    return None
+
+
+def _task_and_date(f: Path, layout: str, results: dict | None) -> tuple[str, str | None]:
+    name = f.name
+    if layout == "samples":
+        m = _SAMPLES.match(name)
+        return m["task"], m["date"]
+    if layout == "write_out":
+        return _WRITE_OUT.match(name)["task"], None
+    if layout == "samples_json":
+        m = _SAMPLES_JSON.match(name)
+        return m["task"], m["date"]
+    stem = _OLD_040.match(name)["stem"]
+    known = sorted((results or {}).get("configs") or (results or {}).get("results") or {}, key=len)
+    for task in reversed(known):
+        if stem.endswith("_" + task):
+            return task, None
+    # no results file: the model_args end with the model's last path component (written after
+    # the last "__"); model names use "-" and "." far more than "_", so the task starts at the
+    # first "_" after it (the report says the task was guessed from the file name)
+    last = stem.rsplit("__", 1)[-1]
+    return (last.split("_", 1)[1] if "_" in last else last), None
+
+
+def _model_from_040_name(f: Path, task: str) -> str | None:
+    """The model in a 0.4.0-0.4.2 file name ``<model_args, / and = written as __>_<task>``."""
+    args = f.name[: -len(".jsonl")][: -len(task) - 1]
+    for prefix in _MODEL_ARG_PREFIXES:
+        key = prefix[:-1] + "__"
+        if key in args:
+            return args.split(key, 1)[1].split(",")[0].replace("__", "/")
+    return None
 
 
 def read_lm_eval(
@@ -211,23 +281,51 @@ def read_lm_eval(
     [('org__model', 'boolq', '0', 1.0), ('org__model', 'boolq', '1', 0.0), ('org__model', 'boolq', '2', 1.0)]
     """
     validate_options(on_invalid, score_scale)
-    metric = _metric_from_columns(columns, metric)
-    files = [f for f in expand_paths(path, suffixes=(".jsonl",)) if _SAMPLES.match(f.name)]
+    metric = _metric_from_columns(columns, _parse_metric(metric))
+    hidden: list[Path] = []
+    found = expand_paths(path, suffixes=(".jsonl", ".json"), skipped=hidden)
+    for f in found:
+        pointer = lfs_pointer(f)
+        if pointer:
+            raise IngestError(pointer, path=str(f))
+    files = [(f, lay) for f in found if (lay := _layout(f)) is not None]
     if not files:
         raise IngestError(
-            "no samples_<task>_<date>.jsonl files (lm_eval writes them with --log_samples).",
+            "no samples_<task>_<date>.jsonl files (lm_eval writes them with --log_samples), nor "
+            "older harness outputs (<task>_write_out_info.json, samples_<task>.json, "
+            "<model_args>_<task>.jsonl).",
             path=str(path),
         )
     results_cache: dict[Path, dict[str, tuple[Path, dict]]] = {}
     notes: list[str] = []
+    note = skipped_note(hidden)
+    if note:
+        notes.append(note)
     parts: list[tuple[str, pl.DataFrame]] = []
     keys: list[tuple[str, str, Any, str]] = []
     metrics_used: list[str] = []
-    for f in files:
-        m = _SAMPLES.match(f.name)
-        task, date = m["task"], m["date"]
-        results = _results_for(f.parent, date, results_cache)
+    metric_of_task: dict[str, str] = {}
+    for f, layout in files:
+        if layout == "samples":
+            task, date = _task_and_date(f, layout, None)
+            results = _results_for(f.parent, date, results_cache)
+        else:
+            results = _results_for(f.parent, None, results_cache)
+            task, date = _task_and_date(f, layout, results)
+            if date is not None:
+                results = _results_for(f.parent, date, results_cache) or results
+            if layout != "samples_json":
+                notes.append(f"{f.name}: older lm-eval layout ({_LAYOUT_NAMES[layout]})")
+            if layout == "v040" and results is None:
+                notes.append(
+                    f"{f.name}: no results file: task {task!r} taken from the file name "
+                    "(<model_args>_<task>; put results.json next to it to match its task names)"
+                )
         model, how = _model_name(results, f.parent)
+        if how != "results" and layout == "v040":
+            from_name = _model_from_040_name(f, task)
+            if from_name:
+                model, how = from_name, "the file name (model_args)"
         if how != "results":
             note = f"{f.parent}: model {model!r} taken from {how}"
             if note not in notes:
@@ -250,9 +348,18 @@ def read_lm_eval(
         notes.extend(n for n in file_notes if n not in notes)
         if used not in metrics_used:
             metrics_used.append(used)
+        metric_of_task.setdefault(task, used)
         parts.append((str(f), frame))
-        keys.append((model, task, shots, date))
-    parts = _number_runs(parts, keys, notes)
+        keys.append((model, task, shots, date or ""))
+    if isinstance(metric, Mapping):
+        tasks = {k[1] for k in keys}
+        unknown = [t for t in metric if t not in tasks]
+        if unknown:
+            raise ParameterError(
+                f"`metric` names the task {unknown[0]!r}, which is not in the logs (tasks: "
+                f"{', '.join(sorted(tasks))})."
+            )
+    parts, doc_sets = _number_runs(parts, keys, notes)
     checks = [
         Check(
             "other_filter",
@@ -275,14 +382,44 @@ def read_lm_eval(
         on_invalid=on_invalid,
         score_scale=score_scale,
         checks=checks,
-        factors=["shots"],
+        factors=["shots", "doc_set"] if doc_sets else ["shots"],
         source_names={
-            "score": metrics_used[0] if len(metrics_used) == 1 else "<metric>",
+            "score": metrics_used[0]
+            if len(metrics_used) == 1
+            else "metric ("
+            + ", ".join(f"{t}: {m}" for t, m in sorted(metric_of_task.items()))
+            + ")",
             "item": "doc_id",
             "gold": "target",
         },
         notes=notes,
     )
+
+
+_LAYOUT_NAMES = {
+    "write_out": "0.3 --write_out",
+    "v040": "0.4.0-0.4.2 --log_samples, a JSON array",
+    "samples_json": "samples_<task>.json, a JSON array",
+}
+
+
+def _parse_metric(metric: str | Mapping[str, str] | None) -> str | Mapping[str, str] | None:
+    """``"acc"`` stays a name; ``"boolq=acc,arc_easy=acc_norm"`` becomes ``{task: metric}``."""
+    if not isinstance(metric, str) or "=" not in metric:
+        return metric
+    out: dict[str, str] = {}
+    for part in metric.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise ParameterError(
+                f"`metric` entry {part!r} is not of the form TASK=NAME (for example "
+                "boolq=acc); give one name for every task, or TASK=NAME for each."
+            )
+        task, name = (x.strip() for x in part.split("=", 1))
+        out[task] = name
+    return out
 
 
 def _for_task(option: str | Mapping[str, str] | None, task: str) -> str | None:
@@ -308,12 +445,17 @@ def _metric_from_columns(columns: str | Mapping[str, str] | None, metric: Any) -
     return name
 
 
-def _results_for(folder: Path, date: str, cache: dict) -> dict | None:
-    """The results JSON in ``folder`` whose name ends with ``_<date>.json`` (None if absent)."""
+def _results_for(folder: Path, date: str | None, cache: dict) -> dict | None:
+    """The results JSON in ``folder`` whose name ends with ``_<date>.json`` (None if absent).
+
+    Without a date (older layouts): ``results.json``, else the folder's only results file.
+    """
     if folder not in cache:
         found: dict[str, tuple[Path, dict]] = {}
         for f in sorted(folder.glob("*.json")):
-            if "_" not in f.stem:
+            if "_" not in f.stem and f.name != "results.json":
+                continue
+            if f.name.startswith("samples_") or _WRITE_OUT.match(f.name) or lfs_pointer(f):
                 continue
             try:
                 doc = json.loads(f.read_text(encoding="utf-8"))
@@ -322,9 +464,14 @@ def _results_for(folder: Path, date: str, cache: dict) -> dict | None:
                     f"the results file is not valid JSON ({exc}).", path=str(f)
                 ) from None
             if isinstance(doc, dict) and ("results" in doc or "config" in doc):
-                found[f.stem.rsplit("_", 1)[1]] = (f, doc)
+                found[f.stem.rsplit("_", 1)[-1] if "_" in f.stem else ""] = (f, doc)
         cache[folder] = found
-    hit = cache[folder].get(date)
+    if date is None:
+        hit = cache[folder].get("")
+        if hit is None and len(cache[folder]) == 1:
+            hit = next(iter(cache[folder].values()))
+    else:
+        hit = cache[folder].get(date)
     return hit[1] if hit else None
 
 
@@ -404,9 +551,21 @@ def _read_samples(
         raise IngestError("the file is empty (0 bytes).", path=str(f))
     records: list[dict | None] = []
     try:
-        lines = f.read_text(encoding="utf-8").splitlines()
+        text = f.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise IngestError(f"the file is not valid UTF-8 text ({exc}).", path=str(f)) from None
+    lines = text.splitlines()
+    if text.lstrip().startswith("["):  # older layouts: one JSON array (rows = its elements)
+        try:
+            array = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise IngestError(
+                f"the file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}).",
+                path=str(f),
+            ) from None
+        if not isinstance(array, list):
+            raise IngestError("expected a JSON array of samples.", path=str(f))
+        lines = [json.dumps(x) for x in array]
     row = 0
     for line in lines:
         if not line.strip():
@@ -445,17 +604,41 @@ def _read_samples(
         )
     mine = [r for r in good if str(r.get("filter", "none")) == chosen_filter]
     available = _metrics_of(mine)
-    used = metric if metric is not None else (available[0] if available else None)
-    if used is None or (mine and used not in available):
+    per_doc = [m for m in available if _per_document(mine, m)]
+    corpus = [m for m in available if m not in per_doc]
+    if metric is not None and mine and metric not in available:
         raise IngestError(
-            f"no metric {used!r} in the records (metrics: {', '.join(map(repr, available)) or 'none'}).",
+            f"no metric {metric!r} in the records of task {task!r} (metrics: "
+            f"{', '.join(map(repr, available)) or 'none'}).",
             path=str(f),
         )
+    if (metric is not None and metric in corpus) or (metric is None and corpus and not per_doc):
+        name = metric if metric is not None else corpus[0]
+        raise IngestError(
+            f"metric {name!r} of task {task!r} is corpus-level: lm-eval logs it per document as "
+            "[reference, prediction] and aggregates it over the corpus, so it gives no item score"
+            + (
+                f"; pick a per-document metric ({', '.join(map(repr, per_doc))}) with "
+                f"--metric {task}=<name>."
+                if per_doc
+                else "; the task logs no per-document metric."
+            ),
+            path=str(f),
+            column=name,
+        )
+    used = metric if metric is not None else (per_doc[0] if per_doc else None)
+    if used is None:
+        raise IngestError(
+            f"no metric in the records of task {task!r} (metrics: none).", path=str(f)
+        )
     if metric is None and len(available) > 1:
+        skipped = (
+            f"; corpus-level, not item scores: {', '.join(map(repr, corpus))}" if corpus else ""
+        )
         notes.append(
-            f"{task}: score = metric {used!r} (also logged: "
-            f"{', '.join(repr(x) for x in available[1:])}; pick one with metric=..., "
-            f"CLI: --columns <metric>=score)"
+            f"{task}: score = metric {used!r}, the first per-document metric (also logged: "
+            f"{', '.join(repr(x) for x in per_doc if x != used) or 'none'}{skipped}; pick one "
+            f"with --metric {task}=<name>)"
         )
     cols: dict[str, list] = {
         k: []
@@ -490,7 +673,8 @@ def _read_samples(
         cols["score"].append(score)
         cols["answer"].append(_generated(rec.get("filtered_resps"), depth=1))
         cols["response"].append(_generated(rec.get("resps"), depth=2))
-        cols["gold"].append(None if rec.get("target") is None else str(rec.get("target")))
+        gold = rec.get("target", rec.get("truth"))
+        cols["gold"].append(None if gold is None else str(gold))
         cols["__input_text"].append(prompt)
         cols["__other_filter"].append(ok and str(rec.get("filter", "none")) != chosen_filter)
         cols["__bad_json"].append(not ok)
@@ -514,6 +698,21 @@ def _read_samples(
     return frame, used, notes
 
 
+def _per_document(records: list[dict], metric: str, n: int = 50) -> bool:
+    """Whether ``metric`` holds one number per document (not a [reference, prediction] pair)."""
+    seen = 0
+    for r in records:
+        v = r.get(metric)
+        if v is None:
+            continue
+        if isinstance(v, (list, dict)):
+            return False
+        seen += 1
+        if seen >= n:
+            break
+    return True
+
+
 def _metrics_of(records: list[dict]) -> list[str]:
     names: list[str] = []
     for r in records:
@@ -521,29 +720,62 @@ def _metrics_of(records: list[dict]) -> list[str]:
         if isinstance(listed, list):
             cand = [str(x) for x in listed]
         else:  # older harness versions do not write "metrics"
-            cand = [k for k in r if k not in _BOOKKEEPING]
+            cand = [k for k in r if k not in _BOOKKEEPING and not _WRITE_OUT_KEYS.match(k)]
         for c in cand:
             if c not in names:
                 names.append(c)
     return names
 
 
+def _doc_set(df: pl.DataFrame) -> frozenset:
+    mine = df.filter(~pl.col("__other_filter") & ~pl.col("__bad_json"))
+    return frozenset(mine.get_column("item").drop_nulls().to_list())
+
+
 def _number_runs(parts, keys, notes):
-    """Give samples files of the same (model, task, shots) run numbers 0, 1, ... by date."""
+    """Number samples files of the same (model, task, shots) as runs 0, 1, ... by date.
+
+    Files whose document sets differ (a full run and a ``--limit`` run) are not repeated runs
+    of one configuration: they are kept apart by a ``doc_set`` factor (``"<n> docs"``), each
+    set numbered on its own, and a note says so. Returns the parts and whether any set differs.
+    """
     groups: dict[tuple, list[int]] = {}
     for i, (model, task, shots, _date) in enumerate(keys):
         groups.setdefault((model, task, shots), []).append(i)
     run_of = [0] * len(parts)
+    set_of: list[str | None] = [None] * len(parts)
+    any_split = False
     for (model, task, _), idx in groups.items():
         idx.sort(key=lambda i: keys[i][3])
-        for r, i in enumerate(idx):
-            run_of[i] = r
-        if len(idx) > 1:
+        sets: dict[frozenset, list[int]] = {}
+        for i in idx:
+            sets.setdefault(_doc_set(parts[i][1]), []).append(i)
+        if len(sets) > 1:
+            any_split = True
+            counts = [len(s) for s in sets]
+            dup_counts = len(set(counts)) < len(counts)
+            for k, (docs, members) in enumerate(sets.items()):
+                label = f"{len(docs)} docs" + (f" #{k + 1}" if dup_counts else "")
+                for i in members:
+                    set_of[i] = label
             notes.append(
-                f"{model} / {task}: {len(idx)} samples files with different dates read "
-                f"as runs 0-{len(idx) - 1} (oldest first)"
+                f"warning: {model} / {task}: {len(idx)} samples files cover different documents "
+                f"({', '.join(f'{len(d)} docs in {len(m)} file(s)' for d, m in sets.items())}): "
+                "kept apart as doc_set variants, not numbered as repeated runs (a full run and a "
+                "--limit run are not repeats)"
             )
-    return [
-        (p, df.with_columns(pl.lit(run_of[i], dtype=pl.Int64).alias("run")))
-        for i, (p, df) in enumerate(parts)
-    ]
+        for members in sets.values():
+            for r, i in enumerate(members):
+                run_of[i] = r
+            if len(members) > 1:
+                notes.append(
+                    f"{model} / {task}: {len(members)} samples files with the same documents and "
+                    f"different dates read as runs 0-{len(members) - 1} (oldest first)"
+                )
+    out = []
+    for i, (p, df) in enumerate(parts):
+        df = df.with_columns(pl.lit(run_of[i], dtype=pl.Int64).alias("run"))
+        if any_split:
+            df = df.with_columns(pl.lit(set_of[i], dtype=pl.String).alias("doc_set"))
+        out.append((p, df))
+    return out, any_split

@@ -27,7 +27,7 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import IngestError, ParameterError
-from evalstats.io._files import expand_paths
+from evalstats.io._files import expand_paths, skipped_note
 from evalstats.io._pipeline import (
     Check,
     OnInvalid,
@@ -193,7 +193,8 @@ def read_reliable_eval(
             f"got {columns!r}."
         )
     validate_options(on_invalid, score_scale)
-    files = expand_paths(path, suffixes=(".json",))
+    _hidden: list[Path] = []
+    files = expand_paths(path, suffixes=(".json",), skipped=_hidden)
     docs: list[tuple[Path, str, dict]] = []
     data_files: list[tuple[Path, dict]] = []
     for f in files:
@@ -320,7 +321,7 @@ def read_reliable_eval(
         checks=checks,
         factors=list(FACTORS),
         source_names={"variant": "template key", "item": "example index"},
-        notes=notes,
+        notes=[*notes, *filter(None, [skipped_note(_hidden)])],
         metric=MetricInfo("accuracy", 0.0, 1.0),
     )
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from evalstats.errors import IngestError
-from evalstats.io._files import expand_paths
+from evalstats.io._files import expand_paths, skipped_note
 from evalstats.io._pipeline import OnInvalid, ScoreScale, finalize, read_error
 from evalstats.io._report import Ingest
 from evalstats.schema import MetricInfo
@@ -59,14 +59,16 @@ def detect_state_of_what_art(path: str | Path) -> bool:
     return _is_accuracy_file(p)
 
 
-def _accuracy_files(path: str | Path | Sequence[str | Path]) -> list[Path]:
+def _accuracy_files(
+    path: str | Path | Sequence[str | Path], _hidden: list[Path] | None = None
+) -> list[Path]:
     if (
         not isinstance(path, (list, tuple))
         and Path(path).is_dir()
         and (Path(path) / ACC_FOLDER).is_dir()
     ):
         path = Path(path) / ACC_FOLDER
-    files = expand_paths(path, SUFFIXES)
+    files = expand_paths(path, SUFFIXES, skipped=_hidden)
     return [f for f in files if META_FOLDER not in f.parts]
 
 
@@ -192,7 +194,8 @@ def read_state_of_what_art(
     >>> report.rows_read, report.rows_kept
     (4, 4)
     """
-    files = _accuracy_files(path)
+    _hidden: list[Path] = []
+    files = _accuracy_files(path, _hidden)
     parts = []
     notes: list[str] = []
     use_meta = metadata is not False
@@ -262,7 +265,7 @@ def read_state_of_what_art(
         on_invalid=on_invalid,
         score_scale=score_scale,
         factors=factors,
-        notes=notes,
+        notes=[*notes, *filter(None, [skipped_note(_hidden)])],
         source_names={"variant": IDX_COLUMN, "score": "<model>_acc"},
         metric=MetricInfo("accuracy", 0.0, 1.0),
     )

@@ -9,7 +9,7 @@ import polars as pl
 
 from evalstats.errors import ParameterError
 from evalstats.io._columns import ALIASES, parse_mapping, resolve_roles
-from evalstats.io._files import expand_paths, scan_file, table_suffix
+from evalstats.io._files import expand_paths, scan_file, skipped_note, table_suffix
 from evalstats.io._pipeline import OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
 
@@ -84,7 +84,8 @@ def read_table(
     """
     validate_options(on_invalid, score_scale)
     mapping = parse_mapping(columns)
-    files = expand_paths(path)
+    _hidden: list[Path] = []
+    files = expand_paths(path, skipped=_hidden)
     parts = []
     notes: list[str] = []
     factor_order: list[str] = []
@@ -139,7 +140,7 @@ def read_table(
         on_invalid=on_invalid,
         score_scale=score_scale,
         factors=factor_order,
-        notes=notes,
+        notes=[*notes, *filter(None, [skipped_note(_hidden)])],
         source_names=source_names,
     )
 

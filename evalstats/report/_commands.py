@@ -72,6 +72,7 @@ _LOADER_FLAGS = {
     "rescale": "--rescale",
     "metric_range": "--metric-range",  # a list: the flag once per entry
     "lower_is_better": "--lower-is-better",
+    "on_mismatch": "--on-mismatch",
     "metric_filter": "--metric",
 }
 

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
@@ -927,6 +927,7 @@ def audit_report(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     skip: Sequence[str] = (),
     progress: bool = False,
+    on_mismatch: Literal["error", "intersect", "keep"] = "error",
 ) -> AuditReport:
     """Run every analysis the observation table supports; say which were skipped and why.
 
@@ -955,6 +956,11 @@ def audit_report(
         Analyses not to run (keys of :data:`ANALYSES`).
     progress : bool, default False
         Show a progress bar on stderr, one step per analysis.
+    on_mismatch : {'error', 'intersect', 'keep'}, default 'error'
+        Repeated runs of a configuration that cover different items, for every analysis of
+        the report alike (:func:`evalstats.aggregate.align_item_sets`): stop, analyse the
+        items every run scored (biases TAR upward), or keep each run over its own items (the
+        stability analyses then say they could not run).
 
     Returns
     -------
@@ -995,9 +1001,7 @@ def audit_report(
     >>> reasons["converge"]  # the analysis's own message
     "the stopping rule needs at least 2 batches (20 configurations); model='m0', dataset='d0', metric='score' has 4. Lower `batch`."
     """
-    from tqdm.auto import tqdm
-
-    from evalstats.aggregate import to_units
+    from evalstats.aggregate import align_item_sets, item_set_rule
     from evalstats.schema import validate_observations
 
     checked = _check_options(options)
@@ -1006,7 +1010,40 @@ def audit_report(
         raise ParameterError(
             f"`skip` names the analysis {unknown[0]!r}; the analyses are {', '.join(_SPECS)}."
         )
-    obs = validate_observations(observations).collect()
+    obs = align_item_sets(validate_observations(observations), on_mismatch=on_mismatch).collect()
+    with item_set_rule(on_mismatch):  # every analysis aggregating to units applies it too
+        return _audit(
+            obs,
+            factors=factors,
+            default=default,
+            seed=seed,
+            checked=checked,
+            skip=skip,
+            progress=progress,
+            ingest=ingest,
+            source=source,
+            on_mismatch=on_mismatch,
+        )
+
+
+def _audit(
+    obs: pl.DataFrame,
+    *,
+    factors: Sequence[str] | None,
+    default: Mapping[str, Any] | None,
+    seed: int,
+    checked: dict[str, dict[str, Any]],
+    skip: Sequence[str],
+    progress: bool,
+    ingest: IngestReport | None,
+    source: str | Path | Mapping[str, Any] | None,
+    on_mismatch: str,
+) -> AuditReport:
+    """The body of :func:`audit_report`, run under its item-set rule."""
+    from tqdm.auto import tqdm
+
+    from evalstats.aggregate import to_units
+
     data = _summarise(obs, factors)
     ctx = _Context(obs=obs, data=data, default=dict(default) if default else None, done={})
     skipped: list[Skipped] = []
@@ -1035,6 +1072,7 @@ def audit_report(
         "default": dict(default) if default else None,
         "options": checked,
         "skip": list(skip),
+        "on_mismatch": on_mismatch,
     }
     return AuditReport(
         analyses=tuple(ctx.done[s.key] for s in ANALYSES if s.key in ctx.done),

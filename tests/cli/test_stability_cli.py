@@ -74,12 +74,37 @@ def test_mismatch_error_and_intersect(tmp_path, capsys):
     path = _mismatched(tmp_path)
     assert main(["stability", str(path)]) == 2
     err = capsys.readouterr().err
-    assert "evalstats: error: the runs of the group model='m', dataset='navigate'" in err
+    assert "evalstats: error: the runs of model='m', dataset='navigate'" in err
     assert "run 1 has 2 of 3 items" in err and "Traceback" not in err
+    assert "--on-mismatch intersect" in err and "biases TAR upward" in err
     assert main(["stability", str(path), "--on-mismatch", "intersect", "--json"]) == 0
     out = capsys.readouterr()
     assert json.loads(out.out)["rows"][0]["n_items"] == 2
-    assert "evalstats: warning: group model='m'" in out.err and "left out 1 item(s)" in out.err
+    assert "evalstats: warning: 1 configuration(s) have runs over different items" in out.err
+    assert "biases TAR upward" in out.err
+    assert main(["stability", str(path), "--on-mismatch", "keep"]) == 2  # TAR needs the items
+    assert "(CLI: --on-mismatch intersect)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["moments", "intervals", "normality", "compare", "report"])
+def test_every_analysis_applies_the_same_item_set_rule(tmp_path, capsys, command):
+    (tmp_path / "runs").mkdir()
+    path = _mismatched(tmp_path / "runs")
+    extra = ["--out", str(tmp_path / "rep")] if command == "report" else []
+    assert main([command, str(path), *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("evalstats: error: the runs of model='m', dataset='navigate'")
+    assert "--on-mismatch intersect" in err[-1]
+
+
+def test_intervals_use_the_intersected_or_all_items(tmp_path, capsys):
+    path = _mismatched(tmp_path)
+    assert main(["intervals", str(path), "--on-mismatch", "intersect", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows[0]["mean"] == pytest.approx(1.0)  # runs 0 and 1 on items 0, 1: all correct
+    assert main(["intervals", str(path), "--on-mismatch", "keep", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows[0]["mean"] == pytest.approx(4 / 5)  # every row, run 0 over its 3 items
 
 
 @pytest.mark.parametrize(

@@ -419,3 +419,55 @@ def test_accounting_holds_on_malformed_rows(rows):
         assert report.rows_read == report.rows_kept + sum(report.set_aside.values())
         assert df.height == report.rows_kept
         assert set(df["score"].to_list()) <= {0.0, 1.0}
+
+
+# --- real-world folder quirks ----------------------------------------------------------------
+
+
+def test_identical_configurations_in_two_run_folders_are_two_run_sets(tmp_path):
+    for folder in ("prompt_2025-01-01", "prompt_long_2025-01-02"):
+        for run in (0, 1):
+            rows = [{"rubric_id": i, "run": run} for i in range(3)]
+            _v3_file(tmp_path / folder / f"m-navigate-{run}.csv", rows)
+    obs, report = read_llm_stability(tmp_path)
+    df = obs.collect()
+    assert report.rows_read == report.rows_kept == 12
+    assert sorted(df["run_set"].unique()) == ["prompt_2025-01-01", "prompt_long_2025-01-02"]
+    assert df["variant"].n_unique() == 2
+    assert all(v.endswith("|run_set=" + s) for v, s in df.select("variant", "run_set").rows())
+    assert any("several run folders" in n for n in report.notes)
+
+
+def test_duplicate_message_names_both_files_and_rows(tmp_path):
+    _v3_file(tmp_path / "a" / "m-navigate-0.csv", [{"rubric_id": 0}, {"rubric_id": 1}])
+    _v3_file(tmp_path / "a" / "m-navigate-1.csv", [{"rubric_id": 1}, {"rubric_id": 0}])
+    with pytest.raises(IngestError) as info:
+        read_llm_stability(tmp_path)  # both files say run 0
+    msg = str(info.value)
+    assert "m-navigate-1.csv, row 1" in msg
+    assert "duplicate of an earlier row" in msg and "row 2 of " in msg
+    assert msg.count("m-navigate-0.csv") == 1 and "\n" not in msg
+
+
+def test_appledouble_and_hidden_files_are_skipped_and_counted(tmp_path):
+    _v3_file(tmp_path / "runs" / "m-navigate-0.csv", [{"rubric_id": 0}])
+    (tmp_path / "runs" / "._m-navigate-0.csv").write_bytes(b"\x00\x05\x16\x07\x00\x02\x00\x00Mac")
+    (tmp_path / ".cache").mkdir()
+    (tmp_path / ".cache" / "x.csv").write_text("junk\n")
+    assert detect_format(tmp_path) == "llm-stability"
+    obs, report = read_llm_stability(tmp_path)
+    assert report.sources == (str(tmp_path / "runs" / "m-navigate-0.csv"),)
+    assert any("skipped 2 hidden file(s) (1 macOS AppleDouble" in n for n in report.notes)
+
+
+def test_row_varying_config_keys_are_left_out_and_named(tmp_path):
+    rows = [
+        {"rubric_id": i, "model_config": json.dumps({"temperature": 0.0, "round": i % 2})}
+        for i in range(4)
+    ]
+    _v3_file(tmp_path / "m-navigate-0.csv", rows)
+    obs, report = read_llm_stability(tmp_path)
+    df = obs.collect()
+    assert df["variant"].unique().to_list() == ["temperature=0.0|prompt_type=v2|shots=few"]
+    assert "round" not in df.columns
+    assert any("round (e.g. m-navigate-0.csv)" in n for n in report.notes)

@@ -81,8 +81,11 @@ def test_ingest_summary_names_the_filter_metric_and_runs(out, capsys):
     err = capsys.readouterr().err
     assert "ingest (lm-eval): 4 files, 28 rows read, 20 kept, 8 set aside" in err
     assert "filter 'strict-match' read; records of 'flexible-extract' set aside" in err
-    assert "arc_easy: score = metric 'acc' (also logged: 'acc_norm'" in err
-    assert "2 samples files with different dates read as runs 0-1" in err
+    assert (
+        "arc_easy: score = metric 'acc', the first per-document metric (also logged: 'acc_norm'"
+        in err
+    )
+    assert "2 samples files with the same documents and different dates read as runs 0-1" in err
     assert "model 'meta-llama__Llama-3.2-1B' taken from the folder name" in err
 
 
@@ -207,7 +210,10 @@ def test_line_that_is_not_json(out, tmp_path):
 
 def test_unknown_metric_lists_the_metrics(out):
     with pytest.raises(
-        IngestError, match=re.escape("no metric 'f1' in the records (metrics: 'acc', 'acc_norm')")
+        IngestError,
+        match=re.escape(
+            "no metric 'f1' in the records of task 'arc_easy' (metrics: 'acc', 'acc_norm')"
+        ),
     ):
         read_lm_eval(out / PYTHIA / f"samples_arc_easy_{D1}.jsonl", metric="f1")
 
@@ -236,10 +242,18 @@ def test_corpus_level_metric_is_invalid(tmp_path):
     p.write_text(json.dumps(rec) + "\n")
     with pytest.raises(
         IngestError,
-        match=r"row 1, column 'bleu': the metric is logged per document "
-        r"as \[reference, prediction\]",
+        match=r"column 'bleu': metric 'bleu' of task 'wmt16-de-en' is corpus-level: lm-eval logs "
+        r"it per document as \[reference, prediction\].*no per-document metric\.$",
     ):
         read_lm_eval(p)
+    # with a per-document metric next to it, the default skips the corpus metric
+    rec2 = {**rec, "metrics": ["bleu", "exact"], "exact": 0.0}
+    p.write_text(json.dumps(rec2) + "\n")
+    obs, report = read_lm_eval(p)
+    assert obs.collect()["score"].to_list() == [0.0]
+    assert any("corpus-level, not item scores: 'bleu'" in n for n in report.notes)
+    with pytest.raises(IngestError, match=r"pick a per-document metric \('exact'\) with "):
+        read_lm_eval(p, metric="bleu")
 
 
 def test_unparseable_metric_value(tmp_path):

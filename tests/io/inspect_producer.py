@@ -1,0 +1,91 @@
+"""Write Inspect logs with inspect_ai's own evaluator and writer (mockllm model, no network).
+
+Run as ``python inspect_producer.py OUT``; ``tests/io/test_inspect_producer.py`` runs it in a
+subprocess so that inspect_ai's import-time patch of ``zipfile`` (zstd support on Python < 3.14)
+never reaches the process that reads the logs. Writes:
+
+- ``zstd/arith.eval``: 4 samples x 3 epochs, ``match`` scorer, written as current inspect_ai
+  writes every ``.eval`` log (Zstandard members, zip method 93);
+- ``deflate/arith.eval``: the same log written with inspect_ai's writer set to deflate (the
+  compression of logs written before inspect_ai switched to Zstandard);
+- ``json/arith.json``: the same log in ``--log-format json``;
+- ``dict/dictscore.eval``: a scorer whose value is a dictionary ``{"correct", "words"}``
+  (``words`` counts words: not a proportion);
+- ``evalset/``: an eval-set-like folder, a failed (status ``error``) log holding 2 samples and
+  its successful retry with the same task id, both written by inspect_ai's writer.
+"""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+from pathlib import Path
+
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
+from inspect_ai.log import EvalError, write_eval_log
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
+from inspect_ai.scorer import Score, Target, match, mean, scorer
+from inspect_ai.solver import generate
+
+#: mockllm answers "Default output from mockllm/model": targets 1 and 3 match, 2 and 4 do not.
+TARGETS = ["Default", "nope", "mockllm", "zzz"]
+
+
+def samples() -> list[Sample]:
+    return [Sample(id=i, input=f"Say {t}", target=t) for i, t in enumerate(TARGETS, start=1)]
+
+
+@scorer(metrics={"correct": [mean()], "words": [mean()]})
+def two_keys():
+    async def score(state, target: Target) -> Score:
+        text = state.output.completion
+        return Score(
+            value={"correct": float(target.text in text), "words": float(len(text.split()))}
+        )
+
+    return score
+
+
+def reply(input, tools, tool_choice, config) -> ModelOutput:
+    """mockllm's default answer, with token usage given (else mockllm counts tokens with
+    tiktoken, which downloads its encoding: no network here)."""
+    out = ModelOutput.from_content(model="mockllm", content="Default output from mockllm/model")
+    out.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+    return out
+
+
+def main(out: Path) -> None:
+    model = get_model("mockllm/model", custom_outputs=reply)
+    common = {"model": model, "display": "none", "log_dir": str(out / "raw")}
+    arith = Task(name="arith", dataset=samples(), solver=generate(), scorer=match("any"), epochs=3)
+    log = eval(arith, **common)[0]
+    dict_log = eval(
+        Task(name="dictscore", dataset=samples(), solver=generate(), scorer=two_keys()), **common
+    )[0]
+    write_eval_log(log, str(out / "zstd" / "arith.eval"))
+    write_eval_log(dict_log, str(out / "dict" / "dictscore.eval"))
+    write_eval_log(log, str(out / "json" / "arith.json"), format="json")
+    import inspect_ai.log._recorders.eval as recorder
+
+    zstd = dict(recorder.zipfile_compress_kwargs)
+    recorder.zipfile_compress_kwargs.update(compression=zipfile.ZIP_DEFLATED, compresslevel=6)
+    try:
+        write_eval_log(log, str(out / "deflate" / "arith.eval"))
+    finally:
+        recorder.zipfile_compress_kwargs.clear()
+        recorder.zipfile_compress_kwargs.update(zstd)
+    failed = log.model_copy(deep=True)
+    failed.status = "error"
+    failed.samples = failed.samples[:2]
+    failed.results = None
+    failed.error = EvalError(
+        message="RuntimeError('rate limited')", traceback="", traceback_ansi=""
+    )
+    failed.stats.completed_at = "2025-01-01T00:00:00+00:00"
+    write_eval_log(failed, str(out / "evalset" / "2025-01-01T00-00-00_arith_failed.eval"))
+    write_eval_log(log, str(out / "evalset" / "2025-01-01T00-05-00_arith_retry.eval"))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -1,0 +1,165 @@
+"""Acceptance: the authors' fine-tuned metrics from the archive exactly as upstream ships it.
+
+Every row of ``fine_tuned_stability_eval.csv`` and ``fine_tuned_stability_eval_cross_trained.csv``
+(the authors' ``evaluate.py`` output) is reproduced with default grouping: N, items, per-run
+correct counts, TARr, TARa (with ``all_unparsed='agree'``, the authors' convention), best and
+worst possible counts and their spread. The archive holds macOS AppleDouble files and a per-row
+``rubric_counter`` in ``model_config``.
+"""
+
+from __future__ import annotations
+
+import ast
+import tarfile
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from evalstats.io import detect_format, read
+from evalstats.io.llm_stability import read_llm_stability
+from evalstats.stability import stability_table
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+ARCHIVE = FIXTURES / "dumps/llm_stability/fine_tuned/fine_tuned_data.tgz"
+REFERENCE = FIXTURES / "reference/llm_stability"
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("fine_tuned")
+    with tarfile.open(ARCHIVE) as tar:
+        tar.extractall(root, filter="data")
+    return root
+
+
+def _authors(name: str) -> list[dict]:
+    ref = pl.read_csv(REFERENCE / name)
+    rows = []
+    for r in ref.iter_rows(named=True):
+        r["model_config"] = ast.literal_eval(r["model_config"])
+        r["correct_count_per_run"] = ast.literal_eval(r["correct_count_per_run"])
+        rows.append(r)
+    return rows
+
+
+def _pct(text: str) -> float:
+    return float(text.rstrip("%")) / 100
+
+
+@pytest.mark.parametrize(
+    ("folder", "reference"),
+    [
+        ("runs", "fine_tuned_stability_eval.csv"),
+        ("cross_trained", "fine_tuned_stability_eval_cross_trained.csv"),
+    ],
+)
+def test_every_row_of_the_authors_csv(archive, folder, reference):
+    obs, report = read_llm_stability(archive / folder)
+    obs = obs.collect()
+    theirs = _authors(reference)
+    strict = stability_table(obs)
+    ours = stability_table(obs, all_unparsed="agree")
+    assert ours.height == len(theirs)  # one configuration per authors' row: nothing split
+    per_run = (
+        obs.group_by("model", "dataset", "variant", "run")
+        .agg(pl.col("score").sum().cast(pl.Int64).alias("correct"))
+        .sort("run")
+        .group_by("model", "dataset", "variant", maintain_order=True)
+        .agg("correct")
+    )
+    for ref in theirs:
+        where = (pl.col("model") == ref["model"]) & (pl.col("dataset") == ref["task"])
+        row = ours.filter(where).row(0, named=True)
+        i = row["n_items"]
+        assert row["n_runs"] == ref["N"]
+        assert i == ref["num_questions"] == 250
+        counts = per_run.filter(where)["correct"].item().to_list()
+        assert counts == ref["correct_count_per_run"], (ref["model"], ref["task"])
+        assert round(row["tar_r"] * i) == ref["TACr"]
+        assert round(row["tar_a"] * i) == ref["TACa"]
+        assert row["tar_r"] == pytest.approx(_pct(ref["TARr"]), abs=5e-4)
+        assert row["tar_a"] == pytest.approx(_pct(ref["TARa"]), abs=5e-4)
+        assert round(row["best_possible"] * i) == ref["best_possible_count"]
+        assert round(row["worst_possible"] * i) == ref["worst_possible_count"]
+        assert row["possible_spread"] == pytest.approx(_pct(ref["spread"]), abs=5e-4)
+        # the configuration is the authors' (model_config without the per-row counter)
+        cfg = obs.filter(where).row(0, named=True)
+        for key in ("temperature", "seed", "top_p_k", "even_model"):
+            if key in ref["model_config"]:
+                assert cfg[key] == ref["model_config"][key]
+        # the strict TARa differs from the authors' by exactly the all-unparsed items
+        srow = strict.filter(where).row(0, named=True)
+        assert round((row["tar_a"] - srow["tar_a"]) * i) == row["n_all_unparsed"]
+    notes = "\n".join(report.notes)
+    assert "rubric_counter" in notes and "left out of the configuration" in notes
+    assert "skipped 1 hidden file(s) (1 macOS AppleDouble" in notes
+    assert "rubric_counter" not in obs.columns
+
+
+def test_all_unparsed_counts_of_the_cross_trained_runs(archive):
+    obs, _ = read_llm_stability(archive / "cross_trained")
+    t = stability_table(obs).sort("dataset")
+    # 33 and 2 items never yield an answer: the authors count them as agreeing
+    assert t["n_all_unparsed"].to_list() == [33, 2]
+    assert [round(v * 250) for v in t["tar_a"]] == [216, 247]
+
+
+def test_whole_archive_with_default_grouping(archive):
+    assert detect_format(archive) == "llm-stability"  # the first CSV is an AppleDouble file
+    obs, report = read(archive)
+    obs = obs.collect()
+    assert report.rows_read == report.rows_kept == obs.height == 250 * (10 + 10 + 7 + 6 + 5 + 4)
+    assert len(report.sources) == 42  # 44 CSV names, 2 of them AppleDouble companions
+    units = obs.group_by("model", "dataset", "variant").agg(pl.col("run").n_unique().alias("n"))
+    assert sorted(units["n"].to_list()) == [4, 5, 6, 7, 10, 10]
+    assert units.height == 6  # no one-item "variants"
+
+
+@pytest.mark.parametrize("folder", ["runs", "cross_trained"])
+def test_report_on_each_experiment_of_the_archive(archive, tmp_path, capsys, folder):
+    from evalstats.cli import main
+
+    out = tmp_path / "rep"
+    argv = ["report", str(archive / folder), "--out", str(out), "--quiet"]
+    argv += ["--skip", "attribution,anova,correlation,converge,nstar"]  # the slow ones
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert (out / "report.html").exists()
+    stability = pl.read_csv(out / "tables" / "stability.csv")
+    assert stability.height == (4 if folder == "runs" else 2)
+
+
+def test_partial_reruns_stop_the_report_with_the_flag(archive, tmp_path, capsys):
+    """Re-running only some items (as the authors do for items that had not varied yet)."""
+    from evalstats.cli import main
+
+    src = archive / "cross_trained"
+    run = next(src.rglob("*navigate-logical_deduction-few-3.csv"))
+    part = tmp_path / "partial" / run.parent.name
+    part.mkdir(parents=True)
+    for f in run.parent.glob("*.csv"):
+        if not f.name.startswith("._"):
+            (part / f.name).write_bytes(f.read_bytes())
+    head = pl.read_csv(run, infer_schema=False).head(100)
+    head.write_csv(part / run.name)
+    assert main(["report", str(part.parent), "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("evalstats: error: the runs of model='gpt-35_OAI'")
+    assert "run 3 has 100 of 250 items" in err[-1] and "--on-mismatch intersect" in err[-1]
+
+
+def test_stability_command_with_the_authors_convention(archive, capsys):
+    import json
+
+    from evalstats.cli import main
+
+    argv = ["stability", str(archive / "cross_trained"), "--all-unparsed", "agree", "--json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["params"] == {"all_unparsed": "agree"}
+    rows = sorted(doc["rows"], key=lambda r: r["dataset"])
+    assert [round(r["tar_a"] * 250) for r in rows] == [249, 249]  # the authors' TACa
+    assert [r["n_all_unparsed"] for r in rows] == [33, 2]
+    assert [r["possible_spread"] for r in rows] == pytest.approx([0.004, 0.004])
