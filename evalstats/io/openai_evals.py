@@ -21,6 +21,7 @@ from evalstats.errors import IngestError, ParameterError
 from evalstats.io._files import expand_paths, is_hidden, lfs_pointer, skipped_note
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
+from evalstats.schema import MetricInfo
 
 __all__ = ["detect_openai_evals", "read_openai_evals"]
 
@@ -109,6 +110,7 @@ def read_openai_evals(
     -------
     Ingest
         ``(observations, report)``. Columns: ``model`` (the spec's completion functions),
+        ``metric`` (``accuracy``, in [0, 1], higher is better),
         ``dataset`` (``eval_name``), ``item`` (``sample_id``), ``variant`` (``default``), ``run``
         (0, 1, ... over a sample's ``match`` events in event order), ``score`` (``correct``),
         ``answer`` (``picked``), ``response`` (``sampled``), ``gold`` (``expected``) and
@@ -189,6 +191,7 @@ def read_openai_evals(
         factors=[],
         source_names={"item": "sample_id", "score": "data.correct", "gold": "data.expected"},
         notes=notes,
+        metric=MetricInfo("accuracy", 0.0, 1.0),
     )
 
 
