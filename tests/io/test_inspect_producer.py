@@ -127,3 +127,15 @@ def test_damaged_zstandard_member_is_one_line(logs, tmp_path):
     msg = str(err.value)
     assert msg.startswith(f"{bad}: the .eval archive is damaged (member {info.filename!r}")
     assert "\n" not in msg
+
+
+def test_metric_flag_picks_the_inspect_scorer_key(logs, tmp_path, capsys):
+    from evalstats.cli import main
+
+    out = tmp_path / "obs.csv"
+    path = logs / "dict" / "dictscore.eval"
+    argv = ["ingest", str(path), "--metric", "two_keys.words", "--level", "observations"]
+    assert main([*argv, "--out", str(out)]) == 0
+    df = pl.read_csv(out)
+    assert df["metric"].unique().to_list() == ["two_keys.words"]
+    assert df["score"].to_list() == [4.0, 4.0, 4.0, 4.0]
