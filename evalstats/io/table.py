@@ -99,13 +99,13 @@ def read_table(
         keep = list(renames) + factors
         # a factor named like a canonical column (`--columns model=factor`) gets a suffix, so the
         # canonical column (e.g. another column mapped to 'model') and the factor can coexist
-        clash = {f: f"{f}_factor" for f in factors if f in ALIASES}
+        clash = {c: f"{c}_factor" for c in factors if c in ALIASES}
         lf = lf.select(keep).rename(
             {k: ("__input_text" if v == "input_text" else v) for k, v in renames.items()} | clash
         )
-        factors = [clash.get(f, f) for f in factors]
-        for f, new in clash.items():
-            note = f"column {f!r} kept as factor {new!r} (its name is a canonical column)"
+        factors = [clash.get(c, c) for c in factors]
+        for col, new in clash.items():  # not `f`: that is the file being read
+            note = f"column {col!r} kept as factor {new!r} (its name is a canonical column)"
             if note not in notes:
                 notes.append(note)
         if "dataset" not in renames.values():
