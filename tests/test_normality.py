@@ -310,3 +310,26 @@ def test_real_llm_stability_runs_reproduce_the_reference(fixtures, reference):
     assert joined.height == out.height
     assert_allclose(joined["statistic"], joined["statistic_ref"], rtol=1e-9)
     assert_allclose(joined["pvalue"], joined["pvalue_ref"], rtol=1e-9)
+
+
+def test_anderson_darling_is_finite_and_equals_scipy_when_most_values_are_tied_at_zero():
+    """A² on the log scale as scipy.stats.anderson: 100 runs at accuracy 0 and one at 0.02.
+
+    Evaluating Φ first rounds Φ(w) to 1 for the lone far value, and log(1 - 1) made A² inf
+    (statsmodels' ``normal_ad``); scipy's logcdf/logsf path gives a finite value.
+    """
+    values = [0.0] * 100 + [0.02]
+    out = run_normality(_stability_frame({"m|d": values}), method="anderson")
+    a2 = st.anderson(np.array(values), dist="norm", method="interpolate").statistic
+    got = out["statistic"].item()
+    assert math.isfinite(got)
+    assert_allclose(got, a2, rtol=1e-12)
+    assert out["pvalue"].item() == 0.0  # adjusted A² > 13: p below 5e-31
+
+
+def test_anderson_darling_equals_scipy_on_ordinary_samples(rng):
+    for n in (5, 20, 60):
+        x = rng.normal(0.6, 0.02, n)
+        out = run_normality(_stability_frame({"m|d": x.tolist()}), method="anderson")
+        a2 = st.anderson(x, dist="norm", method="interpolate").statistic
+        assert_allclose(out["statistic"].item(), a2, rtol=1e-12)
