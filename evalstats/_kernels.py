@@ -15,6 +15,7 @@ import numpy as np
 __all__ = [
     "SubsetDeviations",
     "first_reached",
+    "last_crossing",
     "mean_pairwise_abs_diff",
     "percentile_levels",
     "subset_deviations",
@@ -124,7 +125,8 @@ def subset_deviations(
         ``C(N, n) <= n_resamples``). ``True``: samples with replacement (bootstrap), never
         enumerated.
     delta : float
-        CI_delta percentiles are ``delta/2`` and ``1 - delta/2``.
+        CI_delta percentiles are ``delta/2`` and ``1 - delta/2``: order statistics of the
+        deviations (numpy's ``inverted_cdf``), interpolated only with ``compat``.
     compat : {None, 'reliable-eval'}
         ``'reliable-eval'``: enumerate only ``n <= 2`` (the reference script's ``max_k``), and
         integer-truncated percentiles.
@@ -146,6 +148,10 @@ def subset_deviations(
     N = x.size
     xc = x - x.mean()
     q_lo, q_hi = percentile_levels(delta, compat=compat)
+    # order statistics (the smallest value with at least the level's share at or below it), so
+    # with few distinct subsets the bound is a deviation that occurs; the reference script
+    # interpolates, which falls between two of them and below the true quantile
+    how = "linear" if compat == "reliable-eval" else "inverted_cdf"
     M = len(moments)
     mean = np.empty((M, N))
     low = np.empty((M, N))
@@ -181,7 +187,7 @@ def subset_deviations(
                 s1, s2 = total1 - s1, total2 - s2
         for j, d in enumerate(_moment_devs(s1, s2, n, ref_var, moments)):
             mean[j, n - 1] = d.mean()
-            low[j, n - 1], high[j, n - 1] = np.percentile(d, [q_lo, q_hi])
+            low[j, n - 1], high[j, n - 1] = np.percentile(d, [q_lo, q_hi], method=how)
             if keep_draws:
                 draws[j][n - 1] = d
     if random_sizes:
@@ -197,7 +203,7 @@ def subset_deviations(
         devs = _moment_devs(c1[:, cols], c2[:, cols], sizes, ref_var, moments)  # type: ignore[arg-type]
         for j, d in enumerate(devs):
             mean[j, cols] = d.mean(axis=0)
-            pl_, ph_ = np.percentile(d, [q_lo, q_hi], axis=0)
+            pl_, ph_ = np.percentile(d, [q_lo, q_hi], axis=0, method=how)
             low[j, cols], high[j, cols] = pl_, ph_
             if keep_draws:
                 for c_i, col in enumerate(cols):
@@ -209,6 +215,9 @@ def subset_deviations(
 def first_reached(high: np.ndarray, epsilon: float, *, strict: bool = False) -> int | None:
     """Smallest ``n`` (1-based) with ``high[n-1] <= epsilon`` (``<`` when ``strict``), or None.
 
+    The first crossing, as the Reliable-Eval reference script reads n*; :func:`last_crossing`
+    is the n after which the bound stays below epsilon.
+
     Examples
     --------
     >>> first_reached(np.array([0.3, 0.1, 0.05]), 0.1)
@@ -219,3 +228,24 @@ def first_reached(high: np.ndarray, epsilon: float, *, strict: bool = False) -> 
     ok = high < epsilon if strict else high <= epsilon
     hits = np.flatnonzero(ok)
     return int(hits[0]) + 1 if hits.size else None
+
+
+def last_crossing(high: np.ndarray, epsilon: float, *, strict: bool = False) -> int | None:
+    """Smallest ``n`` (1-based) with ``high[m-1] <= epsilon`` for every ``m >= n``, or None.
+
+    The bound may dip below epsilon and rise above it again (a moment that is small at n = 1,
+    Monte Carlo noise); n* is where it stays below. ``strict`` compares with ``<``.
+
+    Examples
+    --------
+    >>> last_crossing(np.array([0.05, 0.3, 0.1, 0.05]), 0.1)
+    3
+    >>> last_crossing(np.array([0.05, 0.3, 0.1, 0.2]), 0.1) is None
+    True
+    """
+    ok = high < epsilon if strict else high <= epsilon
+    bad = np.flatnonzero(~ok)
+    if bad.size == 0:
+        return 1 if ok.size else None
+    n = int(bad[-1]) + 2
+    return n if n <= ok.size else None

@@ -2,8 +2,10 @@
 
 For a group (one model on one dataset) with unit scores ``x_1..x_N`` over ``N`` prompt variants,
 ``Delta_i(n)`` is the distribution of ``|mu_i(S') - mu_i(S_D)|`` over subsets ``S'`` of size
-``n`` (Lior et al., ReliableEval). ``n*`` is the smallest ``n`` whose CI_delta upper bound is
-within ``epsilon``.
+``n`` (Lior et al., ReliableEval). ``n*`` is the smallest ``n`` from which on the CI_delta
+upper bound stays within ``epsilon``. ``method='pool'`` makes that a claim about the recorded
+variants; ``'bootstrap'`` and ``'analytic'`` about unseen variants of the same perturbation
+space.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from statistics import NormalDist
 import numpy as np
 import polars as pl
 
-from evalstats._kernels import first_reached, subset_deviations
+from evalstats._kernels import first_reached, last_crossing, subset_deviations
 from evalstats.errors import InsufficientDataError, ParameterError, SchemaError
 from evalstats.moments import variant_scores
 from evalstats.schema import as_lazy, validate_by
@@ -38,7 +40,21 @@ _MOMENTS = ("mean", "variance")
 #: Columns of :func:`sample_size_curve` after the group columns.
 CURVE_COLUMNS = ("moment", "n", "delta_mean", "ci_low", "ci_high", "exhaustive")
 #: Columns of :func:`required_sample_size` after the group columns.
-NSTAR_COLUMNS = ("moment", "n_star", "n_available", "reached", "epsilon", "delta", "method", "seed")
+NSTAR_COLUMNS = (
+    "moment",
+    "n_star",
+    "n_available",
+    "reached",
+    "population",
+    "vacuous",
+    "epsilon",
+    "delta",
+    "method",
+    "seed",
+)
+
+#: What an n* of each method is a claim about (the ``population`` column).
+POPULATION = {"pool": "recorded", "bootstrap": "unseen", "analytic": "unseen"}
 #: Columns of :func:`sample_size_uncertainty` after the group columns.
 UNCERTAINTY_COLUMNS = (
     "moment",
@@ -167,7 +183,7 @@ def _analytic_curve(
         if population_size is None
         else np.clip((population_size - n) / max(population_size - 1, 1), 0.0, None)
     )
-    z_hi = NormalDist().inv_cdf(1 - delta / 2)
+    z_hi = NormalDist().inv_cdf(1 - delta / 4)  # 1 - delta/2 quantile of |Z|
     z_lo = NormalDist().inv_cdf(0.5 + delta / 4)  # delta/2 quantile of |Z|
     mean = np.empty((len(moments), N))
     low = np.empty_like(mean)
@@ -282,8 +298,13 @@ def sample_size_curve(
     Notes
     -----
     ``delta_mean`` is the mean of ``|mu_i(S') - mu_i(S_D)|`` over the subsets (Lior et al.,
-    Eq. 4-5), ``ci_low``/``ci_high`` its ``delta/2`` and ``1 - delta/2`` percentiles (linear
-    interpolation). Random subsets of all sizes come from the prefixes of ``n_resamples``
+    Eq. 4-5), ``ci_low``/``ci_high`` its ``delta/2`` and ``1 - delta/2`` percentiles, taken as
+    order statistics (the smallest deviation with at least that share of subsets at or below
+    it; numpy's ``inverted_cdf``). With few distinct subsets (``C(N, n)`` of them enumerated)
+    interpolating would fall between two deviations, below the true quantile: with N = 12 and
+    n = 11, one subset in 12 (8.3 %, more than delta/2) can miss by more than a bound read
+    between the 11th and 12th deviation. ``compat='reliable-eval'`` interpolates as the
+    reference script. Random subsets of all sizes come from the prefixes of ``n_resamples``
     random permutations (cost O(n_resamples * N)). Pool mode is optimistic for n close to N:
     the subsets share most variants with the reference (a finite-population effect), so it
     understates the error against a fresh set of variants; ``bootstrap`` does not.
@@ -291,8 +312,10 @@ def sample_size_curve(
     ``analytic``: with S the sample sd of the N scores and ``f = (P - n)/(P - 1)`` the
     finite-population factor for a perturbation space of size ``P = population_size`` (1 when
     None), ``sd_n = S * sqrt(f / n)``; ``delta_mean = sd_n * sqrt(2/pi)`` (mean of a half-normal),
-    ``ci_low = sd_n * z_{1/2 + delta/4}`` and ``ci_high = sd_n * z_{1 - delta/2}``, the normal
-    bound that ``|Delta(n)|`` exceeds with probability delta. For the variance the sd of
+    ``ci_low = sd_n * z_{1/2 + delta/4}`` and ``ci_high = sd_n * z_{1 - delta/4}``, the
+    ``delta/2`` and ``1 - delta/2`` quantiles of ``|Delta(n)|`` under the normal approximation
+    (``P(|Z| > z_{1 - delta/4}) = delta/2``), so that ``ci_high`` bounds the same quantile as
+    the subset methods. For the variance the sd of
     ``sqrt(n) * mu_2`` is ``sqrt(mu_4 - mu_2^2)`` (delta method).
 
     Checked against: a loop implementation of the paper's algorithm in tests/test_resampling.py
@@ -371,7 +394,7 @@ def _analytic_nstar(
     sd = _analytic_sd(x, moment)
     if not math.isfinite(sd):
         return None
-    z = NormalDist().inv_cdf(1 - delta / 2)
+    z = NormalDist().inv_cdf(1 - delta / 4)  # P(|Z| > z) = delta/2, as the other methods
     n0 = (z * sd / epsilon) ** 2
     n = n0 if population_size is None else n0 / (1 + (n0 - 1) / population_size)
     n_star = max(1, math.ceil(n - 1e-9))
@@ -405,8 +428,14 @@ def _nstar_one(
     for j, m in enumerate(moments):
         if method == "analytic":
             out[m] = _analytic_nstar(x, m, epsilon, delta, population_size)
+        elif compat == "reliable-eval":
+            out[m] = first_reached(high[j], epsilon, strict=True)
         else:
-            out[m] = first_reached(high[j], epsilon, strict=compat == "reliable-eval")
+            n_star = last_crossing(high[j], epsilon)
+            # pool: Delta(N) = 0 by construction, so n = N alone qualifying says nothing
+            if method == "pool" and n_star == x.size:
+                n_star = None
+            out[m] = n_star
     vals = list(out.values())
     out["overall"] = None if any(v is None for v in vals) else max(vals)  # type: ignore[type-var]
     return out, high
@@ -443,7 +472,13 @@ def required_sample_size(
     polars.DataFrame
         Group columns, then ``moment, n_star, n_available, reached, epsilon, delta, method,
         seed``; one row per group and moment plus a row ``moment == "overall"`` (the max over
-        the moments). ``n_star`` is null and ``reached`` false when no ``n <= N`` qualifies.
+        the moments). ``n_star`` is null and ``reached`` false when no ``n <= N`` qualifies
+        (in pool mode also when only ``n = N`` does). ``population`` says what the claim is
+        about: ``'recorded'`` (pool: subsets of the N recorded variants) or ``'unseen'``
+        (bootstrap, analytic: fresh variants from the perturbation space the N were drawn
+        from). ``vacuous`` is true when the moment itself (over all N variants) is within
+        ``epsilon`` of 0, so that any estimate near 0 meets the tolerance and n* says little
+        (``overall``: any moment vacuous).
 
     Raises
     ------
@@ -460,12 +495,25 @@ def required_sample_size(
 
     Notes
     -----
-    ``n*_i = min{n : epsilon >= CI_delta(Delta_i(n)).high}`` and ``n* = max_i n*_i``. With
-    ``compat='reliable-eval'`` the comparison is strict (``high < epsilon``) as in the
-    reference script, which also only reports the mean's n* and fails (IndexError) when no n
-    qualifies; here that case is a null ``n_star`` with ``reached = False``. ``analytic``:
-    ``n0 = (z_{1-delta/2} S / epsilon)^2``, corrected to ``n0 / (1 + (n0 - 1)/P)`` when
-    ``population_size = P`` is given, rounded up.
+    ``n*_i = min{n : CI_delta(Delta_i(n)).high <= epsilon for every m >= n}`` (the bound stays
+    below epsilon from n* on; the first crossing would stop where a moment that is small at
+    n = 1 dips under epsilon before rising above it again) and ``n* = max_i n*_i``. Since the
+    upper bound is the ``1 - delta/2`` quantile, n* claims ``P(|Delta(n*)| > epsilon) <=
+    delta/2`` for each method.
+
+    Pool mode: Delta(N) = 0 by construction, so an n* equal to N (only the full set
+    qualifies) is reported as not reached. Its claim is about the N recorded variants: a
+    random n*-subset of them is within epsilon of their mean. It says nothing about prompts
+    that were not recorded; for those use ``method='bootstrap'`` (which treats the N
+    variants as a sample of the perturbation space) or ``'analytic'``. In a super-population
+    simulation (tests/test_resampling.py) pool n* falls short on fresh variants far more
+    often than delta while the bootstrap and analytic n* hold.
+
+    With ``compat='reliable-eval'`` n* is the first crossing with a strict comparison
+    (``high < epsilon``) as in the reference script, which also only reports the mean's n*
+    and fails (IndexError) when no n qualifies; here that case is a null ``n_star`` with
+    ``reached = False``. ``analytic``: ``n0 = (z_{1-delta/4} S / epsilon)^2``, corrected to
+    ``n0 / (1 + (n0 - 1)/P)`` when ``population_size = P`` is given, rounded up.
 
     Checked against: fixtures/reference/reliable_eval/ (loop re-implementation of the reference
     script's choices) and a super-population simulation (tests/test_resampling.py).
@@ -501,6 +549,8 @@ def required_sample_size(
             population_size=population_size,
             rng=_group_seed(seed, key, by),
         )
+        vacuous = {m: bool(abs(_moment_value(x, m)) <= epsilon) for m in moments}
+        vacuous["overall"] = any(vacuous.values())
         for m, v in ns.items():
             rows.append(
                 {
@@ -509,6 +559,8 @@ def required_sample_size(
                     "n_star": v,
                     "n_available": x.size,
                     "reached": v is not None,
+                    "population": POPULATION[method],
+                    "vacuous": vacuous[m],
                     "epsilon": float(epsilon),
                     "delta": float(delta),
                     "method": _method_label(method, compat),
@@ -516,6 +568,11 @@ def required_sample_size(
                 }
             )
     return _nstar_frame(rows, by, keys)
+
+
+def _moment_value(x: np.ndarray, moment: str) -> float:
+    """The moment over all N variants (mean, or population variance as Delta uses)."""
+    return float(np.mean(x)) if moment == "mean" else float(np.var(x))
 
 
 def _method_label(method: str, compat: str | None) -> str:
@@ -528,6 +585,8 @@ def _nstar_frame(rows: list[dict], by: tuple[str, ...], keys: dict) -> pl.DataFr
         "n_star": pl.Int64,
         "n_available": pl.Int64,
         "reached": pl.Boolean,
+        "population": pl.String,
+        "vacuous": pl.Boolean,
         "epsilon": pl.Float64,
         "delta": pl.Float64,
         "method": pl.String,

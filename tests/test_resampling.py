@@ -33,6 +33,13 @@ def _units(scores: dict[str, np.ndarray], dataset: str = "d") -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+def _order_statistic(values, level):
+    """The smallest value with at least ``level`` of the values at or below it."""
+    e = sorted(values)
+    k = next(k for k in range(1, len(e) + 1) if k >= level * len(e) - 1e-9)
+    return e[k - 1]
+
+
 def _loop_curve(x, n_resamples, delta, rng):
     """The paper's algorithm written plainly: loops over n and over subsets (independent code)."""
     N = len(x)
@@ -48,7 +55,7 @@ def _loop_curve(x, n_resamples, delta, rng):
         em = [abs(float(np.mean(x[s])) - mu) for s in subsets]
         ev = [abs(float(np.var(x[s])) - var) for s in subsets]
         for name, e in (("mean", em), ("variance", ev)):
-            lo, hi = np.percentile(e, [100 * delta / 2, 100 * (1 - delta / 2)])
+            lo, hi = _order_statistic(e, delta / 2), _order_statistic(e, 1 - delta / 2)
             out[name].append((float(np.mean(e)), float(lo), float(hi), exhaustive, np.array(e)))
     return out
 
@@ -146,7 +153,7 @@ def test_analytic_n_star_is_the_closed_form():
     out = required_sample_size(
         _units({"m": x}), epsilon=0.01, delta=0.1, moments="mean", method="analytic"
     )
-    z = NormalDist().inv_cdf(0.95)
+    z = NormalDist().inv_cdf(0.975)  # P(|Z| > z) = delta/2, the 1 - delta/2 quantile of |Z|
     n0 = (z * np.std(x, ddof=1) / 0.01) ** 2
     assert out.filter(pl.col("moment") == "mean")["n_star"].item() == math.ceil(n0)
     fpc = required_sample_size(
@@ -226,6 +233,111 @@ def test_bad_parameters(kwargs, match):
         required_sample_size(units, **kwargs)
 
 
+# --- issue 18: n* reached only when it means something ------------------------------------
+
+
+def _sowa_first(fixtures, task, k):
+    """The first ``k`` paraphrases of a State of What Art BBH task, one group per model."""
+    path = fixtures / f"dumps/state_of_what_art/paraphrases accuracies/BBH/{task}.csv"
+    frame = pl.read_csv(path).head(k)
+    return _units({c.removesuffix("_acc"): frame[c].to_numpy() for c in frame.columns[1:]})
+
+
+def test_pool_n_star_is_not_reached_when_only_the_full_set_qualifies(fixtures):
+    """Point 10: Delta(N) = 0 by construction, so n* = N 'reached' claimed nothing.
+
+    First 12 paraphrases of causal_judgement: for every model whose pool bound at n = 11 is
+    above epsilon, n* used to be 12 with reached = True.
+    """
+    units = _sowa_first(fixtures, "causal_judgement", 12)
+    curve = sample_size_curve(units, moments="mean")
+    above = curve.filter(pl.col("n") == 11, pl.col("ci_high") > 0.01)["model"].to_list()
+    assert len(above) >= 3
+    out = required_sample_size(units, epsilon=0.01, moments="mean")
+    rows = out.filter(pl.col("moment") == "mean", pl.col("model").is_in(above))
+    assert rows["n_star"].null_count() == rows.height
+    assert not rows["reached"].any()
+    assert set(out["population"]) == {"recorded"}
+    # a model whose bound is below epsilon before N keeps its n*
+    below = curve.filter(pl.col("n") == 11, pl.col("ci_high") <= 0.01)["model"].to_list()
+    kept = out.filter(pl.col("moment") == "mean", pl.col("model").is_in(below))
+    assert kept["reached"].all() and (kept["n_star"] < 12).all()
+
+
+def test_enumerated_bound_is_an_order_statistic_not_an_interpolation():
+    """Point 11: 12 paraphrases, 11 at 26/50 and one at 32/50.
+
+    Of the 12 subsets of size 11, the one without the outlier misses the pool mean by
+    0.12/12 = 0.01 > epsilon = 0.008: 1 in 12 (8.3 % > delta/2 = 5 %). Interpolating between
+    the 11th and 12th deviation gave 0.005 and n* = 11; the 1 - delta/2 order statistic is the
+    largest deviation, so n = 11 does not qualify and (pool) n* is not reached.
+    """
+    x = np.array([26 / 50] * 11 + [32 / 50])
+    units = _units({"m": x})
+    curve = sample_size_curve(units, moments="mean", delta=0.1)
+    at11 = curve.filter(pl.col("n") == 11).row(0, named=True)
+    assert at11["exhaustive"]
+    assert at11["ci_high"] == pytest.approx(0.12 / 12, abs=1e-12)
+    # brute force: share of 11-subsets that miss by more than epsilon
+    misses = [abs(np.mean(x[list(c)]) - x.mean()) > 0.008 for c in combinations(range(12), 11)]
+    assert np.mean(misses) == pytest.approx(1 / 12)
+    out = required_sample_size(units, epsilon=0.008, moments="mean", delta=0.1)
+    row = out.filter(pl.col("moment") == "mean").row(0, named=True)
+    assert row["n_star"] is None and row["reached"] is False
+
+
+def test_analytic_bound_is_the_same_quantile_as_the_bootstrap_bound():
+    """Point 12: the 1 - delta/2 quantile of |Delta| is z(1 - delta/4) sd, not z(1 - delta/2) sd.
+
+    With 400 normal variant scores the bootstrap bound is the normal one up to Monte Carlo
+    error; with z(1 - delta/2) the analytic bound was 1.645/1.96 = 0.84 of it, and its n*
+    about 0.7 of the bootstrap's.
+    """
+    rng = np.random.default_rng(5)
+    units = _units({"m": rng.normal(0.6, 0.03, size=400)})
+    kw = dict(moments="mean", delta=0.1, seed=1)
+    boot = sample_size_curve(units, method="bootstrap", n_resamples=4000, **kw)
+    ana = sample_size_curve(units, method="analytic", **kw)
+    ns = [5, 10, 20, 40, 80]
+    b = boot.filter(pl.col("n").is_in(ns)).sort("n")["ci_high"].to_numpy()
+    a = ana.filter(pl.col("n").is_in(ns)).sort("n")["ci_high"].to_numpy()
+    assert_allclose(a / b, 1.0, atol=0.06)
+    nb = required_sample_size(units, epsilon=0.01, method="bootstrap", n_resamples=4000, **kw)
+    na = required_sample_size(units, epsilon=0.01, method="analytic", **kw)
+    ratio = (
+        na.filter(pl.col("moment") == "mean")["n_star"].item()
+        / nb.filter(pl.col("moment") == "mean")["n_star"].item()
+    )
+    assert 0.85 <= ratio <= 1.15
+
+
+def test_n_star_is_where_the_bound_stays_below_epsilon():
+    """Point 13: the variance bound dips below epsilon at n = 1 and rises above it again.
+
+    Scores mostly at 0.5 with a few at 0.2 and 0.8 (variance 0.009 < epsilon = 0.01): a single
+    variant has variance 0, so |Delta(1)| = 0.009 <= epsilon, but a pair holding 0.2 or 0.8
+    misses by more. The first crossing gave n* = 1; the n after which the bound stays below
+    epsilon is larger, and the variance is flagged as vacuous (the moment itself is within
+    epsilon of 0).
+    """
+    x = np.array([0.5] * 45 + [0.2] * 2 + [0.8] * 3)
+    units = _units({"m": x})
+    assert np.var(x) < 0.01
+    curve = sample_size_curve(units, moments="variance", method="bootstrap", n_resamples=2000)
+    high = curve.sort("n")["ci_high"].to_numpy()
+    assert high[0] <= 0.01 and high[1] > 0.01
+    out = required_sample_size(
+        units, epsilon=0.01, moments="variance", method="bootstrap", n_resamples=2000
+    )
+    row = out.filter(pl.col("moment") == "variance").row(0, named=True)
+    n_star = row["n_star"]
+    assert n_star is not None and n_star > 2
+    assert (high[n_star - 1 :] <= 0.01).all() and high[n_star - 2] > 0.01
+    assert row["vacuous"] is True and row["population"] == "unseen"
+    mean_row = required_sample_size(units, epsilon=0.01, moments="mean").row(0, named=True)
+    assert mean_row["vacuous"] is False
+
+
 # --- the guarantee on fresh draws from a super-population -------------------------------------
 
 
@@ -260,8 +372,12 @@ def _guarantee(n_reps, n_resamples, seed):
 
 
 def _check_guarantee(fail, delta, n_reps):
+    from evalstats.report._core import _nstar_fixed
+
     mc = 3 / math.sqrt(n_reps) * 0.05  # 3 MC SE of a mean of failure probabilities (sd <~ 0.05)
-    assert fail["bootstrap"].mean() <= delta + mc
+    report_default = _nstar_fixed(None)["method"]
+    assert report_default == "bootstrap"
+    assert fail[report_default].mean() <= delta + mc
     assert fail["analytic"].mean() <= delta + mc
     # pool mode is optimistic (finite-population effect): its n* falls short of the guarantee
     # (failure probability above delta) far more often than the bootstrap n*

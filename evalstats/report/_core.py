@@ -524,7 +524,17 @@ def _run_nstar(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
 
     nstar = required_sample_size(ctx.obs, **p)
     curve = sample_size_curve(ctx.obs, **{k: v for k, v in p.items() if k != "epsilon"})
-    return {"nstar": nstar, "curve": curve}, {}, {}
+    tables = {"nstar": nstar, "curve": curve}
+    if p.get("method", "pool") != "pool" and p.get("compat") is None:
+        # the claim about the recorded variants only, beside the one about unseen variants
+        pool = {k: v for k, v in p.items() if k != "population_size"} | {"method": "pool"}
+        tables["nstar_recorded"] = required_sample_size(ctx.obs, **pool)
+    return tables, {}, {}
+
+
+def _nstar_fixed(ctx: _Context) -> dict[str, Any]:
+    """n* about unseen prompt variants (bootstrap); the pool n* is only about the recorded ones."""
+    return {"method": "bootstrap"}
 
 
 def _run_converge(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
@@ -745,6 +755,7 @@ ANALYSES: tuple[_Spec, ...] = (
         "nstar",
         _need_variants,
         _run_nstar,
+        _nstar_fixed,
     ),
     _Spec(
         "converge",

@@ -152,24 +152,38 @@ def _moments(res: AnalysisResult, data: DataSummary) -> str:
     return text
 
 
+def _nstar_span(rows: pl.DataFrame) -> str | None:
+    reached = rows.filter(pl.col("reached"))
+    if not reached.height:
+        return None
+    lo, hi = reached["n_star"].min(), reached["n_star"].max()
+    avail = _listed(str(v) for v in sorted(set(reached["n_available"].to_list())))
+    span = f"{lo}" if lo == hi else f"between {lo} and {hi}"
+    return f"{span} variants (n*, of {avail} available)"
+
+
 def _nstar(res: AnalysisResult, data: DataSummary) -> str:
     t = res.tables["nstar"]
     moment = "overall" if "overall" in t["moment"].to_list() else t["moment"][0]
     rows = t.filter(pl.col("moment") == moment)
     p = res.params
     what = "the mean and the variance" if moment == "overall" else f"the {moment}"
+    unseen = "population" in t.columns and rows["population"].eq("unseen").all()
+    whom = (
+        "for prompt variants not yet evaluated (the recorded ones taken as a sample of the "
+        "perturbation space)"
+        if unseen
+        else "for the recorded prompt variants only (not for unseen ones)"
+    )
     head = (
         f"To estimate {what} of accuracy over prompts within ε = {p['epsilon']:g} with "
-        f"probability {1 - p['delta']:.0%}, "
+        f"probability {1 - p['delta'] / 2:.0%} {whom}, "
     )
-    reached = rows.filter(pl.col("reached"))
     missed = rows.filter(~pl.col("reached"))
     text = head
-    if reached.height:
-        lo, hi = reached["n_star"].min(), reached["n_star"].max()
-        avail = _listed(str(v) for v in sorted(set(reached["n_available"].to_list())))
-        span = f"{lo}" if lo == hi else f"between {lo} and {hi}"
-        text += f"{span} variants are needed (n*, of {avail} available)"
+    span = _nstar_span(rows)
+    if span is not None:
+        text += f"{span} are needed"
         if missed.height:
             text += "; "
     if missed.height:
@@ -177,7 +191,25 @@ def _nstar(res: AnalysisResult, data: DataSummary) -> str:
             f"the available variants are not enough for {_listed(_where(r) for r in missed.iter_rows(named=True))}"
             " (n* not reached: evaluate more prompts before trusting the mean)"
         )
-    return text + "."
+    text += "."
+    recorded = res.tables.get("nstar_recorded")
+    if recorded is not None:
+        rec = recorded.filter(pl.col("moment") == moment)
+        rspan = _nstar_span(rec)
+        text += (
+            " For the recorded variants alone (pool: resampling this set of prompts, a claim "
+            "that can fall short on new prompts), "
+            + (f"{rspan} suffice." if rspan else "n* is not reached either.")
+        )
+    if "vacuous" in t.columns:
+        vac = t.filter(pl.col("vacuous") & (pl.col("moment") != "overall"))
+        if vac.height:
+            moments = _listed(sorted(set(vac["moment"].to_list())))
+            text += (
+                f" The {moments} itself is within ε of 0 in {vac.height} group(s), so its n* "
+                "is vacuous there (any estimate near 0 meets the tolerance)."
+            )
+    return text
 
 
 def _converge(res: AnalysisResult, data: DataSummary) -> str:

@@ -77,7 +77,9 @@ def test_report_equals_commands_typed_by_hand(demo_results, capsys):
     """The recorded command lines are not trusted blindly: the same numbers by hand."""
     path = str(DEMO_FILE)
     by_key = {a["key"]: a for a in demo_results["analyses"]}
-    nstar = _run_json(capsys, ["nstar", path, "--n-resamples", "500", "--json"])
+    nstar = _run_json(
+        capsys, ["nstar", path, "--n-resamples", "500", "--method", "bootstrap", "--json"]
+    )
     assert _same(nstar["rows"], by_key["nstar"]["tables"]["nstar"]["rows"])
     factors = ",".join(demo_results["parameters"]["factors"])
     anova = _run_json(

@@ -107,7 +107,11 @@ def test_errors_without_provider_column_are_audited_per_model():
 def test_tables_are_the_public_functions_results(full_obs, full_report):
     assert_frame_equal(
         full_report["nstar"].tables["nstar"],
-        required_sample_size(full_obs, n_resamples=200, seed=3),
+        required_sample_size(full_obs, n_resamples=200, seed=3, method="bootstrap"),
+    )
+    assert_frame_equal(
+        full_report["nstar"].tables["nstar_recorded"],
+        required_sample_size(full_obs, n_resamples=200, seed=3, method="pool"),
     )
     anova = factor_anova(
         full_obs,
@@ -202,3 +206,18 @@ def test_gold_scores_on_part_of_the_items_bring_in_ppi():
     plain = audit_report(observations(n_models=2, n_items=30, seed=0), skip=others)
     reasons = {s.key: s.reason for s in plain.skipped}
     assert "gold_score" in reasons["ppi"]
+
+
+def test_n_star_leads_with_unseen_variants_and_names_the_population(full_report):
+    """Issue 18, point 13: the report's n* is about prompts not yet evaluated (bootstrap).
+
+    The pool n* (a claim about the recorded variants only) comes second, and the reading says
+    which population each claim is about.
+    """
+    res = full_report["nstar"]
+    assert res.params["method"] == "bootstrap"
+    assert set(res.tables["nstar"]["population"]) == {"unseen"}
+    assert set(res.tables["nstar_recorded"]["population"]) == {"recorded"}
+    assert "not yet evaluated" in res.reading
+    assert "recorded variants alone (pool" in res.reading
+    assert res.reading.index("not yet evaluated") < res.reading.index("pool")
