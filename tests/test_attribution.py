@@ -8,11 +8,11 @@ import pytest
 from numpy.testing import assert_allclose
 
 from evalstats.attribution import (
-    _permutation_indices,
     attribute,
     factor_anova,
     interaction_means,
 )
+from evalstats.attribution._anova import _permutation_indices
 from evalstats.errors import (
     DegenerateDataWarning,
     InsufficientDataError,
@@ -479,7 +479,7 @@ def test_null_distribution_equals_refits_on_freedman_lane_responses(term, reduce
     """The first permutations' F* equal F recomputed from scratch on y* = fitted_R + P e_R
     (Type II reduced model by dummy regression; F invariant to the affine rescaling that keeps
     y* in [0, 1]). Rounding tolerance."""
-    from evalstats.attribution import _chunk_size
+    from evalstats.attribution._anova import _chunk_size
 
     units = _planted_units(seed=5)
     res = factor_anova(units, runs="replicates", factors=["a", "b", "c"], n_resamples=4, seed=3)

@@ -1,0 +1,467 @@
+"""factor_anova and interaction_means: the ANOVA cores (numpy only) and the public functions."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from evalstats.attribution._common import (
+    _ANOVA_SCHEMA,
+    _BLOCK,
+    _CHUNK_CELLS,
+    AnovaResult,
+    _codes,
+    _orth,
+    _project_out,
+    _rows,
+    _sum_coding,
+    _validate_factors,
+)
+from evalstats.errors import (
+    DegenerateDataWarning,
+    InsufficientDataError,
+    ParameterError,
+)
+from evalstats.schema import validate_units
+
+# ---------------------------------------------------------------------------------------------
+# ANOVA core (numpy only)
+# ---------------------------------------------------------------------------------------------
+
+
+def _reduced_terms(terms: list[tuple[int, ...]], t: int, ss_type: int) -> list[int]:
+    """Indices of the terms in the model that term ``t`` is added to."""
+    if ss_type == 1:
+        return list(range(t))
+    if ss_type == 3:
+        return [j for j in range(len(terms)) if j != t]
+    own = set(terms[t])
+    return [j for j in range(len(terms)) if j != t and not own.issubset(terms[j])]
+
+
+def _anova_core(
+    y: np.ndarray,
+    columns: list[np.ndarray],
+    terms: list[tuple[int, ...]],
+    nuisance: np.ndarray,
+    ss_type: int,
+) -> dict[str, Any]:
+    """Sums of squares of each term by model comparison on orthonormal bases.
+
+    ``nuisance`` is an orthonormal basis of the intercept (or of the block indicators); every
+    model contains it. Returns ``rss``, ``df_res``, ``q_x`` (orthonormal basis of the full model
+    with the nuisance space projected out), ``resid`` (full-model residual r), ``sst``, and per
+    term ``ss``, ``df``, ``a`` and ``b``: the reduced model's residual is r + Q_X a and the
+    term's added space has orthonormal basis Q_X b.
+    """
+    n = y.size
+    yc = _project_out(nuisance, y[:, None])[:, 0]
+    xc = [_project_out(nuisance, c) for c in columns]
+    scale = {j: float(np.linalg.norm(c, 2)) if c.shape[1] else 0.0 for j, c in enumerate(columns)}
+    full_scale = max(scale.values(), default=0.0)
+    q_x = _orth(np.hstack(xc), full_scale) if xc else np.zeros((n, 0))
+    fit = q_x.T @ yc
+    resid = yc - q_x @ fit
+    rss = float(resid @ resid)
+    df_res = n - nuisance.shape[1] - q_x.shape[1]
+    out: dict[str, Any] = {
+        "rss": rss,
+        "df_res": df_res,
+        "q_x": q_x,
+        "resid": resid,
+        "sst": float(yc @ yc),
+        "terms": [],
+    }
+    # every model lives in span(Q_X): work in its p coordinates, so each term costs O(p^3)
+    coords = [q_x.T @ c for c in xc]
+    p = q_x.shape[1]
+    for t in range(len(terms)):
+        red = _reduced_terms(terms, t, ss_type)
+        q_r = _orth(np.hstack([coords[j] for j in red]), full_scale) if red else np.zeros((p, 0))
+        a = fit - q_r @ (q_r.T @ fit)  # reduced-model residual e_T = resid + Q_X a
+        b = _orth(_project_out(q_r, coords[t]), scale[t])  # Q_T = Q_X b
+        proj = b.T @ fit
+        out["terms"].append({"ss": float(proj @ proj), "df": b.shape[1], "a": a, "b": b})
+    return out
+
+
+def _permutation_indices(
+    rng: np.random.Generator, n_perm: int, n: int, block_codes: np.ndarray | None
+) -> np.ndarray:
+    """``n_perm`` permutations of ``range(n)``, within blocks when ``block_codes`` is given.
+
+    ``block_codes`` must be sorted, so each block is a run of consecutive rows.
+    """
+    if block_codes is None:
+        return rng.permuted(np.tile(np.arange(n), (n_perm, 1)), axis=1)
+    keys = block_codes[None, :] + rng.random((n_perm, n))
+    return np.argsort(keys, axis=1, kind="stable")
+
+
+def _chunk_size(n: int, width: int) -> int:
+    """Permutations per block so that a block of gathered rows stays near ``_CHUNK_CELLS``."""
+    return max(1, _CHUNK_CELLS // max(n * width, 1))
+
+
+def _permute_f(
+    core: dict[str, Any], n_resamples: int, seed: int, block_codes: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Freedman–Lane permutation F statistics of every term, and the observed F on that path.
+
+    For term T with reduced-model residual e_T, a permuted response is ŷ_R + P e_T; its F is
+    ``(|Q_T' P e_T|² / df_T) / ((|e_T|² − |Q_X' P e_T|²) / df_res)`` because ŷ_R lies in every
+    model compared. Every e_T = r + Q_X a_T (r the full-model residual), and Q_T = Q_X B_T, so
+    one product G = Q_X' P [r, Q_X] per permutation serves all terms: Q_X' P e_T = G [1; a_T]
+    and Q_T' P e_T = B_T' G [1; a_T]. A block of permutations is one matrix product of Q_X'
+    with the gathered rows of [r, Q_X].
+    """
+    terms = core["terms"]
+    q_x, df_res = core["q_x"], core["df_res"]
+    n, p = q_x.shape
+    k = len(terms)
+    live = [i for i, t in enumerate(terms) if t["df"] > 0]
+    basis = np.ascontiguousarray(np.column_stack([core["resid"], q_x]))  # n, p+1
+    q_xt = np.ascontiguousarray(q_x.T)
+    coef = np.zeros((p + 1, k))
+    coef[0, :] = 1.0
+    ee = np.zeros(k)
+    dfs = np.ones(k)
+    b_blocks, owner = [], []
+    for i in live:
+        t = terms[i]
+        coef[1:, i] = t["a"]
+        ee[i] = float(core["resid"] @ core["resid"] + t["a"] @ t["a"])
+        dfs[i] = t["df"]
+        b_blocks.append(t["b"])
+        owner += [i] * t["df"]
+    b_cat = np.hstack(b_blocks) if b_blocks else np.zeros((p, 0))
+    mask = np.zeros((k, b_cat.shape[1]))
+    mask[owner, np.arange(b_cat.shape[1])] = 1.0
+
+    def f_stats(idx: np.ndarray) -> np.ndarray:
+        b = idx.shape[0]
+        gathered = basis[idx.T].reshape(n, b * (p + 1))  # rows of P [r, Q_X], side by side
+        g = (q_xt @ gathered).reshape(p, b, p + 1).transpose(1, 0, 2).reshape(b * p, p + 1)
+        v = (g @ coef).reshape(b, p, k)  # Q_X' P e_T for every term
+        fitted = np.einsum("bpk,bpk->bk", v, v)
+        w = v.transpose(0, 2, 1).reshape(b * k, p) @ b_cat  # B' Q_X' P e_T
+        ss_t = np.einsum("bkd,kd->bk", (w * w).reshape(b, k, -1), mask)
+        rss = np.maximum(ee[None, :] - fitted, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (ss_t / dfs) / (rss / df_res)
+
+    null = np.full((k, n_resamples), np.nan)
+    observed = np.full(k, np.nan)
+    if not live:
+        return null, observed
+    observed[live] = f_stats(np.arange(n)[None, :])[0, live]
+    rng = np.random.default_rng(seed)
+    chunk = _chunk_size(n, p + 1)
+    for start in range(0, n_resamples, chunk):
+        b = min(chunk, n_resamples - start)
+        idx = _permutation_indices(rng, b, n, block_codes)
+        null[live, start : start + b] = f_stats(idx)[:, live].T
+    return null, observed
+
+
+# ---------------------------------------------------------------------------------------------
+# factor_anova
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_int(name: str, value: Any, allowed: Sequence[int]) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value not in allowed:
+        raise ParameterError(
+            f"`{name}` must be one of {', '.join(map(str, allowed))}, got {value!r}."
+        )
+    return int(value)
+
+
+def factor_anova(
+    frame: pl.DataFrame | pl.LazyFrame,
+    *,
+    factors: Sequence[str] | str,
+    interactions: int = 2,
+    ss_type: int = 2,
+    n_resamples: int = 10000,
+    block: str | Sequence[str] | None = None,
+    runs: str = "mean",
+    seed: int = 0,
+) -> AnovaResult:
+    """Factorial ANOVA of scores on configuration factors, with η² and permutation p-values.
+
+    Parameters
+    ----------
+    frame : polars.DataFrame or polars.LazyFrame
+        Unit table, one row per (model, dataset, variant, run); an observation table is
+        aggregated to units first. With ``block='item'``, the item rows of an observation table
+        are analysed instead.
+    factors : sequence of str or str
+        Factor columns (or one comma-separated string). Each is treated as categorical; its
+        levels are its sorted distinct values.
+    interactions : {1, 2}, default 2
+        1: main effects only; 2: main effects and all two-way interactions (``a:b``).
+    ss_type : {1, 2, 3}, default 2
+        Sums of squares: 1 sequential (in the order of ``factors``, then the interactions),
+        2 hierarchical (each term after all terms that do not contain it), 3 marginal (each
+        term after all others, sum-to-zero coding).
+    n_resamples : int, default 10000
+        Permutations per term for ``pvalue_perm`` (0 skips them; ``pvalue_perm`` is then null).
+    block : str or sequence of str, optional
+        Column(s) whose level combinations are blocks (e.g. ``("model", "dataset")``): the
+        blocks enter every model as a nuisance fixed effect and residuals are permuted only
+        within them. ``'item'`` analyses item-level rows, so permutations keep each item's
+        difficulty.
+    runs : {'mean', 'replicates'}, default 'mean'
+        ``'mean'`` averages the repeated runs of each configuration (model, dataset, variant,
+        and item for item rows) before the analysis: the configuration is the experimental
+        unit. ``'replicates'`` keeps every run as a row, which is right only when runs are
+        independent replicates of the whole configuration (see Notes).
+    seed : int, default 0
+        Seed of the permutations; the same seed gives the same p-values.
+
+    Returns
+    -------
+    AnovaResult
+        ``to_frame()`` has one row per term and a ``Residual`` row with columns ``term, df,
+        sum_sq, mean_sq, statistic, pvalue, pvalue_perm, eta_sq, partial_eta_sq``, terms sorted
+        by ``eta_sq`` descending; ``ss_type`` records the sums of squares used.
+
+    Raises
+    ------
+    SchemaError
+        A factor or the block is not a column, or a factor value is null.
+    ParameterError
+        ``interactions``, ``ss_type`` or ``n_resamples`` is out of its domain.
+    InsufficientDataError
+        A factor has a single level, or no residual degrees of freedom are left.
+
+    See Also
+    --------
+    attribute : Linear and xgboost attribution of the same factors.
+    interaction_means : Cell means of a two-way term, for the heatmap.
+
+    Notes
+    -----
+    Each term's sum of squares is a difference of residual sums of squares,
+    SS(T) = RSS(R) − RSS(R + T), where the reduced model R holds the terms before T (Type I),
+    the terms that do not contain T (Type II) or all other terms (Type III). Factors use
+    sum-to-zero coding, which Type III needs (treatment coding tests a different hypothesis)
+    and which leaves Types I and II unchanged. Models are compared on orthonormal bases, so
+    unbalanced designs and missing cells are handled: ``df`` is the rank a term adds, and a
+    term fully aliased by others gets ``df`` 0 and null statistics (with a warning).
+
+    F = (SS(T)/df(T)) / (RSS/df_res) with the full model's residual; ``pvalue`` is its F-test
+    p-value. η² = SS(T)/SS_total and partial η² = SS(T)/(SS(T) + RSS). The η² of the terms and
+    the residual add up to 1 (to R² without the residual) only under Type I; under Types II
+    and III they need not.
+
+    ``pvalue_perm`` follows Freedman and Lane (1983): fit the reduced model R, permute its
+    residuals e, rebuild y* = ŷ_R + P e, and recompute F; p = (1 + #{F* ≥ F}) / (1 + B). All
+    terms share the same B permutations. The design is factored once: with Q_T an orthonormal
+    basis of what T adds to R and Q_X one of the full model, F* = (|Q_T' P e|²/df_T) /
+    ((|e|² − |Q_X' P e|²)/df_res). Every e = r + Q_X a (r the full-model residual) and
+    Q_T = Q_X B, so one product G = Q_X' P [r, Q_X] per permutation gives every term's F*;
+    a block of permutations is one matrix product with the gathered rows of [r, Q_X].
+    With ``block``, SS_total, η² and the residual are within blocks.
+
+    Repeated runs of one configuration share everything that is fixed for that configuration
+    (its prompt's idiosyncratic effect on the same items, its higher-order interactions), so
+    they are pseudo-replicates (Hurlbert, 1984): counting them as rows shrinks the residual
+    mean square towards run-to-run noise and makes F and permutation tests anticonservative,
+    with spurious interactions. Hence ``runs='mean'`` by default, which is also the
+    evaluatology paper's unit (one accuracy per sampled configuration).
+
+    Checked against: statsmodels ``anova_lm`` Types I, II and III (``C(f, Sum)``) on an
+    unbalanced design with missing cells, fixtures/reference/anova/ (SS, F, p to 1e-8).
+
+    References
+    ----------
+    .. [1] Freedman, D. and Lane, D. (1983). A nonstochastic interpretation of reported
+       significance levels. Journal of Business & Economic Statistics 1(4), 292-298.
+    .. [2] Winkler, A. M. et al. (2014). Permutation inference for the general linear model.
+       NeuroImage 92, 381-397.
+    .. [3] Hurlbert, S. H. (1984). Pseudoreplication and the design of ecological field
+       experiments. Ecological Monographs 54(2), 187-211.
+
+    Examples
+    --------
+    >>> from evalstats.simulate import unit_table
+    >>> units = unit_table(n_models=1, n_items=100, n_runs=3, instability=0.5, seed=0,
+    ...                    factors={"shots": {0: 0.0, 5: 0.1}, "cot": {False: 0.0, True: 0.0},
+    ...                             "template": {"a": 0.0, "b": 0.0, "c": 0.0}})
+    >>> res = factor_anova(units, factors=["shots", "cot", "template"], interactions=1,
+    ...                    n_resamples=999, seed=0)
+    >>> res.ss_type, res.runs, res.n_obs  # 36 run-level units, 12 configurations
+    (2, 'mean', 12)
+    >>> res.to_frame().select("term", "df", "pvalue_perm").rows()
+    [('shots', 1, 0.011), ('template', 2, 0.298), ('cot', 1, 0.585), ('Residual', 7, None)]
+    """
+    interactions = _check_int("interactions", interactions, (1, 2))
+    ss_type = _check_int("ss_type", ss_type, (1, 2, 3))
+    if (
+        isinstance(n_resamples, bool)
+        or not isinstance(n_resamples, (int, np.integer))
+        or n_resamples < 0
+    ):
+        raise ParameterError(f"`n_resamples` must be a non-negative integer, got {n_resamples!r}.")
+    data, factors, table = _rows(frame, factors, block, runs)
+    if block is not None:
+        data = data.sort(_BLOCK, maintain_order=True)
+    y = data["score"].to_numpy().astype(float)
+    n = y.size
+
+    main_cols: list[np.ndarray] = []
+    for f in factors:
+        levels, codes = _codes(data[f], f, table)
+        if len(levels) < 2:
+            raise InsufficientDataError(
+                f"factor {f!r} has a single level ({levels[0]!r}) in the {table}; "
+                "an effect needs at least two levels."
+            )
+        main_cols.append(_sum_coding(codes, len(levels)))
+    terms: list[tuple[int, ...]] = [(i,) for i in range(len(factors))]
+    if interactions == 2:
+        terms += list(itertools.combinations(range(len(factors)), 2))
+    columns = []
+    for t in terms:
+        if len(t) == 1:
+            columns.append(main_cols[t[0]])
+        else:
+            a, b = main_cols[t[0]], main_cols[t[1]]
+            columns.append((a[:, :, None] * b[:, None, :]).reshape(n, -1))
+    names = [":".join(factors[i] for i in t) for t in terms]
+
+    if block is None:
+        nuisance = np.full((n, 1), 1.0 / np.sqrt(n))
+        block_codes = None
+    else:
+        _, block_codes = _codes(data[_BLOCK], _BLOCK, table)
+        counts = np.bincount(block_codes)
+        nuisance = np.zeros((n, counts.size))
+        nuisance[np.arange(n), block_codes] = 1.0 / np.sqrt(counts[block_codes])
+        block_codes = block_codes.astype(float)
+
+    core = _anova_core(y, columns, terms, nuisance, ss_type)
+    df_res, rss, sst = core["df_res"], core["rss"], core["sst"]
+    if df_res <= 0:
+        raise InsufficientDataError(
+            f"no residual degrees of freedom: {n} rows for a model of rank {n - df_res}. "
+            "Use `interactions=1`, fewer factors, or more runs."
+        )
+    if n_resamples:
+        null, observed = _permute_f(core, int(n_resamples), seed, block_codes)
+    else:
+        null, observed = np.empty((len(terms), 0)), np.full(len(terms), np.nan)
+
+    from scipy import stats
+
+    rows = []
+    if rss <= 1e-12 * sst:  # an exact fit up to rounding
+        rss = 0.0
+    mse = rss / df_res
+    for i, (name, t) in enumerate(zip(names, core["terms"])):
+        ss, d = t["ss"], t["df"]
+        if d == 0:
+            warnings.warn(
+                f"term {name!r} is fully aliased by the other terms (no cells separate it); "
+                "its statistics are NaN.",
+                DegenerateDataWarning,
+                stacklevel=2,
+            )
+            rows.append((name, 0, 0.0, None, None, None, None, 0.0, None))
+            continue
+        if mse > 0:
+            f = (ss / d) / mse
+            p = float(stats.f.sf(f, d, df_res))
+        else:
+            f, p = float("nan"), float("nan")
+        if n_resamples and mse > 0 and np.isfinite(observed[i]):
+            hits = int(np.sum(null[i] >= observed[i] * (1 - 1e-9)))
+            pp: float | None = (1 + hits) / (1 + n_resamples)
+        else:
+            pp = None
+        eta = ss / sst if sst > 0 else float("nan")
+        peta = ss / (ss + rss) if ss + rss > 0 else float("nan")
+        rows.append((name, d, ss, ss / d, f, p, pp, eta, peta))
+    if mse == 0:
+        warnings.warn(
+            "the model fits the scores exactly (residual sum of squares 0); F statistics are NaN.",
+            DegenerateDataWarning,
+            stacklevel=2,
+        )
+    body = pl.DataFrame(rows, schema=_ANOVA_SCHEMA, orient="row")
+    body = (
+        body.with_row_index("__order")
+        .sort(["eta_sq", "__order"], descending=[True, False], nulls_last=True)
+        .drop("__order")
+    )
+    resid = pl.DataFrame(
+        [("Residual", df_res, rss, mse, None, None, None, None, None)],
+        schema=_ANOVA_SCHEMA,
+        orient="row",
+    )
+    return AnovaResult(
+        table=pl.concat([body, resid]),
+        ss_type=ss_type,
+        interactions=interactions,
+        n_resamples=int(n_resamples),
+        seed=seed,
+        block=block if block is None or isinstance(block, str) else tuple(block),
+        n_obs=n,
+        runs=runs,
+        null_distribution=null,
+        terms=tuple(names),
+    )
+
+
+def interaction_means(
+    frame: pl.DataFrame | pl.LazyFrame, *, term: str | Sequence[str]
+) -> pl.DataFrame:
+    """Mean score in each cell of a two-way term (the data of an interaction heatmap).
+
+    Parameters
+    ----------
+    frame : polars.DataFrame or polars.LazyFrame
+        Unit table (an observation table is aggregated to units first).
+    term : str or sequence of str
+        ``"a:b"`` or ``("a", "b")``.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per observed cell with columns ``term, level_a, level_b, score, n`` (levels as
+        strings, ``score`` the mean unit score, ``n`` the units), sorted by the levels.
+
+    Examples
+    --------
+    >>> from evalstats.simulate import unit_table
+    >>> units = unit_table(n_models=1, n_items=50, seed=0,
+    ...                    factors={"shots": {0: 0.0, 5: 0.1}, "cot": {False: 0.0, True: 0.05}})
+    >>> interaction_means(units, term="shots:cot").select("level_a", "level_b", "n").rows()
+    [('0', 'false', 1), ('0', 'true', 1), ('5', 'false', 1), ('5', 'true', 1)]
+    """
+    parts = term.split(":") if isinstance(term, str) else list(term)
+    if len(parts) != 2:
+        raise ParameterError(f"`term` must name two factors as 'a:b', got {term!r}.")
+    lf = validate_units(frame)
+    names = lf.collect_schema().names()
+    a, b = _validate_factors(parts, names, "unit table")
+    sorted_cells = (
+        lf.group_by(a, b)
+        .agg(pl.col("score").mean().alias("score"), pl.len().cast(pl.Int64).alias("n"))
+        .sort(a, b)
+        .collect()
+    )
+    return sorted_cells.select(
+        pl.lit(f"{a}:{b}").alias("term"),
+        pl.col(a).cast(pl.String).alias("level_a"),
+        pl.col(b).cast(pl.String).alias("level_b"),
+        "score",
+        "n",
+    )

@@ -1,0 +1,309 @@
+"""Shared parts of the attribution package: result classes, validation, factor coding."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from evalstats.errors import (
+    ParameterError,
+    SchemaError,
+)
+from evalstats.schema import single_metric, validate_observations, validate_units
+
+_ANOVA_SCHEMA: dict[str, pl.DataType] = {
+    "term": pl.String(),
+    "df": pl.Int64(),
+    "sum_sq": pl.Float64(),
+    "mean_sq": pl.Float64(),
+    "statistic": pl.Float64(),
+    "pvalue": pl.Float64(),
+    "pvalue_perm": pl.Float64(),
+    "eta_sq": pl.Float64(),
+    "partial_eta_sq": pl.Float64(),
+}
+
+_IMPORTANCE_SCHEMA: dict[str, pl.DataType] = {
+    "factor": pl.String(),
+    "n_levels": pl.Int64(),
+    "mean_abs_shap": pl.Float64(),
+    "null_high": pl.Float64(),
+    "above_null": pl.Boolean(),
+    "partial_r_sq": pl.Float64(),
+}
+
+_COEF_SCHEMA: dict[str, pl.DataType] = {
+    "factor": pl.String(),
+    "level": pl.String(),
+    "reference": pl.Boolean(),
+    "estimate": pl.Float64(),
+    "std_err": pl.Float64(),
+    "statistic": pl.Float64(),
+    "pvalue": pl.Float64(),
+    "ci_low": pl.Float64(),
+    "ci_high": pl.Float64(),
+    "confidence_level": pl.Float64(),
+}
+
+#: Budget of float64 cells of one block of permuted residuals (about 16 MB).
+_CHUNK_CELLS = 2_000_000
+
+
+# ---------------------------------------------------------------------------------------------
+# Results
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AnovaResult:
+    """Result of :func:`factor_anova`.
+
+    Attributes
+    ----------
+    table : polars.DataFrame
+        One row per term plus ``Residual``; see :meth:`to_frame`.
+    ss_type : int
+        Sums of squares type (1, 2 or 3).
+    interactions : int
+        Highest order of the terms (1: main effects, 2: also two-way interactions).
+    n_resamples : int
+        Permutations per term.
+    seed : int
+        Seed of the permutations.
+    block : str, tuple of str or None
+        Column(s) within whose levels the residuals were permuted.
+    n_obs : int
+        Rows analysed (units, or item rows with ``block='item'``), after averaging runs.
+    runs : str
+        ``'mean'`` (runs averaged per configuration) or ``'replicates'``.
+    method : str
+        ``"freedman-lane"`` (permutation scheme).
+    null_distribution : numpy.ndarray
+        Permutation F statistics, shape ``(n_terms, n_resamples)``, rows in the order of
+        ``terms``.
+    terms : tuple of str
+        Term names in model order (the row order of ``null_distribution``).
+    """
+
+    table: pl.DataFrame
+    ss_type: int
+    interactions: int
+    n_resamples: int
+    seed: int
+    block: str | tuple[str, ...] | None
+    n_obs: int
+    runs: str = "mean"
+    method: str = "freedman-lane"
+    null_distribution: np.ndarray = field(repr=False, default_factory=lambda: np.empty((0, 0)))
+    terms: tuple[str, ...] = field(repr=False, default=())
+
+    def to_frame(self) -> pl.DataFrame:
+        """The ANOVA table: ``term, df, sum_sq, mean_sq, statistic, pvalue, pvalue_perm, eta_sq,
+        partial_eta_sq``, terms sorted by ``eta_sq`` descending, then the ``Residual`` row.
+        """  # noqa: D205
+        return self.table
+
+    def strongest_interaction(self) -> str | None:
+        """Name of the two-way term with the largest η² (None without interaction terms)."""
+        rows = self.table.filter(pl.col("term").str.contains(":", literal=True))
+        if rows.height == 0:
+            return None
+        return rows.sort("eta_sq", descending=True, nulls_last=True)["term"][0]
+
+
+@dataclass(frozen=True, slots=True)
+class AttributionResult:
+    """Result of :func:`attribute`.
+
+    Attributes
+    ----------
+    importance : polars.DataFrame
+        One row per factor; see :meth:`to_frame`.
+    coefficients : polars.DataFrame
+        ``method='linear'``: one row per factor level (``factor, level, reference, estimate,
+        std_err, statistic, pvalue, ci_low, ci_high, confidence_level``); empty for xgboost.
+    method : str
+        ``"xgboost"`` or ``"linear"``.
+    cv_r_sq : float
+        Cross-validated R² of the model (out-of-fold predictions, ``n_folds`` folds).
+    n_folds : int
+        Folds of the cross-validation.
+    n_null : int
+        Refits on permuted scores behind the null band.
+    confidence_level : float
+        Coverage of the null band and of the coefficient intervals.
+    seed : int
+        Seed of the folds, the permutations and xgboost.
+    n_obs : int
+        Units analysed (after averaging runs with ``runs='mean'``).
+    runs : str
+        ``'mean'`` (runs averaged per configuration) or ``'replicates'``.
+    score_scale : str
+        The scale of ``mean_abs_shap`` and of the coefficients.
+    null_distribution : numpy.ndarray
+        Mean |SHAP| of each refit on permuted scores, shape ``(n_null, n_factors)`` in the order
+        of ``factors``.
+    factors : tuple of str
+        Factor names in the order given.
+    """
+
+    importance: pl.DataFrame
+    coefficients: pl.DataFrame
+    method: str
+    cv_r_sq: float
+    n_folds: int
+    n_null: int
+    confidence_level: float
+    seed: int
+    n_obs: int
+    runs: str = "mean"
+    score_scale: str = "score (0-1; 0.01 = one accuracy point)"
+    null_distribution: np.ndarray = field(repr=False, default_factory=lambda: np.empty((0, 0)))
+    factors: tuple[str, ...] = field(repr=False, default=())
+
+    def to_frame(self) -> pl.DataFrame:
+        """Per-factor table: ``factor, n_levels, mean_abs_shap, null_high, above_null,
+        partial_r_sq`` (``partial_r_sq`` is null for xgboost), sorted by ``mean_abs_shap``.
+        """  # noqa: D205
+        return self.importance
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation and coding
+# ---------------------------------------------------------------------------------------------
+
+
+def _validate_factors(factors: Sequence[str] | str, names: Sequence[str], table: str) -> list[str]:
+    if isinstance(factors, str):
+        factors = [f.strip() for f in factors.split(",") if f.strip()]
+    factors = list(factors)
+    if not factors:
+        raise ParameterError("`factors` must name at least one column, got none.")
+    if len(set(factors)) != len(factors):
+        dup = next(f for f in factors if factors.count(f) > 1)
+        raise ParameterError(f"`factors` names {dup!r} twice.")
+    for f in factors:
+        if f not in names:
+            raise SchemaError(
+                f"`factors` names {f!r}, which is not a column of the {table} "
+                f"(columns: {', '.join(names)})."
+            )
+        if f in ("score", "n_items", "n_errors"):
+            raise ParameterError(f"`factors` names {f!r}, which is a measurement, not a factor.")
+    return factors
+
+
+def _codes(values: pl.Series, name: str, table: str) -> tuple[list[Any], np.ndarray]:
+    """Sorted levels and integer codes of a factor column."""
+    if values.null_count():
+        row = int(values.is_null().arg_true()[0]) + 1
+        raise SchemaError(
+            f"{table}, row {row}, column {name!r}: a factor value is null; "
+            "drop those rows or fill them with a level name."
+        )
+    levels = values.unique().sort()
+    lookup = pl.DataFrame({name: levels, "__code": np.arange(levels.len(), dtype=np.int64)})
+    codes = values.to_frame(name).join(lookup, on=name, how="left", maintain_order="left")
+    return levels.to_list(), codes["__code"].to_numpy()
+
+
+def _block_columns(block: str | Sequence[str] | None) -> list[str]:
+    """``block`` as a list of column names (empty when there is none)."""
+    if block is None:
+        return []
+    cols = [block] if isinstance(block, str) else list(block)
+    if not cols or not all(isinstance(c, str) and c for c in cols):
+        raise ParameterError(
+            f"`block` must be a column name or a sequence of column names, got {block!r}."
+        )
+    return cols
+
+
+#: Name of the combined block column (the levels of several block columns, joined).
+_BLOCK = "__block"
+
+
+def _rows(
+    frame: pl.DataFrame | pl.LazyFrame,
+    factors: Sequence[str] | str,
+    block: str | Sequence[str] | None,
+    runs: str = "mean",
+) -> tuple[pl.DataFrame, list[str], str]:
+    """Validated rows: item rows when ``block`` holds ``'item'``, else the unit table.
+
+    With ``runs='mean'`` the repeated runs of a configuration are averaged first (one row per
+    model, dataset, variant, factor values, block and, for item rows, item). A combined block
+    column ``__block`` holds the joined levels of the block columns.
+    """
+    if runs not in ("mean", "replicates"):
+        raise ParameterError(f"`runs` must be 'mean' or 'replicates', got {runs!r}.")
+    blocks = _block_columns(block)
+    if "item" in blocks:
+        lf = validate_observations(frame, require_item=True)
+        table = "observation table"
+    else:
+        lf = validate_units(frame)
+        table = "unit table"
+    names = lf.collect_schema().names()
+    factors = _validate_factors(factors, names, table)
+    single_metric(lf, analysis="the variance attribution")
+    for b in blocks:
+        if b not in names:
+            raise SchemaError(
+                f"`block` names {b!r}, which is not a column of the {table} "
+                f"(columns: {', '.join(names)})."
+            )
+        if b in factors:
+            raise ParameterError(f"`block` {b!r} is also in `factors`; a block is not a factor.")
+    keys = list(dict.fromkeys([*factors, *blocks]))
+    # null factor levels are reported with the input row, before any averaging
+    nulls = (
+        lf.select(pl.any_horizontal(pl.col(k).is_null() for k in keys).arg_true().first())
+        .collect()
+        .item()
+    )
+    if nulls is not None:
+        row = lf.slice(int(nulls), 1).collect().row(0, named=True)
+        name = next(k for k in keys if row[k] is None)
+        what = "a block value" if name in blocks else "a factor value"
+        raise SchemaError(
+            f"{table}, row {int(nulls) + 1}, column {name!r}: {what} is null; "
+            "drop those rows or fill them with a level name."
+        )
+    if runs == "mean" and "run" in names and "run" not in keys:
+        unit_keys = [c for c in ("model", "dataset", "metric", "variant", "item") if c in names]
+        keys = list(dict.fromkeys([*unit_keys, *keys]))
+        lf = lf.group_by(keys).agg(pl.col("score").mean()).sort(keys, nulls_last=True)
+    data = lf.select([*factors, *blocks, "score"]).collect()
+    if blocks:
+        data = data.with_columns(
+            pl.concat_str(
+                [pl.col(b).cast(pl.String).fill_null("<null>") for b in blocks], separator="|"
+            ).alias(_BLOCK)
+        )
+    return data, factors, table
+
+
+def _sum_coding(codes: np.ndarray, k: int) -> np.ndarray:
+    """Sum-to-zero contrasts (the last level is -1 in every column), as patsy's ``Sum``."""
+    x = np.zeros((codes.size, k - 1))
+    rows = codes < k - 1
+    x[np.flatnonzero(rows), codes[rows]] = 1.0
+    x[codes == k - 1, :] = -1.0
+    return x
+
+
+def _orth(a: np.ndarray, scale: float) -> np.ndarray:
+    """Orthonormal basis of the column space of ``a``; singular values below 1e-10·scale dropped."""
+    if a.shape[1] == 0 or scale == 0:
+        return np.zeros((a.shape[0], 0))
+    u, s, _ = np.linalg.svd(a, full_matrices=False)
+    return u[:, s > 1e-10 * scale]
+
+
+def _project_out(q: np.ndarray, a: np.ndarray) -> np.ndarray:
+    return a - q @ (q.T @ a) if q.shape[1] else a
