@@ -83,7 +83,9 @@ def test_factor_anova_block_matches_statsmodels_with_block_term():
         seed=3,
         factors={"a": {0: 0.0, 1: 0.1}, "b": {"p": 0.0, "q": 0.0, "r": 0.05}},
     )
-    res = factor_anova(obs, runs="replicates", factors=["a", "b"], block="item", n_resamples=0)
+    res = factor_anova(
+        obs, runs="replicates", factors=["a", "b"], block="item", items="fixed", n_resamples=0
+    )
     fit = smf.ols("score ~ C(item) + (C(a) + C(b))**2", data=obs.to_pandas()).fit()
     table = anova_lm(fit, typ=2)
     got = {r["term"]: r for r in res.to_frame().iter_rows(named=True)}
@@ -223,8 +225,14 @@ def test_factor_anova_columns_order_and_eta_sums_to_one_under_type1():
         "pvalue_perm",
         "eta_sq",
         "partial_eta_sq",
+        "error_term",
+        "df_error",
+        "mean_sq_error",
     ]
     assert tab["term"][-1] == "Residual"
+    body = tab.head(-1)
+    assert set(body["error_term"]) == {"Residual"}
+    assert (body["df_error"] == tab["df"][-1]).all()
     eta = tab["eta_sq"].to_list()[:-1]
     assert eta == sorted(eta, reverse=True)
     total = tab["sum_sq"].sum()
@@ -501,3 +509,126 @@ def test_null_distribution_equals_refits_on_freedman_lane_responses(term, reduce
         ).to_frame()
         direct = again.filter(pl.col("term") == term)["statistic"][0]
         assert_allclose(res.null_distribution[res.terms.index(term), j], direct, rtol=1e-8)
+
+
+# --- issue 18, point 1: items as a random factor ---------------------------------------------
+
+
+def _item_factor_obs(
+    rng: np.random.Generator,
+    *,
+    n_items: int = 40,
+    n_variants: int = 4,
+    effect: float = 0.0,
+    item_x_factor_sd: float = 1.0,
+    levels_b: tuple[str, ...] = (),
+) -> pl.DataFrame:
+    """0/1 item scores: items x factor a (2 levels) [x factor b] x paraphrase variants.
+
+    logit p = item difficulty + effect * a + item x a interaction (sd ``item_x_factor_sd``),
+    one Bernoulli draw per (item, variant); ``n_variants`` paraphrases per cell, every item
+    answered under every variant (as in State of What Art / DOVE dumps).
+    """
+    cells = [(a, b) for a in (0, 1) for b in (levels_b or ("-",))]
+    diff = rng.normal(0.0, 1.0, n_items)
+    inter = rng.normal(0.0, item_x_factor_sd, (n_items, 2))
+    rows = []
+    for i in range(n_items):
+        for a, b in cells:
+            for v in range(n_variants):
+                p = 1 / (1 + np.exp(-(diff[i] + effect * a + inter[i, a])))
+                rows.append((f"q{i:03d}", f"a{a}b{b}v{v}", a, b, float(rng.random() < p)))
+    frame = pl.DataFrame(
+        rows, schema=["item", "variant", "a", "b", "score"], orient="row"
+    ).with_columns(model=pl.lit("m"), dataset=pl.lit("d"))
+    return frame if levels_b else frame.drop("b")
+
+
+def test_item_random_f_of_a_two_level_factor_is_the_paired_t_squared(rng):
+    """With items random, F(a) = t² of the paired t test over items (scipy.stats.ttest_rel).
+
+    The fixed-item analysis pools the a x item interaction into the residual, and its F is
+    far from t² here (large item x factor variance).
+    """
+    from scipy import stats
+
+    obs = _item_factor_obs(rng, n_variants=6, item_x_factor_sd=1.5, levels_b=("x", "y", "z"))
+    res = factor_anova(obs, factors=["a", "b"], block="item", n_resamples=999, seed=0)
+    assert res.items == "random" and res.method == "sign-flip"
+    row = res.to_frame().filter(pl.col("term") == "a").row(0, named=True)
+    means = obs.group_by("item", "a").agg(pl.col("score").mean()).sort("item", "a")
+    t = stats.ttest_rel(
+        means.filter(pl.col("a") == 1)["score"].to_numpy(),
+        means.filter(pl.col("a") == 0)["score"].to_numpy(),
+    )
+    assert_allclose(row["statistic"], t.statistic**2, rtol=1e-10)
+    assert_allclose(row["pvalue"], t.pvalue, rtol=1e-8)
+    assert row["error_term"] == "a:item" and row["df_error"] == 39
+    assert abs(row["pvalue_perm"] - t.pvalue) < 0.1  # sign flips: the same null, no normality
+    fixed = factor_anova(obs, factors=["a", "b"], block="item", items="fixed", n_resamples=0)
+    frow = fixed.to_frame().filter(pl.col("term") == "a").row(0, named=True)
+    assert frow["error_term"] == "Residual" and frow["df_error"] > 39 * 5
+    # the random analysis works on item x cell means (6 variants averaged): on the row scale
+    # its sums of squares are 6 times larger; then SS(a) is the same and only the error differs
+    assert_allclose(frow["sum_sq"], 6 * row["sum_sq"], rtol=1e-10)
+    ms_item = 6 * row["mean_sq_error"]  # a x item mean square on the row scale
+    assert_allclose(frow["statistic"] / row["statistic"], ms_item / frow["mean_sq_error"])
+    assert ms_item > 2 * frow["mean_sq_error"]
+
+
+def test_item_random_anova_equals_statsmodels_anova_rm(rng):
+    """Balanced items x (a x b) design: F, df of every term equal statsmodels' AnovaRM."""
+    from statsmodels.stats.anova import AnovaRM
+
+    obs = _item_factor_obs(rng, n_items=12, n_variants=2, levels_b=("x", "y", "z"))
+    res = factor_anova(obs, factors=["a", "b"], block="item", n_resamples=0).to_frame()
+    cell = obs.group_by("item", "a", "b").agg(pl.col("score").mean()).to_pandas()
+    ref = AnovaRM(cell, depvar="score", subject="item", within=["a", "b"]).fit().anova_table
+    for term, key in (("a", "a"), ("b", "b"), ("a:b", "a:b")):
+        got = res.filter(pl.col("term") == term).row(0, named=True)
+        assert_allclose(got["statistic"], ref.loc[key, "F Value"], rtol=1e-9)
+        assert_allclose(got["pvalue"], ref.loc[key, "Pr > F"], rtol=1e-7)
+        assert got["df"] == ref.loc[key, "Num DF"]
+        assert got["df_error"] == ref.loc[key, "Den DF"]
+
+
+def test_item_random_leaves_out_incomplete_items_with_a_warning(rng):
+    obs = _item_factor_obs(rng, n_items=10, n_variants=2)
+    partial = obs.filter(~((pl.col("item") == "q003") & (pl.col("a") == 1)))
+    with pytest.warns(DegenerateDataWarning, match="1 of 10 items lack"):
+        res = factor_anova(partial, factors=["a"], block="item", n_resamples=0)
+    assert res.to_frame().filter(pl.col("term") == "a")["df_error"].item() == 8
+    with pytest.raises(ParameterError, match="`items` must be 'random' or 'fixed'"):
+        factor_anova(obs, factors=["a"], block="item", items="mixed")
+
+
+def _item_size(n_sims: int, n_resamples: int, seed: int) -> dict[str, float]:
+    """Rejection rates at 0.05 with no effect of a and a large item x a variance."""
+    rng = np.random.default_rng(seed)
+    hits = {"random_f": 0, "random_perm": 0, "fixed_f": 0}
+    for _ in range(n_sims):
+        obs = _item_factor_obs(rng, n_items=30, n_variants=10, item_x_factor_sd=1.5)
+        r = factor_anova(obs, factors=["a"], block="item", n_resamples=n_resamples, seed=1)
+        row = r.to_frame().row(0, named=True)
+        hits["random_f"] += row["pvalue"] < 0.05
+        if n_resamples:
+            hits["random_perm"] += row["pvalue_perm"] < 0.05
+        f = factor_anova(obs, factors=["a"], block="item", items="fixed", n_resamples=0)
+        hits["fixed_f"] += f.to_frame().row(0, named=True)["pvalue"] < 0.05
+    return {k: v / n_sims for k, v in hits.items()}
+
+
+def test_item_random_size_short():
+    rate = _item_size(150, 99, seed=21)
+    assert rate["random_f"] <= 0.11 and rate["random_perm"] <= 0.11
+    assert rate["fixed_f"] >= 0.3
+
+
+@pytest.mark.slow
+def test_item_random_size_full():
+    """Size 0.05 +- 0.015 for the item-random F and sign-flip tests; the fixed-item F far above."""
+    rate = _item_size(2000, 199, seed=22)
+    print(f"rejection at 0.05 (2000 sims): {rate}")
+    assert abs(rate["random_f"] - 0.05) <= 0.015
+    assert abs(rate["random_perm"] - 0.05) <= 0.015
+    assert rate["fixed_f"] >= 0.3

@@ -15,6 +15,7 @@ from evalstats.attribution._common import (
     _BLOCK,
     _CHUNK_CELLS,
     AnovaResult,
+    _block_columns,
     _codes,
     _orth,
     _project_out,
@@ -22,6 +23,7 @@ from evalstats.attribution._common import (
     _sum_coding,
     _validate_factors,
 )
+from evalstats.attribution._items import item_cells, sign_flip_f, stratum_f, term_scores
 from evalstats.errors import (
     DegenerateDataWarning,
     InsufficientDataError,
@@ -191,6 +193,7 @@ def factor_anova(
     n_resamples: int = 10000,
     block: str | Sequence[str] | None = None,
     runs: str = "mean",
+    items: str = "random",
     seed: int = 0,
 ) -> AnovaResult:
     """Factorial ANOVA of scores on configuration factors, with η² and permutation p-values.
@@ -310,8 +313,14 @@ def factor_anova(
         or n_resamples < 0
     ):
         raise ParameterError(f"`n_resamples` must be a non-negative integer, got {n_resamples!r}.")
+    if items not in ("random", "fixed"):
+        raise ParameterError(f"`items` must be 'random' or 'fixed', got {items!r}.")
     data, factors, table = _rows(frame, factors, block, runs)
-    if block is not None:
+    item_rows = "item" in _block_columns(block)
+    random_items = item_rows and items == "random"
+    if random_items:
+        data, n_subjects, _, _ = item_cells(data, factors)
+    elif block is not None:
         data = data.sort(_BLOCK, maintain_order=True)
     y = data["score"].to_numpy().astype(float)
     n = y.size
@@ -354,7 +363,14 @@ def factor_anova(
             f"no residual degrees of freedom: {n} rows for a model of rank {n - df_res}. "
             "Use `interactions=1`, fewer factors, or more runs."
         )
-    if n_resamples:
+    strata: list[np.ndarray] = []
+    if random_items:
+        strata = term_scores(y, core, n_subjects)
+        if n_resamples:
+            null, observed = sign_flip_f(strata, int(n_resamples), seed)
+        else:
+            null, observed = np.empty((len(terms), 0)), np.full(len(terms), np.nan)
+    elif n_resamples:
         null, observed = _permute_f(core, int(n_resamples), seed, block_codes)
     else:
         null, observed = np.empty((len(terms), 0)), np.full(len(terms), np.nan)
@@ -374,21 +390,30 @@ def factor_anova(
                 DegenerateDataWarning,
                 stacklevel=2,
             )
-            rows.append((name, 0, 0.0, None, None, None, None, 0.0, None))
+            rows.append((name, 0, 0.0, None, None, None, None, 0.0, None, None, None, None))
             continue
-        if mse > 0:
-            f = (ss / d) / mse
-            p = float(stats.f.sf(f, d, df_res))
+        if random_items:
+            f, _, ss_err, df_err = stratum_f(strata[i])
+            err_name, ms_err = f"{name}:{'|'.join(_block_columns(block))}", ss_err / df_err
+            p = float(stats.f.sf(f, d, df_err)) if np.isfinite(f) else float("nan")
+            peta = ss / (ss + ss_err) if ss + ss_err > 0 else float("nan")
+            valid = ss_err > 0
         else:
-            f, p = float("nan"), float("nan")
-        if n_resamples and mse > 0 and np.isfinite(observed[i]):
+            err_name, df_err, ms_err = "Residual", df_res, mse
+            if mse > 0:
+                f = (ss / d) / mse
+                p = float(stats.f.sf(f, d, df_res))
+            else:
+                f, p = float("nan"), float("nan")
+            peta = ss / (ss + rss) if ss + rss > 0 else float("nan")
+            valid = mse > 0
+        if n_resamples and valid and np.isfinite(observed[i]):
             hits = int(np.sum(null[i] >= observed[i] * (1 - 1e-9)))
             pp: float | None = (1 + hits) / (1 + n_resamples)
         else:
             pp = None
         eta = ss / sst if sst > 0 else float("nan")
-        peta = ss / (ss + rss) if ss + rss > 0 else float("nan")
-        rows.append((name, d, ss, ss / d, f, p, pp, eta, peta))
+        rows.append((name, d, ss, ss / d, f, p, pp, eta, peta, err_name, df_err, ms_err))
     if mse == 0:
         warnings.warn(
             "the model fits the scores exactly (residual sum of squares 0); F statistics are NaN.",
@@ -402,7 +427,7 @@ def factor_anova(
         .drop("__order")
     )
     resid = pl.DataFrame(
-        [("Residual", df_res, rss, mse, None, None, None, None, None)],
+        [("Residual", df_res, rss, mse, None, None, None, None, None, None, None, None)],
         schema=_ANOVA_SCHEMA,
         orient="row",
     )
@@ -415,6 +440,8 @@ def factor_anova(
         block=block if block is None or isinstance(block, str) else tuple(block),
         n_obs=n,
         runs=runs,
+        method="sign-flip" if random_items else "freedman-lane",
+        items=items if item_rows else None,
         null_distribution=null,
         terms=tuple(names),
     )

@@ -25,6 +25,9 @@ _ANOVA_SCHEMA: dict[str, pl.DataType] = {
     "pvalue_perm": pl.Float64(),
     "eta_sq": pl.Float64(),
     "partial_eta_sq": pl.Float64(),
+    "error_term": pl.String(),
+    "df_error": pl.Int64(),
+    "mean_sq_error": pl.Float64(),
 }
 
 _IMPORTANCE_SCHEMA: dict[str, pl.DataType] = {
@@ -81,7 +84,11 @@ class AnovaResult:
     runs : str
         ``'mean'`` (runs averaged per configuration) or ``'replicates'``.
     method : str
-        ``"freedman-lane"`` (permutation scheme).
+        Permutation scheme: ``"freedman-lane"`` (residuals permuted, within blocks), or
+        ``"sign-flip"`` (items random: item scores of each term's stratum sign-flipped).
+    items : str or None
+        With item rows (``block`` holds ``'item'``): ``'random'`` (each term tested against
+        its term x item stratum) or ``'fixed'`` (pooled within-item residual); else None.
     null_distribution : numpy.ndarray
         Permutation F statistics, shape ``(n_terms, n_resamples)``, rows in the order of
         ``terms``.
@@ -98,12 +105,15 @@ class AnovaResult:
     n_obs: int
     runs: str = "mean"
     method: str = "freedman-lane"
+    items: str | None = None
     null_distribution: np.ndarray = field(repr=False, default_factory=lambda: np.empty((0, 0)))
     terms: tuple[str, ...] = field(repr=False, default=())
 
     def to_frame(self) -> pl.DataFrame:
         """The ANOVA table: ``term, df, sum_sq, mean_sq, statistic, pvalue, pvalue_perm, eta_sq,
-        partial_eta_sq``, terms sorted by ``eta_sq`` descending, then the ``Residual`` row.
+        partial_eta_sq, error_term, df_error, mean_sq_error``, terms sorted by ``eta_sq``
+        descending, then the ``Residual`` row. ``error_term`` names the denominator of each F
+        (``Residual``, or ``a:item`` with items random).
         """  # noqa: D205
         return self.table
 
