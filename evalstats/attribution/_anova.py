@@ -218,13 +218,18 @@ def factor_anova(
     block : str or sequence of str, optional
         Column(s) whose level combinations are blocks (e.g. ``("model", "dataset")``): the
         blocks enter every model as a nuisance fixed effect and residuals are permuted only
-        within them. ``'item'`` analyses item-level rows, so permutations keep each item's
-        difficulty.
+        within them. ``'item'`` analyses item-level rows (see ``items``).
     runs : {'mean', 'replicates'}, default 'mean'
         ``'mean'`` averages the repeated runs of each configuration (model, dataset, variant,
         and item for item rows) before the analysis: the configuration is the experimental
         unit. ``'replicates'`` keeps every run as a row, which is right only when runs are
         independent replicates of the whole configuration (see Notes).
+    items : {'random', 'fixed'}, default 'random'
+        Only with item rows (``block`` holds ``'item'``). ``'random'``: the items are a sample
+        of the items that could have been asked, and each term is tested against its own
+        term x item interaction (the repeated-measures error stratum), with sign-flip
+        permutations of the items inside it. ``'fixed'``: conclusions about these items only;
+        one pooled within-item residual and Freedman–Lane permutations within items.
     seed : int, default 0
         Seed of the permutations; the same seed gives the same p-values.
 
@@ -272,6 +277,25 @@ def factor_anova(
     Q_T = Q_X B, so one product G = Q_X' P [r, Q_X] per permutation gives every term's F*;
     a block of permutations is one matrix product with the gathered rows of [r, Q_X].
     With ``block``, SS_total, η² and the residual are within blocks.
+
+    Items random (``block='item'``, ``items='random'``): items are the subjects of a
+    repeated-measures design whose within-item conditions are the configuration cells (the
+    level combinations of ``factors``). Rows of one item in one cell (several variants or
+    runs) are averaged first, and items missing a cell are left out with a warning. With Q_T
+    the orthonormal basis, within one item's cells, of what term T adds to its reduced model
+    and z_s = Q_T' y_s the item's term scores, SS_T = S |z̄|² and the error stratum
+    SS(T x item) = Σ_s |z_s − z̄|² with df_T (S − 1): F = MS_T / MS(T x item), which is the
+    mixed-model test with random item intercepts and slopes on balanced data (checked against
+    statsmodels ``AnovaRM``) and, for a two-level factor, the square of the paired t over
+    items. Pooling the term x item interactions into one residual (``items='fixed'``) is
+    pseudo-replication one level down: when the factor's effect varies between items, the
+    fixed-item F rejects a null factor far more often than alpha (tests/test_attribution.py).
+    ``pvalue_perm`` then flips the sign of whole item vectors z_s (Freedman–Lane inside the
+    stratum, whose model is the mean alone; exact when z_s is symmetric about 0 under H0,
+    Winkler et al. 2014). partial η² = SS_T / (SS_T + SS(T x item)); ``error_term``,
+    ``df_error`` and ``mean_sq_error`` name each F's denominator, and the ``Residual`` row
+    keeps the pooled within-item residual for reference. Sums of squares are on the
+    item x cell means.
 
     Repeated runs of one configuration share everything that is fixed for that configuration
     (its prompt's idiosyncratic effect on the same items, its higher-order interactions), so

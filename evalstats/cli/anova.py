@@ -73,6 +73,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="average the repeated runs of a configuration first (default: mean) or count "
         "each run as a row (replicates)",
     )
+    p.add_argument(
+        "--items",
+        choices=["random", "fixed"],
+        default=argparse.SUPPRESS,
+        help="with --block item: items as a random sample, each term tested against its "
+        "term x item interaction (default: random), or fixed (one pooled residual)",
+    )
     p.add_argument("--seed", type=int, default=argparse.SUPPRESS, help="seed (default 0)")
     p.add_argument(
         "--plot",
@@ -90,11 +97,16 @@ def run(args: argparse.Namespace) -> int:
 
     args.quiet = args.json
     obs, _ = load(args)
-    params = params_from(args, "interactions", "ss_type", "n_resamples", "block", "runs", "seed")
+    params = params_from(
+        args, "interactions", "ss_type", "n_resamples", "block", "runs", "items", "seed"
+    )
     res = factor_anova(obs, factors=args.factors, **params)
     print(
         f"ANOVA: Type {['I', 'II', 'III'][res.ss_type - 1]} sums of squares, "
-        f"{res.n_obs} rows (runs: {res.runs}), {res.n_resamples} permutations (seed {res.seed})",
+        f"{res.n_obs} rows (runs: {res.runs}"
+        + (f", items: {res.items}" if res.items else "")
+        + f"), {res.n_resamples} {'sign flips' if res.method == 'sign-flip' else 'permutations'}"
+        f" (seed {res.seed})",
         file=sys.stderr,
     )
     if args.plot:
@@ -108,6 +120,8 @@ def run(args: argparse.Namespace) -> int:
         "runs": res.runs,
         "seed": res.seed,
     }
+    if res.items is not None:
+        recorded["items"] = res.items
     emit(
         res.to_frame(),
         args,

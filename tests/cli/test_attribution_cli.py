@@ -116,6 +116,18 @@ def test_anova_block_item_and_plot(tmp_path, capsys):
     out = capsys.readouterr()
     assert rc == 0 and png.stat().st_size > 0
     assert "120 rows" in out.err  # item rows, not units
+    assert "items: random" in out.err and "sign flips" in out.err
+    table = pl.read_csv(io.StringIO(out.out))
+    assert set(table.filter(pl.col("term") != "Residual")["error_term"]) == {
+        "a:item",
+        "c:item",
+        "a:c:item",
+    }
+    rc = main(["anova", str(path), "--factors", "a,c", "--block", "item", "--items", "fixed",
+               "--n-resamples", "0", "--json"])  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0 and doc["params"]["items"] == "fixed"
+    assert {r["error_term"] for r in doc["rows"] if r["term"] != "Residual"} == {"Residual"}
 
 
 def test_attribute_linear_json_and_plot(units_csv, tmp_path, capsys):
