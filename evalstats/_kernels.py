@@ -17,8 +17,10 @@ __all__ = [
     "first_reached",
     "last_crossing",
     "mean_pairwise_abs_diff",
+    "mls_interval",
     "percentile_levels",
     "subset_deviations",
+    "two_way_mean_squares",
 ]
 
 # =================================================================================================
@@ -249,3 +251,81 @@ def last_crossing(high: np.ndarray, epsilon: float, *, strict: bool = False) -> 
         return 1 if ok.size else None
     n = int(bad[-1]) + 2
     return n if n <= ok.size else None
+
+
+# =================================================================================================
+# Variance of prompt effects net of noise (issue 18)
+# Called by evalstats.moments.prompt_spread.
+# =================================================================================================
+
+
+def two_way_mean_squares(y: np.ndarray) -> tuple[float, float, int, int]:
+    """Column and interaction mean squares of a complete rows x columns table (one value per cell).
+
+    ``y`` has shape (items, variants). Returns ``(MS_columns, MS_interaction, df_columns,
+    df_interaction)`` with MS_columns = I Σ_v (ȳ.v − ȳ..)² / (V − 1) and MS_interaction =
+    Σ (y − ȳi. − ȳ.v + ȳ..)² / ((I − 1)(V − 1)).
+
+    Examples
+    --------
+    >>> two_way_mean_squares(np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0]]))
+    (0.16666666666666666, 0.16666666666666666, 1, 2)
+    """
+    i, v = y.shape
+    row = y.mean(axis=1, keepdims=True)
+    col = y.mean(axis=0, keepdims=True)
+    grand = float(y.mean())
+    df_c, df_i = v - 1, (i - 1) * (v - 1)
+    ms_c = float(i * np.sum((col - grand) ** 2) / df_c) if df_c > 0 else float("nan")
+    resid = y - row - col + grand
+    ms_i = float(np.sum(resid**2) / df_i) if df_i > 0 else float("nan")
+    return ms_c, ms_i, df_c, df_i
+
+
+def mls_interval(
+    s1: float, df1: float, s2: float, df2: float, confidence_level: float
+) -> tuple[float, float]:
+    """Modified large-sample interval for θ = s1 − s2, a difference of independent mean squares.
+
+    ``s1`` and ``s2`` are scaled mean squares (``c1 S1²`` and ``c2 S2²``) with ``df1`` and
+    ``df2`` degrees of freedom. Graybill and Wang (1980) / Ting et al. (1990), as in Burdick
+    and Graybill (1992), eq. 3.x: with F_{a: m, n} the upper-a point,
+    G_i = 1 − 1/F_{a: df_i, ∞}, H_i = 1/F_{1−a: df_i, ∞} − 1,
+    G12 = ((F_{a: df1, df2} − 1)² − G1² F_{a}² − H2²) / F_{a},
+    H12 = ((1 − F_{1−a: df1, df2})² − H1² F_{1−a}² − G2²) / F_{1−a},
+    L = θ̂ − sqrt(G1² s1² + H2² s2² + G12 s1 s2), U = θ̂ + sqrt(H1² s1² + G2² s2² + H12 s1 s2),
+    a = (1 − confidence_level) / 2. It keeps close to nominal coverage when θ is 0 or near it,
+    where Satterthwaite's interval fails. ``df2 = inf`` is allowed.
+
+    Examples
+    --------
+    >>> lo, hi = mls_interval(0.004, 29, 0.002, 1000, 0.95)
+    >>> round(lo, 5), round(hi, 5)
+    (0.00052, 0.00523)
+    """
+    from scipy import stats
+
+    a = (1.0 - confidence_level) / 2.0
+    theta = s1 - s2
+
+    def f_inf(q: float, df: float) -> float:  # F quantile with an infinite denominator
+        return float(stats.chi2.ppf(q, df) / df)
+
+    def f(q: float) -> float:
+        if math.isinf(df2):
+            return f_inf(q, df1)
+        return float(stats.f.ppf(q, df1, df2))
+
+    g1 = 1.0 - 1.0 / f_inf(1 - a, df1)
+    h1 = 1.0 / f_inf(a, df1) - 1.0
+    if math.isinf(df2):
+        g2 = h2 = 0.0
+    else:
+        g2 = 1.0 - 1.0 / f_inf(1 - a, df2)
+        h2 = 1.0 / f_inf(a, df2) - 1.0
+    fa, f1a = f(1 - a), f(a)
+    g12 = ((fa - 1.0) ** 2 - g1 * g1 * fa * fa - h2 * h2) / fa
+    h12 = ((1.0 - f1a) ** 2 - h1 * h1 * f1a * f1a - g2 * g2) / f1a
+    vl = g1 * g1 * s1 * s1 + h2 * h2 * s2 * s2 + g12 * s1 * s2
+    vu = h1 * h1 * s1 * s1 + g2 * g2 * s2 * s2 + h12 * s1 * s2
+    return theta - math.sqrt(max(vl, 0.0)), theta + math.sqrt(max(vu, 0.0))

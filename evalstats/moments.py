@@ -10,9 +10,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
-from evalstats.errors import DegenerateDataWarning
+from evalstats._kernels import mls_interval, two_way_mean_squares
+from evalstats.errors import DegenerateDataWarning, ParameterError
 from evalstats.schema import as_lazy, validate_by, validate_observations, validate_units
 
 __all__ = ["SPREAD_COLUMNS", "prompt_spread", "variant_scores"]
@@ -40,6 +42,9 @@ SPREAD_COLUMNS: tuple[str, ...] = (
     "pss",
     "noise_variance",
     "prompt_variance",
+    "prompt_variance_low",
+    "prompt_variance_high",
+    "confidence_level",
 )
 
 
@@ -109,8 +114,56 @@ def _pss(observations: pl.LazyFrame, by: tuple[str, ...]) -> pl.LazyFrame:
     )
 
 
+_NOISE_SCHEMA = {
+    "noise_variance": pl.Float64,
+    "prompt_variance": pl.Float64,
+    "prompt_variance_low": pl.Float64,
+    "prompt_variance_high": pl.Float64,
+}
+
+
+def _noise(
+    observations: pl.LazyFrame, by: tuple[str, ...], confidence_level: float
+) -> pl.DataFrame:
+    """Per group: noise and prompt variance from the item x variant table, with an interval.
+
+    Runs of one (item, variant) cell are averaged; items scored under every variant of the
+    group form the complete two-way table. noise = MS_iv / I, prompt = (MS_v − MS_iv) / I.
+    """
+    cells = (
+        observations.group_by([*by, "item", "variant"])
+        .agg(pl.col("score").mean())
+        .sort([*by, "item", "variant"])
+        .collect()
+    )
+    rows = []
+    groups = cells.group_by(list(by), maintain_order=True) if by else [((), cells)]
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        n_var = g["variant"].n_unique()
+        complete = g.filter(pl.len().over("item") == n_var)
+        n_items = complete["item"].n_unique()
+        out = dict.fromkeys(_NOISE_SCHEMA)
+        if n_var >= 2 and n_items >= 2:
+            y = complete["score"].to_numpy().reshape(n_items, n_var)  # sorted: item, variant
+            ms_v, ms_iv, df_v, df_iv = two_way_mean_squares(y)
+            lo, hi = mls_interval(ms_v / n_items, df_v, ms_iv / n_items, df_iv, confidence_level)
+            out = {
+                "noise_variance": ms_iv / n_items,
+                "prompt_variance": (ms_v - ms_iv) / n_items,
+                "prompt_variance_low": max(lo, 0.0),
+                "prompt_variance_high": max(hi, 0.0),
+            }
+        rows.append({**dict(zip(by, key)), **out})
+    schema = {b: cells.schema[b] for b in by} | _NOISE_SCHEMA
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
 def prompt_spread(
-    units: pl.DataFrame | pl.LazyFrame, *, by: Sequence[str] | str = ("model", "dataset", "metric")
+    units: pl.DataFrame | pl.LazyFrame,
+    *,
+    by: Sequence[str] | str = ("model", "dataset", "metric"),
+    confidence_level: float = 0.95,
 ) -> pl.DataFrame:
     """Moments, quantiles and prompt-sensitivity scores of unit scores over prompt variants.
 
@@ -121,6 +174,8 @@ def prompt_spread(
         An observation table (with ``item``) is aggregated first and also gives ``pss``.
     by : tuple of str, default ('model', 'dataset', 'metric')
         Group columns; one result row per group.
+    confidence_level : float, default 0.95
+        Level of the interval on ``prompt_variance``.
 
     Returns
     -------
@@ -155,9 +210,22 @@ def prompt_spread(
       al., 2024);
     - ``pss`` (ProSA, Zhuo et al., 2024) = mean over items of the mean over variant pairs of
       ``|y(item, v) - y(item, v')|``; null for unit-level input;
-    - ``noise_variance`` = mean over variants of x(1 - x)/n_items (the binomial sampling variance
-      of a unit score; n_items summed over runs); ``prompt_variance`` =
-      max(variance_unbiased - noise_variance, 0). Both null when ``n_items`` is unknown.
+    - ``noise_variance``, ``prompt_variance`` (item-level input only, else null): variants
+      of one dataset share its items, so two variant scores do not differ by the item
+      sampling variance x(1 - x)/n_items but by the variant x item interaction. With y_iv the
+      score of item i under variant v (runs averaged), on the I items scored under every
+      variant, MS_v = I Σ_v (ȳ.v − ȳ..)²/(V − 1) and MS_iv the interaction mean square with
+      (I − 1)(V − 1) df: ``noise_variance`` = MS_iv / I (what the variant scores would vary
+      by with no prompt effect) and ``prompt_variance`` = (MS_v − MS_iv) / I, the unbiased
+      (ANOVA) estimate of the variance of the variants' effects. It is not truncated at 0, so
+      it stays unbiased; a negative value means the variants differ less than noise alone
+      predicts. For 0/1 scores with no item x prompt interaction, E[MS_iv] is the mean
+      per-item binomial variance, so ``noise_variance`` is Σ_i p_i(1 − p_i)/I² (the issue
+      18 estimator) without the bias of plugging in p̂_i. ``prompt_variance_low`` and
+      ``prompt_variance_high`` are the modified large-sample interval for a difference of
+      mean squares (Graybill and Wang, 1980; Burdick and Graybill, 1992), clipped at 0:
+      close to nominal coverage even when the prompt variance is 0 (tests/test_moments.py,
+      simulation).
 
     Checked against: the authors' published ``bbh {AvgP,MaxP,CPS} (no filtering).csv`` for all
     15 BBH tasks and 11 models to 1e-9 (fixtures/reference/state_of_what_art/); skewness and
@@ -181,13 +249,17 @@ def prompt_spread(
     >>> round(out["cps"][0], 6), round(out["pss"][0], 4)
     (0.510469, 0.4491)
     """
+    if not (isinstance(confidence_level, (int, float)) and 0 < confidence_level < 1):
+        raise ParameterError(f"`confidence_level` must be in (0, 1), got {confidence_level!r}.")
     lf = as_lazy(units)
     names = lf.collect_schema().names()
     by = validate_by(names, by, table="unit table" if "item" not in names else "observation table")
     pss = None
+    noise = None
     if "item" in names:
         obs = validate_observations(lf)
         pss = _pss(obs, by)
+        noise = _noise(obs, by, float(confidence_level))
     scores = variant_scores(lf, by=by)
     x = pl.col("score")
     nan = float("nan")
@@ -206,21 +278,18 @@ def prompt_spread(
         x.quantile(0.75, interpolation="linear").alias("q75"),
         x.quantile(0.95, interpolation="linear").alias("q95"),
         x.max().alias("max"),
-        pl.when(pl.col("n_items").is_null().any())
-        .then(None)
-        .otherwise((x * (1 - x) / pl.col("n_items")).mean())
-        .alias("noise_variance"),
     )
     out = out.with_columns(
         (pl.col("max") - pl.col("min")).alias("spread"),
         pl.col("max").alias("max_p"),
         pl.col("mean").alias("avg_p"),
         (pl.col("max") * (1 - (pl.col("max") - pl.col("mean")))).alias("cps"),
-        pl.when(pl.col("noise_variance").is_null())
-        .then(None)
-        .otherwise(pl.max_horizontal(pl.col("variance_unbiased") - pl.col("noise_variance"), 0.0))
-        .alias("prompt_variance"),
+        pl.lit(float(confidence_level)).alias("confidence_level"),
     )
+    if noise is not None:
+        out = out.join(noise, on=list(by), how="left")
+    else:
+        out = out.with_columns(pl.lit(None, dtype=t).alias(c) for c, t in _NOISE_SCHEMA.items())
     if pss is not None:
         out = out.join(pss.collect(), on=list(by), how="left")
     else:

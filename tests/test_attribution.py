@@ -627,7 +627,7 @@ def test_item_random_size_short():
 @pytest.mark.slow
 def test_item_random_size_full():
     """Size 0.05 +- 0.015 for the item-random F and sign-flip tests; the fixed-item F far above."""
-    rate = _item_size(2000, 199, seed=22)
+    rate = _item_size(2000, 999, seed=22)
     print(f"rejection at 0.05 (2000 sims): {rate}")
     assert abs(rate["random_f"] - 0.05) <= 0.015
     assert abs(rate["random_perm"] - 0.05) <= 0.015

@@ -69,9 +69,8 @@ def test_moments_match_numpy_and_scipy(rng):
         assert_allclose(r[name], np.quantile(x, q), rtol=1e-12)
     assert r["spread"] == pytest.approx(x.max() - x.min())
     assert r["cps"] == pytest.approx(x.max() * (1 - (x.max() - x.mean())))
-    noise = np.mean(x * (1 - x) / 50)
-    assert_allclose(r["noise_variance"], noise, rtol=1e-12)
-    assert_allclose(r["prompt_variance"], max(np.var(x, ddof=1) - noise, 0.0), rtol=1e-12)
+    # unit scores alone cannot tell prompt effects from noise (variants share their items)
+    assert r["noise_variance"] is None and r["prompt_variance"] is None
     assert r["pss"] is None
 
 
@@ -127,8 +126,7 @@ def test_runs_are_averaged_within_a_variant():
     assert r["n_variants"] == 2
     assert r["mean"] == pytest.approx(0.5)
     assert r["min"] == pytest.approx(0.3)
-    # noise of a two-run mean uses 20 items
-    assert r["noise_variance"] == pytest.approx(np.mean([0.3 * 0.7 / 20, 0.7 * 0.3 / 20]))
+    assert r["noise_variance"] is None  # unit input
 
 
 def test_single_variant_warns_and_gives_nan():
@@ -194,3 +192,97 @@ def test_prompt_spread_is_bitwise_identical_on_repeated_calls():
     first = prompt_spread(obs)
     for _ in range(15):
         assert prompt_spread(obs).equals(first)
+
+
+# --- issue 18, point 2: noise from the data's own structure -----------------------------------
+
+
+def _shared_item_obs(rng, *, n_items, n_variants, prompt_sd=0.0, n_runs=1, model="m"):
+    """0/1 scores: every variant answers the same items (as in State of What Art, DOVE).
+
+    p(item, variant) = p_item + u_variant, p_item ~ Beta(0.4, 0.4) (most items nearly always
+    right or wrong, as on real benchmarks), u ~ N(0, prompt_sd). With prompt_sd = 0 the
+    variants are exchangeable draws of each item's answer: no prompt variance at all. With a
+    planted prompt effect p_item is squeezed into [0.1, 0.9] so that p stays a probability
+    (clipping would change the effect): the true prompt variance is then prompt_sd².
+    """
+    p_item = rng.beta(0.4, 0.4, n_items)
+    if prompt_sd:
+        p_item = 0.1 + 0.8 * p_item
+    u = rng.normal(0.0, prompt_sd, n_variants)
+    p = np.clip(p_item[:, None] + u[None, :], 0.0, 1.0)
+    y = (rng.random((n_runs, n_items, n_variants)) < p[None]).astype(float)
+    r, i, v = np.meshgrid(range(n_runs), range(n_items), range(n_variants), indexing="ij")
+    frame = pl.DataFrame(
+        {
+            "model": model,
+            "dataset": "d",
+            "item": [f"q{k:04d}" for k in i.ravel()],
+            "variant": [f"v{k:03d}" for k in v.ravel()],
+            "run": r.ravel(),
+            "score": y.ravel(),
+        }
+    )
+    true_noise = float(np.sum(p * (1 - p), axis=0).mean() / n_items**2 / n_runs)
+    return frame, prompt_sd**2, true_noise
+
+
+def test_noise_is_the_item_level_binomial_variance_not_the_unit_binomial(rng):
+    """Shared items, no prompt effect: the noise is Σ p_i(1 − p_i)/n², not x(1 − x)/n.
+
+    The unit formula treats each variant as a fresh sample of items and overstated the noise
+    several-fold, pushing prompt_variance to 0; the item x variant interaction gets it right.
+    """
+    obs, _, true_noise = _shared_item_obs(rng, n_items=200, n_variants=30)
+    r = prompt_spread(obs).row(0, named=True)
+    x = r["mean"]
+    assert x * (1 - x) / 200 > 2 * true_noise  # about what the old estimator reported
+    assert r["noise_variance"] == pytest.approx(true_noise, rel=0.15)
+    assert r["prompt_variance_low"] == 0.0 < r["prompt_variance_high"]
+    assert r["confidence_level"] == 0.95
+
+
+def test_noise_and_prompt_variance_equal_a_two_way_anova(rng):
+    """MS_iv and MS_v from statsmodels' OLS of score ~ C(item) + C(variant) (runs averaged)."""
+    import statsmodels.formula.api as smf
+    from statsmodels.stats.anova import anova_lm
+
+    obs, _, _ = _shared_item_obs(rng, n_items=25, n_variants=6, prompt_sd=0.1, n_runs=2)
+    r = prompt_spread(obs).row(0, named=True)
+    cells = obs.group_by("item", "variant").agg(pl.col("score").mean()).to_pandas()
+    table = anova_lm(smf.ols("score ~ C(item) + C(variant)", data=cells).fit())
+    ms_v, ms_iv = table.loc["C(variant)", "mean_sq"], table.loc["Residual", "mean_sq"]
+    assert_allclose(r["noise_variance"], ms_iv / 25, rtol=1e-10)
+    assert_allclose(r["prompt_variance"], (ms_v - ms_iv) / 25, rtol=1e-10)
+    assert r["prompt_variance_low"] <= r["prompt_variance"] <= r["prompt_variance_high"]
+
+
+def _prompt_variance_coverage(n_sims, prompt_sd, seed):
+    rng = np.random.default_rng(seed)
+    est, cover, truth = [], [], []
+    for _ in range(n_sims):
+        obs, true_prompt, _ = _shared_item_obs(rng, n_items=100, n_variants=20, prompt_sd=prompt_sd)
+        r = prompt_spread(obs).row(0, named=True)
+        est.append(r["prompt_variance"] - true_prompt)
+        cover.append(r["prompt_variance_low"] <= true_prompt <= r["prompt_variance_high"])
+        truth.append(true_prompt)
+    return np.array(est), float(np.mean(cover)), float(np.mean(truth))
+
+
+@pytest.mark.parametrize("prompt_sd", [0.0, 0.03])
+def test_prompt_variance_unbiased_and_covered_short(prompt_sd):
+    err, cover, truth = _prompt_variance_coverage(150, prompt_sd, seed=31)
+    assert abs(err.mean()) <= 4 * err.std() / np.sqrt(err.size)
+    assert 0.88 <= cover <= 0.995
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("prompt_sd", [0.0, 0.03])
+def test_prompt_variance_unbiased_and_covered_full(prompt_sd):
+    err, cover, truth = _prompt_variance_coverage(2000, prompt_sd, seed=32)
+    print(
+        f"prompt_sd={prompt_sd}: true prompt variance {truth:.6f}, bias {err.mean():.2e} "
+        f"(MC se {err.std() / np.sqrt(err.size):.1e}), coverage {cover:.4f}"
+    )
+    assert abs(err.mean()) <= 3 * err.std() / np.sqrt(err.size)
+    assert 0.935 <= cover <= 0.965

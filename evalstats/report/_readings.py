@@ -143,11 +143,13 @@ def _moments(res: AnalysisResult, data: DataSummary) -> str:
     if t.height > 1:
         text += f"; the narrowest range is {_pts(narrow['spread'])} points ({_where(narrow)})"
     text += "."
-    if "prompt_variance" in t.columns and t["prompt_variance"].is_not_null().any():
-        k = t.filter(pl.col("prompt_variance") > 0).height
+    if "prompt_variance_low" in t.columns and t["prompt_variance_low"].is_not_null().any():
+        known = t.filter(pl.col("prompt_variance_low").is_not_null())
+        k = known.filter(pl.col("prompt_variance_low") > 0).height
+        level = t["confidence_level"][0] if "confidence_level" in t.columns else 0.95
         text += (
-            f" In {k} of {t.height} groups the variance between prompts is larger than item "
-            "sampling alone would give (prompt_variance > 0)."
+            f" In {k} of {known.height} groups the prompts differ by more than the variant x "
+            f"item noise explains (the {level:.0%} interval of prompt_variance lies above 0)."
         )
     return text
 

@@ -45,6 +45,8 @@ DISPLAY: dict[tuple[str, str], tuple[str, ...]] = {
         "pss",
         "noise_variance",
         "prompt_variance",
+        "prompt_variance_low",
+        "prompt_variance_high",
     ),
     ("nstar", "nstar"): (
         "model",
