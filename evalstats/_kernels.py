@@ -19,6 +19,7 @@ __all__ = [
     "mean_pairwise_abs_diff",
     "mls_interval",
     "percentile_levels",
+    "snap_ties",
     "subset_deviations",
     "two_way_mean_squares",
 ]
@@ -329,3 +330,39 @@ def mls_interval(
     vl = g1 * g1 * s1 * s1 + h2 * h2 * s2 * s2 + g12 * s1 * s2
     vu = h1 * h1 * s1 * s1 + g2 * g2 * s2 * s2 + h12 * s1 * s2
     return theta - math.sqrt(max(vl, 0.0)), theta + math.sqrt(max(vu, 0.0))
+
+
+# =================================================================================================
+# Exact ties before rank-based methods (issue 18)
+# Called by evalstats.correlation.
+# =================================================================================================
+
+#: Values closer than this times the largest |value| of their column are one tied value.
+TIE_RTOL = 1e-12
+
+
+def snap_ties(x: np.ndarray, rtol: float = TIE_RTOL) -> np.ndarray:
+    """``x`` with values that differ only by floating-point noise set exactly equal.
+
+    Sorted neighbours closer than ``rtol * max|x|`` join one run of ties, and every value of a
+    run becomes the run's smallest. Accuracies built as float means differ in the last bit
+    where the fractions are equal (``0.7 - 0.5`` is 0.19999999999999996, ``0.4 - 0.2`` is
+    0.2); ranks would split such ties. NaN stays NaN.
+
+    Examples
+    --------
+    >>> snap_ties(np.array([0.7 - 0.5, 0.4 - 0.2, 0.3]))
+    array([0.2, 0.2, 0.3])
+    """
+    x = np.asarray(x, dtype=float).copy()
+    ok = np.flatnonzero(np.isfinite(x))
+    if ok.size < 2:
+        return x
+    order = ok[np.argsort(x[ok], kind="stable")]
+    v = x[order]
+    tol = rtol * float(np.max(np.abs(v)))
+    new_run = np.concatenate([[True], np.diff(v) > tol])
+    starts = np.flatnonzero(new_run)
+    run_id = np.cumsum(new_run) - 1
+    x[order] = v[starts][run_id]
+    return x

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from evalstats._kernels import snap_ties
 from evalstats.errors import DegenerateDataWarning, ParameterError, SchemaError
 from evalstats.schema import as_lazy
 
@@ -156,7 +157,11 @@ def correlation_matrix(
 
     Notes
     -----
-    Rows where either column is null or NaN are dropped pair by pair. Spearman's rho is
+    Rows where either column is null or NaN are dropped pair by pair. For Spearman and Kendall,
+    values of a column closer than 1e-12 times its largest |value| are first set equal
+    (:func:`evalstats._kernels.snap_ties`): accuracies and spreads computed as float means
+    differ in the last bit where the fractions are equal, and ranking them would split ties
+    (changing rho, the tie correction and the exact permutation p-value). Spearman's rho is
     Pearson's r of the average ranks; Kendall's tau-b is
     :math:`\sum_{i<j} s^x_{ij} s^y_{ij} / \sqrt{\sum (s^x_{ij})^2 \sum (s^y_{ij})^2}` with
     :math:`s_{ij} = \operatorname{sign}(v_i - v_j)`.
@@ -217,6 +222,8 @@ def correlation_matrix(
             x, y = arrays[cx], arrays[cy]
             ok = np.isfinite(x) & np.isfinite(y)
             x, y = x[ok], y[ok]
+            if method != "pearson":  # rank-based: ties split by rounding noise are ties
+                x, y = snap_ties(x), snap_ties(y)
             n = int(x.size)
             pperm: float | None = None
             exact: bool | None = None

@@ -287,7 +287,11 @@ def stability_table(
     For a group with runs r = 1..N over items i = 1..I, scores s_ir, answers a_ir and raw
     responses x_ir:
 
-    - acc_r = (1/I) sum_i s_ir; ``spread`` = max_r acc_r - min_r acc_r;
+    - acc_r = (1/I) sum_i s_ir; ``spread`` = max_r acc_r - min_r acc_r, computed as
+      (max_r S_r - min_r S_r)/I from the score sums S_r = sum_i s_ir (and ``acc_mean``,
+      ``acc_min``, ``acc_median``, ``acc_max`` likewise): for 0/1 scores the sums are exact
+      counts, so spreads and accuracies that are equal fractions are equal floats and tie
+      exactly in rank-based methods (a difference of two rounded accuracies would not);
     - TARa@N = (1/I) sum_i [a_i1 = ... = a_iN, none unparsed]; TARr@N likewise on x_ir;
     - ``best_possible`` = (1/I) sum_i max_r s_ir (correct in at least one run);
       ``worst_possible`` = (1/I) sum_i min_r s_ir (correct in every run).
@@ -354,20 +358,26 @@ def stability_table(
         keys,
         on_mismatch,
         item_aggs,
-        [pl.col("score").mean().alias("acc")],
+        [pl.col("score").sum().alias("__sum")],
         [lengths] if lens else [],
     )
+    # accuracies from score sums (counts for 0/1 scores, exact in floating point) over the
+    # items of a run, which every run of a group shares: the spread is (max - min count)/n, so
+    # equal spreads are equal floats (max_r acc_r - min_r acc_r differs in the last bit:
+    # 0.7 - 0.5 != 0.4 - 0.2) and rank methods see the ties
+    n = pl.col("__n").first()
     a = (
-        per_run.group_by(keys)
+        per_run.with_columns((pl.col("__sum") / pl.col("__n")).alias("acc"))
+        .group_by(keys)
         .agg(
             pl.len().cast(pl.Int64).alias("n_runs"),
             pl.col("acc").sort_by("run").alias("acc_per_run"),
-            pl.col("acc").min().alias("acc_min"),
-            pl.col("acc").median().alias("acc_median"),
-            pl.col("acc").max().alias("acc_max"),
-            pl.col("acc").mean().alias("acc_mean"),
+            (pl.col("__sum").min() / n).alias("acc_min"),
+            (pl.col("__sum").median() / n).alias("acc_median"),
+            (pl.col("__sum").max() / n).alias("acc_max"),
+            (pl.col("__sum").sum() / pl.col("__n").sum()).alias("acc_mean"),
+            ((pl.col("__sum").max() - pl.col("__sum").min()) / n).alias("spread"),
         )
-        .with_columns((pl.col("acc_max") - pl.col("acc_min")).alias("spread"))
     )
     b = (
         per_item.group_by(keys)

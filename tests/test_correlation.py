@@ -13,6 +13,7 @@ from hypothesis import strategies as st_h
 from numpy.testing import assert_allclose
 
 from evalstats.correlation import DEFAULT_COLUMNS, correlation_matrix, spearman_matrix
+from evalstats.stability import stability_table
 from evalstats.errors import DegenerateDataWarning, ParameterError, SchemaError
 
 AUTHOR_COLUMNS = ["tar_a", "tar_r", "spread", "acc_mean", "best_possible", "worst_possible"]
@@ -219,3 +220,72 @@ def test_bounds_and_symmetry(pairs, method):
     assert -1 - 1e-12 <= s <= 1 + 1e-12 and 0 <= p <= 1 and 0 < pp <= 1
     assert_allclose(ba["statistic"][0], s, rtol=1e-12, atol=1e-12)
     assert_allclose(ba["pvalue_perm"][0], pp, rtol=1e-12)  # exact for n <= 7
+
+
+# --- issue 18, point 3: exact ties ----------------------------------------------------------
+
+
+def _counts_obs(counts: dict[str, list[int]], n_items: int = 10) -> pl.DataFrame:
+    """0/1 item scores with the given number correct per run (items 0..k-1 right)."""
+    rows = []
+    for g, ks in counts.items():
+        for r, k in enumerate(ks):
+            for i in range(n_items):
+                rows.append(("m" + g, "d" + g, "v", str(i), r, float(i < k)))
+    return pl.DataFrame(
+        rows, schema=["model", "dataset", "variant", "item", "run", "score"], orient="row"
+    )
+
+
+def test_equal_spreads_are_exact_ties_before_spearman_and_the_permutation_test():
+    """Run accuracies k/10 whose spreads are equal fractions: 0.7 - 0.5 == 0.4 - 0.2 == 0.2.
+
+    Built as differences of float means they were 0.19999999999999996 and 0.2: two values,
+    ranked apart. The stability table now builds them from counts; correlation_matrix snaps
+    what is left of float noise. rho and the exact permutation p equal scipy on the exact
+    fractions (Fraction -> float).
+    """
+    from fractions import Fraction
+
+    counts = {
+        "1": [7, 5, 6],
+        "2": [4, 2, 3],
+        "3": [9, 7, 8],
+        "4": [3, 3, 4],
+        "5": [6, 9, 8],
+        "6": [1, 2, 1],
+        "7": [5, 8, 5],
+    }
+    table = stability_table(_counts_obs(counts))
+    exact_spread = {g: float(Fraction(max(k) - min(k), 10)) for g, k in counts.items()}
+    exact_mean = {g: float(Fraction(sum(k), 30)) for g, k in counts.items()}
+    got = dict(zip(table["model"].str.slice(1), table["spread"]))
+    assert got == exact_spread  # bit for bit
+    assert table["spread"].n_unique() == len(set(exact_spread.values())) == 3
+    assert dict(zip(table["model"].str.slice(1), table["acc_mean"])) == exact_mean
+    res = correlation_matrix(table, columns=["spread", "acc_mean"]).row(0, named=True)
+    xs = [exact_spread[g] for g in sorted(counts)]
+    ys = [exact_mean[g] for g in sorted(counts)]
+    ref = st.spearmanr(xs, ys)
+    assert res["statistic"] == pytest.approx(ref.statistic, abs=1e-12)
+    assert res["pvalue"] == pytest.approx(ref.pvalue, rel=1e-10)
+    perm = st.permutation_test(
+        (st.rankdata(xs),),
+        lambda a: st.pearsonr(a, st.rankdata(ys)).statistic,
+        permutation_type="pairings",
+    )
+    assert res["perm_exact"] is True
+    assert res["pvalue_perm"] == pytest.approx(perm.pvalue, rel=1e-12)
+
+
+def test_last_bit_differences_are_snapped_before_ranking():
+    noisy = pl.DataFrame(
+        {"a": [0.7 - 0.5, 0.4 - 0.2, 0.1, 0.3, 0.5], "b": [0.5, 0.1, 0.2, 0.3, 0.4]}
+    )
+    exact = noisy.with_columns(pl.Series("a", [0.2, 0.2, 0.1, 0.3, 0.5]))
+    assert noisy["a"].n_unique() == 5
+    cols = ["statistic", "pvalue", "pvalue_perm"]
+    for method in ("spearman", "kendall"):
+        a = correlation_matrix(noisy, columns=["a", "b"], method=method).select(cols)
+        b = correlation_matrix(exact, columns=["a", "b"], method=method).select(cols)
+        assert a.rows() == b.rows()
