@@ -54,7 +54,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--method",
         choices=["pool", "bootstrap", "analytic"],
         default=S,
-        help="pool (the paper; default), bootstrap or analytic",
+        help="pool (the paper; default: a claim about the recorded variants only), bootstrap "
+        "or analytic (claims about unseen variants of the same perturbation space)",
     )
     p.add_argument(
         "--compat",
