@@ -66,6 +66,14 @@ def variant_scores(
         Columns ``*by, variant, score, n_items, n_runs`` sorted by group and variant;
         ``n_items`` is the total over runs (null when unknown).
 
+    Notes
+    -----
+    When every run's score times its ``n_items`` is a whole number (scores are counts of
+    correct items, as for 0/1 item scores), ``score`` is the total count over the total
+    ``n_items``, so equal fractions are equal floats and rank-based methods see exact ties;
+    otherwise it is the mean of the run scores (the same value up to rounding when the runs
+    have equal ``n_items``).
+
     Examples
     --------
     >>> from evalstats.simulate import unit_table
@@ -75,10 +83,19 @@ def variant_scores(
     lf = validate_units(units)
     by = validate_by(lf.collect_schema().names(), by)
     keys = [*by, "variant"]
+    # counts where the data are counts: a unit score times n_items is its number of correct
+    # items (sum of item scores); the variant score is then sum(counts) / sum(n_items), so equal
+    # fractions are equal floats (the mean of 0.1 and 0.2 is 0.15000000000000002, 3/20 is 0.15)
+    count = pl.col("score") * pl.col("n_items")
+    is_count = (count - count.round()).abs() <= 1e-9 * pl.col("n_items")
+    exact = pl.col("n_items").is_not_null().all() & is_count.all()
     return (
         lf.group_by(keys)
         .agg(
-            pl.col("score").mean().alias("score"),
+            pl.when(exact)
+            .then(count.round().sum() / pl.col("n_items").sum())
+            .otherwise(pl.col("score").mean())
+            .alias("score"),
             pl.when(pl.col("n_items").is_null().any())
             .then(None)
             .otherwise(pl.col("n_items").sum())

@@ -286,3 +286,27 @@ def test_prompt_variance_unbiased_and_covered_full(prompt_sd):
     )
     assert abs(err.mean()) <= 3 * err.std() / np.sqrt(err.size)
     assert 0.935 <= cover <= 0.965
+
+
+def test_variant_scores_are_built_from_counts_so_equal_fractions_tie_exactly():
+    """Point 3: runs 1/10 and 2/10 average to 3/20; as a float mean, 0.15000000000000002."""
+    from evalstats.moments import variant_scores
+
+    units = pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "variant": ["a", "a", "b", "c", "c"],
+            "run": [0, 1, 0, 0, 1],
+            "score": [0.1, 0.2, 0.15, 0.25, 0.3],
+            "n_items": [10, 10, 20, 20, 20],
+        }
+    )
+    assert (0.1 + 0.2) / 2 != 0.15
+    got = dict(variant_scores(units).select("variant", "score").rows())
+    assert got == {"a": 0.15, "b": 0.15, "c": 11 / 40}
+    # not counts (BLEU-like scores): the plain mean
+    frac = units.with_columns(pl.Series("score", [0.1234, 0.2, 0.15, 0.25, 0.3]))
+    assert variant_scores(frac).filter(pl.col("variant") == "a")["score"].item() == (
+        (0.1234 + 0.2) / 2
+    )
