@@ -10,7 +10,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 
-import numpy as np
 import polars as pl
 
 from evalstats._kernels import mls_interval, two_way_mean_squares

@@ -13,8 +13,8 @@ from hypothesis import strategies as st_h
 from numpy.testing import assert_allclose
 
 from evalstats.correlation import DEFAULT_COLUMNS, correlation_matrix, spearman_matrix
-from evalstats.stability import stability_table
 from evalstats.errors import DegenerateDataWarning, ParameterError, SchemaError
+from evalstats.stability import stability_table
 
 AUTHOR_COLUMNS = ["tar_a", "tar_r", "spread", "acc_mean", "best_possible", "worst_possible"]
 
