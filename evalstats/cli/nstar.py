@@ -124,6 +124,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         out = resampling.required_sample_size(obs, **params)
         command_params = params
+        if out["population"].eq("recorded").any():
+            print(
+                "n* (pool): how many of the recorded variants a random subset needs; for prompts "
+                "not yet evaluated use --method bootstrap.",
+                file=sys.stderr,
+            )
     emit(out, args, command="nstar", params=command_params)
     if args.plot:
         _plot(obs, params, args.plot)
