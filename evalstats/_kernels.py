@@ -290,7 +290,8 @@ def mls_interval(
 
     ``s1`` and ``s2`` are scaled mean squares (``c1 S1²`` and ``c2 S2²``) with ``df1`` and
     ``df2`` degrees of freedom. Graybill and Wang (1980) / Ting et al. (1990), as in Burdick
-    and Graybill (1992), eq. 3.x: with F_{a: m, n} the upper-a point,
+    and Graybill (1992, "Confidence Intervals on Variance Components"): with F_{a: m, n} the
+    upper-a point,
     G_i = 1 − 1/F_{a: df_i, ∞}, H_i = 1/F_{1−a: df_i, ∞} − 1,
     G12 = ((F_{a: df1, df2} − 1)² − G1² F_{a}² − H2²) / F_{a},
     H12 = ((1 − F_{1−a: df1, df2})² − H1² F_{1−a}² − G2²) / F_{1−a},

@@ -310,3 +310,13 @@ def test_variant_scores_are_built_from_counts_so_equal_fractions_tie_exactly():
     assert variant_scores(frac).filter(pl.col("variant") == "a")["score"].item() == (
         (0.1234 + 0.2) / 2
     )
+
+
+def test_mls_interval_reduces_to_the_chi_square_interval_without_a_second_mean_square():
+    from scipy import stats
+
+    from evalstats._kernels import mls_interval
+
+    lo, hi = mls_interval(0.004, 29, 0.0, 1000, 0.9)
+    assert_allclose(lo, 0.004 * 29 / stats.chi2.ppf(0.95, 29), rtol=1e-10)
+    assert_allclose(hi, 0.004 * 29 / stats.chi2.ppf(0.05, 29), rtol=1e-10)

@@ -528,7 +528,7 @@ def _run_nstar(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
     if p.get("method", "pool") != "pool" and p.get("compat") is None:
         # the claim about the recorded variants only, beside the one about unseen variants
         pool = {k: v for k, v in p.items() if k != "population_size"} | {"method": "pool"}
-        tables["nstar_recorded"] = required_sample_size(ctx.obs, **pool)
+        tables["recorded_variants"] = required_sample_size(ctx.obs, **pool)
     return tables, {}, {}
 
 

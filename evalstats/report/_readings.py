@@ -194,7 +194,7 @@ def _nstar(res: AnalysisResult, data: DataSummary) -> str:
             " (n* not reached: evaluate more prompts before trusting the mean)"
         )
     text += "."
-    recorded = res.tables.get("nstar_recorded")
+    recorded = res.tables.get("recorded_variants")
     if recorded is not None:
         rec = recorded.filter(pl.col("moment") == moment)
         rspan = _nstar_span(rec)

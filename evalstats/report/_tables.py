@@ -58,7 +58,7 @@ DISPLAY: dict[tuple[str, str], tuple[str, ...]] = {
         "population",
         "vacuous",
     ),
-    ("nstar", "nstar_recorded"): (
+    ("nstar", "recorded_variants"): (
         "model",
         "dataset",
         "moment",

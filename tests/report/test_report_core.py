@@ -110,7 +110,7 @@ def test_tables_are_the_public_functions_results(full_obs, full_report):
         required_sample_size(full_obs, n_resamples=200, seed=3, method="bootstrap"),
     )
     assert_frame_equal(
-        full_report["nstar"].tables["nstar_recorded"],
+        full_report["nstar"].tables["recorded_variants"],
         required_sample_size(full_obs, n_resamples=200, seed=3, method="pool"),
     )
     anova = factor_anova(
@@ -217,7 +217,7 @@ def test_n_star_leads_with_unseen_variants_and_names_the_population(full_report)
     res = full_report["nstar"]
     assert res.params["method"] == "bootstrap"
     assert set(res.tables["nstar"]["population"]) == {"unseen"}
-    assert set(res.tables["nstar_recorded"]["population"]) == {"recorded"}
+    assert set(res.tables["recorded_variants"]["population"]) == {"recorded"}
     assert "not yet evaluated" in res.reading
     assert "recorded variants alone (pool" in res.reading
     assert res.reading.index("not yet evaluated") < res.reading.index("pool")
