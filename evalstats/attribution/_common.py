@@ -80,7 +80,8 @@ class AnovaResult:
     block : str, tuple of str or None
         Column(s) within whose levels the residuals were permuted.
     n_obs : int
-        Rows analysed (units, or item rows with ``block='item'``), after averaging runs.
+        Rows analysed (units, or item rows with ``block="item"``) after averaging runs; with
+        items random, the item x configuration-cell means.
     runs : str
         ``'mean'`` (runs averaged per configuration) or ``'replicates'``.
     method : str
