@@ -328,6 +328,16 @@ def factor_anova(
     (2, 'mean', 12)
     >>> res.to_frame().select("term", "df", "pvalue_perm").rows()
     [('shots', 1, 0.011), ('template', 2, 0.298), ('cot', 1, 0.585), ('Residual', 7, None)]
+
+    Item rows, items random: the F of ``shots`` has the shots x item stratum as its error.
+
+    >>> from evalstats.simulate import observations
+    >>> obs = observations(n_models=1, n_items=40, seed=0, factors={"shots": {0: 0.0, 5: 0.1}})
+    >>> res = factor_anova(obs, factors="shots", block="item", n_resamples=999, seed=0)
+    >>> res.items, res.method
+    ('random', 'sign-flip')
+    >>> res.to_frame().select("term", "error_term", "df_error", "pvalue_perm").rows()[0]
+    ('shots', 'shots:item', 39, 0.176)
     """
     interactions = _check_int("interactions", interactions, (1, 2))
     ss_type = _check_int("ss_type", ss_type, (1, 2, 3))
