@@ -337,7 +337,7 @@ def factor_anova(
     >>> res.items, res.method
     ('random', 'sign-flip')
     >>> res.to_frame().select("term", "error_term", "df_error", "pvalue_perm").rows()[0]
-    ('shots', 'shots:item', 39, 0.176)
+    ('shots', 'shots:item', 39, 0.017)
     """
     interactions = _check_int("interactions", interactions, (1, 2))
     ss_type = _check_int("ss_type", ss_type, (1, 2, 3))
