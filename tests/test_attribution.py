@@ -565,6 +565,10 @@ def test_item_random_f_of_a_two_level_factor_is_the_paired_t_squared(rng):
     assert_allclose(row["pvalue"], t.pvalue, rtol=1e-8)
     assert row["error_term"] == "a:item" and row["df_error"] == 39
     assert abs(row["pvalue_perm"] - t.pvalue) < 0.1  # sign flips: the same null, no normality
+    again = factor_anova(obs, factors=["a", "b"], block="item", n_resamples=999, seed=0)
+    assert again.to_frame().equals(res.to_frame())
+    other = factor_anova(obs, factors=["a", "b"], block="item", n_resamples=999, seed=1)
+    assert not np.array_equal(other.null_distribution, res.null_distribution)
     fixed = factor_anova(obs, factors=["a", "b"], block="item", items="fixed", n_resamples=0)
     frow = fixed.to_frame().filter(pl.col("term") == "a").row(0, named=True)
     assert frow["error_term"] == "Residual" and frow["df_error"] > 39 * 5
