@@ -470,8 +470,9 @@ def required_sample_size(
     Returns
     -------
     polars.DataFrame
-        Group columns, then ``moment, n_star, n_available, reached, epsilon, delta, method,
-        seed``; one row per group and moment plus a row ``moment == "overall"`` (the max over
+        Group columns, then ``moment, n_star, n_available, reached, population, vacuous,
+        epsilon, delta, method, seed``; one row per group and moment plus a row
+        ``moment == "overall"`` (the max over
         the moments). ``n_star`` is null and ``reached`` false when no ``n <= N`` qualifies
         (in pool mode also when only ``n = N`` does). ``population`` says what the claim is
         about: ``'recorded'`` (pool: subsets of the N recorded variants) or ``'unseen'``
@@ -495,7 +496,7 @@ def required_sample_size(
 
     Notes
     -----
-    ``n*_i = min{n : CI_delta(Delta_i(n)).high <= epsilon for every m >= n}`` (the bound stays
+    ``n*_i = min{n : CI_delta(Delta_i(m)).high <= epsilon for every m >= n}`` (the bound stays
     below epsilon from n* on; the first crossing would stop where a moment that is small at
     n = 1 dips under epsilon before rising above it again) and ``n* = max_i n*_i``. Since the
     upper bound is the ``1 - delta/2`` quantile, n* claims ``P(|Delta(n*)| > epsilon) <=
