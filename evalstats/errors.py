@@ -15,6 +15,7 @@ __all__ = [
     "EvalstatsWarning",
     "IngestError",
     "InsufficientDataError",
+    "MetricScaleError",
     "MissingDependencyError",
     "OutputError",
     "ParameterError",
@@ -32,6 +33,15 @@ class SchemaError(EvalstatsError, ValueError):
 
 class ParameterError(EvalstatsError, ValueError):
     """An argument is out of its domain (a level of 95, a negative epsilon, an unknown method)."""
+
+
+class MetricScaleError(ParameterError):
+    """A method (or a default) needs scores on [0, 1] or 0/1 scores, and the metric has others.
+
+    Wilson intervals, exact McNemar tests and ReliableEval's default epsilon of 0.01 are made
+    for accuracies; on a BLEU score, a count or an error they do not apply. The message names
+    the metric and says what to use instead; the audit report lists the analysis as skipped.
+    """
 
 
 class InsufficientDataError(EvalstatsError, ValueError):

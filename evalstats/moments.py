@@ -13,7 +13,14 @@ from collections.abc import Sequence
 import polars as pl
 
 from evalstats.errors import DegenerateDataWarning
-from evalstats.schema import as_lazy, validate_by, validate_observations, validate_units
+from evalstats.schema import (
+    as_lazy,
+    metric_info,
+    unit_interval_metrics,
+    validate_by,
+    validate_observations,
+    validate_units,
+)
 
 __all__ = ["SPREAD_COLUMNS", "prompt_spread", "variant_scores"]
 
@@ -109,6 +116,47 @@ def _pss(observations: pl.LazyFrame, by: tuple[str, ...]) -> pl.LazyFrame:
     )
 
 
+def _by_metric_scale(out: pl.DataFrame, units: pl.LazyFrame, by: tuple[str, ...]) -> pl.DataFrame:
+    """Direction and [0, 1]-only columns per metric.
+
+    MaxP is the best variant; CPS and the binomial noise variance only for metrics on [0, 1]
+    (CPS only where higher is better).
+    """
+    infos = metric_info(units)
+    unit = unit_interval_metrics(units)
+    names = list(infos)
+    meta = pl.DataFrame(
+        {
+            "metric": names,
+            "__hib": [infos[n].higher_is_better for n in names],
+            "__unit": [unit[n] for n in names],
+        },
+        schema={"metric": pl.String, "__hib": pl.Boolean, "__unit": pl.Boolean},
+    )
+    if "metric" in by:
+        out = out.join(meta, on="metric", how="left")
+    elif len(names) == 1:
+        out = out.with_columns(
+            pl.lit(meta["__hib"][0]).alias("__hib"), pl.lit(meta["__unit"][0]).alias("__unit")
+        )
+    else:  # several metrics pooled by the caller's `by`: no direction, no [0, 1] method
+        out = out.with_columns(
+            pl.lit(None, pl.Boolean).alias("__hib"), pl.lit(False).alias("__unit")
+        )
+    null = pl.lit(None, dtype=pl.Float64)
+    return out.with_columns(
+        pl.when(pl.col("__hib").not_()).then(pl.col("min")).otherwise(pl.col("max")).alias("max_p"),
+        pl.when(pl.col("__unit") & pl.col("__hib"))
+        .then(pl.col("cps"))
+        .otherwise(null)
+        .alias("cps"),
+        *[
+            pl.when(pl.col("__unit")).then(pl.col(c)).otherwise(null).alias(c)
+            for c in ("noise_variance", "prompt_variance")
+        ],
+    ).drop("__hib", "__unit")
+
+
 def prompt_spread(
     units: pl.DataFrame | pl.LazyFrame, *, by: Sequence[str] | str = ("model", "dataset", "metric")
 ) -> pl.DataFrame:
@@ -151,13 +199,19 @@ def prompt_spread(
     - ``skewness`` and ``kurtosis`` (excess) are the biased sample forms, as
       ``scipy.stats.skew`` / ``scipy.stats.kurtosis`` with defaults;
     - quantiles use linear interpolation (numpy's default);
-    - ``max_p`` = max, ``avg_p`` = mean and ``cps`` = MaxP * (1 - (MaxP - AvgP)) (Mizrahi et
-      al., 2024);
+    - ``max_p`` = the best variant's score (the max; the min for a lower-is-better metric),
+      ``avg_p`` = mean and ``cps`` = MaxP * (1 - (MaxP - AvgP)) (Mizrahi et al., 2024), which is
+      defined for accuracies: null for a metric not on [0, 1] or where lower is better;
     - ``pss`` (ProSA, Zhuo et al., 2024) = mean over items of the mean over variant pairs of
       ``|y(item, v) - y(item, v')|``; null for unit-level input;
     - ``noise_variance`` = mean over variants of x(1 - x)/n_items (the binomial sampling variance
       of a unit score; n_items summed over runs); ``prompt_variance`` =
-      max(variance_unbiased - noise_variance, 0). Both null when ``n_items`` is unknown.
+      max(variance_unbiased - noise_variance, 0). Both null when ``n_items`` is unknown, and
+      for a metric not on [0, 1] (the binomial variance needs scores in [0, 1]).
+
+    Every column except ``n_variants``, ``skewness``, ``kurtosis`` and ``cps`` is in the
+    metric's units (``variance``, ``noise_variance``, ``prompt_variance`` in squared units):
+    scaling a metric by ``c`` scales them by ``c`` (``c**2``).
 
     Checked against: the authors' published ``bbh {AvgP,MaxP,CPS} (no filtering).csv`` for all
     15 BBH tasks and 11 models to 1e-9 (fixtures/reference/state_of_what_art/); skewness and
@@ -225,6 +279,7 @@ def prompt_spread(
         out = out.join(pss.collect(), on=list(by), how="left")
     else:
         out = out.with_columns(pl.lit(None, dtype=pl.Float64).alias("pss"))
+    out = _by_metric_scale(out, validate_units(lf, check_values=False), by)
     out = out.select(*by, *SPREAD_COLUMNS).sort(list(by))
     small = out.filter(pl.col("n_variants") < 2)
     if small.height:

@@ -82,6 +82,7 @@ __all__ = [
     "factor_columns",
     "metric_info",
     "single_metric",
+    "unit_interval_metrics",
     "validate_by",
     "validate_observations",
     "validate_units",
@@ -429,6 +430,35 @@ def with_metric(
                 for c, v in zip(METRIC_INFO_COLUMNS, (mi.low, mi.high, mi.higher_is_better))
             )
     return lf.collect() if isinstance(frame, pl.DataFrame) else lf
+
+
+def unit_interval_metrics(frame: pl.DataFrame | pl.LazyFrame) -> dict[str, bool]:
+    """Per metric: whether its scores are on [0, 1], as accuracy-only methods need.
+
+    A metric is on [0, 1] when its declared bounds lie within [0, 1], or, when it declares no
+    bounds, when every score of it lies in [0, 1] (a hand-built table of accuracies).
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"metric": ["acc", "acc", "bleu"], "score": [0.0, 1.0, 41.2]})
+    >>> unit_interval_metrics(t)
+    {'acc': True, 'bleu': False}
+    """
+    lf = as_lazy(frame)
+    names = lf.collect_schema().names()
+    if "metric" not in names:
+        lf = lf.with_columns(pl.lit(DEFAULT_METRIC, dtype=pl.String).alias("metric"))
+    seen = (
+        lf.group_by("metric")
+        .agg(((pl.col("score") >= 0) & (pl.col("score") <= 1)).all().alias("inside"))
+        .collect()
+    )
+    inside = dict(seen.iter_rows())
+    out = {}
+    for name, info in metric_info(lf).items():
+        declared = info.low is not None or info.high is not None
+        out[name] = info.unit_interval if declared else bool(inside.get(name, False))
+    return out
 
 
 def single_metric(frame: pl.DataFrame | pl.LazyFrame, *, analysis: str) -> MetricInfo:

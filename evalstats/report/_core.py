@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
-from evalstats.errors import InsufficientDataError, ParameterError, SchemaError
+from evalstats.errors import (
+    InsufficientDataError,
+    MetricScaleError,
+    ParameterError,
+    SchemaError,
+)
 
 if TYPE_CHECKING:
     from evalstats.io import IngestReport
@@ -1115,6 +1120,8 @@ def _run(
             tables, values, objects = spec.run(ctx, params)
         except InsufficientDataError as exc:
             return None, str(exc)
+        except MetricScaleError as exc:  # a method for [0, 1] or 0/1 scores, another metric
+            return None, f"does not apply to this metric: {exc}"
         except SchemaError as exc:  # e.g. runs covering different items
             return None, f"could not run: {exc}"
     messages = tuple(dict.fromkeys(str(w.message) for w in caught))
