@@ -82,6 +82,8 @@ __all__ = [
     "factor_columns",
     "metric_info",
     "single_metric",
+    "directions",
+    "higher_is_better",
     "unit_interval_metrics",
     "validate_by",
     "validate_observations",
@@ -430,6 +432,43 @@ def with_metric(
                 for c, v in zip(METRIC_INFO_COLUMNS, (mi.low, mi.high, mi.higher_is_better))
             )
     return lf.collect() if isinstance(frame, pl.DataFrame) else lf
+
+
+def directions(
+    frame: pl.DataFrame | pl.LazyFrame, by: Sequence[str]
+) -> tuple[dict[str, bool], int | None]:
+    """Each metric's ``higher_is_better``, and where ``metric`` sits in a group key of ``by``.
+
+    Use :func:`higher_is_better` on the result for one group.
+
+    Raises
+    ------
+    ParameterError
+        If ``by`` has no ``metric`` and the table mixes metrics of opposite directions (their
+        scores cannot be ranked together).
+    """
+    from evalstats.errors import ParameterError
+
+    infos = metric_info(frame)
+    hib = {n: i.higher_is_better for n, i in infos.items()}
+    by = tuple(by)
+    if "metric" in by:
+        return hib, by.index("metric")
+    if len(set(hib.values())) > 1:
+        raise ParameterError(
+            f"the table mixes metrics where higher is better and where lower is better "
+            f"({', '.join(map(repr, hib))}) and `by` has no 'metric'; rank them apart: add "
+            "'metric' to `by`."
+        )
+    return hib, None
+
+
+def higher_is_better(table: tuple[dict[str, bool], int | None], key: Sequence[object]) -> bool:
+    """The direction of the group ``key`` (see :func:`directions`)."""
+    hib, position = table
+    if position is not None:
+        return hib.get(str(key[position]), True)
+    return next(iter(hib.values()), True)
 
 
 def unit_interval_metrics(frame: pl.DataFrame | pl.LazyFrame) -> dict[str, bool]:

@@ -26,7 +26,12 @@ from evalstats.errors import (
     SchemaError,
 )
 from evalstats.results import check_choice
-from evalstats.schema import validate_by, validate_observations
+from evalstats.schema import (
+    metric_info,
+    unit_interval_metrics,
+    validate_by,
+    validate_observations,
+)
 
 __all__ = [
     "STABILITY_COLUMNS",
@@ -290,7 +295,11 @@ def stability_table(
     - acc_r = (1/I) sum_i s_ir; ``spread`` = max_r acc_r - min_r acc_r;
     - TARa@N = (1/I) sum_i [a_i1 = ... = a_iN, none unparsed]; TARr@N likewise on x_ir;
     - ``best_possible`` = (1/I) sum_i max_r s_ir (correct in at least one run);
-      ``worst_possible`` = (1/I) sum_i min_r s_ir (correct in every run).
+      ``worst_possible`` = (1/I) sum_i min_r s_ir (correct in every run). These are accuracies:
+      null for a metric not on [0, 1]; where lower is better, best is the min and worst the max.
+
+    ``acc_*`` and ``spread`` are the metric's mean score per run (an accuracy for 0/1 scores),
+    in the metric's units.
 
     Two spreads, named apart: ``spread`` is the range of the run accuracies (the paper's
     Table 2 range); ``possible_spread`` = best_possible - worst_possible is the column the
@@ -391,6 +400,7 @@ def stability_table(
         )
     )
     out = a.join(b, on=keys, nulls_equal=True).join(c, on=keys, nulls_equal=True)
+    out = _possible_by_metric(out, lf, keys)
     single = out.filter(pl.col("n_runs") < 2)
     if single.height:
         warnings.warn(
@@ -406,6 +416,47 @@ def stability_table(
             ]
         )
     return out.select(*keys, *STABILITY_COLUMNS).sort(keys, nulls_last=True)
+
+
+def _possible_by_metric(
+    out: pl.DataFrame | pl.LazyFrame, lf: pl.LazyFrame, keys: list[str]
+) -> pl.DataFrame | pl.LazyFrame:
+    """Best/worst possible accuracy: only for [0, 1] metrics, swapped where lower is better."""
+    infos = metric_info(lf)
+    unit = unit_interval_metrics(lf)
+    if "metric" in keys:
+        names = list(infos)
+        meta = pl.DataFrame(
+            {
+                "metric": names,
+                "__hib": [infos[n].higher_is_better for n in names],
+                "__unit": [unit[n] for n in names],
+            },
+            schema={"metric": pl.String, "__hib": pl.Boolean, "__unit": pl.Boolean},
+        )
+        out = out.join(meta if isinstance(out, pl.DataFrame) else meta.lazy(), on="metric")
+    else:
+        hib = {i.higher_is_better for i in infos.values()}
+        out = out.with_columns(
+            pl.lit(hib.pop() if len(hib) == 1 else None, dtype=pl.Boolean).alias("__hib"),
+            pl.lit(all(unit.values()) and len(hib) <= 1).alias("__unit"),
+        )
+    null = pl.lit(None, dtype=pl.Float64)
+    best, worst = pl.col("best_possible"), pl.col("worst_possible")
+    return out.with_columns(
+        pl.when(~pl.col("__unit"))
+        .then(null)
+        .when(pl.col("__hib").not_())
+        .then(worst)
+        .otherwise(best)
+        .alias("best_possible"),
+        pl.when(~pl.col("__unit"))
+        .then(null)
+        .when(pl.col("__hib").not_())
+        .then(best)
+        .otherwise(worst)
+        .alias("worst_possible"),
+    ).drop("__hib", "__unit")
 
 
 # --- TAR@k ---------------------------------------------------------------------------------
