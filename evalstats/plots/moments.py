@@ -136,7 +136,9 @@ def _epsilon(nstar: pl.DataFrame | None, epsilon: float | None) -> float | None:
     if epsilon is not None:
         return float(epsilon)
     if nstar is not None and nstar.height:
-        return float(nstar["epsilon"][0])
+        rows = nstar.filter(pl.col("moment") == "mean") if "moment" in nstar.columns else nstar
+        value = (rows if rows.height else nstar)["epsilon"][0]
+        return None if value is None else float(value)
     return None
 
 

@@ -28,6 +28,7 @@ from evalstats.errors import (
 
 if TYPE_CHECKING:
     from evalstats.io import IngestReport
+    from evalstats.schema import MetricInfo
 
 __all__ = [
     "ANALYSES",
@@ -102,6 +103,10 @@ class DataSummary:
         Rows with a non-null ``error``; None without an ``error`` column.
     has_latency, has_answers, has_responses : bool
         Whether ``latency_s``, ``answer`` and ``response`` are present.
+    metrics : tuple of MetricInfo
+        Every metric with its bounds and direction (see :mod:`evalstats.schema`).
+    percent : bool
+        Whether every metric is on [0, 1], so that readings quote percentages and points.
     """
 
     n_rows: int
@@ -118,6 +123,17 @@ class DataSummary:
     has_latency: bool
     has_answers: bool
     has_responses: bool
+    metrics: tuple[MetricInfo, ...] = ()
+    percent: bool = True
+
+    def higher_is_better(self, metric: str | None) -> bool:
+        """The direction of ``metric`` (higher is better when unknown)."""
+        for m in self.metrics:
+            if m.name == metric:
+                return m.higher_is_better
+        if metric is None and len(self.metrics) == 1:
+            return self.metrics[0].higher_is_better
+        return True
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
@@ -136,11 +152,13 @@ class DataSummary:
             "has_latency": self.has_latency,
             "has_answers": self.has_answers,
             "has_responses": self.has_responses,
+            "metrics": [m.to_dict() for m in self.metrics],
+            "percent": self.percent,
         }
 
 
 def _summarise(obs: pl.DataFrame, factors: Sequence[str] | None) -> DataSummary:
-    from evalstats.schema import factor_columns
+    from evalstats.schema import factor_columns, metric_info, unit_interval_metrics
 
     cols = obs.columns
     incomplete: list[str] = []
@@ -179,6 +197,8 @@ def _summarise(obs: pl.DataFrame, factors: Sequence[str] | None) -> DataSummary:
         has_latency="latency_s" in cols,
         has_answers="answer" in cols,
         has_responses="response" in cols,
+        metrics=tuple(metric_info(obs).values()),
+        percent=all(unit_interval_metrics(obs).values()),
     )
 
 
@@ -1138,7 +1158,10 @@ def _run(
         warnings=messages,
         objects=objects,
     )
-    reading = READINGS[spec.key](result, ctx.data)
+    from evalstats.report._readings import scale
+
+    with scale(ctx.data.percent):
+        reading = READINGS[spec.key](result, ctx.data)
     return _replace_reading(result, reading), None
 
 
