@@ -119,8 +119,8 @@ def _pss(observations: pl.LazyFrame, by: tuple[str, ...]) -> pl.LazyFrame:
 def _by_metric_scale(out: pl.DataFrame, units: pl.LazyFrame, by: tuple[str, ...]) -> pl.DataFrame:
     """Direction and [0, 1]-only columns per metric.
 
-    MaxP is the best variant; CPS and the binomial noise variance only for metrics on [0, 1]
-    (CPS only where higher is better).
+    MaxP is the best variant; CPS, PSS and the binomial noise variance only for metrics on
+    [0, 1] (CPS only where higher is better).
     """
     infos = metric_info(units)
     unit = unit_interval_metrics(units)
@@ -152,7 +152,7 @@ def _by_metric_scale(out: pl.DataFrame, units: pl.LazyFrame, by: tuple[str, ...]
         .alias("cps"),
         *[
             pl.when(pl.col("__unit")).then(pl.col(c)).otherwise(null).alias(c)
-            for c in ("noise_variance", "prompt_variance")
+            for c in ("noise_variance", "prompt_variance", "pss")
         ],
     ).drop("__hib", "__unit")
 
@@ -203,7 +203,8 @@ def prompt_spread(
       ``avg_p`` = mean and ``cps`` = MaxP * (1 - (MaxP - AvgP)) (Mizrahi et al., 2024), which is
       defined for accuracies: null for a metric not on [0, 1] or where lower is better;
     - ``pss`` (ProSA, Zhuo et al., 2024) = mean over items of the mean over variant pairs of
-      ``|y(item, v) - y(item, v')|``; null for unit-level input;
+      ``|y(item, v) - y(item, v')|``, for correctness scores: null for unit-level input and for
+      a metric not on [0, 1];
     - ``noise_variance`` = mean over variants of x(1 - x)/n_items (the binomial sampling variance
       of a unit score; n_items summed over runs); ``prompt_variance`` =
       max(variance_unbiased - noise_variance, 0). Both null when ``n_items`` is unknown, and

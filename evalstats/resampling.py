@@ -239,7 +239,7 @@ def _epsilons(
     r = float(relative_epsilon)
     if relative_to == "range":
         if info.range is None:
-            raise ParameterError(
+            raise MetricScaleError(
                 f"metric {info.name!r} has no declared range ({info.describe()}), so "
                 "`relative_epsilon` cannot be a share of it: pass relative_to='sd' "
                 "(CLI: --relative-to sd) or declare the range (metric_range, --metric-range)."

@@ -548,7 +548,8 @@ def _run_nstar(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
     from evalstats.resampling import required_sample_size, sample_size_curve
 
     nstar = required_sample_size(ctx.obs, **p)
-    curve = sample_size_curve(ctx.obs, **{k: v for k, v in p.items() if k != "epsilon"})
+    epsilon_only = ("epsilon", "relative_epsilon", "relative_to")
+    curve = sample_size_curve(ctx.obs, **{k: v for k, v in p.items() if k not in epsilon_only})
     return {"nstar": nstar, "curve": curve}, {}, {}
 
 
