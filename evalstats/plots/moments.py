@@ -110,7 +110,7 @@ def plot_prompt_spread(
         )
         a.set_title(ds)
         a.set_xlabel(label("model"))
-        a.set_ylabel(label("score"))
+        a.set_ylabel(label("score", units))
         a.tick_params(axis="x", labelrotation=45)
     return fig
 
