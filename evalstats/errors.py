@@ -36,10 +36,11 @@ class ParameterError(EvalstatsError, ValueError):
 
 
 class MetricScaleError(ParameterError):
-    """A method (or a default) needs scores on [0, 1] or 0/1 scores, and the metric has others.
+    """A method does not apply to the metric(s) of the table.
 
     Wilson intervals, exact McNemar tests and ReliableEval's default epsilon of 0.01 are made
-    for accuracies; on a BLEU score, a count or an error they do not apply. The message names
+    for accuracies; on a BLEU score, a count or an error they do not apply. Analyses that pool
+    every row (ANOVA, attribution) do not apply to a table mixing metrics. The message names
     the metric and says what to use instead; the audit report lists the analysis as skipped.
     """
 

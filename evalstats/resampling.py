@@ -172,7 +172,7 @@ class _Metrics:
         self.observed = {r[0]: (r[1], r[2]) for r in seen.collect().iter_rows()}
         self.position = by.index("metric") if "metric" in by else None
         if self.position is None and len(self.info) > 1:
-            raise ParameterError(
+            raise MetricScaleError(
                 f"the table holds {len(self.info)} metrics ({', '.join(map(repr, self.info))}) "
                 "and `by` has no 'metric': epsilon and n* are per metric. Add 'metric' to `by`."
             )

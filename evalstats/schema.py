@@ -443,11 +443,11 @@ def directions(
 
     Raises
     ------
-    ParameterError
+    MetricScaleError
         If ``by`` has no ``metric`` and the table mixes metrics of opposite directions (their
         scores cannot be ranked together).
     """
-    from evalstats.errors import ParameterError
+    from evalstats.errors import MetricScaleError
 
     infos = metric_info(frame)
     hib = {n: i.higher_is_better for n, i in infos.items()}
@@ -455,7 +455,7 @@ def directions(
     if "metric" in by:
         return hib, by.index("metric")
     if len(set(hib.values())) > 1:
-        raise ParameterError(
+        raise MetricScaleError(
             f"the table mixes metrics where higher is better and where lower is better "
             f"({', '.join(map(repr, hib))}) and `by` has no 'metric'; rank them apart: add "
             "'metric' to `by`."
@@ -507,14 +507,14 @@ def single_metric(frame: pl.DataFrame | pl.LazyFrame, *, analysis: str) -> Metri
 
     Raises
     ------
-    ParameterError
+    MetricScaleError
         If the table holds more than one metric.
     """
-    from evalstats.errors import ParameterError
+    from evalstats.errors import MetricScaleError
 
     infos = metric_info(frame)
     if len(infos) > 1:
-        raise ParameterError(
+        raise MetricScaleError(
             f"{analysis} pools all rows, and the table holds {len(infos)} metrics "
             f"({', '.join(map(repr, infos))}), which must not be mixed; keep one, e.g. "
             f"table.filter(pl.col('metric') == {next(iter(infos))!r}) (CLI: --metric NAME)."

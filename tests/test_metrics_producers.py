@@ -200,7 +200,7 @@ def test_report_lists_default_epsilon_nstar_as_skipped_with_the_reason(errors):
         warnings.simplefilter("ignore")
         rep = ev.audit_report(obs, seed=3)
     reasons = {s.key: s.reason for s in rep.skipped}
-    assert reasons["nstar"].startswith("does not apply to this metric: metric 'abs_error'")
+    assert reasons["nstar"].startswith("does not apply to these metrics: metric 'abs_error'")
     assert "relative_epsilon" in reasons["nstar"]
 
 

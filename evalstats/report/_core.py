@@ -1141,8 +1141,8 @@ def _run(
             tables, values, objects = spec.run(ctx, params)
         except InsufficientDataError as exc:
             return None, str(exc)
-        except MetricScaleError as exc:  # a method for [0, 1] or 0/1 scores, another metric
-            return None, f"does not apply to this metric: {exc}"
+        except MetricScaleError as exc:  # a method for [0, 1] or 0/1 scores, or mixed metrics
+            return None, f"does not apply to these metrics: {exc}"
         except SchemaError as exc:  # e.g. runs covering different items
             return None, f"could not run: {exc}"
     messages = tuple(dict.fromkeys(str(w.message) for w in caught))
