@@ -29,7 +29,13 @@ from evalstats.errors import (
     ParameterError,
     SchemaError,
 )
-from evalstats.schema import single_metric, validate_observations, validate_units
+from evalstats.schema import (
+    metric_info,
+    single_metric,
+    unit_interval_metrics,
+    validate_observations,
+    validate_units,
+)
 
 __all__ = [
     "AnovaResult",
@@ -1034,9 +1040,19 @@ def attribute(
         seed=seed,
         n_obs=n,
         runs=runs,
+        score_scale=_score_scale(frame),
         null_distribution=null,
         factors=tuple(factors),
     )
+
+
+def _score_scale(frame: pl.DataFrame | pl.LazyFrame) -> str:
+    """The unit of the importances: accuracy points, or the metric's own units."""
+    infos = metric_info(frame)
+    name, info = next(iter(infos.items()))
+    if unit_interval_metrics(frame).get(name, False) and info.higher_is_better:
+        return AttributionResult.__dataclass_fields__["score_scale"].default
+    return f"{name} units ({info.describe().split(': ', 1)[1]})"
 
 
 def _linear_tables(
