@@ -214,3 +214,11 @@ def test_cli_nstar_exit_2_without_epsilon_and_runs_with_a_relative_one(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert {r["metric"] for r in doc["rows"]} == {"abs_error"}
     assert all("relative: 0.2" in r["epsilon_rule"] for r in doc["rows"])
+
+
+def test_convergence_needs_tolerances_in_the_metrics_units(errors):
+    obs, _ = errors
+    with pytest.raises(MetricScaleError, match="default `mean_tol` .* 'abs_error' is not on"):
+        ev.convergence(obs, batch=2)
+    out = ev.convergence(obs, batch=2, mean_tol=0.05, ci_width=0.5, n_orders=20)
+    assert out["mean_tol"].unique().to_list() == [0.05]

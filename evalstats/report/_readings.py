@@ -220,10 +220,13 @@ def _converge(res: AnalysisResult, data: DataSummary) -> str:
     lo, hi = t["share_reached"].min(), t["share_reached"].max()
     share = f"{lo:.0%}" if lo == hi else f"{lo:.0%} to {hi:.0%}"
     worst = t.sort("error_max", descending=True, nulls_last=True).row(0, named=True)
+    # the tolerances applied (the defaults are resolved per metric by the analysis)
+    tol = worst.get("mean_tol", p["mean_tol"])
+    width = worst.get("ci_width", p["ci_width"])
     return (
         f"Replaying the sequential stopping rule (batches of {p['batch']} variants; stop when the "
-        f"mean moves less than {_pts(p['mean_tol'])} points and the {p['confidence_level']:.0%} "
-        f"interval is narrower than {_pts(p['ci_width'])} points) over {p['n_orders']} random "
+        f"mean moves less than {_pts(tol)} points and the {p['confidence_level']:.0%} "
+        f"interval is narrower than {_pts(width)} points) over {p['n_orders']} random "
         f"orders, the rule stopped early in {share} of orders; otherwise every recorded variant "
         f"was needed. The stopped mean was at most {_pts(worst['error_max'])} points from the "
         f"mean of all variants ({_where(worst)})."
