@@ -222,3 +222,20 @@ def test_convergence_needs_tolerances_in_the_metrics_units(errors):
         ev.convergence(obs, batch=2)
     out = ev.convergence(obs, batch=2, mean_tol=0.05, ci_width=0.5, n_orders=20)
     assert out["mean_tol"].unique().to_list() == [0.05]
+
+
+def test_cli_report_on_an_error_metric_ranks_the_lowest_first(tmp_path, capsys):
+    out = tmp_path / "audit"
+    args = ["report", str(INSPECT), "--format", "inspect", "--metric", "abs_error", "--out",
+            str(out), "--quiet"]  # fmt: skip
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 0, err
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["data"]["metrics"] == [
+        {"name": "abs_error", "low": 0.0, "high": None, "higher_is_better": False}
+    ]
+    skipped = {s["key"]: s["reason"] for s in doc["skipped"]}
+    assert "metric 'abs_error' is not on [0, 1]" in skipped["nstar"]
+    ranks = next(a for a in doc["analyses"] if a["key"] == "ranks")
+    assert "mockllm/b is best" in ranks["reading"]
