@@ -22,6 +22,7 @@ import polars as pl
 from evalstats.errors import (
     DegenerateDataWarning,
     EvalstatsWarning,
+    MetricScaleError,
     ParameterError,
     SchemaError,
 )
@@ -771,6 +772,14 @@ def format_stability_table(
         raise SchemaError(
             f"`frame` must be a stability table (see stability_table) with a 'dataset' column; "
             f"it has no column {missing[0]!r} (columns: {', '.join(frame.columns)})."
+        )
+    outside = frame.filter((pl.col("acc_min") < 0) | (pl.col("acc_max") > 1))
+    if outside.height:
+        name = outside["metric"][0] if "metric" in outside.columns else "score"
+        raise MetricScaleError(
+            f"the paper's Table 2 quotes accuracies in percent, and metric {name!r} has run "
+            f"means outside [0, 1] (e.g. {outside['acc_max'][0]!r}); use the stability table "
+            "itself for other metrics."
         )
     group_cols = (
         [c for c in frame.columns[: frame.columns.index("n_runs")] if c != "dataset"]

@@ -239,3 +239,13 @@ def test_cli_report_on_an_error_metric_ranks_the_lowest_first(tmp_path, capsys):
     assert "metric 'abs_error' is not on [0, 1]" in skipped["nstar"]
     ranks = next(a for a in doc["analyses"] if a["key"] == "ranks")
     assert "mockllm/b is best" in ranks["reading"]
+
+
+def test_stability_on_a_count_keeps_its_units_and_refuses_the_percent_table(passed):
+    obs, _ = passed
+    plain = obs.filter(pl.col("template") == "plain")
+    table = ev.stability_table(plain, on_mismatch="intersect")
+    assert table["acc_mean"].max() > 1  # mean tests passed per run, not a share
+    assert table["best_possible"].null_count() == table.height  # an accuracy notion only
+    with pytest.raises(MetricScaleError, match="Table 2 quotes accuracies in percent"):
+        ev.format_stability_table(table)
