@@ -204,7 +204,7 @@ def plot_differences(differences: Any, *, ax: Any = None) -> Any:
     ax.axvline(0.0, color=COLORS["zero"], linestyle="--", linewidth=0.8)
     ax.set_yticks(range(frame.height), labels)
     ax.invert_yaxis()
-    ax.set_xlabel(label("difference"))
+    ax.set_xlabel(label("difference", frame))
     ax.set_ylabel(label("pair"))
     if "default_difference" in frame.columns:
         _legend_above(ax)

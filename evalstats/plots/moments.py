@@ -222,7 +222,7 @@ def plot_convergence(
                 color=color,
             )
     ax.set_xlabel(label("n"))
-    ax.set_ylabel(label("delta_mean"))
+    ax.set_ylabel(label("delta_mean", curve))
     ax.set_title(f"{m} · {d}")
     ax.legend(fontsize=6)
     return fig
@@ -306,7 +306,7 @@ def plot_convergence_overlay(
             eps, color=COLORS["highlight"], linestyle="--", linewidth=1, label=f"ε = {eps:g}"
         )
     ax.set_xlabel(label("n"))
-    ax.set_ylabel(label("delta_mean"))
+    ax.set_ylabel(label("delta_mean", curve))
     ax.set_title(f"{d} · {moment}")
     ax.legend(fontsize=6)
     return fig
