@@ -15,6 +15,7 @@ __all__ = [
     "EvalstatsWarning",
     "IngestError",
     "InsufficientDataError",
+    "MetricScaleError",
     "MissingDependencyError",
     "OutputError",
     "ParameterError",
@@ -32,6 +33,16 @@ class SchemaError(EvalstatsError, ValueError):
 
 class ParameterError(EvalstatsError, ValueError):
     """An argument is out of its domain (a level of 95, a negative epsilon, an unknown method)."""
+
+
+class MetricScaleError(ParameterError):
+    """A method does not apply to the metric(s) of the table.
+
+    Wilson intervals, exact McNemar tests and ReliableEval's default epsilon of 0.01 are made
+    for accuracies; on a BLEU score, a count or an error they do not apply. Analyses that pool
+    every row (ANOVA, attribution) do not apply to a table mixing metrics. The message names
+    the metric and says what to use instead; the audit report lists the analysis as skipped.
+    """
 
 
 class InsufficientDataError(EvalstatsError, ValueError):

@@ -14,7 +14,14 @@ import polars as pl
 
 from evalstats._kernels import mls_interval, two_way_mean_squares
 from evalstats.errors import DegenerateDataWarning, ParameterError
-from evalstats.schema import as_lazy, validate_by, validate_observations, validate_units
+from evalstats.schema import (
+    as_lazy,
+    metric_info,
+    unit_interval_metrics,
+    validate_by,
+    validate_observations,
+    validate_units,
+)
 
 __all__ = ["SPREAD_COLUMNS", "prompt_spread", "variant_scores"]
 
@@ -175,6 +182,49 @@ def _noise(
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
+def _by_metric_scale(out: pl.DataFrame, units: pl.LazyFrame, by: tuple[str, ...]) -> pl.DataFrame:
+    """Direction and [0, 1]-only columns per metric.
+
+    MaxP is the best variant; CPS and PSS only for metrics on [0, 1] (CPS only where higher is
+    better).
+    """
+    infos = metric_info(units)
+    unit = unit_interval_metrics(units)
+    names = list(infos)
+    meta = pl.DataFrame(
+        {
+            "metric": names,
+            "__hib": [infos[n].higher_is_better for n in names],
+            "__unit": [unit[n] for n in names],
+        },
+        schema={"metric": pl.String, "__hib": pl.Boolean, "__unit": pl.Boolean},
+    )
+    if "metric" in by:
+        out = out.join(meta, on="metric", how="left")
+    elif len(names) == 1:
+        out = out.with_columns(
+            pl.lit(meta["__hib"][0]).alias("__hib"), pl.lit(meta["__unit"][0]).alias("__unit")
+        )
+    else:  # several metrics pooled by the caller's `by`: no direction, no [0, 1] method
+        out = out.with_columns(
+            pl.lit(None, pl.Boolean).alias("__hib"), pl.lit(False).alias("__unit")
+        )
+    null = pl.lit(None, dtype=pl.Float64)
+    return out.with_columns(
+        pl.when(pl.col("__hib").not_()).then(pl.col("min")).otherwise(pl.col("max")).alias("max_p"),
+        pl.when(pl.col("__unit") & pl.col("__hib"))
+        .then(pl.col("cps"))
+        .otherwise(null)
+        .alias("cps"),
+        *[
+            pl.when(pl.col("__unit")).then(pl.col(c)).otherwise(null).alias(c)
+            # PSS compares 0/1 item outcomes; the noise and prompt variances come from the
+            # variant x item table and hold on any scale
+            for c in ("pss",)
+        ],
+    ).drop("__hib", "__unit")
+
+
 def prompt_spread(
     units: pl.DataFrame | pl.LazyFrame,
     *,
@@ -222,10 +272,12 @@ def prompt_spread(
     - ``skewness`` and ``kurtosis`` (excess) are the biased sample forms, as
       ``scipy.stats.skew`` / ``scipy.stats.kurtosis`` with defaults;
     - quantiles use linear interpolation (numpy's default);
-    - ``max_p`` = max, ``avg_p`` = mean and ``cps`` = MaxP * (1 - (MaxP - AvgP)) (Mizrahi et
-      al., 2024);
+    - ``max_p`` = the best variant's score (the max; the min for a lower-is-better metric),
+      ``avg_p`` = mean and ``cps`` = MaxP * (1 - (MaxP - AvgP)) (Mizrahi et al., 2024), which is
+      defined for accuracies: null for a metric not on [0, 1] or where lower is better;
     - ``pss`` (ProSA, Zhuo et al., 2024) = mean over items of the mean over variant pairs of
-      ``|y(item, v) - y(item, v')|``; null for unit-level input;
+      ``|y(item, v) - y(item, v')|``, for correctness scores: null for unit-level input and for
+      a metric not on [0, 1];
     - ``noise_variance``, ``prompt_variance`` (item-level input only, else null): variants
       of one dataset share its items, so two variant scores do not differ by the item
       sampling variance x(1 - x)/n_items but by the variant x item interaction. With y_iv the
@@ -243,6 +295,10 @@ def prompt_spread(
       coverage when the prompt variance is 0 and when it is not (tests/test_moments.py,
       simulation). Like the estimate, the bounds are not clipped at 0 (clipping them for
       display raises the coverage of a true 0 to about 1 - (1 - level)/2).
+
+    Every column except ``n_variants``, ``skewness``, ``kurtosis`` and ``cps`` is in the
+    metric's units (``variance``, ``noise_variance``, ``prompt_variance`` in squared units):
+    scaling a metric by ``c`` scales them by ``c`` (``c**2``).
 
     Checked against: the authors' published ``bbh {AvgP,MaxP,CPS} (no filtering).csv`` for all
     15 BBH tasks and 11 models to 1e-9 (fixtures/reference/state_of_what_art/); skewness and
@@ -311,6 +367,7 @@ def prompt_spread(
         out = out.join(pss.collect(), on=list(by), how="left")
     else:
         out = out.with_columns(pl.lit(None, dtype=pl.Float64).alias("pss"))
+    out = _by_metric_scale(out, validate_units(lf, check_values=False), by)
     out = out.select(*by, *SPREAD_COLUMNS).sort(list(by))
     small = out.filter(pl.col("n_variants") < 2)
     if small.height:

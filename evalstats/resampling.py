@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import warnings
 from collections.abc import Sequence
 from statistics import NormalDist
 
@@ -19,9 +20,15 @@ import numpy as np
 import polars as pl
 
 from evalstats._kernels import first_reached, last_crossing, subset_deviations
-from evalstats.errors import InsufficientDataError, ParameterError, SchemaError
+from evalstats.errors import (
+    DegenerateDataWarning,
+    InsufficientDataError,
+    MetricScaleError,
+    ParameterError,
+    SchemaError,
+)
 from evalstats.moments import variant_scores
-from evalstats.schema import as_lazy, validate_by
+from evalstats.schema import MetricInfo, as_lazy, metric_info, validate_by, validate_units
 
 __all__ = [
     "CURVE_COLUMNS",
@@ -51,6 +58,7 @@ NSTAR_COLUMNS = (
     "delta",
     "method",
     "seed",
+    "epsilon_rule",
 )
 
 #: What an n* of each method is a claim about (the ``population`` column).
@@ -70,6 +78,7 @@ UNCERTAINTY_COLUMNS = (
     "delta",
     "method",
     "seed",
+    "epsilon_rule",
 )
 #: Columns of :func:`reference_model_check` after the group columns.
 PROXY_COLUMNS = (
@@ -84,6 +93,7 @@ PROXY_COLUMNS = (
     "delta",
     "method",
     "seed",
+    "epsilon_rule",
 )
 
 
@@ -151,6 +161,109 @@ def _groups(
     for key, frame in scores.group_by(list(by), maintain_order=True):
         out.append((tuple(key), frame["score"].to_numpy().astype(float)))
     return by, out, {b: scores.schema[b] for b in by}
+
+
+#: ReliableEval's epsilon, for metrics on [0, 1].
+DEFAULT_EPSILON = 0.01
+
+
+class _Metrics:
+    """Each group's metric (name, bounds, direction, observed range), for epsilon's rule."""
+
+    def __init__(self, units: pl.DataFrame | pl.LazyFrame, by: tuple[str, ...]) -> None:
+        lf = validate_units(units, check_values=False)
+        self.info = metric_info(lf)
+        seen = lf.group_by("metric").agg(
+            pl.col("score").min().alias("lo"), pl.col("score").max().alias("hi")
+        )
+        self.observed = {r[0]: (r[1], r[2]) for r in seen.collect().iter_rows()}
+        self.position = by.index("metric") if "metric" in by else None
+        if self.position is None and len(self.info) > 1:
+            raise MetricScaleError(
+                f"the table holds {len(self.info)} metrics ({', '.join(map(repr, self.info))}) "
+                "and `by` has no 'metric': epsilon and n* are per metric. Add 'metric' to `by`."
+            )
+
+    def of(self, key: tuple) -> MetricInfo:
+        name = key[self.position] if self.position is not None else next(iter(self.info))
+        return self.info[name]
+
+    def on_unit_interval(self, info: MetricInfo) -> bool:
+        """Declared within [0, 1], or undeclared with every score in [0, 1]."""
+        if info.low is not None or info.high is not None:
+            return info.unit_interval
+        lo, hi = self.observed.get(info.name, (None, None))
+        return lo is not None and hi is not None and lo >= 0.0 and hi <= 1.0
+
+
+def _validate_epsilon(
+    epsilon: float | None, relative_epsilon: float | None, relative_to: str
+) -> None:
+    if epsilon is not None and relative_epsilon is not None:
+        raise ParameterError("give either `epsilon` or `relative_epsilon`, not both.")
+    if relative_epsilon is not None and not (
+        isinstance(relative_epsilon, (int, float))
+        and not isinstance(relative_epsilon, bool)
+        and 0 < relative_epsilon < 1
+    ):
+        raise ParameterError(
+            f"`relative_epsilon` must be a share in (0, 1), got {relative_epsilon!r}."
+        )
+    if relative_to not in ("range", "sd"):
+        raise ParameterError(f"`relative_to` must be 'range' or 'sd', got {relative_to!r}.")
+
+
+def _epsilons(
+    x: np.ndarray,
+    info: MetricInfo,
+    metrics: _Metrics,
+    moments: tuple[str, ...],
+    epsilon: float | None,
+    relative_epsilon: float | None,
+    relative_to: str,
+) -> tuple[dict[str, float], str]:
+    """Epsilon of each moment in the metric's units, and the rule that gave it.
+
+    The mean's epsilon is in metric units and the variance's in squared metric units, so a
+    relative epsilon ``r`` is ``r * s`` for the mean and ``r * s**2`` for the variance, with
+    ``s`` the metric's range or the group's across-variant standard deviation: on [0, 1]
+    (``s = 1``) that is ReliableEval's one epsilon for both moments.
+    """
+    if epsilon is not None:
+        return dict.fromkeys(moments, float(epsilon)), f"given: {float(epsilon):g}"
+    if relative_epsilon is None:
+        if metrics.on_unit_interval(info):
+            return dict.fromkeys(moments, DEFAULT_EPSILON), (
+                f"default {DEFAULT_EPSILON:g} (metric {info.name!r} on [0, 1])"
+            )
+        raise MetricScaleError(
+            f"metric {info.name!r} is not on [0, 1] ({info.describe()}), and the default "
+            f"epsilon {DEFAULT_EPSILON:g} is meant for [0, 1] metrics: give `epsilon` in its "
+            "units, or `relative_epsilon`, a share of its range or (relative_to='sd') of the "
+            "across-variant standard deviation (CLI: --epsilon, --relative-epsilon, "
+            "--relative-to)."
+        )
+    r = float(relative_epsilon)
+    if relative_to == "range":
+        if info.range is None:
+            raise MetricScaleError(
+                f"metric {info.name!r} has no declared range ({info.describe()}), so "
+                "`relative_epsilon` cannot be a share of it: pass relative_to='sd' "
+                "(CLI: --relative-to sd) or declare the range (metric_range, --metric-range)."
+            )
+        s, what = info.range, f"the range {info.range:g} of metric {info.name!r}"
+    else:
+        s = float(np.std(x, ddof=1)) if x.size > 1 else math.nan
+        what = f"the across-variant sd {s:.6g}"
+        if not (math.isfinite(s) and s > 0):
+            warnings.warn(
+                f"the across-variant standard deviation is {s!r}, so a relative epsilon is "
+                "undefined; n* is not reached.",
+                DegenerateDataWarning,
+                stacklevel=3,
+            )
+    eps = {m: r * (s if m == "mean" else s * s) for m in moments}
+    return eps, f"relative: {r:g} x {what} (squared for the variance)"
 
 
 def _group_seed(seed: int, key: tuple, by: Sequence[str] = ()) -> np.random.Generator:
@@ -392,7 +505,7 @@ def _analytic_nstar(
 ) -> int | None:
     N = x.size
     sd = _analytic_sd(x, moment)
-    if not math.isfinite(sd):
+    if not math.isfinite(sd) or not (math.isfinite(epsilon) and epsilon > 0):
         return None
     z = NormalDist().inv_cdf(1 - delta / 4)  # P(|Z| > z) = delta/2, as the other methods
     n0 = (z * sd / epsilon) ** 2
@@ -405,7 +518,7 @@ def _nstar_one(
     x: np.ndarray,
     *,
     moments: tuple[str, ...],
-    epsilon: float,
+    epsilon: dict[str, float],
     delta: float,
     n_resamples: int,
     method: str,
@@ -426,12 +539,15 @@ def _nstar_one(
     )
     out: dict[str, int | None] = {}
     for j, m in enumerate(moments):
+        eps = epsilon[m]
         if method == "analytic":
-            out[m] = _analytic_nstar(x, m, epsilon, delta, population_size)
+            out[m] = _analytic_nstar(x, m, eps, delta, population_size)
+        elif not (math.isfinite(eps) and eps > 0):
+            out[m] = None
         elif compat == "reliable-eval":
-            out[m] = first_reached(high[j], epsilon, strict=True)
+            out[m] = first_reached(high[j], eps, strict=True)
         else:
-            n_star = last_crossing(high[j], epsilon)
+            n_star = last_crossing(high[j], eps)
             # pool: Delta(N) = 0 by construction, so n = N alone qualifying says nothing
             if method == "pool" and n_star == x.size:
                 n_star = None
@@ -444,7 +560,7 @@ def _nstar_one(
 def required_sample_size(
     units: pl.DataFrame | pl.LazyFrame,
     *,
-    epsilon: float = 0.01,
+    epsilon: float | None = None,
     delta: float = 0.1,
     moments: Sequence[str] | str = ("mean", "variance"),
     n_resamples: int = 5000,
@@ -453,6 +569,8 @@ def required_sample_size(
     population_size: int | None = None,
     seed: int = 0,
     by: Sequence[str] | str = ("model", "dataset", "metric"),
+    relative_epsilon: float | None = None,
+    relative_to: str = "range",
 ) -> pl.DataFrame:
     """ReliableEval's n*: the fewest prompt variants whose moments are within ``epsilon``.
 
@@ -460,31 +578,41 @@ def required_sample_size(
     ----------
     units : polars.DataFrame or polars.LazyFrame
         Unit table, one row per (model, dataset, variant, run); see :mod:`evalstats.schema`.
-    epsilon : float, default 0.01
-        Tolerated absolute error of each moment (ReliableEval's epsilon).
+    epsilon : float, optional
+        Tolerated absolute error of each moment (ReliableEval's epsilon), in the metric's units
+        (squared units for the variance). Default: 0.01 for a metric on [0, 1] (declared so,
+        or undeclared with every score in [0, 1]); for any other metric give ``epsilon`` or
+        ``relative_epsilon``.
     delta : float, default 0.1
         CI_delta uses the ``delta/2`` and ``1 - delta/2`` percentiles of Delta(n).
     moments, n_resamples, method, compat, population_size, seed, by
         As in :func:`sample_size_curve`.
+    relative_epsilon : float, optional
+        Epsilon as a share ``r`` in (0, 1) of a scale ``s`` of the metric: ``r * s`` for the
+        mean, ``r * s**2`` for the variance. Exclusive with ``epsilon``.
+    relative_to : {'range', 'sd'}, default 'range'
+        ``s`` for ``relative_epsilon``: the metric's declared range (``high - low``), or each
+        group's across-variant standard deviation.
 
     Returns
     -------
     polars.DataFrame
         Group columns, then ``moment, n_star, n_available, reached, population, vacuous,
-        epsilon, delta, method, seed``; one row per group and moment plus a row
-        ``moment == "overall"`` (the max over
-        the moments). ``n_star`` is null and ``reached`` false when no ``n <= N`` qualifies
-        (in pool mode also when only ``n = N`` does). ``population`` says what the claim is
-        about: ``'recorded'`` (pool: subsets of the N recorded variants) or ``'unseen'``
-        (bootstrap, analytic: fresh variants from the perturbation space the N were drawn
-        from). ``vacuous`` is true when the moment itself (over all N variants) is within
-        ``epsilon`` of 0, so that any estimate near 0 meets the tolerance and n* says little
-        (``overall``: any moment vacuous).
+        epsilon, delta, method, seed, epsilon_rule``; one row per group and moment plus a row
+        ``moment == "overall"`` (the max over the moments; its ``epsilon`` is null when the
+        moments' differ). ``n_star`` is null and ``reached`` false when no ``n <= N``
+        qualifies (in pool mode also when only ``n = N`` does). ``population`` says what the
+        claim is about: ``'recorded'`` (pool: subsets of the N recorded variants) or
+        ``'unseen'`` (bootstrap, analytic: fresh variants from the perturbation space the N
+        were drawn from). ``vacuous`` is true when the moment itself (over all N variants) is
+        within its ``epsilon`` of 0, so that any estimate near 0 meets the tolerance and n*
+        says little (``overall``: any moment vacuous). ``epsilon`` is the moment's epsilon in
+        metric units and ``epsilon_rule`` says where it came from.
 
     Raises
     ------
     ParameterError
-        For parameters out of their domain.
+        For parameters out of their domain, or no ``epsilon`` for a metric not on [0, 1].
     SchemaError
         If a column named in ``by`` is missing.
 
@@ -536,13 +664,18 @@ def required_sample_size(
         epsilon=epsilon,
         population_size=population_size,
     )
+    _validate_epsilon(epsilon, relative_epsilon, relative_to)
     by, groups, keys = _groups(units, by)
+    metrics = _Metrics(units, by)
     rows = []
     for key, x in groups:
+        eps, rule = _epsilons(
+            x, metrics.of(key), metrics, moments, epsilon, relative_epsilon, relative_to
+        )
         ns, _ = _nstar_one(
             x,
             moments=moments,
-            epsilon=epsilon,
+            epsilon=eps,
             delta=delta,
             n_resamples=n_resamples,
             method=method,
@@ -550,7 +683,9 @@ def required_sample_size(
             population_size=population_size,
             rng=_group_seed(seed, key, by),
         )
-        vacuous = {m: bool(abs(_moment_value(x, m)) <= epsilon) for m in moments}
+        vacuous = {
+            m: bool(math.isfinite(eps[m]) and abs(_moment_value(x, m)) <= eps[m]) for m in moments
+        }
         vacuous["overall"] = any(vacuous.values())
         for m, v in ns.items():
             rows.append(
@@ -562,10 +697,11 @@ def required_sample_size(
                     "reached": v is not None,
                     "population": POPULATION[method],
                     "vacuous": vacuous[m],
-                    "epsilon": float(epsilon),
+                    "epsilon": _epsilon_of(eps, m),
                     "delta": float(delta),
                     "method": _method_label(method, compat),
                     "seed": int(seed),
+                    "epsilon_rule": rule,
                 }
             )
     return _nstar_frame(rows, by, keys)
@@ -574,6 +710,14 @@ def required_sample_size(
 def _moment_value(x: np.ndarray, moment: str) -> float:
     """The moment over all N variants (mean, or population variance as Delta uses)."""
     return float(np.mean(x)) if moment == "mean" else float(np.var(x))
+
+
+def _epsilon_of(eps: dict[str, float], moment: str) -> float | None:
+    """A moment's epsilon; for ``overall``, the common one (None when the moments differ)."""
+    if moment in eps:
+        return float(eps[moment])
+    values = set(eps.values())
+    return float(values.pop()) if len(values) == 1 else None
 
 
 def _method_label(method: str, compat: str | None) -> str:
@@ -592,6 +736,7 @@ def _nstar_frame(rows: list[dict], by: tuple[str, ...], keys: dict) -> pl.DataFr
         "delta": pl.Float64,
         "method": pl.String,
         "seed": pl.Int64,
+        "epsilon_rule": pl.String,
     }
     return pl.DataFrame(rows, schema=schema, orient="row").sort([*by, "moment"])
 
@@ -602,7 +747,7 @@ def _nstar_frame(rows: list[dict], by: tuple[str, ...], keys: dict) -> pl.DataFr
 def sample_size_uncertainty(
     units: pl.DataFrame | pl.LazyFrame,
     *,
-    epsilon: float = 0.01,
+    epsilon: float | None = None,
     delta: float = 0.1,
     moments: Sequence[str] | str = ("mean", "variance"),
     n_bootstrap: int = 200,
@@ -613,6 +758,8 @@ def sample_size_uncertainty(
     population_size: int | None = None,
     seed: int = 0,
     by: Sequence[str] | str = ("model", "dataset", "metric"),
+    relative_epsilon: float | None = None,
+    relative_to: str = "range",
 ) -> pl.DataFrame:
     """Bootstrap distribution of n*: resample the N variants with replacement and recompute n*.
 
@@ -620,8 +767,9 @@ def sample_size_uncertainty(
     ----------
     units : polars.DataFrame or polars.LazyFrame
         Unit table; see :mod:`evalstats.schema`.
-    epsilon, delta, moments, method, compat, population_size, by
-        As in :func:`required_sample_size`.
+    epsilon, delta, moments, method, compat, population_size, by, relative_epsilon, relative_to
+        As in :func:`required_sample_size` (a relative epsilon's sd is the data's, not each
+        replicate's).
     n_bootstrap : int, default 200
         Bootstrap replicates of the variant set.
     confidence_level : float, default 0.9
@@ -636,7 +784,7 @@ def sample_size_uncertainty(
     polars.DataFrame
         Group columns, then ``moment, n_star`` (on the data), ``n_star_median, ci_low,
         ci_high`` (over replicates), ``share_reached``, ``confidence_level, n_available,
-        n_bootstrap, epsilon, delta, method, seed``.
+        n_bootstrap, epsilon, delta, method, seed, epsilon_rule``.
 
     Notes
     -----
@@ -665,14 +813,19 @@ def sample_size_uncertainty(
         raise ParameterError(f"`confidence_level` must be in (0, 1), got {confidence_level!r}.")
     if not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 1:
         raise ParameterError(f"`n_bootstrap` must be a positive integer, got {n_bootstrap!r}.")
+    _validate_epsilon(epsilon, relative_epsilon, relative_to)
     by, groups, keys = _groups(units, by)
+    metrics = _Metrics(units, by)
     rows = []
     a = (1 - confidence_level) / 2
     for key, x in groups:
         rng = _group_seed(seed, key, by)
+        eps, rule = _epsilons(
+            x, metrics.of(key), metrics, moments, epsilon, relative_epsilon, relative_to
+        )
         kw = dict(
             moments=moments,
-            epsilon=epsilon,
+            epsilon=eps,
             delta=delta,
             n_resamples=n_resamples,
             method=method,
@@ -702,10 +855,11 @@ def sample_size_uncertainty(
                     "confidence_level": float(confidence_level),
                     "n_available": x.size,
                     "n_bootstrap": int(n_bootstrap),
-                    "epsilon": float(epsilon),
+                    "epsilon": _epsilon_of(eps, m),
                     "delta": float(delta),
                     "method": _method_label(method, compat),
                     "seed": int(seed),
+                    "epsilon_rule": rule,
                 }
             )
     schema = keys | {
@@ -722,6 +876,7 @@ def sample_size_uncertainty(
         "delta": pl.Float64,
         "method": pl.String,
         "seed": pl.Int64,
+        "epsilon_rule": pl.String,
     }
     return pl.DataFrame(rows, schema=schema, orient="row").sort([*by, "moment"])
 
@@ -733,7 +888,7 @@ def reference_model_check(
     units: pl.DataFrame | pl.LazyFrame,
     *,
     reference_model: str,
-    epsilon: float = 0.01,
+    epsilon: float | None = None,
     delta: float = 0.1,
     moments: Sequence[str] | str = ("mean", "variance"),
     n_resamples: int = 5000,
@@ -742,6 +897,8 @@ def reference_model_check(
     population_size: int | None = None,
     seed: int = 0,
     by: Sequence[str] | str = ("model", "dataset", "metric"),
+    relative_epsilon: float | None = None,
+    relative_to: str = "range",
 ) -> pl.DataFrame:
     """ReliableEval's Step 3: check whether a reference model's n* suffices for the others.
 
@@ -753,6 +910,8 @@ def reference_model_check(
         The proxy model whose n* would be used for all models.
     epsilon, delta, moments, n_resamples, method, compat, population_size, seed, by
         As in :func:`required_sample_size`.
+    relative_epsilon, relative_to
+        As in :func:`required_sample_size`.
 
     Returns
     -------
@@ -761,7 +920,7 @@ def reference_model_check(
         reference_n_star``, ``proxy_sufficient`` (reference n* >= own n*; false when the model's
         n* is not reached, null when the reference's is not), ``ci_high_at_reference`` (the
         model's CI upper bound at the reference n*), ``within_epsilon_at_reference``,
-        ``epsilon, delta, method, seed``.
+        ``epsilon, delta, method, seed, epsilon_rule``.
 
     Raises
     ------
@@ -787,16 +946,21 @@ def reference_model_check(
         epsilon=epsilon,
         population_size=population_size,
     )
+    _validate_epsilon(epsilon, relative_epsilon, relative_to)
     by, groups, keys = _groups(units, by)
     if "model" not in by:
         raise SchemaError(f"`by` must contain 'model' for the reference-model check, got {by!r}.")
+    metrics = _Metrics(units, by)
     mi = by.index("model")
     results = {}
     for key, x in groups:
+        eps, rule = _epsilons(
+            x, metrics.of(key), metrics, moments, epsilon, relative_epsilon, relative_to
+        )
         ns, high = _nstar_one(
             x,
             moments=moments,
-            epsilon=epsilon,
+            epsilon=eps,
             delta=delta,
             n_resamples=n_resamples,
             method=method,
@@ -804,7 +968,7 @@ def reference_model_check(
             population_size=population_size,
             rng=_group_seed(seed, key, by),
         )
-        results[key] = (ns, high, x.size)
+        results[key] = (ns, high, x.size, eps, rule)
     models = {k[mi] for k in results}
     if reference_model not in models:
         raise SchemaError(
@@ -812,7 +976,7 @@ def reference_model_check(
             f"(models: {', '.join(sorted(map(str, models)))})."
         )
     rows = []
-    for key, (ns, high, N) in results.items():
+    for key, (ns, high, N, eps, rule) in results.items():
         rest = key[:mi] + key[mi + 1 :]
         ref_key = key[:mi] + (reference_model,) + key[mi + 1 :]
         if ref_key not in results:
@@ -823,19 +987,22 @@ def reference_model_check(
         ref_ns = results[ref_key][0]
         for j, m in enumerate([*moments, "overall"]):
             own, ref = ns[m], ref_ns[m]
+            strict = compat == "reliable-eval"
+            within = None
             if ref is None:
                 sufficient, at_ref = None, None
             else:
                 sufficient = own is not None and ref >= own
-                if m == "overall":
-                    at_ref = float(max(high[:, min(ref, N) - 1])) if ref <= N else None
+                if ref <= N:
+                    cols = range(len(moments)) if m == "overall" else [j]
+                    highs = [float(high[k, ref - 1]) for k in cols]
+                    at_ref = max(highs)
+                    within = all(
+                        (h < eps[moments[k]]) if strict else (h <= eps[moments[k]])
+                        for h, k in zip(highs, cols)
+                    )
                 else:
-                    at_ref = float(high[j, ref - 1]) if ref <= N else None
-            within = (
-                None
-                if at_ref is None
-                else (at_ref < epsilon if compat == "reliable-eval" else at_ref <= epsilon)
-            )
+                    at_ref = None
             rows.append(
                 {
                     **dict(zip(by, key)),
@@ -846,10 +1013,11 @@ def reference_model_check(
                     "proxy_sufficient": sufficient,
                     "ci_high_at_reference": at_ref,
                     "within_epsilon_at_reference": within,
-                    "epsilon": float(epsilon),
+                    "epsilon": _epsilon_of(eps, m),
                     "delta": float(delta),
                     "method": _method_label(method, compat),
                     "seed": int(seed),
+                    "epsilon_rule": rule,
                 }
             )
     schema = keys | {
@@ -864,5 +1032,6 @@ def reference_model_check(
         "delta": pl.Float64,
         "method": pl.String,
         "seed": pl.Int64,
+        "epsilon_rule": pl.String,
     }
     return pl.DataFrame(rows, schema=schema, orient="row").sort([*by, "moment"])

@@ -82,6 +82,9 @@ __all__ = [
     "factor_columns",
     "metric_info",
     "single_metric",
+    "directions",
+    "higher_is_better",
+    "unit_interval_metrics",
     "validate_by",
     "validate_observations",
     "validate_units",
@@ -431,6 +434,72 @@ def with_metric(
     return lf.collect() if isinstance(frame, pl.DataFrame) else lf
 
 
+def directions(
+    frame: pl.DataFrame | pl.LazyFrame, by: Sequence[str]
+) -> tuple[dict[str, bool], int | None]:
+    """Each metric's ``higher_is_better``, and where ``metric`` sits in a group key of ``by``.
+
+    Use :func:`higher_is_better` on the result for one group.
+
+    Raises
+    ------
+    MetricScaleError
+        If ``by`` has no ``metric`` and the table mixes metrics of opposite directions (their
+        scores cannot be ranked together).
+    """
+    from evalstats.errors import MetricScaleError
+
+    infos = metric_info(frame)
+    hib = {n: i.higher_is_better for n, i in infos.items()}
+    by = tuple(by)
+    if "metric" in by:
+        return hib, by.index("metric")
+    if len(set(hib.values())) > 1:
+        raise MetricScaleError(
+            f"the table mixes metrics where higher is better and where lower is better "
+            f"({', '.join(map(repr, hib))}) and `by` has no 'metric'; rank them apart: add "
+            "'metric' to `by`."
+        )
+    return hib, None
+
+
+def higher_is_better(table: tuple[dict[str, bool], int | None], key: Sequence[object]) -> bool:
+    """The direction of the group ``key`` (see :func:`directions`)."""
+    hib, position = table
+    if position is not None:
+        return hib.get(str(key[position]), True)
+    return next(iter(hib.values()), True)
+
+
+def unit_interval_metrics(frame: pl.DataFrame | pl.LazyFrame) -> dict[str, bool]:
+    """Per metric: whether its scores are on [0, 1], as accuracy-only methods need.
+
+    A metric is on [0, 1] when its declared bounds lie within [0, 1], or, when it declares no
+    bounds, when every score of it lies in [0, 1] (a hand-built table of accuracies).
+
+    Examples
+    --------
+    >>> t = pl.DataFrame({"metric": ["acc", "acc", "bleu"], "score": [0.0, 1.0, 41.2]})
+    >>> unit_interval_metrics(t)
+    {'acc': True, 'bleu': False}
+    """
+    lf = as_lazy(frame)
+    names = lf.collect_schema().names()
+    if "metric" not in names:
+        lf = lf.with_columns(pl.lit(DEFAULT_METRIC, dtype=pl.String).alias("metric"))
+    seen = (
+        lf.group_by("metric")
+        .agg(((pl.col("score") >= 0) & (pl.col("score") <= 1)).all().alias("inside"))
+        .collect()
+    )
+    inside = dict(seen.iter_rows())
+    out = {}
+    for name, info in metric_info(lf).items():
+        declared = info.low is not None or info.high is not None
+        out[name] = info.unit_interval if declared else bool(inside.get(name, False))
+    return out
+
+
 def single_metric(frame: pl.DataFrame | pl.LazyFrame, *, analysis: str) -> MetricInfo:
     """The one metric of ``frame``; refuse a table that mixes metrics.
 
@@ -438,14 +507,14 @@ def single_metric(frame: pl.DataFrame | pl.LazyFrame, *, analysis: str) -> Metri
 
     Raises
     ------
-    ParameterError
+    MetricScaleError
         If the table holds more than one metric.
     """
-    from evalstats.errors import ParameterError
+    from evalstats.errors import MetricScaleError
 
     infos = metric_info(frame)
     if len(infos) > 1:
-        raise ParameterError(
+        raise MetricScaleError(
             f"{analysis} pools all rows, and the table holds {len(infos)} metrics "
             f"({', '.join(map(repr, infos))}), which must not be mixed; keep one, e.g. "
             f"table.filter(pl.col('metric') == {next(iter(infos))!r}) (CLI: --metric NAME)."

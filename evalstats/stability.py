@@ -22,11 +22,17 @@ import polars as pl
 from evalstats.errors import (
     DegenerateDataWarning,
     EvalstatsWarning,
+    MetricScaleError,
     ParameterError,
     SchemaError,
 )
 from evalstats.results import check_choice
-from evalstats.schema import validate_by, validate_observations
+from evalstats.schema import (
+    metric_info,
+    unit_interval_metrics,
+    validate_by,
+    validate_observations,
+)
 
 __all__ = [
     "STABILITY_COLUMNS",
@@ -294,7 +300,11 @@ def stability_table(
       exactly in rank-based methods (a difference of two rounded accuracies would not);
     - TARa@N = (1/I) sum_i [a_i1 = ... = a_iN, none unparsed]; TARr@N likewise on x_ir;
     - ``best_possible`` = (1/I) sum_i max_r s_ir (correct in at least one run);
-      ``worst_possible`` = (1/I) sum_i min_r s_ir (correct in every run).
+      ``worst_possible`` = (1/I) sum_i min_r s_ir (correct in every run). These are accuracies:
+      null for a metric not on [0, 1]; where lower is better, best is the min and worst the max.
+
+    ``acc_*`` and ``spread`` are the metric's mean score per run (an accuracy for 0/1 scores),
+    in the metric's units.
 
     Two spreads, named apart: ``spread`` is the range of the run accuracies (the paper's
     Table 2 range); ``possible_spread`` = best_possible - worst_possible is the column the
@@ -401,6 +411,7 @@ def stability_table(
         )
     )
     out = a.join(b, on=keys, nulls_equal=True).join(c, on=keys, nulls_equal=True)
+    out = _possible_by_metric(out, lf, keys)
     single = out.filter(pl.col("n_runs") < 2)
     if single.height:
         warnings.warn(
@@ -416,6 +427,47 @@ def stability_table(
             ]
         )
     return out.select(*keys, *STABILITY_COLUMNS).sort(keys, nulls_last=True)
+
+
+def _possible_by_metric(
+    out: pl.DataFrame | pl.LazyFrame, lf: pl.LazyFrame, keys: list[str]
+) -> pl.DataFrame | pl.LazyFrame:
+    """Best/worst possible accuracy: only for [0, 1] metrics, swapped where lower is better."""
+    infos = metric_info(lf)
+    unit = unit_interval_metrics(lf)
+    if "metric" in keys:
+        names = list(infos)
+        meta = pl.DataFrame(
+            {
+                "metric": names,
+                "__hib": [infos[n].higher_is_better for n in names],
+                "__unit": [unit[n] for n in names],
+            },
+            schema={"metric": pl.String, "__hib": pl.Boolean, "__unit": pl.Boolean},
+        )
+        out = out.join(meta if isinstance(out, pl.DataFrame) else meta.lazy(), on="metric")
+    else:
+        hib = {i.higher_is_better for i in infos.values()}
+        out = out.with_columns(
+            pl.lit(hib.pop() if len(hib) == 1 else None, dtype=pl.Boolean).alias("__hib"),
+            pl.lit(all(unit.values()) and len(hib) <= 1).alias("__unit"),
+        )
+    null = pl.lit(None, dtype=pl.Float64)
+    best, worst = pl.col("best_possible"), pl.col("worst_possible")
+    return out.with_columns(
+        pl.when(~pl.col("__unit"))
+        .then(null)
+        .when(pl.col("__hib").not_())
+        .then(worst)
+        .otherwise(best)
+        .alias("best_possible"),
+        pl.when(~pl.col("__unit"))
+        .then(null)
+        .when(pl.col("__hib").not_())
+        .then(best)
+        .otherwise(worst)
+        .alias("worst_possible"),
+    ).drop("__hib", "__unit")
 
 
 # --- TAR@k ---------------------------------------------------------------------------------
@@ -730,6 +782,14 @@ def format_stability_table(
         raise SchemaError(
             f"`frame` must be a stability table (see stability_table) with a 'dataset' column; "
             f"it has no column {missing[0]!r} (columns: {', '.join(frame.columns)})."
+        )
+    outside = frame.filter((pl.col("acc_min") < 0) | (pl.col("acc_max") > 1))
+    if outside.height:
+        name = outside["metric"][0] if "metric" in outside.columns else "score"
+        raise MetricScaleError(
+            f"the paper's Table 2 quotes accuracies in percent, and metric {name!r} has run "
+            f"means outside [0, 1] (e.g. {outside['acc_max'][0]!r}); use the stability table "
+            "itself for other metrics."
         )
     group_cols = (
         [c for c in frame.columns[: frame.columns.index("n_runs")] if c != "dataset"]

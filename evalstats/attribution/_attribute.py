@@ -22,6 +22,7 @@ from evalstats.errors import (
     MissingDependencyError,
     ParameterError,
 )
+from evalstats.schema import metric_info, unit_interval_metrics
 
 # ---------------------------------------------------------------------------------------------
 # attribute: linear model and xgboost
@@ -286,9 +287,19 @@ def attribute(
         seed=seed,
         n_obs=n,
         runs=runs,
+        score_scale=_score_scale(frame),
         null_distribution=null,
         factors=tuple(factors),
     )
+
+
+def _score_scale(frame: pl.DataFrame | pl.LazyFrame) -> str:
+    """The unit of the importances: accuracy points, or the metric's own units."""
+    infos = metric_info(frame)
+    name, info = next(iter(infos.items()))
+    if unit_interval_metrics(frame).get(name, False) and info.higher_is_better:
+        return AttributionResult.__dataclass_fields__["score_scale"].default
+    return f"{name} units ({info.describe().split(': ', 1)[1]})"
 
 
 def _linear_tables(

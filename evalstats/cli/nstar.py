@@ -17,6 +17,8 @@ _LIBRARY_OPTIONS = (
     "population_size",
     "seed",
     "by",
+    "relative_epsilon",
+    "relative_to",
 )
 
 
@@ -34,7 +36,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_input_arguments(p)
     S = argparse.SUPPRESS
-    p.add_argument("--epsilon", type=float, default=S, help="tolerated error (default 0.01)")
+    p.add_argument(
+        "--epsilon",
+        type=float,
+        default=S,
+        help="tolerated error in the metric's units (default 0.01 for a metric on [0, 1])",
+    )
+    p.add_argument(
+        "--relative-epsilon",
+        dest="relative_epsilon",
+        type=float,
+        default=S,
+        metavar="SHARE",
+        help="epsilon as a share of the metric's range (or of the across-variant sd)",
+    )
+    p.add_argument(
+        "--relative-to",
+        dest="relative_to",
+        choices=["range", "sd"],
+        default=S,
+        help="what --relative-epsilon is a share of (default range)",
+    )
     p.add_argument("--delta", type=float, default=S, help="1 - confidence (default 0.1)")
     p.add_argument(
         "--moments",
@@ -76,7 +98,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=_csv,
         default=S,
         metavar="COL,...",
-        help="group columns (default model,dataset)",
+        help="group columns (default model,dataset,metric)",
     )
     what = p.add_mutually_exclusive_group()
     what.add_argument(
@@ -118,7 +140,8 @@ def run(args: argparse.Namespace) -> int:
         out = resampling.sample_size_uncertainty(obs, n_bootstrap=args.uncertainty, **params)
         command_params = {**params, "uncertainty": args.uncertainty}
     elif args.curve:
-        params.pop("epsilon", None)
+        for name in ("epsilon", "relative_epsilon", "relative_to"):
+            params.pop(name, None)
         out = resampling.sample_size_curve(obs, **params)
         command_params = {**params, "curve": True}
     else:
@@ -144,7 +167,9 @@ def _plot(obs, params: dict, path: str) -> None:
     from evalstats.plots._style import require_plotting
 
     plt, _ = require_plotting()
-    curve_params = {k: v for k, v in params.items() if k != "epsilon"}
+    curve_params = {
+        k: v for k, v in params.items() if k not in ("epsilon", "relative_epsilon", "relative_to")
+    }
     curve = resampling.sample_size_curve(obs, **curve_params)
     nstar = resampling.required_sample_size(obs, **params)
     groups = curve.select("model", "dataset").unique().sort("model", "dataset").rows()

@@ -16,7 +16,13 @@ from scipy import stats
 from evalstats.compare._intervals import mean_interval
 from evalstats.errors import InsufficientDataError, ParameterError, SchemaError
 from evalstats.results import check_confidence_level
-from evalstats.schema import validate_by, validate_observations, validate_units
+from evalstats.schema import (
+    directions,
+    higher_is_better,
+    validate_by,
+    validate_observations,
+    validate_units,
+)
 
 __all__ = [
     "ReversalAudit",
@@ -190,7 +196,8 @@ def reversal_audit(
         The default (single reported) configuration, ``{factor: value}``. When it leaves some
         factors free, the default score is the mean over the matching configurations.
     claim : str, optional
-        A claim ``"A>B"`` to check; its pair gets a ``claim_status``.
+        A claim ``"A>B"`` ("A is better than B": a higher score, or a lower one where lower is
+        better) to check; its pair gets a ``claim_status``.
     confidence_level : float, default 0.95
         Level of the intervals over configurations.
     by : tuple of str, default ('dataset', 'metric')
@@ -246,6 +253,7 @@ def reversal_audit(
     by = (by,) if isinstance(by, str) else tuple(by)
     default = dict(default)
     data, config = _config_scores(units, default, by)
+    direction = directions(validate_units(units, check_values=False), by)
     default_items = _default_items(units, default, by)
     method = "sign" if default_items is None else "item_interval"
     models_all = sorted(data["model"].unique().to_list())
@@ -315,6 +323,8 @@ def reversal_audit(
             if claim_pair is not None and set(claim_pair) == {ma, mb}:
                 claim_text = f"{claim_pair[0]}>{claim_pair[1]}"
                 s = 1.0 if claim_pair[0] == ma else -1.0
+                if not higher_is_better(direction, key):  # "A>B": A is better, a lower error
+                    s = -s
                 lo_c, hi_c = sorted((s * low, s * high))
                 status = "supported" if lo_c > 0 else "contradicted" if hi_c < 0 else "inconclusive"
             outside = bool(d0 < low or d0 > high)
@@ -397,7 +407,7 @@ def subset_rankings(
     units: pl.DataFrame | pl.LazyFrame,
     *,
     subset: str,
-    by: Sequence[str] = (),
+    by: Sequence[str] = ("metric",),
 ) -> SubsetRankings:
     """Rank models within each level of a workload factor and compare rankings (Kendall tau).
 
@@ -407,8 +417,9 @@ def subset_rankings(
         Unit table (or observation table); see :mod:`evalstats.schema`.
     subset : str
         Factor column that splits the workload (e.g. original / transformed / novel).
-    by : tuple of str, default ()
-        Columns that define the groups; scores are averaged over everything else.
+    by : tuple of str, default ('metric',)
+        Columns that define the groups; scores are averaged over everything else. Rank 1 is
+        the best model: the highest score, or the lowest where lower is better.
 
     Returns
     -------
@@ -436,13 +447,21 @@ def subset_rankings(
     validate_by(names, (subset,))
     by = validate_by(names, (by,) if isinstance(by, str) else tuple(by))
     keys = [*by, subset]
+    hib, _ = directions(lf, by)
+    sign = pl.col("metric").replace_strict(
+        list(hib), [1.0 if v else -1.0 for v in hib.values()], default=1.0, return_dtype=pl.Float64
+    )
     scores = (
         lf.group_by([*keys, "model"])
-        .agg(pl.col("score").mean())
+        .agg(pl.col("score").mean(), sign.first().alias("__sign"))
         .with_columns(
-            pl.col("score").rank(method="average", descending=True).over(keys).alias("rank"),
+            (pl.col("score") * pl.col("__sign"))
+            .rank(method="average", descending=True)
+            .over(keys)
+            .alias("rank"),
             pl.col(subset).cast(pl.String).alias(subset),
         )
+        .drop("__sign")
         .sort([*keys, "model"])
         .collect()
     )

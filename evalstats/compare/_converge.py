@@ -9,8 +9,9 @@ import polars as pl
 from scipy import stats
 
 from evalstats.compare._intervals import scores_over
-from evalstats.errors import InsufficientDataError, ParameterError
+from evalstats.errors import InsufficientDataError, MetricScaleError, ParameterError
 from evalstats.results import check_confidence_level, check_positive_int
+from evalstats.schema import unit_interval_metrics, validate_units
 
 __all__ = ["convergence", "stopping_sizes"]
 
@@ -69,8 +70,8 @@ def convergence(
     units: pl.DataFrame | pl.LazyFrame,
     *,
     batch: int = 10,
-    mean_tol: float = 0.002,
-    ci_width: float = 0.06,
+    mean_tol: float | None = None,
+    ci_width: float | None = None,
     n_orders: int = 200,
     confidence_level: float = 0.95,
     seed: int = 0,
@@ -84,10 +85,13 @@ def convergence(
         Unit table (or observation table); configuration scores are averaged over runs.
     batch : int, default 10
         Configurations added per step.
-    mean_tol : float, default 0.002
-        Stop only when the running mean moved less than this since the previous batch.
-    ci_width : float, default 0.06
-        Stop only when the t interval of the running mean is narrower than this.
+    mean_tol : float, optional
+        Stop only when the running mean moved less than this since the previous batch, in the
+        metric's units. Default 0.002 (0.2 accuracy points) for a metric on [0, 1]; required
+        for any other metric.
+    ci_width : float, optional
+        Stop only when the t interval of the running mean is narrower than this, in the
+        metric's units. Default 0.06 for a metric on [0, 1]; required for any other metric.
     n_orders : int, default 200
         Random orders of the recorded configurations replayed.
     confidence_level : float, default 0.95
@@ -131,6 +135,16 @@ def convergence(
     batch = check_positive_int("batch", batch)
     n_orders = check_positive_int("n_orders", n_orders)
     level = check_confidence_level(confidence_level)
+    if mean_tol is None or ci_width is None:
+        off = [m for m, ok in unit_interval_metrics(validate_units(units)).items() if not ok]
+        if off:
+            raise MetricScaleError(
+                f"the default `mean_tol` (0.002) and `ci_width` (0.06) are accuracy units, and "
+                f"metric {off[0]!r} is not on [0, 1]: give both in its units (CLI: --mean-tol, "
+                "--ci-width)."
+            )
+        mean_tol = 0.002 if mean_tol is None else mean_tol
+        ci_width = 0.06 if ci_width is None else ci_width
     for name, v in (("mean_tol", mean_tol), ("ci_width", ci_width)):
         if not v > 0:
             raise ParameterError(f"`{name}` must be > 0, got {v!r}.")

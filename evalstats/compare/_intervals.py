@@ -13,6 +13,7 @@ from scipy import stats
 from evalstats.errors import (
     DegenerateDataWarning,
     DesignWarning,
+    MetricScaleError,
     ParameterError,
     SchemaError,
 )
@@ -117,7 +118,7 @@ def mean_interval(
         if n == 0:
             return (mean, *_degenerate("Wilson interval of no scores; returning NaN."))
         if not np.all((x == 0) | (x == 1)):
-            raise ParameterError(
+            raise MetricScaleError(
                 "`method='wilson'` is for a proportion of 0/1 scores; got non-binary values "
                 f"such as {float(x[(x != 0) & (x != 1)][0])!r}. Use method='t' or 'bootstrap' "
                 "(any metric), or over='items' with one variant and one run."

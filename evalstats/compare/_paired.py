@@ -24,6 +24,7 @@ from evalstats.errors import (
     DegenerateDataWarning,
     DesignWarning,
     InsufficientDataError,
+    MetricScaleError,
     ParameterError,
 )
 from evalstats.results import (
@@ -346,7 +347,7 @@ def paired_difference(
     mask = np.ones((n, 2), dtype=bool)
     binary = _binary(a, mask[:, 0]) and _binary(b, mask[:, 1])
     if method in ("mcnemar", "mcnemar-midp") and not binary:
-        raise ParameterError(
+        raise MetricScaleError(
             f"`method={method!r}` needs 0/1 scores on both sides (a binary metric); use 't' or "
             "'permutation' (any metric)."
         )

@@ -14,7 +14,14 @@ from scipy import stats
 from evalstats.compare._paired import paired_matrix
 from evalstats.errors import DesignWarning, InsufficientDataError, ParameterError
 from evalstats.results import check_confidence_level, check_positive_int
-from evalstats.schema import metric_info, validate_by, validate_observations, validate_units
+from evalstats.schema import (
+    directions,
+    higher_is_better,
+    metric_info,
+    validate_by,
+    validate_observations,
+    validate_units,
+)
 
 __all__ = ["FriedmanResult", "friedman_nemenyi", "rank_intervals"]
 
@@ -46,7 +53,8 @@ def rank_intervals(
     -------
     polars.DataFrame
         One row per group and model with ``n_items, score, rank, rank_low, rank_high, p_best,
-        confidence_level, n_resamples, seed``; rank 1 is the best (highest mean score).
+        higher_is_better, confidence_level, n_resamples, seed``; rank 1 is the best: the
+        highest mean score, or the lowest for a metric where lower is better.
 
     Notes
     -----
@@ -68,6 +76,7 @@ def rank_intervals(
     n_resamples = check_positive_int("n_resamples", n_resamples)
     by = (by,) if isinstance(by, str) else tuple(by)
     wide = paired_matrix(observations, paired_on="items", by=by)
+    direction = directions(validate_observations(observations, check_values=False), by)
     rng = np.random.default_rng(seed)
     q = (1 - level) / 2
     frames = []
@@ -82,14 +91,16 @@ def rank_intervals(
                 f"models and {n} items."
             )
         observed = x.mean(axis=0)
-        ranks_obs = stats.rankdata(-observed, method="min")
+        hib = higher_is_better(direction, key)
+        sign = 1.0 if hib else -1.0  # rank 1 is the best: the highest, or the lowest error
+        ranks_obs = stats.rankdata(-sign * observed, method="min")
         boot_ranks = np.empty((n_resamples, len(models)))
         p_best = np.zeros(len(models))
         chunk = max(1, int(2e7 // max(n * len(models), 1)))
         for start in range(0, n_resamples, chunk):
             b = min(chunk, n_resamples - start)
             idx = rng.integers(0, n, size=(b, n))
-            means = x[idx].mean(axis=1)  # b, M
+            means = sign * x[idx].mean(axis=1)  # b, M; oriented so that larger is better
             boot_ranks[start : start + b] = stats.rankdata(-means, method="min", axis=1)
             best = means == means.max(axis=1, keepdims=True)
             p_best += (best / best.sum(axis=1, keepdims=True)).sum(axis=0)
@@ -106,6 +117,7 @@ def rank_intervals(
                     "rank_low": low.astype(np.int64),
                     "rank_high": high.astype(np.int64),
                     "p_best": p_best / n_resamples,
+                    "higher_is_better": [hib] * len(models),
                 }
             )
         )

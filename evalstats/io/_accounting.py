@@ -3,7 +3,9 @@
 :func:`evalstats.io._pipeline.finalize` turns a loader's per-file frames into a :class:`Plan` (no
 data read yet). :func:`account` then reads the rows **one partition at a time** (a partition is a
 file, a few small consecutive files, or a hash bucket of a large file), and for each partition
-decides the score scale of its files, gives every row its set-aside reason, finds the duplicates,
+notes files whose scores look like percentages (scores are never rescaled here: the user's
+rescaling is applied when the score is parsed, and the per-file factor is always 1), gives every
+row its set-aside reason, finds the duplicates,
 counts, keeps the first few examples of each reason, and sums scores per unit. Partition results
 are small; :func:`account` merges them. Peak memory is that of one partition, whatever the number
 of files.

@@ -3,10 +3,12 @@
 A loader turns each source file into a LazyFrame whose columns already carry canonical names
 (``model``, ``item``, ``score`` ...; raw dtypes are fine) plus factor columns, and hands the list
 to :func:`finalize`. ``finalize`` numbers rows per file, unifies the files' columns, builds the
-rules (one reason per row set aside) into a :class:`~evalstats.io._accounting.Plan`, has
-:func:`~evalstats.io._accounting.account` read the rows once, a partition at a time (score
-scale per file, reasons, duplicates, counts, examples), raises on invalid rows unless asked to
-skip them, and returns the ``Ingest`` with a lazy observation table that leaves those rows out.
+rules (one reason per row set aside) into a :class:`~evalstats.io._accounting.Plan`, gives every
+row its metric (name, bounds, direction: the loader's, then the user's declarations), has
+:func:`~evalstats.io._accounting.account` read the rows once, a partition at a time (notes on
+percent-looking files, reasons, duplicates, counts, examples), raises on invalid rows unless
+asked to skip them, and returns the ``Ingest`` with a lazy observation table that leaves those
+rows out.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from evalstats.errors import IngestError, MissingDependencyError, ParameterError
 from evalstats.io._files import expand_paths, is_hidden, skipped_note
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
-from evalstats.schema import OBSERVATION_COLUMNS
+from evalstats.schema import OBSERVATION_COLUMNS, MetricInfo
 
 __all__ = ["detect_inspect", "read_inspect", "value_to_float"]
 
@@ -655,10 +655,51 @@ def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
     }
     frame = pl.DataFrame(rows, schema=schema)
     if chosen is not None:
-        frame = frame.with_columns(pl.lit(chosen, dtype=pl.String).alias("metric"))
+        info, note = _metric_info(header, chosen)
+        if note:
+            notes.append(f"{f}: {note}")
+        frame = frame.with_columns(info.columns())
     if factors:
         frame = frame.with_columns(pl.lit(v).alias(k) for k, v in factors.items())
     return frame, chosen, scored, notes
+
+
+def _metric_info(header: dict, chosen: str) -> tuple[MetricInfo, str | None]:
+    """The chosen scorer's bounds and direction from its metadata in the log header.
+
+    Inspect records a scorer's extra ``@scorer(..., **metadata)`` arguments in
+    ``eval.scorers[].metadata`` (and ``results.scores[].metadata``). Read here: ``higher_is_better``
+    or ``lower_is_better`` (booleans), and ``low``/``high`` (numbers) or ``bounds`` ([low,
+    high]). For a dictionary-valued scorer (``name.key``) the metadata may be keyed by the key.
+    """
+    name, _, key = chosen.partition(".")
+    meta: dict[str, Any] = {}
+    specs = list((header.get("eval") or {}).get("scorers") or [])
+    specs += list((header.get("results") or {}).get("scores") or [])
+    for spec in specs:
+        if isinstance(spec, dict) and spec.get("name") in (name, chosen):
+            m = spec.get("metadata")
+            if isinstance(m, dict):
+                meta = {**m, **meta}
+    if key and isinstance(meta.get(key), dict):
+        meta = meta[key]
+    hib = meta.get("higher_is_better")
+    if isinstance(meta.get("lower_is_better"), bool):
+        hib = not meta["lower_is_better"]
+    low, high = meta.get("low"), meta.get("high")
+    bounds = meta.get("bounds")
+    if isinstance(bounds, (list, tuple)) and len(bounds) == 2:
+        low, high = bounds
+
+    def number(v: Any) -> float | None:
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        return float(v) if ok else None
+
+    try:
+        info = MetricInfo(chosen, number(low), number(high), hib if isinstance(hib, bool) else True)
+    except ValueError as exc:
+        return MetricInfo(chosen), f"scorer metadata of {chosen!r} ignored ({exc})"
+    return info, None
 
 
 def _factor_order(parts: list[tuple[str, pl.LazyFrame]]) -> list[str]:

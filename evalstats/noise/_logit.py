@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from evalstats.errors import InsufficientDataError, ParameterError
+from evalstats.errors import InsufficientDataError, MetricScaleError, ParameterError
 from evalstats.noise._components import _prepare, variance_components
 
 __all__ = ["logit_components"]
@@ -80,13 +80,14 @@ def logit_components(
     lf, by, level = _prepare(obs, by)
     if level != "items":
         raise ParameterError("the logit-scale check needs item-level 0/1 scores.")
-    df = lf.select(*by, "item", "variant", "score").collect()
+    df = lf.select(*dict.fromkeys([*by, "item", "variant", "score"])).collect()
     if df.height == 0:
         raise InsufficientDataError("the observation table has no rows.")
     bad = df.filter(~pl.col("score").is_in([0.0, 1.0]))
     if bad.height:
-        raise ParameterError(
-            f"the logit-scale check needs 0/1 scores; got {bad['score'][0]!r}. Use "
+        where = f" (metric {bad['metric'][0]!r})" if "metric" in bad.columns else ""
+        raise MetricScaleError(
+            f"the logit-scale check needs 0/1 scores; got {bad['score'][0]!r}{where}. Use "
             "variance_components on the linear scale for graded scores."
         )
     linear = variance_components(df, by=by)

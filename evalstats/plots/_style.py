@@ -78,9 +78,63 @@ LABELS: dict[str, str] = {
 }
 
 
-def label(column: str) -> str:
-    """Display name of ``column`` (the column name itself when none is registered)."""
-    return LABELS.get(column, column.replace("_", " "))
+#: Score-valued columns, labelled after the metric when it is not an accuracy on [0, 1].
+_SCORE_LIKE: dict[str, str] = {
+    "score": "{m}",
+    "mean": "Mean {m}",
+    "variance": "Variance of {m}",
+    "delta_mean": "|Δ(n)| ({m})",
+    "spread": "Spread of {m}, max − min",
+    "acc_mean": "Mean {m} over runs",
+    "difference": "Difference in {m}",
+    "mean_abs_shap": "Mean |SHAP| ({m})",
+}
+
+
+def _metric_of(frame: Any) -> Any:
+    """The one MetricInfo of a frame with a ``metric`` column; None for accuracies or unknown."""
+    import polars as pl
+
+    from evalstats.schema import MetricInfo, metric_info
+
+    if not isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
+        return None
+    names = frame.collect_schema().names()
+    if "metric" not in names:
+        return None
+    infos = metric_info(frame)
+    if len(infos) != 1:
+        return MetricInfo(f"score ({len(infos)} metrics)") if infos else None
+    info = next(iter(infos.values()))
+    if info.unit_interval and info.higher_is_better and info.name in ("score", "accuracy", "acc"):
+        return None  # an accuracy: the registered labels
+    if "metric_low" not in names and "higher_is_better" not in names:
+        # only the name is known here: an accuracy keeps its label, another metric its name
+        return None if info.name in ("score", "accuracy", "acc") else info.name
+    if "metric_low" not in names:  # the direction only
+        return (info.name, info.higher_is_better)
+    return info
+
+
+def label(column: str, frame: Any = None) -> str:
+    """Display name of ``column`` (the column name itself when none is registered).
+
+    With ``frame`` (the result or unit frame drawn), score-valued columns of a metric other
+    than an accuracy on [0, 1] are named after the metric, with its range and direction:
+    ``"abs_error (range [0, inf), lower is better)"``.
+    """
+    info = _metric_of(frame) if column in _SCORE_LIKE else None
+    if info is None:
+        return LABELS.get(column, column.replace("_", " "))
+    if isinstance(info, str):
+        return _SCORE_LIKE[column].format(m=info)
+    if isinstance(info, tuple):
+        name, hib = info
+        return _SCORE_LIKE[column].format(m=name) + ("" if hib else " (lower is better)")
+    scale = info.describe().split(": ", 1)[1]
+    if info.higher_is_better and scale.endswith(", higher is better"):
+        scale = scale[: -len(", higher is better")]
+    return f"{_SCORE_LIKE[column].format(m=info.name)} ({scale})"
 
 
 def require_plotting() -> tuple[Any, Any]:

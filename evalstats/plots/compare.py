@@ -142,7 +142,7 @@ def plot_intervals(intervals: Any, *, ax: Any = None, palette: Any = None) -> An
             )
     ax.set_yticks(range(frame.height), labels)
     ax.invert_yaxis()
-    ax.set_xlabel(label("score"))
+    ax.set_xlabel(label("score", frame))
     ax.set_ylabel(label("model"))
     if "default_score" in frame.columns:
         _legend_above(ax)
@@ -204,7 +204,7 @@ def plot_differences(differences: Any, *, ax: Any = None) -> Any:
     ax.axvline(0.0, color=COLORS["zero"], linestyle="--", linewidth=0.8)
     ax.set_yticks(range(frame.height), labels)
     ax.invert_yaxis()
-    ax.set_xlabel(label("difference"))
+    ax.set_xlabel(label("difference", frame))
     ax.set_ylabel(label("pair"))
     if "default_difference" in frame.columns:
         _legend_above(ax)
@@ -266,7 +266,7 @@ def plot_score_distribution(units: pl.DataFrame, *, ax: Any = None, palette: Any
     )
     ax.set_xticks(range(len(order)), order)
     ax.set_xlabel(label("model"))
-    ax.set_ylabel(label("score"))
+    ax.set_ylabel(label("score", frame))
     return fig
 
 
@@ -412,7 +412,7 @@ def plot_provider_comparison(audit: Any, *, ax: Any = None, palette: Any = None)
         )
     ax.set_yticks(range(frame.height), labels)
     ax.invert_yaxis()
-    ax.set_xlabel(label("score"))
+    ax.set_xlabel(label("score", frame))
     ax.set_ylabel(label("model_provider"))
     _legend_above(ax)
     return fig

@@ -110,7 +110,7 @@ def plot_prompt_spread(
         )
         a.set_title(ds)
         a.set_xlabel(label("model"))
-        a.set_ylabel(label("score"))
+        a.set_ylabel(label("score", units))
         a.tick_params(axis="x", labelrotation=45)
     return fig
 
@@ -136,7 +136,9 @@ def _epsilon(nstar: pl.DataFrame | None, epsilon: float | None) -> float | None:
     if epsilon is not None:
         return float(epsilon)
     if nstar is not None and nstar.height:
-        return float(nstar["epsilon"][0])
+        rows = nstar.filter(pl.col("moment") == "mean") if "moment" in nstar.columns else nstar
+        value = (rows if rows.height else nstar)["epsilon"][0]
+        return None if value is None else float(value)
     return None
 
 
@@ -220,7 +222,7 @@ def plot_convergence(
                 color=color,
             )
     ax.set_xlabel(label("n"))
-    ax.set_ylabel(label("delta_mean"))
+    ax.set_ylabel(label("delta_mean", curve))
     ax.set_title(f"{m} · {d}")
     ax.legend(fontsize=6)
     return fig
@@ -304,7 +306,7 @@ def plot_convergence_overlay(
             eps, color=COLORS["highlight"], linestyle="--", linewidth=1, label=f"ε = {eps:g}"
         )
     ax.set_xlabel(label("n"))
-    ax.set_ylabel(label("delta_mean"))
+    ax.set_ylabel(label("delta_mean", curve))
     ax.set_title(f"{d} · {moment}")
     ax.legend(fontsize=6)
     return fig

@@ -383,8 +383,12 @@ def plot_run_distribution(
         for v, ls, color, name in lines:
             if v is not None and np.isfinite(v):
                 a.axvline(v, linestyle=ls, color=color, linewidth=1.2, label=name)
-        x_label = label("score")
-        if metric_name not in (None, "score") and "metric" not in keys:
+        x_label = label("score", dist if "metric" in dist.columns else None)
+        if (
+            metric_name not in (None, "score")
+            and "metric" not in keys
+            and x_label == label("score")
+        ):
             x_label = f"{x_label}: {metric_name}"
         a.set_xlabel(x_label)
         a.set_ylabel(f"{label('runs')} (N = {row['n']})")

@@ -26,6 +26,8 @@ _FLAGS: dict[str, frozenset[str]] = {
             "population_size",
             "seed",
             "by",
+            "relative_epsilon",
+            "relative_to",
         }
     ),
     "converge": frozenset(

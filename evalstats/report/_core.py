@@ -19,10 +19,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
-from evalstats.errors import InsufficientDataError, ParameterError, SchemaError
+from evalstats.errors import (
+    InsufficientDataError,
+    MetricScaleError,
+    ParameterError,
+    SchemaError,
+)
 
 if TYPE_CHECKING:
     from evalstats.io import IngestReport
+    from evalstats.schema import MetricInfo
 
 __all__ = [
     "ANALYSES",
@@ -97,6 +103,10 @@ class DataSummary:
         Rows with a non-null ``error``; None without an ``error`` column.
     has_latency, has_answers, has_responses : bool
         Whether ``latency_s``, ``answer`` and ``response`` are present.
+    metrics : tuple of MetricInfo
+        Every metric with its bounds and direction (see :mod:`evalstats.schema`).
+    percent : bool
+        Whether every metric is on [0, 1], so that readings quote percentages and points.
     """
 
     n_rows: int
@@ -113,6 +123,17 @@ class DataSummary:
     has_latency: bool
     has_answers: bool
     has_responses: bool
+    metrics: tuple[MetricInfo, ...] = ()
+    percent: bool = True
+
+    def higher_is_better(self, metric: str | None) -> bool:
+        """The direction of ``metric`` (higher is better when unknown)."""
+        for m in self.metrics:
+            if m.name == metric:
+                return m.higher_is_better
+        if metric is None and len(self.metrics) == 1:
+            return self.metrics[0].higher_is_better
+        return True
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary."""
@@ -131,11 +152,13 @@ class DataSummary:
             "has_latency": self.has_latency,
             "has_answers": self.has_answers,
             "has_responses": self.has_responses,
+            "metrics": [m.to_dict() for m in self.metrics],
+            "percent": self.percent,
         }
 
 
 def _summarise(obs: pl.DataFrame, factors: Sequence[str] | None) -> DataSummary:
-    from evalstats.schema import factor_columns
+    from evalstats.schema import factor_columns, metric_info, unit_interval_metrics
 
     cols = obs.columns
     incomplete: list[str] = []
@@ -174,6 +197,8 @@ def _summarise(obs: pl.DataFrame, factors: Sequence[str] | None) -> DataSummary:
         has_latency="latency_s" in cols,
         has_answers="answer" in cols,
         has_responses="response" in cols,
+        metrics=tuple(metric_info(obs).values()),
+        percent=all(unit_interval_metrics(obs).values()),
     )
 
 
@@ -523,7 +548,8 @@ def _run_nstar(ctx: _Context, p: dict) -> tuple[dict, dict, dict]:
     from evalstats.resampling import required_sample_size, sample_size_curve
 
     nstar = required_sample_size(ctx.obs, **p)
-    curve = sample_size_curve(ctx.obs, **{k: v for k, v in p.items() if k != "epsilon"})
+    epsilon_only = ("epsilon", "relative_epsilon", "relative_to")
+    curve = sample_size_curve(ctx.obs, **{k: v for k, v in p.items() if k not in epsilon_only})
     tables = {"nstar": nstar, "curve": curve}
     if p.get("method", "pool") != "pool" and p.get("compat") is None:
         # the claim about the recorded variants only, beside the one about unseen variants
@@ -1126,6 +1152,8 @@ def _run(
             tables, values, objects = spec.run(ctx, params)
         except InsufficientDataError as exc:
             return None, str(exc)
+        except MetricScaleError as exc:  # a method for [0, 1] or 0/1 scores, or mixed metrics
+            return None, f"does not apply to these metrics: {exc}"
         except SchemaError as exc:  # e.g. runs covering different items
             return None, f"could not run: {exc}"
     messages = tuple(dict.fromkeys(str(w.message) for w in caught))
@@ -1142,7 +1170,10 @@ def _run(
         warnings=messages,
         objects=objects,
     )
-    reading = READINGS[spec.key](result, ctx.data)
+    from evalstats.report._readings import scale
+
+    with scale(ctx.data.percent):
+        reading = READINGS[spec.key](result, ctx.data)
     return _replace_reading(result, reading), None
 
 

@@ -77,14 +77,16 @@ def _prompt_figures(report: AuditReport) -> list[FigureSpec]:
                 )
             return fig
 
-        eps = nstar.params["epsilon"]
+        eps_values = table.filter(pl.col("moment") == "mean")["epsilon"].unique().drop_nulls()
+        eps = f"ε = {eps_values[0]:.4g}" if eps_values.len() == 1 else "each metric's ε"
+        what = "accuracy" if report.data.percent else "score"
         specs.append(
             FigureSpec(
                 "convergence",
                 "Convergence of the mean over prompt variants",
-                f"Mean distance |Δ(n)| between the mean accuracy over n sampled variants and over "
+                f"Mean distance |Δ(n)| between the mean {what} over n sampled variants and over "
                 f"all variants, with its {1 - nstar.params['delta']:.0%} band, per model; the "
-                f"dashed line is ε = {eps:g} and the dots mark n*, the fewest variants whose "
+                f"dashed line is {eps} and the dots mark n*, the fewest variants whose "
                 "band stays below ε.",
                 "nstar",
                 draw,

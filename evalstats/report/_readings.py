@@ -1,13 +1,17 @@
 """Plain-language readings of each analysis: a few sentences quoting its result tables.
 
 A reading picks rows (the largest, the smallest, those below a level) and quotes their values;
-it computes no statistic. Accuracies are quoted in percent and differences in accuracy points.
+it computes no statistic. Accuracies (every metric on [0, 1]) are quoted in percent and
+differences in accuracy points; other metrics in their own units. "Best", "highest" and "ahead"
+follow each metric's direction.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -25,16 +29,38 @@ def _ok(v: Any) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v))
 
 
+#: Whether scores are quoted as percentages (every metric on [0, 1]) or in metric units.
+_PERCENT: ContextVar[bool] = ContextVar("evalstats_reading_percent", default=True)
+
+
+@contextmanager
+def scale(percent: bool) -> Iterator[None]:
+    """Quote scores in percent (accuracies) or in the metrics' own units inside the block."""
+    token = _PERCENT.set(percent)
+    try:
+        yield
+    finally:
+        _PERCENT.reset(token)
+
+
 def _pct(x: float | None) -> str:
-    """Accuracy as a percentage: 0.6115 -> '61.2 %'."""
-    return "n/a" if not _ok(x) else f"{100 * x:.1f} %"
+    """Accuracy as a percentage: 0.6115 -> '61.2 %' (another metric: '41.2' in its units)."""
+    if not _ok(x):
+        return "n/a"
+    return f"{100 * x:.1f} %" if _PERCENT.get() else f"{x:.4g}"
 
 
 def _pts(x: float | None, *, sign: bool = False) -> str:
-    """A difference in accuracy points: 0.0797 -> '8.0'."""
+    """A difference in accuracy points: 0.0797 -> '8.0' (another metric: in its units)."""
     if not _ok(x):
         return "n/a"
+    if not _PERCENT.get():
+        return f"{x:+.4g}" if sign else f"{x:.4g}"
     return f"{100 * x:+.1f}" if sign else f"{100 * x:.1f}"
+
+
+def _score_word() -> str:
+    return "accuracy" if _PERCENT.get() else "score"
 
 
 def _num(x: float | None, digits: int = 3) -> str:
@@ -177,8 +203,16 @@ def _nstar(res: AnalysisResult, data: DataSummary) -> str:
         if unseen
         else "for the recorded prompt variants only (not for unseen ones)"
     )
+    eps = t.filter(pl.col("moment") == "mean")["epsilon"] if "epsilon" in t.columns else None
+    if p.get("epsilon") is not None:
+        within = f"ε = {p['epsilon']:g}"
+    elif eps is not None and eps.len() and eps.n_unique() == 1 and eps[0] is not None:
+        rule = t["epsilon_rule"][0] if "epsilon_rule" in t.columns else ""
+        within = f"ε = {eps[0]:.4g} ({rule})"
+    else:
+        within = "the ε of each group's epsilon_rule"
     head = (
-        f"To estimate {what} of accuracy over prompts within ε = {p['epsilon']:g} with "
+        f"To estimate {what} of {_score_word()} over prompts within {within} with "
         f"probability {1 - p['delta'] / 2:.0%} {whom}, "
     )
     missed = rows.filter(~pl.col("reached"))
@@ -220,10 +254,13 @@ def _converge(res: AnalysisResult, data: DataSummary) -> str:
     lo, hi = t["share_reached"].min(), t["share_reached"].max()
     share = f"{lo:.0%}" if lo == hi else f"{lo:.0%} to {hi:.0%}"
     worst = t.sort("error_max", descending=True, nulls_last=True).row(0, named=True)
+    # the tolerances applied (the defaults are resolved per metric by the analysis)
+    tol = worst.get("mean_tol", p["mean_tol"])
+    width = worst.get("ci_width", p["ci_width"])
     return (
         f"Replaying the sequential stopping rule (batches of {p['batch']} variants; stop when the "
-        f"mean moves less than {_pts(p['mean_tol'])} points and the {p['confidence_level']:.0%} "
-        f"interval is narrower than {_pts(p['ci_width'])} points) over {p['n_orders']} random "
+        f"mean moves less than {_pts(tol)} points and the {p['confidence_level']:.0%} "
+        f"interval is narrower than {_pts(width)} points) over {p['n_orders']} random "
         f"orders, the rule stopped early in {share} of orders; otherwise every recorded variant "
         f"was needed. The stopped mean was at most {_pts(worst['error_max'])} points from the "
         f"mean of all variants ({_where(worst)})."
@@ -372,7 +409,9 @@ def _intervals(res: AnalysisResult, data: DataSummary) -> str:
     groups = t.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): t}
     sentences = []
     for key, g in list(groups.items())[:_LIST_MAX]:
-        s = g.sort("mean", descending=True)
+        metric = g["metric"][0] if "metric" in g.columns else None
+        hib = data.higher_is_better(metric)
+        s = g.sort("mean", descending=hib)
         top = s.row(0, named=True)
         where = _on(keys, key, t)
         if g.height == 1:
@@ -382,10 +421,16 @@ def _intervals(res: AnalysisResult, data: DataSummary) -> str:
             )
             continue
         low = s.row(-1, named=True)
+        if hib:
+            head = f"has the highest mean {_score_word()}"
+            tail = "the lowest"
+        else:  # lower is better: the best model has the lowest mean
+            head = f"has the best mean {_score_word()} (the lowest: lower is better)"
+            tail = "the worst (highest)"
         sentences.append(
-            f"{where}{top['model']} has the highest mean accuracy, {_pct(top['mean'])} "
+            f"{where}{top['model']} {head}, {_pct(top['mean'])} "
             f"({level} CI {_pct(top['ci_low'])} to {_pct(top['ci_high'])}), and "
-            f"{low['model']} the lowest, {_pct(low['mean'])} ({_pct(low['ci_low'])} to "
+            f"{low['model']} {tail}, {_pct(low['mean'])} ({_pct(low['ci_low'])} to "
             f"{_pct(low['ci_high'])})."
         )
     if len(groups) > _LIST_MAX:
@@ -410,11 +455,11 @@ def _compare(res: AnalysisResult, data: DataSummary) -> str:
         items = []
         for r in sig.iter_rows(named=True):
             where = f" on {r['dataset']}" if ds else ""
-            items.append(
-                _ahead(
-                    r["model_a"], r["model_b"], r["difference"], r["ci_low"], r["ci_high"], where
-                )
-            )
+            diff, lo, hi = r["difference"], r["ci_low"], r["ci_high"]
+            if not data.higher_is_better(r.get("metric")):  # ahead = a lower error
+                diff, lo, hi = -diff, -hi, -lo
+                where += f" ({r.get('metric') or 'lower is better'}: lower is better)"
+            items.append(_ahead(r["model_a"], r["model_b"], diff, lo, hi, where))
         text += f": {_listed(items)}"
     text += "."
     if "interval" in t.columns and t.height:

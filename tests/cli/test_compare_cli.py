@@ -100,7 +100,7 @@ def test_audit_subset_rankings_table(dump, capsys):
     )
     assert rc == 0
     out = _csv(capsys.readouterr().out)
-    assert out.columns[:2] == ["subset_a", "subset_b"] and out.height == 1
+    assert out.columns[:3] == ["metric", "subset_a", "subset_b"] and out.height == 1
     assert main(["audit", dump, "--default", "template=plain", "--table", "ranks"]) == 2
     assert "needs `--subset FACTOR`" in capsys.readouterr().err
 

@@ -109,3 +109,19 @@ def test_long_labels_wrap_and_widen_the_figure():
     fig = plots.plot_differences(frame)
     assert fig.get_size_inches()[0] > 3.4
     assert "\n" in fig.axes[0].get_yticklabels()[0].get_text()
+
+
+def test_score_axes_name_a_metric_that_is_not_an_accuracy_with_its_range_and_direction():
+    from evalstats.plots._style import label
+    from evalstats.schema import MetricInfo, with_metric
+
+    units = pl.DataFrame({"model": ["a"], "dataset": ["d"], "score": [0.5]})
+    assert label("score", units) == label("score") == "Accuracy (0–1)"
+    err = with_metric(units, MetricInfo("abs_error", 0, None, higher_is_better=False))
+    assert label("score", err) == "abs_error (range [0, inf), lower is better)"
+    bleu = with_metric(units, MetricInfo("bleu", 0, 100))
+    assert label("mean", bleu) == "Mean bleu (range [0, 100])"
+    assert label("mean", bleu.select("metric", "score")) == "Mean bleu"
+    assert label("difference", err.drop("metric_low", "metric_high")) == (
+        "Difference in abs_error (lower is better)"
+    )

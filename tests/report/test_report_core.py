@@ -129,7 +129,11 @@ def test_tables_are_the_public_functions_results(full_obs, full_report):
 def test_params_record_every_default_and_the_seed(full_report):
     nstar = full_report["nstar"].params
     assert nstar["n_resamples"] == 200 and nstar["seed"] == 3
-    assert nstar["epsilon"] == 0.01 and nstar["delta"] == 0.1  # library defaults, recorded
+    assert nstar["epsilon"] is None and nstar["delta"] == 0.1  # library defaults, recorded
+    # epsilon None: the default for [0, 1] metrics, resolved per metric and said in the table
+    table = full_report["nstar"].tables["nstar"]
+    assert set(table["epsilon"].to_list()) == {0.01}
+    assert table["epsilon_rule"].str.starts_with("default 0.01").all()
     for a in full_report.analyses:
         if "seed" in a.params:
             assert a.params["seed"] == 3, a.key
