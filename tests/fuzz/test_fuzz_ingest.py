@@ -1,0 +1,219 @@
+"""Fuzzing the loaders through the command line: any bytes, any mutation of a valid file.
+
+Whatever the input, ``evalstats ingest`` either succeeds with an ingest report whose counts add
+up (``rows_read == rows_kept + sum(set_aside)``) or exits 2 with one line that names the file.
+It never shows a traceback (a traceback is an exception other than ``EvalstatsError``, which
+``main`` lets through, so hypothesis sees and shrinks it).
+
+The default (CI) profile tries a few dozen inputs per seed file; ``-m slow`` runs the long
+version, and ``EVALSTATS_HYPOTHESIS_PROFILE=nightly`` raises both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evalstats.cli import main
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+#: One small valid file per format: (format, path relative to fixtures/).
+SEEDS: list[tuple[str, str]] = [
+    ("table", "fuzz/table.csv"),
+    ("table", "fuzz/table.jsonl"),
+    (
+        "lm-eval",
+        "dumps/lm_eval/output/EleutherAI__pythia-160m/samples_arc_easy_2024-06-11T09-15-32.417823.jsonl",
+    ),
+    ("inspect", "dumps/inspect/real/popularity1.eval"),
+    ("inspect", "dumps/inspect/synthetic/arith_two_scorers.json"),
+    ("reliable-eval", "dumps/reliable_eval/results/gpqa_results.json"),
+    ("state-of-what-art", "dumps/state_of_what_art/paraphrases accuracies/BBH/snarks.csv"),
+    ("llm-stability", "dumps/llm_stability/older_layout/gpt-3.5-turbo_navigate_0.csv"),
+    ("dove", "dumps/dove/lite/Llama-3.2-1B-Instruct/en/0_shot/mmlu.global_facts.parquet"),
+]
+
+# the CI version is derandomized (the same inputs every run: CI never flakes on a new find);
+# the long version explores
+FAST = settings(
+    max_examples=15,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+LONG = settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+
+def _ingest(path: Path, fmt: str | None) -> tuple[int, str, str]:
+    argv = ["ingest", str(path), "--json"] + (["--format", fmt] if fmt else [])
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def check_outcome(path: Path, fmt: str | None) -> None:
+    """The contract: exit 0 with counts that add up, or exit 2 with one line naming the file."""
+    code, out, err = _ingest(path, fmt)
+    assert "Traceback" not in err
+    if code == 0:
+        report = json.loads(out.strip().splitlines()[-1])["report"]
+        assert report["rows_read"] == report["rows_kept"] + sum(report["set_aside"].values())
+        return
+    assert code == 2, (code, err)
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("evalstats: error: "), err
+    # the message names the file (or the folder it was read from)
+    assert path.name in lines[0] or str(path.parent) in lines[0], lines[0]
+
+
+# --- mutations ---------------------------------------------------------------------------------
+
+
+@st.composite
+def byte_mutations(draw, data: bytes) -> bytes:
+    """``data`` after a few random edits: truncation, flipped, inserted or deleted bytes."""
+    out = bytearray(data)
+    for _ in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["truncate", "flip", "insert", "delete", "dup_line"]))
+        n = len(out)
+        if kind == "truncate" and n:
+            del out[draw(st.integers(0, n - 1)) :]
+        elif kind == "flip" and n:
+            i = draw(st.integers(0, n - 1))
+            out[i] = draw(st.integers(0, 255))
+        elif kind == "insert":
+            i = draw(st.integers(0, n))
+            out[i:i] = draw(st.binary(min_size=1, max_size=12))
+        elif kind == "delete" and n:
+            i = draw(st.integers(0, n - 1))
+            del out[i : i + draw(st.integers(1, 64))]
+        elif kind == "dup_line" and n:
+            lines = bytes(out).split(b"\n")
+            i = draw(st.integers(0, len(lines) - 1))
+            lines.insert(i, lines[i])
+            out = bytearray(b"\n".join(lines))
+    return bytes(out)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+def _paths(doc, prefix=()):
+    yield prefix
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc[:5]):
+            yield from _paths(v, (*prefix, i))
+
+
+def _replace(doc, path, value):
+    if not path:
+        return value
+    head, *rest = path
+    doc[head] = _replace(doc[head], tuple(rest), value)
+    return doc
+
+
+@st.composite
+def json_mutations(draw, doc):
+    """``doc`` with one value (at any depth) replaced by a JSON value of any type."""
+    doc = json.loads(json.dumps(doc))
+    paths = list(_paths(doc))
+    path = draw(st.sampled_from(paths))
+    return _replace(doc, path, draw(JSON_VALUES))
+
+
+def _write_mutated_zip(src: Path, dst: Path, data) -> None:
+    """Copy the zip ``src`` to ``dst`` with one JSON member mutated structurally."""
+    with zipfile.ZipFile(src) as z:
+        members = {i.filename: z.read(i) for i in z.infolist()}
+    jsons = sorted(n for n in members if n.endswith(".json"))
+    name = data.draw(st.sampled_from(jsons))
+    try:
+        doc = json.loads(members[name])
+        members[name] = json.dumps(data.draw(json_mutations(doc))).encode()
+    except ValueError:
+        members[name] = data.draw(byte_mutations(members[name]))
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as z:
+        for n, b in members.items():
+            z.writestr(n, b)
+
+
+def _fuzz_one(fmt: str, rel: str, data, tmp: Path) -> None:
+    src = FIXTURES / rel
+    dst = tmp / src.name
+    how = data.draw(st.sampled_from(["bytes", "structure"]))
+    if how == "structure" and src.suffix == ".eval":
+        _write_mutated_zip(src, dst, data)
+    elif how == "structure" and src.suffix in (".json", ".jsonl"):
+        text = src.read_text(encoding="utf-8")
+        if src.suffix == ".json":
+            dst.write_text(json.dumps(data.draw(json_mutations(json.loads(text)))))
+        else:
+            lines = text.splitlines()
+            i = data.draw(st.integers(0, len(lines) - 1))
+            lines[i] = json.dumps(data.draw(json_mutations(json.loads(lines[i]))))
+            dst.write_text("\n".join(lines) + "\n")
+    else:
+        dst.write_bytes(data.draw(byte_mutations(src.read_bytes())))
+    given_format = data.draw(st.sampled_from([fmt, None]))
+    check_outcome(dst, given_format)
+
+
+def _run(fmt, rel, tmp_path_factory, budget):
+    @budget
+    @given(data=st.data())
+    def inner(data):
+        tmp = tmp_path_factory.mktemp("fuzz")
+        try:
+            _fuzz_one(fmt, rel, data, tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    inner()
+
+
+@pytest.mark.parametrize(("fmt", "rel"), SEEDS, ids=[f"{f}:{Path(r).name}" for f, r in SEEDS])
+def test_mutated_files_fail_cleanly_or_add_up(fmt, rel, tmp_path_factory):
+    _run(fmt, rel, tmp_path_factory, FAST)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("fmt", "rel"), SEEDS, ids=[f"{f}:{Path(r).name}" for f, r in SEEDS])
+def test_mutated_files_fail_cleanly_or_add_up_long(fmt, rel, tmp_path_factory):
+    _run(fmt, rel, tmp_path_factory, LONG)
+
+
+@FAST
+@given(
+    payload=st.binary(max_size=300),
+    suffix=st.sampled_from([".csv", ".jsonl", ".json", ".parquet", ".eval", ".tsv", ".txt"]),
+)
+def test_any_bytes_fail_cleanly_or_add_up(payload, suffix, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bytes")
+    path = tmp / f"dump{suffix}"
+    path.write_bytes(payload)
+    check_outcome(path, None)
+    shutil.rmtree(tmp, ignore_errors=True)
