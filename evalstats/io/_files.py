@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import gzip
 import io
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from evalstats.io._pipeline import read_error
 __all__ = [
     "TABLE_SUFFIXES",
     "expand_paths",
+    "max_member_bytes",
+    "read_capped",
     "is_hidden",
     "lfs_pointer",
     "scan_file",
@@ -35,6 +38,59 @@ TABLE_SUFFIXES = (
     ".csv.gz",
     ".tsv.gz",
 )
+
+
+#: Default cap on the decompressed size of one compressed member or stream (256 MiB); set
+#: ``EVALSTATS_MAX_MEMBER_BYTES`` to change it. A 2 MB archive can hold a member of 2 GiB of
+#: zeros: decompressed members are streamed and stop at the cap instead of filling memory.
+DEFAULT_MAX_MEMBER_BYTES = 256 * 2**20
+
+_CHUNK = 2**20
+
+
+def max_member_bytes() -> int:
+    """The cap on one decompressed member, from ``EVALSTATS_MAX_MEMBER_BYTES`` or the default.
+
+    Examples
+    --------
+    >>> max_member_bytes() > 0
+    True
+    """
+    raw = os.environ.get("EVALSTATS_MAX_MEMBER_BYTES")
+    if raw is None or not raw.strip():
+        return DEFAULT_MAX_MEMBER_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise IngestError(
+            f"EVALSTATS_MAX_MEMBER_BYTES must be a positive whole number of bytes; got {raw!r}."
+        )
+    return value
+
+
+def read_capped(fh, what: str, path: str | Path, cap: int | None = None) -> bytes:
+    """Read a decompressing stream ``fh`` in chunks; one IngestError once it passes ``cap``.
+
+    Memory stays within about ``cap`` (plus one chunk) whatever the compression ratio.
+    """
+    cap = max_member_bytes() if cap is None else cap
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = fh.read(min(_CHUNK, cap + 1 - total))
+        if not chunk:
+            break
+        total += len(chunk)
+        if total > cap:
+            raise IngestError(
+                f"{what} decompresses to more than {cap:,} bytes (the limit; raise it with "
+                "EVALSTATS_MAX_MEMBER_BYTES if the file is trusted).",
+                path=str(path),
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def table_suffix(path: str | Path) -> str | None:
@@ -163,7 +219,7 @@ def scan_file(path: Path) -> pl.LazyFrame:
             lf = pl.scan_ndjson(path, infer_schema_length=10000)
         elif suffix in (".jsonl.gz", ".ndjson.gz"):
             with gzip.open(path, "rb") as fh:
-                data = fh.read()
+                data = read_capped(fh, "the gzip stream", path)
             if not data.strip():
                 raise IngestError("the file is empty (no JSON lines).", path=str(path))
             lf = pl.read_ndjson(io.BytesIO(data), infer_schema_length=10000).lazy()

@@ -20,7 +20,13 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import IngestError, MissingDependencyError, ParameterError
-from evalstats.io._files import expand_paths, is_hidden, skipped_note
+from evalstats.io._files import (
+    expand_paths,
+    is_hidden,
+    max_member_bytes,
+    read_capped,
+    skipped_note,
+)
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
 from evalstats.schema import OBSERVATION_COLUMNS, MetricInfo
@@ -37,6 +43,60 @@ _GENERATE_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "seed", "reason
 
 _SAMPLE_MEMBER = re.compile(r"^samples/.+\.json$")
 
+#: Largest run number kept (an epoch beyond this is not a run number but a damaged field).
+_MAX_EPOCH = 2**31
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
+    )
+
+
+def _obj(parent: Mapping, key: str, where: str, f: Path) -> dict:
+    """``parent[key]`` when it is an object, ``{}`` when absent or null; else one IngestError."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise IngestError(f"field '{where}' is {_kind(value)}; expected an object.", path=str(f))
+    return value
+
+
+def _seq(parent: Mapping, key: str, where: str, f: Path) -> list:
+    """``parent[key]`` when it is a list, ``[]`` when absent or null; else one IngestError."""
+    value = parent.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise IngestError(f"field '{where}' is {_kind(value)}; expected a list.", path=str(f))
+    return value
+
+
+def _name(ev: Mapping, key: str, f: Path) -> str | None:
+    """``eval.model`` / ``eval.task``: text (a number is written as text); anything else errs."""
+    value = ev.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise IngestError(f"field 'eval.{key}' is {_kind(value)}; expected a string.", path=str(f))
+
+
+def _check_samples(samples: list, f: Path) -> list[dict]:
+    """Every sample an object with a text or integer id; else one line naming the sample."""
+    for i, s in enumerate(samples, start=1):
+        if not isinstance(s, dict):
+            raise IngestError(f"sample {i} is {_kind(s)}; expected an object.", path=str(f), row=i)
+        sid = s.get("id")
+        if not (sid is None or isinstance(sid, str) or type(sid) is int):
+            raise IngestError(
+                f"sample {i}: field 'id' is {_kind(sid)}; expected a string or an integer.",
+                path=str(f),
+                row=i,
+            )
+    return samples
+
 
 def value_to_float(value: Any) -> float | None:
     """Map an Inspect score value to a float as ``inspect_ai.scorer.value_to_float()`` does.
@@ -52,7 +112,10 @@ def value_to_float(value: Any) -> float | None:
     [1.0, 0.5, 0.0, 0.0, 1.0, 0.25, 1.0, 0.5, None]
     """
     if isinstance(value, (bool, int, float)):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond the float range
+            return None
     if isinstance(value, str):
         if value in _LETTERS:
             return _LETTERS[value]
@@ -260,8 +323,8 @@ def read_inspect(
 
 
 def _log_time(header: dict) -> str:
-    ev = header.get("eval") or {}
-    stats = header.get("stats") or {}
+    ev = header.get("eval") if isinstance(header.get("eval"), dict) else {}
+    stats = header.get("stats") if isinstance(header.get("stats"), dict) else {}
     return str(stats.get("completed_at") or stats.get("started_at") or ev.get("created") or "")
 
 
@@ -344,7 +407,7 @@ def _open_log(f: Path, *, skip_foreign: bool) -> tuple[dict, list[dict], str | N
         raise IngestError("unknown file type; expected an Inspect .eval or .json log.", path=str(f))
     try:
         doc = json.loads(f.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError, nesting
         if skip_foreign:
             return None
         raise IngestError(f"not valid JSON ({exc}).", path=str(f)) from None
@@ -356,18 +419,33 @@ def _open_log(f: Path, *, skip_foreign: bool) -> tuple[dict, list[dict], str | N
             f"(keys: {', '.join(list(doc)[:8]) if isinstance(doc, dict) else type(doc).__name__}).",
             path=str(f),
         )
-    samples = doc.get("samples") or []
+    samples = _check_samples(_seq(doc, "samples", "samples", f), f)
+    _check_header(doc, f)
     note = None
     if not samples:
         note = "the log holds no samples (written with --no-log-samples?)"
     return doc, _sorted(samples), note
 
 
+def _check_header(header: dict, f: Path) -> None:
+    """The header fields the reader uses have their documented types (one line otherwise)."""
+    ev = header["eval"]
+    _name(ev, "model", f)
+    _name(ev, "task", f)
+    _seq(ev, "scorers", "eval.scorers", f)
+    _obj(ev, "task_args", "eval.task_args", f)
+    _obj(ev, "model_generate_config", "eval.model_generate_config", f)
+    _obj(_obj(header, "plan", "plan", f), "config", "plan.config", f)
+    status = header.get("status")
+    if status is not None and not isinstance(status, str):
+        raise IngestError(f"field 'status' is {_kind(status)}; expected a string.", path=str(f))
+
+
 #: Zip compression method of Zstandard members (APPNOTE 4.4.5), written by current Inspect.
 _ZIP_ZSTANDARD = 93
 
 
-def _zstd_decompress(raw: bytes) -> bytes:
+def _zstd_decompress(raw: bytes, what: str, f: Path, cap: int) -> bytes:
     """Decompress a (possibly multi-frame) Zstandard stream.
 
     Python 3.14's ``compression.zstd`` when present, else the ``zstandard`` package (the
@@ -376,7 +454,8 @@ def _zstd_decompress(raw: bytes) -> bytes:
     try:
         from compression import zstd  # type: ignore[import-not-found]  # Python >= 3.14
 
-        return zstd.decompress(raw)
+        with zstd.ZstdFile(io.BytesIO(raw)) as fh:
+            return read_capped(fh, what, f, cap)
     except ImportError:
         pass
     try:
@@ -388,16 +467,26 @@ def _zstd_decompress(raw: bytes) -> bytes:
         ) from None
     reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True)
     with reader:
-        return reader.read()
+        return read_capped(reader, what, f, cap)
 
 
 def _read_member(z: zipfile.ZipFile, f: Path, name: str) -> bytes:
     """The bytes of member ``name``; Zstandard members (method 93) read without patching zipfile."""
     info = z.getinfo(name)
+    cap = max_member_bytes()
+    what = f"member {name!r}"
+    if info.file_size > cap:
+        raise IngestError(
+            f"{what} declares {info.file_size:,} bytes, more than the limit of {cap:,} "
+            "(raise it with EVALSTATS_MAX_MEMBER_BYTES if the file is trusted).",
+            path=str(f),
+        )
     if info.compress_type != _ZIP_ZSTANDARD:
-        return z.read(info)
+        with z.open(info) as fh:
+            return read_capped(fh, what, f, cap)
     try:
-        return z.read(info)  # Python >= 3.14, or zipfile patched by another package
+        with z.open(info) as fh:  # Python >= 3.14, or zipfile patched by another package
+            return read_capped(fh, what, f, cap)
     except NotImplementedError:
         pass
     except (zipfile.BadZipFile, OSError, EOFError):
@@ -413,8 +502,8 @@ def _read_member(z: zipfile.ZipFile, f: Path, name: str) -> bytes:
         fh.seek(info.header_offset + 30 + skip)
         raw = fh.read(info.compress_size)
     try:
-        data = _zstd_decompress(raw)
-    except MissingDependencyError:
+        data = _zstd_decompress(raw, what, f, cap)
+    except (MissingDependencyError, IngestError):
         raise
     except Exception as exc:  # zstandard.ZstdError, compression.zstd.ZstdError
         raise zipfile.BadZipFile(f"member {name!r}: Zstandard data is damaged ({exc})") from None
@@ -426,7 +515,7 @@ def _read_member(z: zipfile.ZipFile, f: Path, name: str) -> bytes:
 def _open_eval(f: Path) -> tuple[dict, list[dict], str | None]:
     try:
         z = zipfile.ZipFile(f)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
         raise IngestError(f"not a readable .eval (zip) archive ({exc}).", path=str(f)) from None
     with z:
         names = z.namelist()
@@ -450,18 +539,38 @@ def _open_eval(f: Path) -> tuple[dict, list[dict], str | None]:
             # as for every zip reader, so each name is read once
             for name in dict.fromkeys(names):
                 if _SAMPLE_MEMBER.match(name):
+                    raw = _read_member(z, f, name)
                     try:
-                        samples.append(json.loads(_read_member(z, f, name)))
-                    except json.JSONDecodeError as exc:
+                        sample = json.loads(raw)
+                    except (ValueError, RecursionError) as exc:
                         raise IngestError(
-                            f"sample file {name!r} is not valid JSON ({exc}).", path=str(f)
+                            f"sample file {name!r} is not valid UTF-8 JSON ({exc}).", path=str(f)
                         ) from None
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+                    if not isinstance(sample, dict):
+                        raise IngestError(
+                            f"sample file {name!r} holds {_kind(sample)}; expected an object.",
+                            path=str(f),
+                        )
+                    samples.append(sample)
+        except IngestError:
+            raise
+        except (
+            zipfile.BadZipFile,
+            OSError,
+            EOFError,
+            zlib.error,
+            NotImplementedError,
+            RuntimeError,
+        ) as exc:  # RuntimeError: an encrypted member; NotImplementedError: unknown method
             raise IngestError(f"the .eval archive is damaged ({exc}).", path=str(f)) from None
-        except json.JSONDecodeError as exc:
-            raise IngestError(f"the log header is not valid JSON ({exc}).", path=str(f)) from None
+        except (ValueError, RecursionError) as exc:
+            raise IngestError(
+                f"the log header is not valid UTF-8 JSON ({exc}).", path=str(f)
+            ) from None
     if not isinstance(header, dict) or not isinstance(header.get("eval"), dict):
         raise IngestError("the log header has no 'eval' section.", path=str(f))
+    _check_samples(samples, f)
+    _check_header(header, f)
     if not samples and note is None:
         note = "the log holds no samples"
     return header, _sorted(samples), note
@@ -470,7 +579,12 @@ def _open_eval(f: Path) -> tuple[dict, list[dict], str | None]:
 def _sorted(samples: list[dict]) -> list[dict]:
     def key(s: dict) -> tuple:
         sid = s.get("id")
-        return (s.get("epoch") or 0, isinstance(sid, str), sid if sid is not None else "")
+        epoch = s.get("epoch")
+        return (
+            epoch if type(epoch) is int else 0,
+            isinstance(sid, str),
+            sid if sid is not None else "",
+        )
 
     try:
         return sorted(samples, key=key)
@@ -481,7 +595,7 @@ def _sorted(samples: list[dict]) -> list[dict]:
 def _scorer_names(header: dict, samples: list[dict]) -> list[str]:
     """Scorer names in header order, then others seen in samples; dict values give ``name.key``."""
     seen: list[str] = []
-    for spec in (header.get("eval") or {}).get("scorers") or []:
+    for spec in header["eval"].get("scorers") or []:
         if isinstance(spec, dict) and spec.get("name"):
             seen.append(str(spec["name"]))
     if not seen and isinstance((header.get("eval") or {}).get("scorer"), str):
@@ -489,11 +603,12 @@ def _scorer_names(header: dict, samples: list[dict]) -> list[str]:
     keys: dict[str, list[str]] = {}
     for s in samples:
         for name, score in (_scores(s) or {}).items():
+            name = str(name)
             if name not in seen:
                 seen.append(name)
             value = score.get("value") if isinstance(score, dict) else None
             if isinstance(value, dict):
-                for k in value:
+                for k in map(str, value):
                     if k not in keys.setdefault(name, []):
                         keys[name].append(k)
     names: list[str] = []
@@ -548,23 +663,25 @@ def _completion(sample: dict) -> str | None:
         return None
     if isinstance(out.get("completion"), str):
         return out["completion"]
-    choices = out.get("choices") or []
-    if choices and isinstance(choices[0], dict):
-        return _text((choices[0].get("message") or {}).get("content"))
+    choices = out.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        message = choices[0].get("message")
+        return _text(message.get("content")) if isinstance(message, dict) else None
     return None
 
 
 def _factors(header: dict) -> dict[str, Any]:
-    ev = header.get("eval") or {}
+    ev = header["eval"]
     out: dict[str, Any] = {}
     for k, v in (ev.get("task_args") or {}).items():
-        if isinstance(v, (str, int, float, bool)):
+        if isinstance(v, (str, int, float, bool)) and not (isinstance(v, int) and abs(v) >= 2**63):
             out[k] = v
     config = dict(ev.get("model_generate_config") or {})
     config.update((header.get("plan") or {}).get("config") or {})
     for k in _GENERATE_KEYS:
-        if isinstance(config.get(k), (str, int, float, bool)):
-            out[k] = config[k]
+        v = config.get(k)
+        if isinstance(v, (str, int, float, bool)) and not (isinstance(v, int) and abs(v) >= 2**63):
+            out[k] = v
     renamed = {}
     for k, v in out.items():
         name = (
@@ -598,6 +715,7 @@ def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
             path=str(f),
         )
     factors = _factors(header)
+    model, task = _name(ev, "model", f), _name(ev, "task", f)
     rows: dict[str, list] = {
         k: []
         for k in (
@@ -629,10 +747,10 @@ def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
         scored += 0 if unscored else 1
         sid = s.get("id")
         epoch = s.get("epoch", 1)
-        rows["model"].append(ev.get("model"))
-        rows["dataset"].append(ev.get("task"))
+        rows["model"].append(model)
+        rows["dataset"].append(task)
         rows["item"].append(None if sid is None else str(sid))
-        rows["run"].append(epoch - 1 if isinstance(epoch, int) else None)
+        rows["run"].append(epoch - 1 if type(epoch) is int and 1 <= epoch <= _MAX_EPOCH else None)
         rows["score"].append(raw)
         rows["answer"].append(None if answer is None else str(answer))
         rows["response"].append(_completion(s))

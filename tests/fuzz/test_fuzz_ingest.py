@@ -15,7 +15,9 @@ import contextlib
 import io
 import json
 import shutil
+import struct
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,9 @@ from hypothesis import strategies as st
 from evalstats.cli import main
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+#: A seed written by :func:`write_zip` (the Zstandard twin of arith_rubric.eval).
+ZSTD_SEED = "zstd:dumps/inspect/synthetic/arith_rubric.eval"
 
 #: One small valid file per format: (format, path relative to fixtures/).
 SEEDS: list[tuple[str, str]] = [
@@ -40,6 +45,21 @@ SEEDS: list[tuple[str, str]] = [
     ("state-of-what-art", "dumps/state_of_what_art/paraphrases accuracies/BBH/snarks.csv"),
     ("llm-stability", "dumps/llm_stability/older_layout/gpt-3.5-turbo_navigate_0.csv"),
     ("dove", "dumps/dove/lite/Llama-3.2-1B-Instruct/en/0_shot/mmlu.global_facts.parquet"),
+    ("dove", "dumps/dove/nested/mmlu.global_facts.parquet"),
+    (
+        "openai-evals",
+        "dumps/real_logs/openai_evals/"
+        "Significant-Gravitas+Auto-GPT-Benchmarks__README_oaieval_230417220821DPM75QNS.jsonl",
+    ),
+    (
+        "lm-eval",
+        "dumps/lm_eval/output/EleutherAI__pythia-160m/results_2024-06-11T09-15-32.417823.json",
+    ),
+    ("lm-eval", "dumps/real_logs/lm_eval/SlurmEvals/llama/winogrande_write_out_info.json"),
+    ("reliable-eval", "dumps/reliable_eval/predictions/gpqa_combined.json"),
+    ("reliable-eval", "dumps/reliable_eval/data/gpqa/predictions/GPT-4o_predictions.json"),
+    # written at test time with Zstandard members (zip method 93), as current inspect_ai does
+    ("inspect", ZSTD_SEED),
 ]
 
 # the CI version is derandomized (the same inputs every run: CI never flakes on a new find);
@@ -145,7 +165,7 @@ def json_mutations(draw, doc):
     return _replace(doc, path, draw(JSON_VALUES))
 
 
-def _write_mutated_zip(src: Path, dst: Path, data) -> None:
+def _write_mutated_zip(src: Path, dst: Path, data, *, zstd: bool = False) -> None:
     """Copy the zip ``src`` to ``dst`` with one JSON member mutated structurally."""
     with zipfile.ZipFile(src) as z:
         members = {i.filename: z.read(i) for i in z.infolist()}
@@ -156,17 +176,81 @@ def _write_mutated_zip(src: Path, dst: Path, data) -> None:
         members[name] = json.dumps(data.draw(json_mutations(doc))).encode()
     except ValueError:
         members[name] = data.draw(byte_mutations(members[name]))
-    with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as z:
-        for n, b in members.items():
-            z.writestr(n, b)
+    write_zip(dst, members, zstd=zstd)
+
+
+def write_zip(dst: Path, members: dict[str, bytes], *, zstd: bool) -> None:
+    """A zip of ``members``: deflate, or Zstandard members (method 93) written by hand.
+
+    Python < 3.14's zipfile cannot write method 93, so the local headers, central directory
+    and end record are laid out here (APPNOTE 4.3); ``zstandard`` compresses.
+    """
+    if not zstd:
+        with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as z:
+            for n, b in members.items():
+                z.writestr(n, b)
+        return
+    import zstandard
+
+    out, central = bytearray(), bytearray()
+    for name, data in members.items():
+        comp = zstandard.ZstdCompressor().compress(data)
+        fname = name.encode()
+        crc = zlib.crc32(data)
+        head = struct.pack(
+            "<IHHHHHIIIHH", 0x04034B50, 63, 0, 93, 0, 0, crc, len(comp), len(data), len(fname), 0
+        )
+        central += (
+            struct.pack(
+                "<IHHHHHHIIIHHHHHII",
+                0x02014B50,
+                63,
+                63,
+                0,
+                93,
+                0,
+                0,
+                crc,
+                len(comp),
+                len(data),
+                len(fname),
+                0,
+                0,
+                0,
+                0,
+                0,
+                len(out),
+            )
+            + fname
+        )
+        out += head + fname + comp
+    end = struct.pack(
+        "<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(out), 0
+    )
+    dst.write_bytes(bytes(out + central + end))
+
+
+def _seed(rel: str, tmp: Path) -> Path:
+    """The seed file: a fixture, or its Zstandard twin for ``zstd:`` seeds."""
+    if not rel.startswith("zstd:"):
+        return FIXTURES / rel
+    src = FIXTURES / rel.removeprefix("zstd:")
+    with zipfile.ZipFile(src) as z:
+        members = {i.filename: z.read(i) for i in z.infolist()}
+    out = tmp / "seed" / src.name
+    out.parent.mkdir()
+    write_zip(out, members, zstd=True)
+    return out
 
 
 def _fuzz_one(fmt: str, rel: str, data, tmp: Path) -> None:
-    src = FIXTURES / rel
+    src = _seed(rel, tmp)
     dst = tmp / src.name
     how = data.draw(st.sampled_from(["bytes", "structure"]))
     if how == "structure" and src.suffix == ".eval":
-        _write_mutated_zip(src, dst, data)
+        zstd = rel.startswith("zstd:")
+        plain = FIXTURES / rel.removeprefix("zstd:") if zstd else src  # members readable here
+        _write_mutated_zip(plain, dst, data, zstd=zstd)
     elif how == "structure" and src.suffix in (".json", ".jsonl"):
         text = src.read_text(encoding="utf-8")
         if src.suffix == ".json":
@@ -195,13 +279,21 @@ def _run(fmt, rel, tmp_path_factory, budget):
     inner()
 
 
-@pytest.mark.parametrize(("fmt", "rel"), SEEDS, ids=[f"{f}:{Path(r).name}" for f, r in SEEDS])
+@pytest.mark.parametrize(
+    ("fmt", "rel"),
+    SEEDS,
+    ids=[f"{f}:{r[:5] if r.startswith('zstd:') else ''}{Path(r).name}" for f, r in SEEDS],
+)
 def test_mutated_files_fail_cleanly_or_add_up(fmt, rel, tmp_path_factory):
     _run(fmt, rel, tmp_path_factory, FAST)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("fmt", "rel"), SEEDS, ids=[f"{f}:{Path(r).name}" for f, r in SEEDS])
+@pytest.mark.parametrize(
+    ("fmt", "rel"),
+    SEEDS,
+    ids=[f"{f}:{r[:5] if r.startswith('zstd:') else ''}{Path(r).name}" for f, r in SEEDS],
+)
 def test_mutated_files_fail_cleanly_or_add_up_long(fmt, rel, tmp_path_factory):
     _run(fmt, rel, tmp_path_factory, LONG)
 
