@@ -345,7 +345,7 @@ def _read_part(
     computed = [
         value.alias("__score"),
         pct.alias("__pct"),
-        pl.col("run").cast(pl.Int64, strict=False).alias("__run"),
+        whole_run(pl.col("run")).alias("__run"),
     ]
     lf = lf.with_columns(computed)
     if any(v != 1.0 for v in scale.values()):
@@ -884,7 +884,7 @@ def _earlier_duplicate(plan: Plan, src: int, row: int) -> tuple[int, int] | None
     cols = [c for c in plan.dedup_key if c != "__run"]
     value, pct = parse_score(plan.schema["score"], plan.score_factor)
     exprs = [
-        pl.col("run").cast(pl.Int64, strict=False).alias("__run"),
+        whole_run(pl.col("run")).alias("__run"),
         value.alias("__score"),
         pct.alias("__pct"),
     ]
@@ -905,6 +905,16 @@ def _earlier_duplicate(plan: Plan, src: int, row: int) -> tuple[int, int] | None
         return None
     e_src, e_row = hits.row(0)
     return (int(e_src), int(e_row)) if (e_src, e_row) != (src, row) else None
+
+
+def whole_run(col: pl.Expr) -> pl.Expr:
+    """A run number as Int64, or null when it is not a whole number (``0.5``, ``"x"``, ``inf``).
+
+    Never truncated: ``1.7`` is not run 1 but a row set aside (``invalid_run``, counted).
+    """
+    f = col.cast(pl.Float64, strict=False)
+    ok = f.is_finite() & (f == f.floor()) & (f.abs() < 2.0**53)
+    return pl.when(ok).then(f).otherwise(None).cast(pl.Int64)
 
 
 def unit_factor_order(schema_names: Sequence[str], factor_list: Sequence[str]) -> tuple[str, ...]:

@@ -200,8 +200,28 @@ def expand_paths(
     raise IngestError("no such file or folder.", path=str(path))
 
 
-def scan_file(path: Path) -> pl.LazyFrame:
-    """Open one table file lazily by its suffix; raise IngestError naming the file if unreadable."""
+def _text_columns(names: Sequence[str], extra: Sequence[str]) -> dict[str, pl.DataType]:
+    """Schema overrides: columns that may hold a canonical role are read as text.
+
+    Their types are fixed here, not inferred from the first rows: an item id ``q-late`` after
+    10,000 numeric ids, or a score ``0.5`` after 10,000 integer scores, reads like any other
+    row. The pipeline parses scores (numbers, ``true``/``false``, ``86%``) and runs (whole
+    numbers only) from the text.
+    """
+    from evalstats.io._columns import ALIASES
+
+    roles = ("model", "dataset", "item", "variant", "metric", "run", "score")
+    aliases = {a.lower() for r in roles for a in ALIASES.get(r, ())} | set(roles)
+    return {n: pl.String for n in names if n.lower() in aliases or n in extra}
+
+
+def scan_file(path: Path, *, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
+    """Open one table file lazily by its suffix; raise IngestError naming the file if unreadable.
+
+    Columns named like a canonical role (or listed in ``text_columns``: the ones the user maps)
+    are read as text whatever the first rows hold; other columns' types are inferred from the
+    first 10,000 rows.
+    """
     suffix = table_suffix(path)
     pointer = lfs_pointer(path)
     if pointer:
@@ -212,11 +232,19 @@ def scan_file(path: Path) -> pl.LazyFrame:
         if suffix in (".parquet", ".pq"):
             lf = pl.scan_parquet(path)
         elif suffix in (".csv", ".tsv"):
+            sep = "\t" if suffix == ".tsv" else ","
+            header = pl.scan_csv(path, separator=sep, infer_schema_length=0).collect_schema()
             lf = pl.scan_csv(
-                path, separator="\t" if suffix == ".tsv" else ",", infer_schema_length=10000
+                path,
+                separator=sep,
+                infer_schema_length=10000,
+                schema_overrides=_text_columns(header.names(), text_columns),
             )
         elif suffix in (".jsonl", ".ndjson"):
             lf = pl.scan_ndjson(path, infer_schema_length=10000)
+            overrides = _text_columns(lf.collect_schema().names(), text_columns)
+            if overrides:
+                lf = pl.scan_ndjson(path, infer_schema_length=10000, schema_overrides=overrides)
         elif suffix in (".jsonl.gz", ".ndjson.gz"):
             with gzip.open(path, "rb") as fh:
                 data = read_capped(fh, "the gzip stream", path)

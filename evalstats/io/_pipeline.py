@@ -354,6 +354,16 @@ def prepare(
     except pl.exceptions.PolarsError as exc:
         raise read_error(paths[0], exc) from None
 
+    # canonical columns hold scalars: a list or object column (JSON lines such as
+    # {"model": ["a"]}) is one line naming the file and column, not a cast failure later
+    for path, sch in zip(paths, schemas):
+        for name in ("model", "dataset", "item", "variant", "metric", "run", "score"):
+            if name in sch and sch[name].is_nested():
+                raise IngestError(
+                    f"holds {sch[name]} values; expected one text or number per row.",
+                    path=path,
+                    column=source_names.get(name, name),
+                )
     for name in ("model", "score"):
         if name not in schema:
             raise IngestError(
@@ -428,6 +438,14 @@ def prepare(
     rules.append(
         Check(
             "missing_run",
+            pl.col("run").is_null(),
+            column="run",
+            message="required value is missing",
+        )
+    )
+    rules.append(
+        Check(  # 0.5 or 1.7 is not truncated to a run: it is set aside by this reason
+            "invalid_run",
             pl.col("__run").is_null() | (pl.col("__run") < 0),
             column="run",
             message="expected a non-negative whole number",
@@ -660,6 +678,8 @@ def metric_options(
 
 def observations(plan: Plan, scale: Mapping[int, float], ids: pl.DataFrame | None) -> pl.LazyFrame:
     """The observation table: every file's rows, scores scaled, the rows set aside left out."""
+    from evalstats.io._accounting import whole_run
+
     # set-aside rows leave by a filter on each file's row numbers, which streams (a join
     # keeping the left order would hold the rows)
     aside: dict[int, list[int]] = {}
@@ -685,9 +705,7 @@ def observations(plan: Plan, scale: Mapping[int, float], ids: pl.DataFrame | Non
         )
     if plan.variant is not None:
         lf = lf.with_columns(plan.variant)
-    out = lf.with_columns(
-        pl.col("__score").alias("score"), pl.col("run").cast(pl.Int64, strict=False).alias("run")
-    )
+    out = lf.with_columns(pl.col("__score").alias("score"), whole_run(pl.col("run")).alias("run"))
     schema = plan.schema
     if "__input_text" in schema and "input_len" not in schema:
         out = out.with_columns(

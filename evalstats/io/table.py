@@ -10,8 +10,9 @@ import polars as pl
 from evalstats.errors import ParameterError
 from evalstats.io._columns import ALIASES, parse_mapping, resolve_roles
 from evalstats.io._files import expand_paths, scan_file, skipped_note, table_suffix
-from evalstats.io._pipeline import OnInvalid, ScoreScale, finalize, validate_options
+from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
+from evalstats.schema import variant_key
 
 __all__ = ["read_table"]
 
@@ -89,11 +90,19 @@ def read_table(
     parts = []
     notes: list[str] = []
     factor_order: list[str] = []
+    row_cols: list[str] = []
     source_names: dict[str, str] = {}
     for f in files:
-        lf = scan_file(f)
+        lf = scan_file(
+            f, text_columns=[k for k, v in mapping.items() if v not in ("factor", "ignore")]
+        )
         names = lf.collect_schema().names()
         renames, factors = resolve_roles(names, mapping, path=str(f))
+        alias = next((k for k, v in renames.items() if v == "variant"), None)
+        if alias is not None and factors and alias not in mapping and alias.lower() != "variant":
+            # `template` next to `shots`: both are factors of the variant, by name
+            del renames[alias]
+            factors = [n for n in names if n == alias or n in factors]
         for src, role in renames.items():
             source_names.setdefault(role, src)
         keep = list(renames) + factors
@@ -104,6 +113,22 @@ def read_table(
             {k: ("__input_text" if v == "input_text" else v) for k, v in renames.items()} | clash
         )
         factors = [clash.get(c, c) for c in factors]
+        read_cols = [("__input_text" if v == "input_text" else v) for v in renames.values()]
+        for c in (*read_cols, *factors):
+            if c not in row_cols:
+                row_cols.append(c)
+        if "variant" in renames.values() and factors:
+            # the factor columns are part of the variant, always: a table with a variant column
+            # and `shots` must not merge (or call duplicates) rows that differ in `shots`
+            lf = lf.with_columns(
+                pl.concat_str(
+                    [pl.col("variant").cast(pl.String).fill_null("null"), variant_key(factors)],
+                    separator="|",
+                ).alias("variant")
+            )
+            note = f"variant = {source_names.get('variant', 'variant')} | {', '.join(factors)}"
+            if note not in notes:
+                notes.append(note)
         for col, new in clash.items():  # not `f`: that is the file being read
             note = f"column {col!r} kept as factor {new!r} (its name is a canonical column)"
             if note not in notes:
@@ -140,6 +165,16 @@ def read_table(
         on_invalid=on_invalid,
         score_scale=score_scale,
         factors=factor_order,
+        checks=[
+            Check(
+                "blank_line",
+                pl.all_horizontal([pl.col(c).is_null() for c in row_cols]),
+                quirk=True,
+                message="a blank line (every column empty)",
+            )
+        ]
+        if row_cols
+        else [],
         notes=[*notes, *filter(None, [skipped_note(_hidden)])],
         source_names=source_names,
     )
