@@ -194,6 +194,17 @@ def load(args: argparse.Namespace):
     ingest = read(args.path, format=args.format, **loader_options(args))
     if not getattr(args, "quiet", False):
         print(ingest.report.summary(), file=sys.stderr)
+    report = ingest.report
+    if report.rows_kept == 0:
+        from evalstats.errors import IngestError
+
+        why = ", ".join(f"{n} {r}" for r, n in sorted(report.set_aside.items()) if n)
+        raise IngestError(
+            f"no rows left to analyse ({report.rows_read} read"
+            + (f"; set aside: {why}" if why else "")
+            + ").",
+            path=", ".join(map(str, args.path)) if isinstance(args.path, list) else str(args.path),
+        )
     rule = getattr(args, "on_mismatch", None)
     if rule is not None:
         import warnings

@@ -242,7 +242,15 @@ def scan_file(path: Path, *, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
             )
         elif suffix in (".jsonl", ".ndjson"):
             lf = pl.scan_ndjson(path, infer_schema_length=10000)
-            overrides = _text_columns(lf.collect_schema().names(), text_columns)
+            inferred = lf.collect_schema()
+            overrides = _text_columns(inferred.names(), text_columns)
+            for name in overrides:
+                if inferred[name].is_nested():  # {"model": ["a"]}: not text turned into text
+                    raise IngestError(
+                        f"holds {inferred[name]} values; expected one text or number per row.",
+                        path=str(path),
+                        column=name,
+                    )
             if overrides:
                 lf = pl.scan_ndjson(path, infer_schema_length=10000, schema_overrides=overrides)
         elif suffix in (".jsonl.gz", ".ndjson.gz"):

@@ -434,7 +434,7 @@ def _task_data(value: Any) -> dict:
     if isinstance(value, str):
         try:
             out = json.loads(value)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             return {}
         return out if isinstance(out, dict) else {}
     return {}
@@ -486,9 +486,10 @@ def _predictions_frame(
             completions = [] if completions is None else [completions]
         columns = data.get(template)
         known = isinstance(columns, dict)
-        n_examples = len(columns.get("source") or []) if known else 0
-        if known:
-            for pp in columns.get("postprocessors") or []:
+        source = columns.get("source") if known else None
+        n_examples = len(source) if isinstance(source, list) else 0
+        if known and isinstance(columns.get("postprocessors"), list):
+            for pp in columns["postprocessors"]:
                 for proc in pp if isinstance(pp, list) else [pp]:
                     postprocessors.add(str(proc))
         factors = parse_template(str(template))
@@ -502,9 +503,10 @@ def _predictions_frame(
             refs = _references(columns, i) if in_range else []
             answer = score = None
             if in_range and completion is not None:
-                options = _task_data((columns.get("task_data") or [None] * (i + 1))[i]).get(
-                    "options"
-                )
+                task_data = columns.get("task_data")
+                options = _task_data(
+                    task_data[i] if isinstance(task_data, list) and i < len(task_data) else None
+                ).get("options")
                 line = _first_line(completion)
                 if isinstance(options, list) and options:
                     options = [str(o) for o in options]
