@@ -238,7 +238,7 @@ def scale_of(plan: Plan, files: Sequence[int]) -> dict[int, tuple[float, str | N
     lf = plan.frame(files).select("__src", value.alias("__score"), pct.alias("__pct"))
     try:
         stats = _score_stats(lf).collect(engine="streaming")
-    except (pl.exceptions.PolarsError, OSError) as exc:
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
         raise _locate_read_error(plan, files, exc) from None
     by_src = {r["__src"]: r for r in stats.iter_rows(named=True)}
     return {i: _scale_decision(by_src.get(i), plan, plan.paths[i]) for i in files}
@@ -359,7 +359,8 @@ def _read_part(
     try:
         # a filtered partition streams through the filter; a whole one is read at once
         df = lf.collect(engine="streaming") if filtered else lf.collect()
-    except (pl.exceptions.PolarsError, OSError) as exc:
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
+        # PanicException: polars' reader panics on some damaged Parquet pages
         raise _locate_read_error(plan, spec.files, exc) from None
     if filtered and df.height > 1:
         src = df["__src"].to_numpy()
@@ -528,7 +529,7 @@ def _locate_read_error(plan: Plan, files: Sequence[int], exc: BaseException) -> 
             lf.select(pl.len()).collect()
             lf.head(1).collect()
             lf.collect(engine="streaming")
-        except (pl.exceptions.PolarsError, OSError) as inner:
+        except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as inner:
             return read_error(plan.paths[i], inner)
     return IngestError(
         f"cannot read the input ({str(exc).splitlines()[0]}).", path=plan.paths[files[0]]
@@ -574,7 +575,7 @@ def row_counts(plan: Plan) -> list[int]:
     for i, lf in enumerate(plan.frames):
         try:
             out.append(int(lf.select(pl.len()).collect().item()))
-        except (pl.exceptions.PolarsError, OSError) as exc:
+        except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
             raise read_error(plan.paths[i], exc) from None
     return out
 
@@ -899,7 +900,7 @@ def _earlier_duplicate(plan: Plan, src: int, row: int) -> tuple[int, int] | None
         if not hits.height:
             hits = same.select("__src", "__row").collect()
         hits = hits.sort("__src", "__row").head(1)
-    except (pl.exceptions.PolarsError, OSError):
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError):
         return None
     if not hits.height:
         return None

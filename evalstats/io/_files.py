@@ -270,7 +270,13 @@ def scan_file(path: Path, *, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
         names = lf.collect_schema().names()
     except IngestError:
         raise
-    except (pl.exceptions.PolarsError, OSError, EOFError, ValueError) as exc:
+    except (
+        pl.exceptions.PolarsError,
+        pl.exceptions.PanicException,
+        OSError,
+        EOFError,
+        ValueError,
+    ) as exc:
         raise read_error(path, exc) from None
     if not names:
         raise IngestError("the file has no columns.", path=str(path))

@@ -180,7 +180,7 @@ def detect_dove(path: str | Path) -> bool:
         return False
     try:
         schema = pl.Schema(pl.read_parquet_schema(first))
-    except (pl.exceptions.PolarsError, OSError):
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError):
         return False
     return _LITE_MARKERS <= set(schema.names()) or _is_nested(schema)
 

@@ -236,14 +236,14 @@ def _readable(v: Any) -> bool:
 def _header(path: Path) -> list[str]:
     try:
         return pl.read_csv(path, n_rows=0, infer_schema=False).columns
-    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError) as exc:
         raise read_error(path, exc) from None
 
 
 def _read(path: Path, columns: list[str]) -> pl.DataFrame:
     try:
         return pl.read_csv(path, columns=columns, infer_schema=False)
-    except (pl.exceptions.PolarsError, OSError, ValueError) as exc:
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError) as exc:
         raise read_error(path, exc) from None
 
 
@@ -266,7 +266,7 @@ def detect_llm_stability(path: Path) -> bool:
         return False
     try:
         names = set(pl.read_csv(p, n_rows=0, infer_schema=False).columns)
-    except (pl.exceptions.PolarsError, OSError, ValueError):
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError):
         return False
     return set(V3_COLUMNS) <= names or (set(OLD_COLUMNS) <= names and "rubric_id" not in names)
 
@@ -522,7 +522,13 @@ def read_llm_stability(
             v = vals[n]
             rec[n] = None if v is None else (str(v) if n in as_string else v)
         cfg_rows.append(rec)
-    cfg = pl.DataFrame(cfg_rows, infer_schema_length=None) if cfg_rows else None
+    cfg = (
+        pl.DataFrame(cfg_rows, infer_schema_length=None)
+        if cfg_rows
+        else pl.DataFrame(
+            schema=dict.fromkeys(["model_config", "task_config", "__short", "__full"], pl.String)
+        )
+    )
 
     notes: list[str] = []
     parts: list[tuple[str, pl.LazyFrame]] = []

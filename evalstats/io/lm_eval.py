@@ -657,14 +657,15 @@ def _read_samples(
         )
     }
     for rec in records:
-        ok = rec is not None
-        rec = rec or {}
+        ok = isinstance(rec, dict)  # a line that is not a JSON object counts as bad_json
+        rec = rec if ok else {}
         score, corpus = _value(rec.get(used))
         doc_id = rec.get("doc_id")
         args = rec.get("arguments")
         prompt = None
         if isinstance(args, dict):
-            prompt = _first_text((args.get("gen_args_0") or {}).get("arg_0"))
+            first = args.get("gen_args_0")
+            prompt = _first_text(first.get("arg_0")) if isinstance(first, dict) else None
         elif isinstance(args, list):
             prompt = _first_text(args)
         cols["model"].append(model if ok else None)

@@ -93,7 +93,7 @@ def _read_metadata(path: Path) -> tuple[pl.DataFrame, int]:
     """(variant, method, correct) per paraphrase, and the number of uncertain ``0?`` marks."""
     try:
         meta = pl.read_csv(path, infer_schema_length=0)
-    except (pl.exceptions.PolarsError, OSError) as exc:
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
         raise read_error(path, exc) from None
     for col in (META_IDX, "method", "correct"):
         if col not in meta.columns:
@@ -216,7 +216,7 @@ def read_state_of_what_art(
             )
         try:
             wide = pl.read_csv(f, infer_schema_length=0)
-        except (pl.exceptions.PolarsError, OSError) as exc:
+        except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
             raise read_error(f, exc) from None
         if on_invalid == "error":
             _first_bad_cell(wide, models, f)
