@@ -309,3 +309,49 @@ def test_any_bytes_fail_cleanly_or_add_up(payload, suffix, tmp_path_factory):
     path.write_bytes(payload)
     check_outcome(path, None)
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- the report command on a tiny table --------------------------------------------------------
+
+TINY = b"model,item,template,score\n" + b"".join(
+    f"{m},{i},{t},{(i + len(t) + (m == 'b')) % 2}\n".encode()
+    for m in "ab"
+    for i in range(6)
+    for t in ("t1", "t2")
+)
+
+REPORT = settings(
+    max_examples=6,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    reason="known defect (issue 17, left to the report/plots owner): a damaged table can make a "
+    "figure's axis limits NaN, and report raises ValueError from matplotlib's set_ylim",
+    raises=ValueError,
+    strict=False,
+)
+@REPORT
+@given(data=st.data())
+def test_report_on_mutated_or_any_bytes_fails_cleanly(data, tmp_path_factory):
+    """``evalstats report`` on a damaged tiny table: a report, or one line and exit 2."""
+    tmp = tmp_path_factory.mktemp("report")
+    payload = data.draw(st.one_of(byte_mutations(TINY), st.binary(max_size=200)))
+    path = tmp / "tiny.csv"
+    path.write_bytes(payload)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["report", str(path), "--out", str(tmp / "rep"), "--on-invalid", "skip"])
+    text = err.getvalue()
+    assert "Traceback" not in text
+    if code == 0:
+        assert (tmp / "rep" / "results.json").is_file()
+    else:
+        assert code == 2, text
+        lines = [ln for ln in text.splitlines() if ln.startswith("evalstats: error: ")]
+        assert len(lines) == 1, text
+    shutil.rmtree(tmp, ignore_errors=True)
