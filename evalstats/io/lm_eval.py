@@ -88,6 +88,11 @@ _LOWER_IS_BETTER = frozenset(
 )
 
 
+def _d(value: object) -> dict:
+    """``value`` when it is an object, else ``{}`` (a field of the wrong type is not read)."""
+    return value if isinstance(value, dict) else {}
+
+
 def metric_info(name: str, results: dict | None = None, task: str | None = None) -> MetricInfo:
     """Bounds and direction of lm-eval metric ``name``.
 
@@ -106,7 +111,7 @@ def metric_info(name: str, results: dict | None = None, task: str | None = None)
     """
     hib = None
     if results and task is not None:
-        recorded = ((results.get("higher_is_better") or {}).get(task) or {}).get(name)
+        recorded = _d(_d(results.get("higher_is_better")).get(task)).get(name)
         if isinstance(recorded, bool):
             hib = recorded
     if hib is None:
@@ -480,7 +485,7 @@ def _model_name(results: dict | None, folder: Path) -> tuple[str, str]:
         name = results.get("model_name")
         if isinstance(name, str) and name:
             return name, "results"
-        args = (results.get("config") or {}).get("model_args")
+        args = _d(results.get("config")).get("model_args")
         if isinstance(args, dict):
             for prefix in _MODEL_ARG_PREFIXES:
                 if isinstance(args.get(prefix[:-1]), str):
@@ -496,7 +501,7 @@ def _model_name(results: dict | None, folder: Path) -> tuple[str, str]:
 def _shots(results: dict | None, task: str) -> int | None:
     if not results:
         return None
-    n = (results.get("n-shot") or {}).get(task)
+    n = _d(results.get("n-shot")).get(task)
     if n is None:
         n = ((results.get("configs") or {}).get(task) or {}).get("num_fewshot")
     try:

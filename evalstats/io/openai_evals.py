@@ -245,7 +245,7 @@ def _frame(f: Path, spec: dict, runs: dict) -> tuple[pl.DataFrame, list[str]]:
             kind = str(ev.get("type"))
             types[kind] = types.get(kind, 0) + 1
             if kind == "sampling":
-                data = ev.get("data") or {}
+                data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
                 prompts.setdefault(str(ev.get("sample_id")), _text(data.get("prompt")))
             elif kind == "match":
                 eid = ev.get("event_id")

@@ -268,3 +268,17 @@ def test_anova_on_constant_scores_is_nan_with_a_warning():
 def test_ingest_error_names_file_and_row():
     err = IngestError("bad", path="x.csv", row=3, column="score")
     assert str(err).startswith("x.csv, row 3, column 'score'")
+
+
+def test_lm_eval_results_fields_of_the_wrong_type_are_not_read(tmp_path):
+    src = ROOT / "fixtures/dumps/lm_eval/output/EleutherAI__pythia-160m"
+    stamp = "2024-06-11T09-15-32.417823"
+    (tmp_path / f"samples_arc_easy_{stamp}.jsonl").write_bytes(
+        (src / f"samples_arc_easy_{stamp}.jsonl").read_bytes()
+    )
+    doc = json.loads((src / f"results_{stamp}.json").read_text())
+    doc.update({"config": "x", "n-shot": [1], "higher_is_better": 3})
+    (tmp_path / f"results_{stamp}.json").write_text(json.dumps(doc))
+    obs, report = read(tmp_path, format="lm-eval")
+    assert report.rows_kept > 0
+    assert report.rows_read == report.rows_kept + sum(report.set_aside.values())
