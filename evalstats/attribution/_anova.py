@@ -412,11 +412,23 @@ def factor_anova(
     from scipy import stats
 
     rows = []
+    # constant scores: every sum of squares is rounding noise (1e-31 around a mean of 1), and
+    # F and permutation p computed from it mean nothing; NaN with a warning instead
+    constant = sst <= n * (1e-12 * max(1.0, float(np.max(np.abs(y))))) ** 2
+    if constant:
+        warnings.warn(
+            "the scores are constant: no term can explain any variation; F, p-values and "
+            "effect sizes are NaN.",
+            DegenerateDataWarning,
+            stacklevel=2,
+        )
+        sst = rss = 0.0
+        strata = [np.zeros_like(s) for s in strata]
     if rss <= 1e-12 * sst:  # an exact fit up to rounding
         rss = 0.0
     mse = rss / df_res
     for i, (name, t) in enumerate(zip(names, core["terms"])):
-        ss, d = t["ss"], t["df"]
+        ss, d = (0.0 if constant else t["ss"]), t["df"]
         if d == 0:
             warnings.warn(
                 f"term {name!r} is fully aliased by the other terms (no cells separate it); "
@@ -448,7 +460,7 @@ def factor_anova(
             pp = None
         eta = ss / sst if sst > 0 else float("nan")
         rows.append((name, d, ss, ss / d, f, p, pp, eta, peta, err_name, df_err, ms_err))
-    if mse == 0:
+    if mse == 0 and not constant:
         warnings.warn(
             "the model fits the scores exactly (residual sum of squares 0); F statistics are NaN.",
             DegenerateDataWarning,
