@@ -8,11 +8,12 @@ import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from evalstats.errors import ParameterError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 __all__ = [
     "add_input_arguments",
@@ -25,6 +26,21 @@ __all__ = [
 ]
 
 
+#: The ``--format`` names, in :data:`evalstats.io.FORMATS` order. Spelled out here so that
+#: building the parser (``evalstats --help``) does not import the loaders and polars; a test
+#: checks the two lists agree.
+FORMAT_NAMES: tuple[str, ...] = (
+    "dove",
+    "llm-stability",
+    "lm-eval",
+    "inspect",
+    "reliable-eval",
+    "state-of-what-art",
+    "openai-evals",
+    "table",
+)
+
+
 def add_input_arguments(parser: argparse.ArgumentParser, *, item_sets: bool = True) -> None:
     """PATH and the loader options every analysis command takes (same as ``ingest``).
 
@@ -32,13 +48,11 @@ def add_input_arguments(parser: argparse.ArgumentParser, *, item_sets: bool = Tr
     rule for runs that cover different items (:func:`evalstats.aggregate.align_item_sets`),
     applied by :func:`load`.
     """
-    from evalstats.io import FORMATS
-
     parser.add_argument("path", metavar="PATH", help="file, glob or folder of a prediction dump")
     parser.add_argument(
         "--format",
         default="auto",
-        choices=["auto", *FORMATS],
+        choices=["auto", *FORMAT_NAMES],
         help="source format (default: detect)",
     )
     parser.add_argument(
@@ -258,6 +272,8 @@ def write_table(frame: pl.DataFrame, out: Path) -> None:
 
 def _flat(frame: pl.DataFrame) -> pl.DataFrame:
     """CSV cannot hold list columns: write them as JSON-like strings."""
+    import polars as pl
+
     nested = [c for c, t in frame.schema.items() if isinstance(t, (pl.List, pl.Array, pl.Struct))]
     if not nested:
         return frame

@@ -7,10 +7,12 @@ import json
 import sys
 import warnings
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -26,6 +28,8 @@ def read_stability_file(path: str | Path) -> pl.DataFrame:
     In CSV, ``acc_per_run`` is a JSON list per row (as ``--out x.csv`` writes it); it is
     decoded back to a list column.
     """
+    import polars as pl
+
     from evalstats.errors import IngestError
 
     p = Path(path)

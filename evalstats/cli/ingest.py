@@ -6,11 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from evalstats.cli._common import add_input_arguments, load, loader_options, write_table
 from evalstats.errors import ParameterError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -91,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _sink(obs: pl.LazyFrame, out: Path) -> None:
     """Stream the observation table to ``out`` without holding it in memory, where possible."""
+    import polars as pl
+
     suffix = out.suffix.lower()
     nested = any(
         isinstance(t, (pl.List, pl.Array, pl.Struct)) for t in obs.collect_schema().dtypes()

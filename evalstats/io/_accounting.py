@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from evalstats.errors import IngestError
-from evalstats.io._pipeline import N_EXAMPLES, Check, parse_score, read_error
+from evalstats.io._rows import N_EXAMPLES, Check, parse_score, read_error, whole_run
 from evalstats.schema import METRIC_INFO_COLUMNS, OBSERVATION_COLUMNS, factor_columns
 
 __all__ = [
@@ -906,16 +906,6 @@ def _earlier_duplicate(plan: Plan, src: int, row: int) -> tuple[int, int] | None
         return None
     e_src, e_row = hits.row(0)
     return (int(e_src), int(e_row)) if (e_src, e_row) != (src, row) else None
-
-
-def whole_run(col: pl.Expr) -> pl.Expr:
-    """A run number as Int64, or null when it is not a whole number (``0.5``, ``"x"``, ``inf``).
-
-    Never truncated: ``1.7`` is not run 1 but a row set aside (``invalid_run``, counted).
-    """
-    f = col.cast(pl.Float64, strict=False)
-    ok = f.is_finite() & (f == f.floor()) & (f.abs() < 2.0**53)
-    return pl.when(ok).then(f).otherwise(None).cast(pl.Int64)
 
 
 def unit_factor_order(schema_names: Sequence[str], factor_list: Sequence[str]) -> tuple[str, ...]:

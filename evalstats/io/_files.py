@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from evalstats.errors import IngestError
-from evalstats.io._pipeline import read_error
+from evalstats.io._rows import read_error
 
 __all__ = [
     "TABLE_SUFFIXES",

@@ -6,8 +6,10 @@ import inspect
 import shlex
 from typing import TYPE_CHECKING, Any
 
+from evalstats.report._model import resolve
+
 if TYPE_CHECKING:
-    from evalstats.report._core import AnalysisResult
+    from evalstats.report._model import AnalysisResult
 
 __all__ = ["command_line"]
 
@@ -99,8 +101,6 @@ def command_line(result: AnalysisResult, source: dict[str, Any]) -> str | None:
     None when the analysis has no subcommand, the input was not a file, or a parameter was set
     that the subcommand does not expose.
     """
-    from evalstats.report._core import _resolve
-
     command = result.command
     path = source.get("path")
     if command is None or not path:
@@ -114,7 +114,7 @@ def command_line(result: AnalysisResult, source: dict[str, Any]) -> str | None:
             return None
         for v in value if name == "metric_range" else [value]:
             parts += [_LOADER_FLAGS[name], shlex.quote(_text(v))]
-    signature = inspect.signature(_resolve(result.function)).parameters
+    signature = inspect.signature(resolve(result.function)).parameters
     for name, value in result.params.items():
         default = signature[name].default
         if name not in _REQUIRED and _same(value, default):

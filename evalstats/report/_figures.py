@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 if TYPE_CHECKING:
-    from evalstats.report._core import AuditReport
+    from evalstats.report._model import ReportContents
 
 __all__ = ["FigureSpec", "figure_specs"]
 
@@ -48,7 +48,7 @@ def _panels(n: int, *, width: float = 3.4, height: float = 2.7, ncol_max: int = 
     return fig, flat[:n]
 
 
-def _prompt_figures(report: AuditReport) -> list[FigureSpec]:
+def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
     specs = []
@@ -95,7 +95,7 @@ def _prompt_figures(report: AuditReport) -> list[FigureSpec]:
     return specs
 
 
-def _stability_figures(report: AuditReport) -> list[FigureSpec]:
+def _stability_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
     specs = []
@@ -161,7 +161,7 @@ def _stability_figures(report: AuditReport) -> list[FigureSpec]:
     return specs
 
 
-def _factor_figures(report: AuditReport) -> list[FigureSpec]:
+def _factor_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
     specs = []
@@ -205,7 +205,7 @@ def _factor_figures(report: AuditReport) -> list[FigureSpec]:
     return specs
 
 
-def _model_figures(report: AuditReport) -> list[FigureSpec]:
+def _model_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
     specs = []
@@ -252,7 +252,7 @@ def _model_figures(report: AuditReport) -> list[FigureSpec]:
     return specs
 
 
-def _noise_figures(report: AuditReport) -> list[FigureSpec]:
+def _noise_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
     if "noise" not in report:
@@ -299,7 +299,7 @@ def _noise_figures(report: AuditReport) -> list[FigureSpec]:
     return specs
 
 
-def _default_figures(report: AuditReport) -> list[FigureSpec]:
+def _default_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
     if "audit" not in report:
@@ -330,7 +330,7 @@ def _default_figures(report: AuditReport) -> list[FigureSpec]:
     return specs
 
 
-def _provider_figures(report: AuditReport) -> list[FigureSpec]:
+def _provider_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
     if "providers" not in report:
@@ -364,7 +364,7 @@ def _provider_figures(report: AuditReport) -> list[FigureSpec]:
     return specs
 
 
-def figure_specs(report: AuditReport) -> list[FigureSpec]:
+def figure_specs(report: ReportContents) -> list[FigureSpec]:
     """The figures of ``report``, in report order."""
     return [
         *_prompt_figures(report),

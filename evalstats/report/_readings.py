@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 if TYPE_CHECKING:
-    from evalstats.report._core import AnalysisResult, DataSummary
+    from evalstats.report._model import AnalysisResult, DataSummary
 
 __all__ = ["READINGS", "method_name"]
 

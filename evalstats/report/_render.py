@@ -16,12 +16,23 @@ import polars as pl
 
 from evalstats._text import for_markdown as md
 from evalstats.report._commands import command_line
-from evalstats.report._core import SECTIONS
-from evalstats.report._tables import HIDDEN, display_frame, format_value
+from evalstats.report._model import SCHEMA_VERSION, SECTIONS
+from evalstats.report._tables import (
+    HIDDEN,
+    display_frame,
+    format_value,
+    round_floats,
+    table_to_dict,
+    to_jsonable,
+)
 
 if TYPE_CHECKING:
-    from evalstats.report._core import AnalysisResult, AuditReport
-    from evalstats.report._write import RenderedFigure, RenderedTable
+    from evalstats.report._model import (
+        AnalysisResult,
+        RenderedFigure,
+        RenderedTable,
+        ReportContents,
+    )
 
 __all__ = ["render_html", "render_markdown"]
 
@@ -127,7 +138,7 @@ def _first_sentence(text: str) -> str:
     return text
 
 
-def _source_name(report: AuditReport) -> str:
+def _source_name(report: ReportContents) -> str:
     path = report.source.get("path")
     if not path:
         return "observation table"
@@ -183,7 +194,7 @@ def _html_figure(fig: RenderedFigure) -> str:
     )
 
 
-def _html_params(res: AnalysisResult, report: AuditReport) -> str:
+def _html_params(res: AnalysisResult, report: ReportContents) -> str:
     items = [f"<dt>function</dt><dd>{_e(res.function)}</dd>"]
     items += [f"<dt>{_e(k)}</dt><dd>{_e(_param_text(v))}</dd>" for k, v in res.params.items()]
     items += [
@@ -201,7 +212,7 @@ def _html_params(res: AnalysisResult, report: AuditReport) -> str:
 
 def _html_analysis(
     res: AnalysisResult,
-    report: AuditReport,
+    report: ReportContents,
     figures: Sequence[RenderedFigure],
     tables: Sequence[RenderedTable],
 ) -> str:
@@ -241,7 +252,7 @@ def _html_analysis(
     return "".join(parts)
 
 
-def _html_overview(report: AuditReport) -> str:
+def _html_overview(report: ReportContents) -> str:
     d = report.data
     cards = [
         ("models", len(d.models)),
@@ -274,7 +285,7 @@ def _html_overview(report: AuditReport) -> str:
     )
 
 
-def _html_data(report: AuditReport) -> str:
+def _html_data(report: ReportContents) -> str:
     d = report.data
     rows = [
         ("source", report.source.get("path") or "observation table passed in"),
@@ -320,7 +331,7 @@ def _html_data(report: AuditReport) -> str:
     return "".join(parts)
 
 
-def _html_skipped(report: AuditReport, failed: Sequence[dict[str, str]]) -> str:
+def _html_skipped(report: ReportContents, failed: Sequence[dict[str, str]]) -> str:
     if not report.skipped and not failed:
         return ""
     rows = "".join(
@@ -340,7 +351,7 @@ def _html_skipped(report: AuditReport, failed: Sequence[dict[str, str]]) -> str:
     )
 
 
-def _html_reproduce(report: AuditReport) -> str:
+def _html_reproduce(report: ReportContents) -> str:
     p = report.parameters
     rows = [
         ("seed", p["seed"]),
@@ -363,7 +374,7 @@ def _html_reproduce(report: AuditReport) -> str:
     )
 
 
-def _html_toc(report: AuditReport, failed: Sequence[dict[str, str]]) -> str:
+def _html_toc(report: ReportContents, failed: Sequence[dict[str, str]]) -> str:
     items = ['<li><a href="#overview">At a glance</a></li>', '<li><a href="#data">Data</a></li>']
     for key, title in SECTIONS.items():
         sub = [a for a in report.analyses if a.section == key]
@@ -378,7 +389,7 @@ def _html_toc(report: AuditReport, failed: Sequence[dict[str, str]]) -> str:
 
 
 def render_html(
-    report: AuditReport,
+    report: ReportContents,
     figures: Sequence[RenderedFigure],
     tables: Sequence[RenderedTable],
     failed: Sequence[dict[str, str]] = (),
@@ -431,7 +442,7 @@ def _md_table(frame: pl.DataFrame, limit: int = _MD_ROWS) -> str:
 
 
 def render_markdown(
-    report: AuditReport, figures: Sequence[RenderedFigure], tables: Sequence[RenderedTable]
+    report: ReportContents, figures: Sequence[RenderedFigure], tables: Sequence[RenderedTable]
 ) -> str:
     """The report as Markdown; figures are linked (``figures/...``), not embedded."""
     d = report.data
@@ -511,3 +522,42 @@ def render_markdown(
     ]
     out += [f"- {k} {v}" for k, v in env["packages"].items()]
     return "\n".join(out) + "\n"
+
+
+def report_document(report: ReportContents) -> dict[str, Any]:
+    """The ``results.json`` document of ``report``, without the files the writer adds."""
+    return {
+        "report": "evalstats audit report",
+        "schema_version": SCHEMA_VERSION,
+        "evalstats_version": report.environment["packages"].get("evalstats"),
+        "source": to_jsonable(report.source),
+        "ingest": report.ingest.to_dict() if report.ingest is not None else None,
+        "data": report.data.to_dict(),
+        "parameters": to_jsonable(report.parameters),
+        "environment": to_jsonable(report.environment),
+        "sections": [
+            {
+                "key": key,
+                "title": title,
+                "analyses": [a.key for a in report.analyses if a.section == key],
+            }
+            for key, title in SECTIONS.items()
+        ],
+        "analyses": [
+            {
+                "key": a.key,
+                "title": a.title,
+                "section": a.section,
+                "function": a.function,
+                "command": a.command,
+                "command_line": command_line(a, report.source),
+                "params": to_jsonable(a.params),
+                "values": round_floats(to_jsonable(a.values)),
+                "reading": a.reading,
+                "warnings": list(a.warnings),
+                "tables": {name: table_to_dict(t) for name, t in a.tables.items()},
+            }
+            for a in report.analyses
+        ],
+        "skipped": [s.to_dict() for s in report.skipped],
+    }

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
-import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalstats.errors import EvalstatsError, OutputError, ParameterError
+from evalstats.report._model import RenderedFigure, RenderedTable, table_key, table_title
+from evalstats.report._staging import MANIFEST, check_output, move_into_place
 
 if TYPE_CHECKING:
-    from evalstats.report._core import AuditReport
+    from evalstats.report._model import ReportContents
 
 __all__ = [
     "FIGURE_FORMATS",
@@ -31,50 +30,6 @@ __all__ = [
 
 #: Figure file formats ``write`` accepts.
 FIGURE_FORMATS = ("png", "pdf", "svg")
-
-#: File in a report folder listing the files the report wrote (so the next report into the same
-#: folder replaces exactly those, and leaves anything else there alone).
-MANIFEST = ".evalstats-report.json"
-
-
-@dataclass(frozen=True, slots=True)
-class RenderedFigure:
-    """A figure as written: its spec fields, files, and the PNG the HTML page embeds."""
-
-    number: int
-    key: str
-    title: str
-    caption: str
-    analysis: str
-    files: dict[str, str]
-    png: bytes = field(repr=False)
-    width_in: float
-    height_in: float
-
-
-@dataclass(frozen=True, slots=True)
-class RenderedTable:
-    """A table as written: which analysis, its name, number and files."""
-
-    number: int
-    key: str
-    analysis: str
-    name: str
-    title: str
-    files: dict[str, str]
-
-
-def table_key(analysis: str, name: str) -> str:
-    """File stem of a table: the analysis key, plus the table name when they differ."""
-    return analysis if name == analysis else f"{analysis}_{name}"
-
-
-def table_title(report: AuditReport, analysis: str, name: str) -> str:
-    """Caption of a table."""
-    res = report[analysis]
-    if name == analysis or len(res.tables) == 1:
-        return res.title
-    return f"{res.title}: {name.replace('_', ' ')}"
 
 
 def check_figure_formats(figure_formats: Sequence[str]) -> tuple[str, ...]:
@@ -90,7 +45,7 @@ def check_figure_formats(figure_formats: Sequence[str]) -> tuple[str, ...]:
 
 
 def _draw_figures(
-    report: AuditReport,
+    report: ReportContents,
     out: Path,
     formats: tuple[str, ...],
     *,
@@ -158,7 +113,7 @@ def _metadata(fmt: str) -> dict[str, Any]:
     return {"Software": "evalstats"}
 
 
-def _write_tables(report: AuditReport, out: Path) -> list[RenderedTable]:
+def _write_tables(report: ReportContents, out: Path) -> list[RenderedTable]:
     from evalstats.report._tables import HIDDEN, display_frame, to_latex, write_csv
 
     (out / "tables").mkdir(parents=True, exist_ok=True)
@@ -197,13 +152,15 @@ def _write_tables(report: AuditReport, out: Path) -> list[RenderedTable]:
 
 
 def results_document(
-    report: AuditReport,
+    report: ReportContents,
     figures: Sequence[RenderedFigure],
     tables: Sequence[RenderedTable],
     failed: Sequence[dict[str, str]],
 ) -> dict[str, Any]:
     """``results.json``: :meth:`AuditReport.to_dict` plus the files written."""
-    doc = report.to_dict()
+    from evalstats.report._render import report_document
+
+    doc = report_document(report)
     files = {(t.analysis, t.name): t.files for t in tables}
     for entry in doc["analyses"]:
         for name, table in entry["tables"].items():
@@ -223,77 +180,8 @@ def results_document(
     return doc
 
 
-def check_output(out: Path, *, force: bool = False) -> None:
-    """Check, before any work, that a report can be written into the folder ``out``.
-
-    ``out`` may be missing (it is created), empty, or hold an earlier evalstats report (its
-    files are replaced). A folder with other files is refused unless ``force`` (the report's
-    files are then written among them, replacing files of the same name only).
-
-    Raises
-    ------
-    OutputError
-        ``out`` is a file, a folder with other files (without ``force``), or not writable.
-    """
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"`out` {str(out)!r} is a file; name a folder for the report.")
-    if out.is_dir() and not force and not (out / MANIFEST).is_file():
-        try:
-            others = any(out.iterdir())
-        except OSError as exc:
-            raise OutputError(f"cannot read the folder {str(out)!r}: {exc.strerror}.") from None
-        if others:
-            raise OutputError(
-                f"`out` {str(out)!r} holds other files and no evalstats report; name a new or "
-                "empty folder, or pass --force to write the report among them (files of the "
-                "same name are replaced, nothing else is removed)."
-            )
-    existing = out
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise OutputError(
-            f"cannot write the report into {str(out)!r}: {str(existing)!r} is read-only."
-        )
-
-
-def _previous_files(out: Path) -> list[Path]:
-    """Files the earlier report in ``out`` wrote (from its manifest), each inside ``out``."""
-    try:
-        listed = json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("files", [])
-    except (OSError, ValueError, AttributeError):
-        return []
-    root = out.resolve()
-    files = []
-    for name in listed if isinstance(listed, list) else []:
-        if not isinstance(name, str):
-            continue
-        path = (out / name).resolve()
-        # never follow a (tampered) manifest out of the folder
-        if path.is_relative_to(root) and path != root and path.is_file():
-            files.append(path)
-    return files
-
-
-def _move_into_place(staging: Path, out: Path) -> None:
-    """Replace the earlier report in ``out`` by the staged one; ``report.html`` comes last."""
-    staged = sorted(p.relative_to(staging) for p in staging.rglob("*") if p.is_file())
-    old = _previous_files(out)
-    # the old page goes first, so no report.html ever points at a mix of old and new files
-    for path in sorted(old, key=lambda p: p.name != "report.html"):
-        path.unlink(missing_ok=True)
-    for sub in ("figures", "tables"):
-        with contextlib.suppress(OSError):
-            (out / sub).rmdir()  # only when the old report left it empty
-    for rel in sorted(staged, key=lambda p: p.as_posix() == "report.html"):
-        target = out / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging / rel, target)
-    shutil.rmtree(staging, ignore_errors=True)
-
-
 def write_report(
-    report: AuditReport,
+    report: ReportContents,
     out: Path,
     *,
     figure_formats: Sequence[str] = ("png", "pdf"),
@@ -335,7 +223,7 @@ def write_report(
         (staging / MANIFEST).write_text(
             json.dumps({"files": [*files, MANIFEST]}, indent=1) + "\n", encoding="utf-8"
         )
-        _move_into_place(staging, out)
+        move_into_place(staging, out)
     except OSError as exc:
         raise OutputError(
             f"cannot write the report into {str(out)!r}: {exc.strerror or exc}."

@@ -14,7 +14,7 @@ from evalstats.attribution import factor_anova
 from evalstats.compare import compare_models, provider_audit
 from evalstats.errors import ParameterError, SchemaError
 from evalstats.report import ANALYSES, audit_report
-from evalstats.report._core import _summarise
+from evalstats.report._model import summarise as _summarise
 from evalstats.resampling import required_sample_size
 from evalstats.simulate import observations, unit_table
 

@@ -204,8 +204,8 @@ def test_cli_out_that_cannot_be_a_folder_exits_2_with_one_line(tmp_path, case):
 
 def test_read_only_target_is_refused_before_any_work(tmp_path, monkeypatch):
     # the machines run tests as root, for whom chmod does not make a folder read-only
-    import evalstats.report._write as write
+    import evalstats.report._staging as staging
 
-    monkeypatch.setattr(write.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(staging.os, "access", lambda path, mode: False)
     with pytest.raises(OutputError, match="read-only"):
         check_output(tmp_path / "new")

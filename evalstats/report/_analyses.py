@@ -1,0 +1,574 @@
+"""The analysis registry: which analyses the report runs, when each applies, how each is called.
+
+:data:`ANALYSES` lists every analysis in report order with its applicability rule (None when
+the data supports it, else the reason it is skipped) and its runner, which calls the public
+analysis functions and returns their result tables. :func:`run_analysis` calls one runner,
+records its parameters and warnings, and attaches its reading (:mod:`~evalstats.report._readings`).
+This module computes no statistic of its own.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import polars as pl
+
+from evalstats.errors import (
+    InsufficientDataError,
+    MetricScaleError,
+    ParameterError,
+    SchemaError,
+)
+from evalstats.report._model import (
+    AnalysisResult,
+    DataSummary,
+    bound,
+    keyword_names,
+    resolve,
+)
+from evalstats.report._readings import READINGS, method_name, scale
+
+__all__ = [
+    "ANALYSES",
+    "NOISE_TARGET_SHARE",
+    "SPECS",
+    "Context",
+    "Spec",
+    "check_options",
+    "run_analysis",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    obs: pl.DataFrame
+    data: DataSummary
+    default: dict[str, Any] | None
+    done: dict[str, AnalysisResult]
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    key: str
+    title: str
+    section: str
+    function: str  # dotted public name
+    command: str | None
+    applies: Callable[[Context], str | None]  # None when it applies, else why not
+    run: Callable[[Context, dict[str, Any]], tuple[dict, dict, dict]]  # tables, values, objects
+    fixed: Callable[[Context], dict[str, Any]] = lambda ctx: {}  # arguments the report sets
+
+
+# applicability ------------------------------------------------------------------------------
+
+
+def _need_variants(ctx: Context) -> str | None:
+    if ctx.data.n_variants < 2:
+        return "each model and dataset has a single prompt variant: there is no spread over prompts"
+    return None
+
+
+def _need_runs(ctx: Context) -> str | None:
+    if ctx.data.n_runs < 2:
+        return "each configuration was run once: run-to-run stability needs repeated runs"
+    if ctx.data.n_items is None:
+        return "the input has no item column: stability compares each item's answers over runs"
+    return None
+
+
+def _need_stability(ctx: Context) -> str | None:
+    reason = _need_runs(ctx)
+    if reason is None and "stability" not in ctx.done:
+        return "it correlates the columns of the stability table, which was skipped"
+    return reason
+
+
+def _need_factors(ctx: Context) -> str | None:
+    if not ctx.data.factors:
+        const, partial = ctx.data.constant_factors, ctx.data.incomplete_factors
+        notes = []
+        if const:
+            notes.append(f"{', '.join(const)} have a single level")
+        if partial:
+            notes.append(f"{', '.join(partial)} have rows without a value")
+        tail = f" ({'; '.join(notes)})" if notes else ""
+        return f"no complete factor column with two or more levels{tail}; name them with --factors"
+    return None
+
+
+def _need_models(ctx: Context) -> str | None:
+    if len(ctx.data.models) < 2:
+        return f"only one model ({ctx.data.models[0]}): nothing to compare"
+    if ctx.data.n_items is None:
+        return "the input has no item column: paired comparisons and rank bootstraps need items"
+    return None
+
+
+def _need_blocks(ctx: Context) -> str | None:
+    if len(ctx.data.models) < 2:
+        return f"only one model ({ctx.data.models[0]}): nothing to rank"
+    if len(ctx.data.datasets) < 2:
+        return "a single dataset: the Friedman test ranks models across several datasets"
+    return None
+
+
+def _need_noise(ctx: Context) -> str | None:
+    if ctx.data.n_items is None and ctx.data.n_variants < 2:
+        return "unit-level input with a single prompt variant: no variance to decompose"
+    if ctx.data.n_items is not None and ctx.data.n_variants < 2 and ctx.data.n_runs < 2:
+        return "one prompt and one run per item: only the item variance is there, see intervals"
+    return None
+
+
+def _need_default(ctx: Context) -> str | None:
+    if not ctx.default:
+        return "no default configuration given (--default factor=value,...)"
+    return None
+
+
+def _need_providers(ctx: Context) -> str | None:
+    if ctx.data.provider is None and not ctx.data.n_errors:
+        return "no provider column with two or more providers and no recorded errors"
+    if ctx.data.n_items is None:
+        return "the input has no item column: provider differences are paired on items"
+    return None
+
+
+# runners ------------------------------------------------------------------------------------
+
+
+def _run_moments(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.moments import prompt_spread
+
+    return {"moments": prompt_spread(ctx.obs, **p)}, {}, {}
+
+
+def _run_nstar(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.resampling import required_sample_size, sample_size_curve
+
+    nstar = required_sample_size(ctx.obs, **p)
+    epsilon_only = ("epsilon", "relative_epsilon", "relative_to")
+    curve = sample_size_curve(ctx.obs, **{k: v for k, v in p.items() if k not in epsilon_only})
+    tables = {"nstar": nstar, "curve": curve}
+    if p.get("method", "pool") != "pool" and p.get("compat") is None:
+        # the claim about the recorded variants only, beside the one about unseen variants
+        pool = {k: v for k, v in p.items() if k != "population_size"} | {"method": "pool"}
+        tables["recorded_variants"] = required_sample_size(ctx.obs, **pool)
+    return tables, {}, {}
+
+
+def _nstar_fixed(ctx: Context) -> dict[str, Any]:
+    """n* about unseen prompt variants (bootstrap); the pool n* is only about the recorded ones."""
+    return {"method": "bootstrap"}
+
+
+def _run_converge(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.compare import convergence
+
+    return {"converge": convergence(ctx.obs, **p)}, {}, {}
+
+
+def _run_stability(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.stability import stability_table
+
+    return {"stability": stability_table(ctx.obs, **p)}, {}, {}
+
+
+def _run_normality(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.normality import run_distribution, run_normality
+
+    table = run_normality(ctx.obs, **p)
+    if table.height and table["pvalue"].fill_nan(None).is_null().all():
+        runs = ", ".join(str(n) for n in sorted(set(table["n"].to_list())))
+        tests = ", ".join(method_name(m) for m in sorted(set(table["method"].to_list())))
+        raise InsufficientDataError(
+            f"the {tests} test could not be computed in any group ({runs} runs per group are "
+            "too few)"
+        )
+    dist = run_distribution(ctx.obs, **({"by": p["by"]} if "by" in p else {}))
+    return {"normality": table}, {}, {"distribution": dist}
+
+
+def _run_correlation(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.correlation import correlation_matrix
+
+    table = ctx.done["stability"].tables["stability"]
+    return {"correlation": correlation_matrix(table, **p)}, {}, {}
+
+
+def _run_anova(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.attribution import factor_anova, interaction_means
+
+    res = factor_anova(ctx.obs, **p)
+    tables = {"anova": res.to_frame()}
+    term = res.strongest_interaction()
+    if term is not None:
+        tables["interaction"] = interaction_means(ctx.obs, term=term)
+    values = {
+        "ss_type": res.ss_type,
+        "method": res.method,
+        "n_obs": res.n_obs,
+        "strongest_interaction": term,
+    }
+    return tables, values, {"anova": res}
+
+
+def _run_attribution(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.attribution import attribute
+
+    res = attribute(ctx.obs, **p)
+    tables = {"attribution": res.to_frame()}
+    if res.coefficients.height:
+        tables["coefficients"] = res.coefficients
+    values = {
+        "cv_r_sq": res.cv_r_sq,
+        "n_folds": res.n_folds,
+        "n_obs": res.n_obs,
+        "score_scale": res.score_scale,
+    }
+    return tables, values, {"attribution": res}
+
+
+def _run_intervals(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.compare import intervals
+
+    return {"intervals": intervals(ctx.obs, **p)}, {}, {}
+
+
+def _run_compare(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.compare import compare_models
+
+    return {"compare": compare_models(ctx.obs, **p)}, {}, {}
+
+
+def _need_gold(ctx: Context) -> str | None:
+    if "gold_score" not in ctx.obs.columns or ctx.data.n_items is None:
+        return "no gold_score column: PPI needs human scores on part of the items"
+    n_gold = ctx.obs["gold_score"].is_not_null().sum()
+    if n_gold == 0 or n_gold == ctx.obs.height:
+        return "gold scores cover none or all of the rows: nothing for PPI to correct"
+    return None
+
+
+def _run_ppi(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.compare import ppi_mean
+
+    return {"ppi": ppi_mean(ctx.obs, **p)}, {}, {}
+
+
+def _run_ranks(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.compare import rank_intervals
+
+    return {"ranks": rank_intervals(ctx.obs, **p)}, {}, {}
+
+
+def _run_friedman(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.compare import friedman_nemenyi
+
+    res = friedman_nemenyi(ctx.obs, **p)
+    values = {
+        "statistic": res.statistic,
+        "pvalue": res.pvalue,
+        "n_blocks": res.n_blocks,
+        "n_models": res.n_models,
+        "critical_difference": res.critical_difference,
+    }
+    return {"friedman": res.to_frame()}, values, {"friedman": res}
+
+
+#: Interval width the report plans for, as a share of the metric's range (0.05 for accuracy in
+#: [0, 1]): the full width of the 95 % interval of each model's mean.
+NOISE_TARGET_SHARE = 0.05
+
+
+def _run_noise(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.noise import plan, variance_components
+    from evalstats.schema import metric_info
+
+    comps = variance_components(ctx.obs, **p)
+    level = p.get("confidence_level", 0.95)
+    plans, targets, objects = [], {}, {}
+    by_metric = "metric" in comps.columns
+    for name, info in metric_info(ctx.obs).items():
+        if info.range is None:  # unbounded: no scale-free default target
+            continue
+        target = NOISE_TARGET_SHARE * info.range
+        sub = comps.filter(pl.col("metric") == name) if by_metric else comps
+        if sub.height == 0:
+            continue
+        res = plan(ctx.obs, target_width=target, components=sub, confidence_level=level)
+        plans.append(res.best)
+        targets[name] = target
+        objects.setdefault("plan", res)
+    values = {
+        "target_width": targets,
+        "target_share_of_range": NOISE_TARGET_SHARE,
+        "cost": "run=1 (model calls)",
+    }
+    tables = {"components": comps}
+    if plans:
+        tables["plan"] = pl.concat(plans, how="diagonal_relaxed")
+    return tables, values, objects
+
+
+def _run_audit(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.compare import reversal_audit
+
+    res = reversal_audit(ctx.obs, **p)
+    tables = {"pairs": res.pairs, "models": res.models}
+    return tables, {"n_reversals": res.n_reversals}, {"audit": res}
+
+
+def _run_providers(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
+    from evalstats.compare import provider_audit
+
+    res = provider_audit(ctx.obs, **p)
+    tables = {
+        "scores": res.scores,
+        "errors": res.errors,
+        "differences": res.differences,
+    }
+    if res.latency.height:
+        tables["latency"] = res.latency
+        tables["tail_quality"] = res.tail_quality
+    return tables, {}, {"providers": res}
+
+
+def _anova_fixed(ctx: Context) -> dict[str, Any]:
+    """Factors, and models and datasets as nuisance blocks when there are several of them.
+
+    Pooling models and datasets would put their differences into the residual and let their
+    interactions with the factors pass for factor effects; blocking compares configurations
+    within each (model, dataset) and permutes only there.
+    """
+    block = tuple(
+        col
+        for col, levels in (("model", ctx.data.models), ("dataset", ctx.data.datasets))
+        if len(levels) > 1
+    )
+    fixed: dict[str, Any] = {"factors": list(ctx.data.factors)}
+    if block:
+        fixed["block"] = block[0] if len(block) == 1 else block
+    return fixed
+
+
+def _provider_fixed(ctx: Context) -> dict[str, Any]:
+    if ctx.data.provider is not None:
+        return {}
+    # errors but no provider column: audit the error rates and policies per model
+    return {"provider": "model", "by": ()}
+
+
+#: Every analysis of the report, in report order.
+ANALYSES: tuple[Spec, ...] = (
+    Spec(
+        "moments",
+        "Scores over prompt variants",
+        "prompts",
+        "evalstats.prompt_spread",
+        "moments",
+        _need_variants,
+        _run_moments,
+    ),
+    Spec(
+        "nstar",
+        "Variants needed for a stable estimate (n*)",
+        "prompts",
+        "evalstats.required_sample_size",
+        "nstar",
+        _need_variants,
+        _run_nstar,
+        _nstar_fixed,
+    ),
+    Spec(
+        "converge",
+        "Sequential stopping rule",
+        "prompts",
+        "evalstats.convergence",
+        "converge",
+        _need_variants,
+        _run_converge,
+    ),
+    Spec(
+        "stability",
+        "Agreement over repeated runs (TARa@N, TARr@N)",
+        "stability",
+        "evalstats.stability_table",
+        "stability",
+        _need_runs,
+        _run_stability,
+    ),
+    Spec(
+        "normality",
+        "Normality of run accuracies",
+        "stability",
+        "evalstats.run_normality",
+        "normality",
+        _need_runs,
+        _run_normality,
+    ),
+    Spec(
+        "correlation",
+        "Correlations between stability measures",
+        "stability",
+        "evalstats.correlation_matrix",
+        "correlate",
+        _need_stability,
+        _run_correlation,
+    ),
+    Spec(
+        "anova",
+        "Factorial ANOVA",
+        "factors",
+        "evalstats.factor_anova",
+        "anova",
+        _need_factors,
+        _run_anova,
+        _anova_fixed,
+    ),
+    Spec(
+        "attribution",
+        "Factor importance (SHAP)",
+        "factors",
+        "evalstats.attribute",
+        "attribute",
+        _need_factors,
+        _run_attribution,
+        lambda ctx: {"factors": list(ctx.data.factors)},
+    ),
+    Spec(
+        "intervals",
+        "Mean score with confidence interval",
+        "models",
+        "evalstats.intervals",
+        "intervals",
+        lambda ctx: None,
+        _run_intervals,
+    ),
+    Spec(
+        "compare",
+        "Paired model differences",
+        "models",
+        "evalstats.compare_models",
+        "compare",
+        _need_models,
+        _run_compare,
+    ),
+    Spec(
+        "ppi",
+        "Judge scores corrected with gold labels (PPI++)",
+        "models",
+        "evalstats.ppi_mean",
+        "ppi",
+        _need_gold,
+        _run_ppi,
+    ),
+    Spec(
+        "ranks",
+        "Rank uncertainty",
+        "models",
+        "evalstats.rank_intervals",
+        None,
+        _need_models,
+        _run_ranks,
+    ),
+    Spec(
+        "friedman",
+        "Ranks across datasets (Friedman, Nemenyi)",
+        "models",
+        "evalstats.friedman_nemenyi",
+        None,
+        _need_blocks,
+        _run_friedman,
+    ),
+    Spec(
+        "noise",
+        "Variance components and the next design",
+        "noise",
+        "evalstats.variance_components",
+        "noise",
+        _need_noise,
+        _run_noise,
+    ),
+    Spec(
+        "audit",
+        "Conclusion-reversal audit",
+        "default",
+        "evalstats.reversal_audit",
+        "audit",
+        _need_default,
+        _run_audit,
+        lambda ctx: {"default": dict(ctx.default or {})},
+    ),
+    Spec(
+        "providers",
+        "Provider and error audit",
+        "providers",
+        "evalstats.provider_audit",
+        "providers",
+        _need_providers,
+        _run_providers,
+        _provider_fixed,
+    ),
+)
+
+SPECS = {s.key: s for s in ANALYSES}
+
+
+def check_options(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for key, params in (options or {}).items():
+        if key not in SPECS:
+            raise ParameterError(
+                f"`options` names the analysis {key!r}; the analyses are {', '.join(SPECS)}."
+            )
+        names = keyword_names(resolve(SPECS[key].function))
+        for name in params:
+            if name not in names:
+                raise ParameterError(
+                    f"`options` sets {key}.{name}, which {SPECS[key].function} does not take "
+                    f"(parameters: {', '.join(names)})."
+                )
+        out[key] = dict(params)
+    return out
+
+
+def run_analysis(
+    spec: Spec, ctx: Context, options: dict[str, Any], seed: int
+) -> tuple[AnalysisResult | None, str | None]:
+    function = resolve(spec.function)
+    names = keyword_names(function)
+    params = {**spec.fixed(ctx)}
+    if "seed" in names:
+        params["seed"] = seed
+    params.update(options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            tables, values, objects = spec.run(ctx, params)
+        except InsufficientDataError as exc:
+            return None, str(exc)
+        except MetricScaleError as exc:  # a method for [0, 1] or 0/1 scores, or mixed metrics
+            return None, f"does not apply to these metrics: {exc}"
+        except SchemaError as exc:  # e.g. runs covering different items
+            return None, f"could not run: {exc}"
+    messages = tuple(dict.fromkeys(str(w.message) for w in caught))
+    result = AnalysisResult(
+        key=spec.key,
+        title=spec.title,
+        section=spec.section,
+        function=spec.function,
+        command=spec.command,
+        params=bound(function, params),
+        tables=tables,
+        values=values,
+        reading="",
+        warnings=messages,
+        objects=objects,
+    )
+    with scale(ctx.data.percent):
+        reading = READINGS[spec.key](result, ctx.data)
+    return replace(result, reading=reading), None
