@@ -75,7 +75,9 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--serif", action="store_true", help="serif fonts in the figures")
     p.add_argument(
-        "--quiet", action="store_true", help="no progress bars and no ingest summary on stderr"
+        "--quiet",
+        action="store_true",
+        help="no progress (bar or lines) and no ingest summary on stderr",
     )
 
 
@@ -129,8 +131,8 @@ def report_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def progress_wanted(args: argparse.Namespace) -> bool:
-    """Progress bars unless --quiet, and only on a terminal (logs stay clean)."""
-    return not args.quiet and sys.stderr.isatty()
+    """Progress unless --quiet: a bar on a terminal, one timed line per step in a log."""
+    return not args.quiet
 
 
 def finish(report: Any, html: Path, args: argparse.Namespace) -> None:

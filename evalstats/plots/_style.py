@@ -16,10 +16,18 @@ from evalstats.errors import MissingDependencyError
 
 __all__ = [
     "COLORS",
+    "DPI",
     "LABELS",
+    "OTHER_COLOR",
+    "PAGE_HEIGHT_IN",
+    "PAGE_WIDTH_IN",
+    "TOP_K",
+    "fit_height",
+    "highlight_palette",
     "label",
     "model_colors",
     "new_axes",
+    "outside_legend",
     "paper_style",
     "plain_text",
     "require_plotting",
@@ -39,6 +47,43 @@ COLORS: dict[str, str] = {
     "band": "0.85",  # null bands and other backgrounds
     "zero": "0.5",  # the no-difference line
 }
+
+#: The figure budget: no figure is wider or taller than a page of text (inches), so at the
+#: print resolution :data:`DPI` no PNG exceeds 2100 × 2700 pixels. Plot functions cap their
+#: height at it (rows get thinner); the report splits larger figures into pages.
+PAGE_WIDTH_IN = 7.0
+PAGE_HEIGHT_IN = 9.0
+
+#: Resolution of saved figures (dots per inch): print quality.
+DPI = 300
+
+#: With more models than this, the report colours the best ``TOP_K`` and draws the rest grey.
+TOP_K = 8
+
+#: Colour of the models outside the highlighted ones.
+OTHER_COLOR = "0.72"
+
+
+def fit_height(n_rows: int, *, per_row: float = 0.3, extra: float = 0.6) -> float:
+    """Figure height (inches) for ``n_rows`` rows, capped at :data:`PAGE_HEIGHT_IN`."""
+    return min(PAGE_HEIGHT_IN, extra + per_row * max(n_rows, 1))
+
+
+def highlight_palette(
+    palette: dict[str, Any], ranked: Iterable[str], k: int = TOP_K
+) -> dict[str, Any]:
+    """``palette`` with only the first ``k`` models of ``ranked`` keeping their colours.
+
+    The others are drawn in :data:`OTHER_COLOR`. With ``k`` or fewer models the palette is
+    returned as it is. A highlighted model keeps the colour ``palette`` gives it, so it has the
+    same colour in every figure.
+    """
+    ranked = list(ranked)
+    if len(palette) <= k:
+        return dict(palette)
+    top = set(ranked[:k])
+    return {m: (c if m in top else OTHER_COLOR) for m, c in palette.items()}
+
 
 #: Display names of result columns (axis labels come from here, never from ad-hoc strings).
 #: Scores are proportions, so their unit is written "(0–1)"; counts and lengths name theirs.
@@ -298,6 +343,25 @@ def tick_labels(
     return wrapped, min(7.0, base + 0.055 * max(0, longest - 12)), lines
 
 
+def outside_legend(ax: Any, **kwargs: Any) -> Any:
+    """The axes' legend beside them (right), where it covers no data; one column per 18 entries.
+
+    Keyword arguments go to :meth:`matplotlib.axes.Axes.legend` (``title``, ``fontsize``...).
+    With constrained layout the axes shrink to make room, so the legend stays inside the figure.
+    """
+    handles, _ = ax.get_legend_handles_labels()
+    options = {
+        "loc": "center left",
+        "bbox_to_anchor": (1.02, 0.5),
+        "frameon": False,
+        "fontsize": "x-small",
+        "ncol": max(1, -(-len(handles) // 18)),
+        "borderaxespad": 0.0,
+    }
+    options.update(kwargs)
+    return ax.legend(**options)
+
+
 def new_axes(ax: Any = None, *, figsize: tuple[float, float] = (3.4, 2.6)) -> tuple[Any, Any]:
     """``(figure, axes)``: the given ``ax`` and its figure, or a new column-width figure."""
     plt, _ = require_plotting()
@@ -314,15 +378,17 @@ def paper_style(*, serif: bool = False, font_scale: float = 0.9) -> Iterator[Non
     rc = {
         "axes.spines.top": False,
         "axes.spines.right": False,
-        "savefig.dpi": 200,
+        "savefig.dpi": DPI,
         "figure.dpi": 100,
         "pdf.fonttype": 42,
     }
     if serif:
         rc["font.family"] = "serif"
+    # seaborn's plotting_context keeps only its own keys (fonts, line widths): the others
+    # (resolution, spines, PDF fonts) go to matplotlib directly
     with (
-        plt.rc_context(),
-        sns.axes_style("whitegrid"),
-        sns.plotting_context("paper", font_scale=font_scale, rc=rc),
+        plt.rc_context(rc),
+        sns.axes_style("whitegrid", rc={k: v for k, v in rc.items() if k.startswith("axes.")}),
+        sns.plotting_context("paper", font_scale=font_scale),
     ):
         yield

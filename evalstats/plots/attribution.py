@@ -14,6 +14,7 @@ from evalstats.plots._style import (
     COLORS,
     label,
     new_axes,
+    outside_legend,
     plain_text,
     require_plotting,
     tick_labels,
@@ -146,7 +147,7 @@ def plot_attribution(result: Any, *, ax: Any = None) -> Any:
     ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
     ax.set_xlabel(label("mean_abs_shap"))
     ax.set_ylabel(label("factor"))
-    ax.legend(loc="lower right", fontsize=6, frameon=False)
+    outside_legend(ax, fontsize=6)
     return fig
 
 

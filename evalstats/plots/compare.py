@@ -12,8 +12,10 @@ import polars as pl
 from evalstats.errors import SchemaError
 from evalstats.plots._style import (
     COLORS,
+    fit_height,
     label,
     new_axes,
+    outside_legend,
     plain_text,
     require_plotting,
     resolve_palette,
@@ -120,7 +122,7 @@ def plot_intervals(intervals: Any, *, ax: Any = None, palette: Any = None) -> An
     """
     frame = _frame(intervals, ("model", "mean", "ci_low", "ci_high"), "intervals()", "models")
     labels, width, lines = tick_labels(_row_labels(frame, "model"))
-    fig, ax = new_axes(ax, figsize=(width, 0.6 + 0.3 * lines * frame.height))
+    fig, ax = new_axes(ax, figsize=(width, fit_height(frame.height, per_row=0.3 * lines)))
     colors = resolve_palette(sorted(frame["model"].unique().to_list()), palette)
     for y, r in enumerate(frame.iter_rows(named=True)):
         c = colors[r["model"]]
@@ -183,7 +185,7 @@ def plot_differences(differences: Any, *, ax: Any = None) -> Any:
     )
     frame = frame.with_columns(pair=pl.col("model_a") + " − " + pl.col("model_b"))
     labels, width, lines = tick_labels(_row_labels(frame, "pair"))
-    fig, ax = new_axes(ax, figsize=(width, 0.6 + 0.3 * lines * frame.height))
+    fig, ax = new_axes(ax, figsize=(width, fit_height(frame.height, per_row=0.3 * lines)))
     for y, r in enumerate(frame.iter_rows(named=True)):
         ax.errorbar(
             r["difference"],
@@ -324,7 +326,9 @@ def plot_critical_difference(result: Any, *, ax: Any = None, palette: Any = None
     right = sorted(((m, r) for m, r in zip(names, means) if r > mid), key=lambda t: -t[1])
     top = -0.1 * (len(cliques) + 1)
     n_rows = max(len(left), len(right), 1)
-    fig, ax = new_axes(ax, figsize=(4.5, 0.9 + 0.22 * n_rows + 0.1 * len(cliques)))
+    fig, ax = new_axes(
+        ax, figsize=(4.5, fit_height(n_rows, per_row=0.22, extra=0.9 + 0.1 * len(cliques)))
+    )
     ax.grid(False)  # a diagram, not a chart: grid lines would cross the labels
     x_lo, x_hi = 0.5, max(k, 1 + cd) + 0.5
     ax.set_xlim(x_lo, x_hi)
@@ -394,7 +398,7 @@ def plot_provider_comparison(audit: Any, *, ax: Any = None, palette: Any = None)
     labels, width, lines = tick_labels(
         [f"{r['model']} @ {r['provider']}" for r in frame.iter_rows(named=True)], base=3.8
     )
-    fig, ax = new_axes(ax, figsize=(width, 0.6 + 0.3 * lines * frame.height))
+    fig, ax = new_axes(ax, figsize=(width, fit_height(frame.height, per_row=0.3 * lines)))
     markers = {"errors_as_failures": "o", "errors_excluded": "s"}
     colors = resolve_palette(sorted(frame["model"].unique().to_list()), palette)
     seen = set()
@@ -461,5 +465,5 @@ def plot_tail_quality(audit: Any, *, ax: Any = None, palette: Any = None) -> Any
         )
     ax.set_xlabel(label("latency_s"))
     ax.set_ylabel(label("quality"))
-    ax.legend(loc="lower right", fontsize="small")
+    outside_legend(ax, fontsize="small")
     return fig

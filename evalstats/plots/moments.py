@@ -13,8 +13,12 @@ import polars as pl
 from evalstats.errors import ParameterError
 from evalstats.plots._style import (
     COLORS,
+    OTHER_COLOR,
+    PAGE_HEIGHT_IN,
+    PAGE_WIDTH_IN,
     label,
     new_axes,
+    outside_legend,
     plain_text,
     require_plotting,
     resolve_palette,
@@ -81,7 +85,10 @@ def plot_prompt_spread(
         fig, grid = plt.subplots(
             nrow,
             ncol,
-            figsize=(3.4 * ncol, 2.6 * nrow),
+            figsize=(
+                min(PAGE_WIDTH_IN, max(3.4, 0.22 * len(order)) * ncol),
+                min(PAGE_HEIGHT_IN, 2.6 * nrow),
+            ),
             layout="constrained",
             squeeze=False,
             sharey=True,
@@ -224,7 +231,7 @@ def plot_convergence(
     ax.set_xlabel(label("n"))
     ax.set_ylabel(label("delta_mean", curve))
     ax.set_title(f"{m} · {d}")
-    ax.legend(fontsize=6)
+    outside_legend(ax, fontsize=6)
     return fig
 
 
@@ -280,17 +287,28 @@ def plot_convergence_overlay(
     fig, ax = new_axes(ax, figsize=(4.2, 3.0))
     models = sorted(c["model"].unique().to_list())
     colors = resolve_palette(models, palette)
+    # grey (not highlighted) models first, thin and without bands, under the coloured ones
+    models.sort(key=lambda m: colors[m] != OTHER_COLOR)
     for m in models:
         cm = c.filter(pl.col("model") == m).sort("n")
-        ax.plot(cm["n"].to_numpy(), cm["delta_mean"].to_numpy(), color=colors[m], label=m)
-        ax.fill_between(
+        grey = colors[m] == OTHER_COLOR
+        ax.plot(
             cm["n"].to_numpy(),
-            cm["ci_low"].to_numpy(),
-            cm["ci_high"].to_numpy(),
+            cm["delta_mean"].to_numpy(),
             color=colors[m],
-            alpha=0.2,
-            linewidth=0,
+            label=m,
+            linewidth=0.7 if grey else 1.3,
+            zorder=1 if grey else 2,
         )
+        if not grey:
+            ax.fill_between(
+                cm["n"].to_numpy(),
+                cm["ci_low"].to_numpy(),
+                cm["ci_high"].to_numpy(),
+                color=colors[m],
+                alpha=0.2,
+                linewidth=0,
+            )
         if nstar is not None:
             ns = nstar.filter(
                 pl.col("model") == m,
@@ -308,5 +326,10 @@ def plot_convergence_overlay(
     ax.set_xlabel(label("n"))
     ax.set_ylabel(label("delta_mean", curve))
     ax.set_title(f"{d} · {moment}")
-    ax.legend(fontsize=6)
+    _legend(ax, len(models) + (eps is not None))
     return fig
+
+
+def _legend(ax: Any, entries: int) -> None:
+    """Beside the axes, where it covers no curve."""
+    outside_legend(ax, fontsize=6, ncol=1 if entries <= 18 else 2)

@@ -10,7 +10,16 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import SchemaError
-from evalstats.plots._style import COLORS, label, new_axes, require_plotting, tick_labels
+from evalstats.plots._style import (
+    COLORS,
+    PAGE_WIDTH_IN,
+    fit_height,
+    label,
+    new_axes,
+    plain_text,
+    require_plotting,
+    tick_labels,
+)
 
 __all__ = ["plot_noise_components", "plot_plan"]
 
@@ -35,6 +44,7 @@ def _group_label(r: dict, extra: list[str]) -> str:
     return f"{name} ({tail})" if tail else name
 
 
+@plain_text
 def plot_noise_components(
     components: pl.DataFrame, *, share: bool = False, pairs: bool = False, ax: Any = None
 ) -> Any:
@@ -81,7 +91,13 @@ def plot_noise_components(
     groups = frame.select(keys).unique(maintain_order=True).rows(named=True)
     extra = [c for c in ("dataset", "metric") if c in keys and frame[c].n_unique() > 1]
     labels, width, lines = tick_labels([_group_label(g, extra) for g in groups])
-    fig, ax = new_axes(ax, figsize=(width + 1.2, 0.9 + 0.32 * lines * len(groups)))
+    fig, ax = new_axes(
+        ax,
+        figsize=(
+            min(PAGE_WIDTH_IN, width + 1.2),
+            fit_height(len(groups), per_row=0.32 * lines, extra=0.9),
+        ),
+    )
     value = "share" if share else "variance"
     left = [0.0] * len(groups)
     merged = False
@@ -125,6 +141,7 @@ def plot_noise_components(
     return fig
 
 
+@plain_text
 def plot_plan(result: Any, *, group: dict | None = None, ax: Any = None) -> Any:
     """Predicted interval width against cost for several (variants, runs) allocations.
 

@@ -15,8 +15,12 @@ import polars as pl
 from evalstats.errors import ParameterError, SchemaError
 from evalstats.plots._style import (
     COLORS,
+    PAGE_HEIGHT_IN,
+    PAGE_WIDTH_IN,
+    fit_height,
     label,
     new_axes,
+    outside_legend,
     plain_text,
     require_plotting,
     resolve_palette,
@@ -102,7 +106,13 @@ def plot_tar_heatmap(
     ci = {v: i for i, v in enumerate(cols)}
     for ry, cx, v in stability.select(y, x, value).iter_rows():
         mat[ri[ry], ci[cx]] = np.nan if v is None else float(v)
-    fig, ax = new_axes(ax, figsize=(1.0 + 0.9 * len(cols), 0.8 + 0.45 * len(rows)))
+    fig, ax = new_axes(
+        ax,
+        figsize=(
+            min(PAGE_WIDTH_IN, 1.0 + 0.9 * len(cols)),
+            fit_height(len(rows), per_row=0.45, extra=0.8),
+        ),
+    )
     sns.heatmap(
         mat * 100,
         ax=ax,
@@ -179,7 +189,9 @@ def plot_stability_distribution(
     models = sorted(stability["model"].unique().to_list(), key=str)
     levels = sorted(stability[x].unique().to_list(), key=str)
     colors = resolve_palette(models, palette)
-    fig, ax = new_axes(ax, figsize=(max(3.4, 0.9 + 0.45 * len(models) * len(levels)), 2.6))
+    fig, ax = new_axes(
+        ax, figsize=(min(PAGE_WIDTH_IN, max(3.4, 0.9 + 0.45 * len(models) * len(levels))), 2.6)
+    )
     # a plain dict: seaborn takes it without polars' pyarrow bridge
     data = stability.select(
         pl.col(x).cast(pl.String), pl.col("model").cast(pl.String), pl.col(value)
@@ -200,7 +212,7 @@ def plot_stability_distribution(
     ax.set_xlabel(label(x))
     ax.set_ylabel(label(value))
     if ax.get_legend() is not None:
-        ax.legend(title=label("model"), fontsize="small", title_fontsize="small", frameon=False)
+        outside_legend(ax, title=label("model"), fontsize="small", title_fontsize="small")
     return fig
 
 
@@ -275,7 +287,9 @@ def plot_correlation_heatmap(
     for i in range(k):
         text[i, i] = "1"
     mask = np.triu(np.ones((k, k), dtype=bool), k=1)
-    fig, ax = new_axes(ax, figsize=(1.8 + 0.95 * k, 1.2 + 0.8 * k))
+    fig, ax = new_axes(
+        ax, figsize=(min(PAGE_WIDTH_IN, 1.8 + 0.95 * k), min(PAGE_HEIGHT_IN, 1.2 + 0.8 * k))
+    )
     method = corr["method"][0] if "method" in corr.columns and corr.height else "correlation"
     sns.heatmap(
         mat,
@@ -393,5 +407,5 @@ def plot_run_distribution(
         a.set_xlabel(x_label)
         a.set_ylabel(f"{label('runs')} (N = {row['n']})")
         a.set_title(" / ".join(str(row[k]) for k in keys))
-        a.legend(fontsize="small", frameon=False)
+        outside_legend(a, fontsize="small")
     return fig

@@ -10,7 +10,6 @@ package imports this module.
 from __future__ import annotations
 
 import platform
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from evalstats.report._model import (
     Skipped,
     summarise,
 )
+from evalstats.report._progress import Progress
 
 if TYPE_CHECKING:
     from evalstats.io import IngestReport
@@ -96,7 +96,7 @@ class AuditReport(ReportContents):
         *,
         figure_formats: Sequence[str] = ("png", "pdf"),
         serif: bool = False,
-        progress: bool = False,
+        progress: bool | str = False,
         force: bool = False,
     ) -> Path:
         """Write the report into the folder ``out``; return the path of ``report.html``.
@@ -111,8 +111,9 @@ class AuditReport(ReportContents):
             File formats of each figure. The HTML page embeds PNG whatever is chosen.
         serif : bool, default False
             Serif fonts in the figures (:func:`evalstats.plots.paper_style`).
-        progress : bool, default False
-            Show a progress bar on stderr while drawing the figures.
+        progress : bool or {'bar', 'lines'}, default False
+            Progress on stderr while drawing the figures: a bar on a terminal, else (and
+            with ``'lines'``) one line per figure with its time.
         force : bool, default False
             Write into a folder that holds other files (files of the same name are replaced,
             nothing else is removed). A new, empty, or earlier-report folder needs no ``force``:
@@ -175,7 +176,7 @@ def audit_report(
     seed: int = 0,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     skip: Sequence[str] = (),
-    progress: bool = False,
+    progress: bool | str = False,
     on_mismatch: Literal["error", "intersect", "keep"] = "error",
 ) -> AuditReport:
     """Run every analysis the observation table supports; say which were skipped and why.
@@ -203,8 +204,9 @@ def audit_report(
         those of the analysis function. Unset parameters keep the function's default.
     skip : sequence of str, default ()
         Analyses not to run (keys of :data:`ANALYSES`).
-    progress : bool, default False
-        Show a progress bar on stderr, one step per analysis.
+    progress : bool or {'bar', 'lines'}, default False
+        Progress on stderr, one step per analysis: a bar on a terminal, else (and with
+        ``'lines'``) one line per analysis with its time.
     on_mismatch : {'error', 'intersect', 'keep'}, default 'error'
         Repeated runs of a configuration that cover different items, for every analysis of
         the report alike (:func:`evalstats.aggregate.align_item_sets`): stop, analyse the
@@ -289,24 +291,14 @@ def _audit(
     on_mismatch: str,
 ) -> AuditReport:
     """The body of :func:`audit_report`, run under its item-set rule."""
-    from tqdm.auto import tqdm
-
     from evalstats.aggregate import to_units
 
     data = summarise(obs, factors)
     ctx = Context(obs=obs, data=data, default=dict(default) if default else None, done={})
     skipped: list[Skipped] = []
-    bar = tqdm(
-        total=len(ANALYSES),
-        desc="report",
-        unit="analysis",
-        file=sys.stderr,
-        disable=not progress,
-        leave=False,
-    )
-    with bar:
+    with Progress("report", len(ANALYSES), progress) as bar:
         for spec in ANALYSES:
-            bar.set_description_str(f"report: {spec.key}")
+            bar.step(spec.key)
             reason = "skipped on request" if spec.key in skip else spec.applies(ctx)
             if reason is None:
                 result, reason = run_analysis(spec, ctx, checked.get(spec.key, {}), seed)
@@ -314,7 +306,7 @@ def _audit(
                     ctx.done[spec.key] = result
             if reason is not None:
                 skipped.append(Skipped(spec.key, spec.title, spec.section, reason))
-            bar.update()
+            bar.done("skipped" if reason is not None else None)
     parameters = {
         "seed": seed,
         "factors": list(data.factors),

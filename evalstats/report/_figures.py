@@ -21,6 +21,21 @@ __all__ = ["FigureSpec", "figure_specs"]
 #: At most this many panels in one figure of per-group histograms.
 _MAX_HIST_PANELS = 6
 
+#: Rows of one page of a forest plot (one row per model, pair or group): at 0.3 inch a row
+#: and 0.26 inch for 32 they fill a page (:data:`evalstats.plots._style.PAGE_HEIGHT_IN`).
+_ROWS_PER_PAGE = 32
+
+#: Panels of one page of small multiples (two columns of three).
+_PANELS_PER_PAGE = 6
+
+#: Pages a figure is split into at most; what does not fit is in the tables (the caption says
+#: which groups are drawn).
+_MAX_PAGES = 4
+
+#: With more models than :data:`~evalstats.plots._style.TOP_K`, the difference plots draw the
+#: pairs among this many best models only (the full table has every pair).
+_TOP_PAIRS = 5
+
 
 @dataclass(frozen=True, slots=True)
 class FigureSpec:
@@ -34,13 +49,17 @@ class FigureSpec:
 
 
 def _panels(n: int, *, width: float = 3.4, height: float = 2.7, ncol_max: int = 2) -> Any:
-    from evalstats.plots._style import require_plotting
+    from evalstats.plots._style import PAGE_HEIGHT_IN, PAGE_WIDTH_IN, require_plotting
 
     plt, _ = require_plotting()
     ncol = min(ncol_max, n)
     nrow = -(-n // ncol)
     fig, axes = plt.subplots(
-        nrow, ncol, figsize=(width * ncol, height * nrow), squeeze=False, layout="constrained"
+        nrow,
+        ncol,
+        figsize=(min(PAGE_WIDTH_IN, width * ncol), min(PAGE_HEIGHT_IN, height * nrow)),
+        squeeze=False,
+        layout="constrained",
     )
     flat = list(axes.ravel())
     for ax in flat[n:]:
@@ -48,49 +67,219 @@ def _panels(n: int, *, width: float = 3.4, height: float = 2.7, ncol_max: int = 
     return fig, flat[:n]
 
 
+def ranked_models(report: ReportContents) -> list[str]:
+    """The models from best to worst by mean unit score over datasets (ties by name).
+
+    The order decides which models the figures highlight when there are many; "best" follows
+    each metric's direction (``higher_is_better``, default higher).
+    """
+    units = report.units
+    if units.height == 0 or "score" not in units.columns:
+        return list(report.data.models)
+    score = pl.col("score")
+    if "higher_is_better" in units.columns:
+        score = pl.when(pl.col("higher_is_better").fill_null(True)).then(score).otherwise(-score)
+    means = (
+        units.group_by("model", "dataset")
+        .agg(score.mean().alias("s"))
+        .group_by("model")
+        .agg(pl.col("s").mean())
+        .sort(["s", "model"], descending=[True, False], nulls_last=True)
+    )
+    return means["model"].to_list()
+
+
+def report_palette(report: ReportContents) -> dict[str, Any]:
+    """One colour per model for every figure of the report.
+
+    Beyond ``TOP_K`` models only the best ``TOP_K`` keep their colours; the rest are grey.
+    """
+    from evalstats.plots import model_colors
+    from evalstats.plots._style import TOP_K, highlight_palette, require_plotting
+
+    if not report.data.models:
+        return {}
+    ranked = ranked_models(report)
+    if len(ranked) <= TOP_K:
+        return model_colors(report.data.models)
+    # the highlighted models get the distinct colour-blind-safe colours, in rank order
+    _, sns = require_plotting()
+    # (the palette's grey, its 8th colour, is left for the others)
+    colours = [c for i, c in enumerate(sns.color_palette("colorblind", 10)) if i != 7]
+    distinct = dict(zip(ranked, colours[:TOP_K]))
+    return highlight_palette(distinct | {m: None for m in ranked[TOP_K:]}, ranked)
+
+
+def _chunks(items: list[Any], size: int) -> list[list[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), max(size, 1))]
+
+
+def _row_pages(frame: pl.DataFrame, by: str = "dataset") -> list[pl.DataFrame]:
+    """``frame`` cut into pages of at most :data:`_ROWS_PER_PAGE` rows.
+
+    Whole ``by`` groups stay together where they fit.
+    """
+    if by not in frame.columns:
+        return [frame[i : i + _ROWS_PER_PAGE] for i in range(0, frame.height, _ROWS_PER_PAGE)]
+    pages: list[pl.DataFrame] = []
+    current: list[pl.DataFrame] = []
+    rows = 0
+    for (_,), group in frame.group_by(by, maintain_order=True):
+        n_parts = -(-group.height // _ROWS_PER_PAGE)
+        size = -(-group.height // n_parts)  # equal parts, not a full page and a scrap
+        for part in (group[i : i + size] for i in range(0, group.height, size)):
+            if current and rows + part.height > _ROWS_PER_PAGE:
+                pages.append(pl.concat(current))
+                current, rows = [], 0
+            current.append(part)
+            rows += part.height
+    if current:
+        pages.append(pl.concat(current))
+    return pages or [frame]
+
+
+def _paged(
+    key: str,
+    title: str,
+    caption: str,
+    analysis: str,
+    pages: list[Any],
+    draw: Callable[[Any, dict[str, Any]], Any],
+    describe: Callable[[Any], str],
+    total: str,
+) -> list[FigureSpec]:
+    """One spec per page (``key``, ``key_2``, ...), at most :data:`_MAX_PAGES`.
+
+    The last caption says so when groups are left out.
+    """
+    shown = pages[:_MAX_PAGES]
+    specs = []
+    for i, page in enumerate(shown):
+        if len(pages) == 1:
+            k, t, c = key, title, caption
+        else:
+            k = key if i == 0 else f"{key}_{i + 1}"
+            t = f"{title} ({i + 1} of {len(shown)})"
+            c = f"{caption} This page: {describe(page)}."
+            if len(pages) > len(shown) and i == len(shown) - 1:
+                c += f" The first {len(shown)} pages are drawn; {total} has every group."
+        specs.append(FigureSpec(k, t, c, analysis, lambda pal, page=page: draw(page, pal)))
+    return specs
+
+
+def _span(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{names[0]} to {names[-1]} ({len(names)} datasets)"
+
+
+def _datasets_of(frame: pl.DataFrame) -> str:
+    if "dataset" not in frame.columns:
+        return f"{frame.height} rows"
+    return _span(list(dict.fromkeys(frame["dataset"].to_list())))
+
+
+_GREY_NOTE = (
+    " With many models, the best (by mean score) keep their colours and the others are grey."
+)
+
+
+def _top_k() -> int:
+    from evalstats.plots._style import TOP_K
+
+    return TOP_K
+
+
+def _one_legend(fig: Any, axes: list[Any], pal: dict[str, Any], ranked: list[str]) -> None:
+    """Replace the panels' legends by one legend below them.
+
+    It lists the coloured models in rank order, one entry for the grey ones, and the other
+    labelled lines (ε) once.
+    """
+    from matplotlib.lines import Line2D
+
+    from evalstats.plots._style import OTHER_COLOR
+
+    for ax in axes:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    drawn = {line.get_label() for ax in axes for line in ax.get_lines()}
+    coloured = [m for m in ranked if m in drawn and pal.get(m) != OTHER_COLOR]
+    handles = [Line2D([], [], color=pal[m], label=m) for m in coloured]
+    if any(m in drawn and pal.get(m) == OTHER_COLOR for m in ranked):
+        handles.append(Line2D([], [], color=OTHER_COLOR, label="other models"))
+    seen = set(ranked)
+    for line in axes[0].get_lines() if axes else []:
+        name = line.get_label()
+        if name not in seen and not name.startswith("_"):
+            seen.add(name)
+            handles.append(
+                Line2D([], [], color=line.get_color(), linestyle=line.get_linestyle(), label=name)
+            )
+    if handles:
+        fig.legend(
+            handles=handles,
+            loc="outside lower center",
+            ncol=min(4, len(handles)),
+            fontsize="x-small",
+            frameon=False,
+        )
+
+
 def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
-    specs = []
+    specs: list[FigureSpec] = []
+    many = len(report.data.models) > _top_k()
     if "moments" in report:
-        specs.append(
-            FigureSpec(
-                "prompt_spread",
-                "Accuracy over prompt variants",
-                "Accuracy of each prompt variant (runs averaged), one box per model, one panel "
-                "per dataset. Boxes span the quartiles, whiskers 1.5 times the interquartile "
-                "range; points beyond them are single variants.",
-                "moments",
-                lambda pal: plots.plot_prompt_spread(report.units, palette=pal),
-            )
+        units = report.units
+        datasets = sorted(units["dataset"].unique().to_list()) if units.height else []
+        per_page = 3 if many else _PANELS_PER_PAGE
+
+        def draw_spread(page: list[str], pal: dict[str, Any]) -> Any:
+            sub = units.filter(pl.col("dataset").is_in(page))
+            return plots.plot_prompt_spread(sub, palette=pal, col_wrap=1 if many else 2)
+
+        specs += _paged(
+            "prompt_spread",
+            "Accuracy over prompt variants",
+            "Accuracy of each prompt variant (runs averaged), one box per model, one panel "
+            "per dataset. Boxes span the quartiles, whiskers 1.5 times the interquartile "
+            "range; points beyond them are single variants." + (_GREY_NOTE if many else ""),
+            "moments",
+            _chunks(datasets, per_page),
+            draw_spread,
+            _span,
+            "tables/moments.csv",
         )
     if "nstar" in report:
         nstar = report["nstar"]
         curve, table = nstar.tables["curve"], nstar.tables["nstar"]
         datasets = sorted(curve["dataset"].unique().to_list())
+        ranked = ranked_models(report)
 
-        def draw(pal: dict[str, Any]) -> Any:
-            fig, axes = _panels(len(datasets))
-            for ax, d in zip(axes, datasets):
+        def draw(page: list[str], pal: dict[str, Any]) -> Any:
+            fig, axes = _panels(len(page))
+            for ax, d in zip(axes, page):
                 plots.plot_convergence_overlay(
                     curve, table, dataset=d, moment="mean", ax=ax, palette=pal
                 )
+            _one_legend(fig, axes, pal, ranked)
             return fig
 
         eps_values = table.filter(pl.col("moment") == "mean")["epsilon"].unique().drop_nulls()
         eps = f"ε = {eps_values[0]:.4g}" if eps_values.len() == 1 else "each metric's ε"
         what = "accuracy" if report.data.percent else "score"
-        specs.append(
-            FigureSpec(
-                "convergence",
-                "Convergence of the mean over prompt variants",
-                f"Mean distance |Δ(n)| between the mean {what} over n sampled variants and over "
-                f"all variants, with its {1 - nstar.params['delta']:.0%} band, per model; the "
-                f"dashed line is {eps} and the dots mark n*, the fewest variants whose "
-                "band stays below ε.",
-                "nstar",
-                draw,
-            )
+        specs += _paged(
+            "convergence",
+            "Convergence of the mean over prompt variants",
+            f"Mean distance |Δ(n)| between the mean {what} over n sampled variants and over "
+            f"all variants, with its {1 - nstar.params['delta']:.0%} band, per model; the "
+            f"dashed line is {eps} and the dots mark n*, the fewest variants whose "
+            "band stays below ε." + (_GREY_NOTE if many else ""),
+            "nstar",
+            _chunks(datasets, _PANELS_PER_PAGE),
+            draw,
+            _span,
+            "tables/nstar_curve.csv",
         )
     return specs
 
@@ -205,36 +394,64 @@ def _factor_figures(report: ReportContents) -> list[FigureSpec]:
     return specs
 
 
+def _by_rank(frame: pl.DataFrame, rank: dict[str, int], *models: str) -> pl.DataFrame:
+    """``frame`` sorted by dataset (and metric), then by the models' rank."""
+    keys = [c for c in ("dataset", "metric") if c in frame.columns]
+    order = [
+        pl.col(m).replace_strict(rank, default=len(rank)).alias(f"_r{i}")
+        for i, m in enumerate(models)
+    ]
+    tmp = frame.with_columns(order)
+    return tmp.sort([*keys, *(f"_r{i}" for i in range(len(models)))]).drop(
+        [f"_r{i}" for i in range(len(models))]
+    )
+
+
 def _model_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
-    specs = []
+    specs: list[FigureSpec] = []
+    ranked = ranked_models(report)
+    rank = {m: i for i, m in enumerate(ranked)}
+    many = len(ranked) > _top_k()
     if "intervals" in report:
         res = report["intervals"]
-        t = res.tables["intervals"]
-        specs.append(
-            FigureSpec(
-                "intervals",
-                "Mean accuracy with confidence intervals",
-                f"Mean accuracy per model with its {res.params['confidence_level']:.0%} "
-                f"{res.params['method']} interval over {res.params['over']}.",
-                "intervals",
-                lambda pal, t=t: plots.plot_intervals(t, palette=pal),
-            )
+        t = _by_rank(res.tables["intervals"], rank, "model")
+        specs += _paged(
+            "intervals",
+            "Mean accuracy with confidence intervals",
+            f"Mean accuracy per model with its {res.params['confidence_level']:.0%} "
+            f"{res.params['method']} interval over {res.params['over']}."
+            + (_GREY_NOTE if many else ""),
+            "intervals",
+            _row_pages(t),
+            lambda page, pal: plots.plot_intervals(page, palette=pal),
+            _datasets_of,
+            "tables/intervals.csv",
         )
     if "compare" in report:
         res = report["compare"]
         t = res.tables["compare"]
-        specs.append(
-            FigureSpec(
-                "differences",
-                "Paired differences between models",
-                f"Mean difference of each model pair (paired on {res.params['paired_on']}) "
-                f"with its {res.params['confidence_level']:.0%} interval; the dashed line is no "
-                "difference.",
-                "compare",
-                lambda pal, t=t: plots.plot_differences(t),
+        note = ""
+        if many:
+            top = set(ranked[:_TOP_PAIRS])
+            t = t.filter(pl.col("model_a").is_in(top) & pl.col("model_b").is_in(top))
+            note = (
+                f" Pairs among the {_TOP_PAIRS} best models by mean score only; "
+                "tables/compare.csv has every pair."
             )
+        t = _by_rank(t, rank, "model_a", "model_b")
+        specs += _paged(
+            "differences",
+            "Paired differences between models",
+            f"Mean difference of each model pair (paired on {res.params['paired_on']}) "
+            f"with its {res.params['confidence_level']:.0%} interval; the dashed line is no "
+            "difference." + note,
+            "compare",
+            _row_pages(t),
+            lambda page, pal: plots.plot_differences(page),
+            _datasets_of,
+            "tables/compare.csv",
         )
     if "friedman" in report:
         fr = report["friedman"].objects["friedman"]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import io
 import json
 import shutil
-import sys
 import tempfile
+import warnings
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from evalstats.report._model import RenderedFigure, RenderedTable, table_key, ta
 from evalstats.report._staging import MANIFEST, check_output, move_into_place
 
 if TYPE_CHECKING:
+    from evalstats.report._figures import FigureSpec
     from evalstats.report._model import ReportContents
 
 __all__ = [
@@ -50,58 +52,79 @@ def _draw_figures(
     formats: tuple[str, ...],
     *,
     serif: bool,
-    progress: bool,
+    progress: bool | str,
 ) -> tuple[list[RenderedFigure], list[dict[str, str]]]:
-    from tqdm.auto import tqdm
-
-    from evalstats.plots import model_colors, paper_style
     from evalstats.plots._style import require_plotting
-    from evalstats.report._figures import figure_specs
+    from evalstats.report._figures import figure_specs, report_palette
+    from evalstats.report._progress import Progress
 
     plt, _ = require_plotting()
-    palette = model_colors(report.data.models) if report.data.models else {}
+    palette = report_palette(report)
     specs = figure_specs(report)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     rendered: list[RenderedFigure] = []
     failed: list[dict[str, str]] = []
-    bar = tqdm(specs, desc="figures", unit="figure", file=sys.stderr, disable=not progress)
-    for spec in bar:
-        bar.set_description_str(f"figures: {spec.key}")
-        with paper_style(serif=serif):
-            try:
-                fig = spec.draw(palette)
-            except EvalstatsError as exc:
-                failed.append({"key": spec.key, "analysis": spec.analysis, "reason": str(exc)})
+    with Progress("figures", len(specs), progress) as bar:
+        for spec in specs:
+            bar.step(spec.key)
+            figure = _draw_one(spec, palette, out, formats, serif=serif, plt=plt)
+            if isinstance(figure, dict):
+                failed.append(figure)
+                bar.done("not drawn")
                 continue
-            try:
-                files = {}
-                for fmt in formats:
-                    path = out / "figures" / f"{spec.key}.{fmt}"
-                    fig.savefig(path, bbox_inches="tight", metadata=_metadata(fmt))
-                    files[fmt] = path.relative_to(out).as_posix()
-                if "png" in formats:
-                    png = (out / files["png"]).read_bytes()
-                else:
-                    buf = io.BytesIO()
-                    fig.savefig(buf, format="png", bbox_inches="tight")
-                    png = buf.getvalue()
-                width, height = fig.get_size_inches()
-            finally:
-                plt.close(fig)
-        rendered.append(
-            RenderedFigure(
-                number=len(rendered) + 1,
-                key=spec.key,
-                title=spec.title,
-                caption=spec.caption,
-                analysis=spec.analysis,
-                files=files,
-                png=png,
-                width_in=float(width),
-                height_in=float(height),
-            )
-        )
+            rendered.append(replace(figure, number=len(rendered) + 1))
+            bar.done()
     return rendered, failed
+
+
+def _draw_one(
+    spec: FigureSpec,
+    palette: dict[str, Any],
+    out: Path,
+    formats: tuple[str, ...],
+    *,
+    serif: bool,
+    plt: Any,
+) -> RenderedFigure | dict[str, str]:
+    """Draw and save one figure; the reason as a dict when its data cannot be drawn."""
+    from evalstats.plots import paper_style
+
+    with paper_style(serif=serif), warnings.catch_warnings():
+        # layout notes of matplotlib/seaborn are about drawing, not about the data: a
+        # figure that needs one is a bug of its layout, which the figure tests catch
+        warnings.filterwarnings("ignore", category=UserWarning, module="matplotlib")
+        for category in (DeprecationWarning, FutureWarning, PendingDeprecationWarning):
+            warnings.filterwarnings("ignore", category=category, module="seaborn")
+        try:
+            fig = spec.draw(palette)
+        except EvalstatsError as exc:
+            return {"key": spec.key, "analysis": spec.analysis, "reason": str(exc)}
+        try:
+            files = {}
+            for fmt in formats:
+                path = out / "figures" / f"{spec.key}.{fmt}"
+                fig.savefig(path, bbox_inches="tight", metadata=_metadata(fmt))
+                files[fmt] = path.relative_to(out).as_posix()
+            if "png" in formats:
+                png = (out / files["png"]).read_bytes()
+            else:
+                buf = io.BytesIO()
+                fig.savefig(buf, format="png", bbox_inches="tight")
+                png = buf.getvalue()
+            width, height = fig.get_size_inches()
+        finally:
+            plt.close(fig)
+    return RenderedFigure(
+        number=0,
+        key=spec.key,
+        title=spec.title,
+        caption=spec.caption,
+        analysis=spec.analysis,
+        files=files,
+        png=png,
+        width_in=float(width),
+        height_in=float(height),
+    )
 
 
 def _metadata(fmt: str) -> dict[str, Any]:
@@ -186,7 +209,7 @@ def write_report(
     *,
     figure_formats: Sequence[str] = ("png", "pdf"),
     serif: bool = False,
-    progress: bool = False,
+    progress: bool | str = False,
     force: bool = False,
 ) -> Path:
     """Write every file of the report into ``out``; return the path of ``report.html``.
