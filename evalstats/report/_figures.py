@@ -293,7 +293,27 @@ def _stability_figures(report: ReportContents) -> list[FigureSpec]:
         values = [c for c in ("tar_a", "tar_r") if table[c].drop_nulls().drop_nans().len()]
         if values:
             one_cell = table.group_by("model", "dataset").len()["len"].max() == 1
-            if one_cell:
+            many = len(report.data.models) > _top_k()
+            if many and not one_cell:
+                # a box per model and dataset does not fit: the mean over configurations
+                means = table.group_by("model", "dataset").agg(
+                    pl.col(v).drop_nans().mean() for v in values
+                )
+                small = means["dataset"].n_unique() <= 10 and means["model"].n_unique() <= 24
+
+                def draw(pal: dict[str, Any]) -> Any:
+                    fig, axes = _panels(len(values), width=7.0, height=4.4, ncol_max=1)
+                    for ax, v in zip(axes, values):
+                        plots.plot_tar_heatmap(means, value=v, ax=ax, annot=small)
+                    return fig
+
+                caption = (
+                    "Share of items with the same parsed answer (TARa@N) or the same raw "
+                    "response (TARr@N) in all N runs, in percent, per model and dataset: the "
+                    "mean over the configurations (prompt variants) of each cell; "
+                    "tables/stability.csv has each configuration."
+                )
+            elif one_cell:
 
                 def draw(pal: dict[str, Any]) -> Any:
                     fig, axes = _panels(len(values))
