@@ -121,12 +121,12 @@ def test_no_import_cycles_in_evalstats():
 
 
 def test_report_modules_stay_small():
-    # "about 600 lines": a module past 650 is due to be split (as _core.py was)
+    # "about 600 lines": a module past 620 is due to be split (as _core.py was)
     sizes = {
         p.name: len(p.read_text(encoding="utf-8").splitlines())
         for p in (ROOT / "report").glob("*.py")
     }
-    assert max(sizes.values()) <= 650, sizes
+    assert max(sizes.values()) <= 620, sizes
 
 
 _HEAVY = ("polars", "numpy", "scipy", "statsmodels", "matplotlib", "seaborn", "xgboost")

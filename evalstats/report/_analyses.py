@@ -29,7 +29,8 @@ from evalstats.report._model import (
     keyword_names,
     resolve,
 )
-from evalstats.report._readings import READINGS, method_name, scale
+from evalstats.report._readings import READINGS, method_name
+from evalstats.report._wording import scale
 
 __all__ = [
     "ANALYSES",

@@ -285,7 +285,7 @@ def _audit(
     seed: int,
     checked: dict[str, dict[str, Any]],
     skip: Sequence[str],
-    progress: bool,
+    progress: bool | str,
     ingest: IngestReport | None,
     source: str | Path | Mapping[str, Any] | None,
     on_mismatch: str,

@@ -1,0 +1,147 @@
+"""Numbers and names in words for the readings: percentages, points, p-values, lists.
+
+The wording helpers of :mod:`evalstats.report._readings`, kept apart so each module stays
+short. Accuracies (every metric on [0, 1]) are quoted in percent and differences in accuracy
+points; other metrics in their own units (:func:`scale` sets which for a block).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import polars as pl
+
+__all__ = ["method_name", "scale"]
+
+#: At most this many items are listed in one sentence ("a, b, c and 4 more").
+_LIST_MAX = 4
+
+
+def _ok(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+#: Whether scores are quoted as percentages (every metric on [0, 1]) or in metric units.
+_PERCENT: ContextVar[bool] = ContextVar("evalstats_reading_percent", default=True)
+
+
+@contextmanager
+def scale(percent: bool) -> Iterator[None]:
+    """Quote scores in percent (accuracies) or in the metrics' own units inside the block."""
+    token = _PERCENT.set(percent)
+    try:
+        yield
+    finally:
+        _PERCENT.reset(token)
+
+
+def _pct(x: float | None) -> str:
+    """Accuracy as a percentage: 0.6115 -> '61.2 %' (another metric: '41.2' in its units)."""
+    if not _ok(x):
+        return "n/a"
+    return f"{100 * x:.1f} %" if _PERCENT.get() else f"{x:.4g}"
+
+
+def _pts(x: float | None, *, sign: bool = False) -> str:
+    """A difference in accuracy points: 0.0797 -> '8.0' (another metric: in its units)."""
+    if not _ok(x):
+        return "n/a"
+    if not _PERCENT.get():
+        return f"{x:+.4g}" if sign else f"{x:.4g}"
+    return f"{100 * x:+.1f}" if sign else f"{100 * x:.1f}"
+
+
+def _score_word() -> str:
+    return "accuracy" if _PERCENT.get() else "score"
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    if not _ok(x):
+        return "n/a"
+    if x != 0 and abs(x) < 10 ** (-digits):
+        return f"{x:.1e}"
+    return f"{x:.{digits}f}"
+
+
+def _p(x: float | None) -> str:
+    if not _ok(x):
+        return "p n/a"
+    return "p < 0.001" if x < 0.001 else f"p = {x:.3f}"
+
+
+def _join(items: Sequence[str], *, more: int = 0) -> str:
+    items = list(items)
+    if more:
+        items = [*items, f"{more} more"]
+    if not items:
+        return ""
+    if len(items) == 1:
+        return items[0]
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _listed(items: Iterable[str]) -> str:
+    items = list(items)
+    return _join(items[:_LIST_MAX], more=max(len(items) - _LIST_MAX, 0))
+
+
+def _where(row: dict[str, Any], keys: Sequence[str] = ("model", "dataset")) -> str:
+    parts = [str(row[k]) for k in keys if k in row and row[k] is not None]
+    if len(parts) == 2 and keys[:2] == ("model", "dataset"):
+        return f"{parts[0]} on {parts[1]}"
+    return ", ".join(parts)
+
+
+def _on(keys: Sequence[str], key: Sequence[Any], table: pl.DataFrame) -> str:
+    """'On d0, ' for a group key; the metric is named only when the table has several."""
+    one_metric = "metric" in table.columns and table["metric"].n_unique() == 1
+    parts = [
+        (f"metric {v}" if c == "metric" else str(v))
+        for c, v in zip(keys, key)
+        if not (c == "metric" and one_metric)
+    ]
+    return f"On {', '.join(parts)}, " if parts else ""
+
+
+#: Display names of test and coefficient methods.
+_METHODS = {
+    "lilliefors": "Lilliefors",
+    "shapiro": "Shapiro–Wilk",
+    "anderson": "Anderson–Darling",
+    "ks": "Kolmogorov–Smirnov",
+    "spearman": "Spearman",
+    "kendall": "Kendall",
+    "pearson": "Pearson",
+    "holm": "Holm",
+    "bh": "Benjamini–Hochberg",
+    "bonferroni": "Bonferroni",
+    "sidak": "Šidák",
+    "hochberg": "Hochberg",
+    "maxt": "max-t",
+    "romano-wolf": "Romano–Wolf",
+}
+
+
+def method_name(name: str) -> str:
+    """Display name of a test or coefficient method (``shapiro`` -> ``Shapiro–Wilk``)."""
+    return _METHODS.get(name, name)
+
+
+def _ahead(a: str, b: str, diff: float, low: float, high: float, where: str = "") -> str:
+    """'b ahead of a on d by 8.0 points [5.7, 10.2]' for diff = a - b < 0 (and vice versa)."""
+    if diff < 0:
+        a, b, diff, low, high = b, a, -diff, -high, -low
+    return f"{a} ahead of {b}{where} by {_pts(diff)} points [{_pts(low)}, {_pts(high)}]"
+
+
+def _several(values: Iterable[Any]) -> bool:
+    return len(set(values)) > 1
+
+
+def _alpha(params: dict[str, Any]) -> float:
+    level = params.get("confidence_level", 0.95)
+    return 1.0 - float(level) if _ok(level) else 0.05
