@@ -7,11 +7,21 @@ of every model in the data).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+from evalstats.report._layout import (
+    PANELS_PER_PAGE,
+    FigureSpec,
+    chunks,
+    datasets_of,
+    one_legend,
+    paged,
+    panels,
+    row_pages,
+    span,
+)
 
 if TYPE_CHECKING:
     from evalstats.report._model import ReportContents
@@ -21,50 +31,9 @@ __all__ = ["FigureSpec", "figure_specs"]
 #: At most this many panels in one figure of per-group histograms.
 _MAX_HIST_PANELS = 6
 
-#: Rows of one page of a forest plot (one row per model, pair or group): at 0.3 inch a row
-#: and 0.26 inch for 32 they fill a page (:data:`evalstats.plots._style.PAGE_HEIGHT_IN`).
-_ROWS_PER_PAGE = 32
-
-#: Panels of one page of small multiples (two columns of three).
-_PANELS_PER_PAGE = 6
-
-#: Pages a figure is split into at most; what does not fit is in the tables (the caption says
-#: which groups are drawn).
-_MAX_PAGES = 4
-
 #: With more models than :data:`~evalstats.plots._style.TOP_K`, the difference plots draw the
 #: pairs among this many best models only (the full table has every pair).
 _TOP_PAIRS = 5
-
-
-@dataclass(frozen=True, slots=True)
-class FigureSpec:
-    """A figure of the report: file name, title, caption, the analysis it shows, how to draw."""
-
-    key: str
-    title: str
-    caption: str
-    analysis: str
-    draw: Callable[[dict[str, Any]], Any]  # palette -> matplotlib Figure
-
-
-def _panels(n: int, *, width: float = 3.4, height: float = 2.7, ncol_max: int = 2) -> Any:
-    from evalstats.plots._style import PAGE_HEIGHT_IN, PAGE_WIDTH_IN, require_plotting
-
-    plt, _ = require_plotting()
-    ncol = min(ncol_max, n)
-    nrow = -(-n // ncol)
-    fig, axes = plt.subplots(
-        nrow,
-        ncol,
-        figsize=(min(PAGE_WIDTH_IN, width * ncol), min(PAGE_HEIGHT_IN, height * nrow)),
-        squeeze=False,
-        layout="constrained",
-    )
-    flat = list(axes.ravel())
-    for ax in flat[n:]:
-        ax.set_visible(False)
-    return fig, flat[:n]
 
 
 def ranked_models(report: ReportContents) -> list[str]:
@@ -110,73 +79,6 @@ def report_palette(report: ReportContents) -> dict[str, Any]:
     return highlight_palette(distinct | {m: None for m in ranked[TOP_K:]}, ranked)
 
 
-def _chunks(items: list[Any], size: int) -> list[list[Any]]:
-    return [items[i : i + size] for i in range(0, len(items), max(size, 1))]
-
-
-def _row_pages(frame: pl.DataFrame, by: str = "dataset") -> list[pl.DataFrame]:
-    """``frame`` cut into pages of at most :data:`_ROWS_PER_PAGE` rows.
-
-    Whole ``by`` groups stay together where they fit.
-    """
-    if by not in frame.columns:
-        return [frame[i : i + _ROWS_PER_PAGE] for i in range(0, frame.height, _ROWS_PER_PAGE)]
-    pages: list[pl.DataFrame] = []
-    current: list[pl.DataFrame] = []
-    rows = 0
-    for (_,), group in frame.group_by(by, maintain_order=True):
-        n_parts = -(-group.height // _ROWS_PER_PAGE)
-        size = -(-group.height // n_parts)  # equal parts, not a full page and a scrap
-        for part in (group[i : i + size] for i in range(0, group.height, size)):
-            if current and rows + part.height > _ROWS_PER_PAGE:
-                pages.append(pl.concat(current))
-                current, rows = [], 0
-            current.append(part)
-            rows += part.height
-    if current:
-        pages.append(pl.concat(current))
-    return pages or [frame]
-
-
-def _paged(
-    key: str,
-    title: str,
-    caption: str,
-    analysis: str,
-    pages: list[Any],
-    draw: Callable[[Any, dict[str, Any]], Any],
-    describe: Callable[[Any], str],
-    total: str,
-) -> list[FigureSpec]:
-    """One spec per page (``key``, ``key_2``, ...), at most :data:`_MAX_PAGES`.
-
-    The last caption says so when groups are left out.
-    """
-    shown = pages[:_MAX_PAGES]
-    specs = []
-    for i, page in enumerate(shown):
-        if len(pages) == 1:
-            k, t, c = key, title, caption
-        else:
-            k = key if i == 0 else f"{key}_{i + 1}"
-            t = f"{title} ({i + 1} of {len(shown)})"
-            c = f"{caption} This page: {describe(page)}."
-            if len(pages) > len(shown) and i == len(shown) - 1:
-                c += f" The first {len(shown)} pages are drawn; {total} has every group."
-        specs.append(FigureSpec(k, t, c, analysis, lambda pal, page=page: draw(page, pal)))
-    return specs
-
-
-def _span(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else f"{names[0]} to {names[-1]} ({len(names)} datasets)"
-
-
-def _datasets_of(frame: pl.DataFrame) -> str:
-    if "dataset" not in frame.columns:
-        return f"{frame.height} rows"
-    return _span(list(dict.fromkeys(frame["dataset"].to_list())))
-
-
 _GREY_NOTE = (
     " With many models, the best (by mean score) keep their colours and the others are grey."
 )
@@ -188,42 +90,6 @@ def _top_k() -> int:
     return TOP_K
 
 
-def _one_legend(fig: Any, axes: list[Any], pal: dict[str, Any], ranked: list[str]) -> None:
-    """Replace the panels' legends by one legend below them.
-
-    It lists the coloured models in rank order, one entry for the grey ones, and the other
-    labelled lines (ε) once.
-    """
-    from matplotlib.lines import Line2D
-
-    from evalstats.plots._style import OTHER_COLOR
-
-    for ax in axes:
-        if ax.get_legend() is not None:
-            ax.get_legend().remove()
-    drawn = {line.get_label() for ax in axes for line in ax.get_lines()}
-    coloured = [m for m in ranked if m in drawn and pal.get(m) != OTHER_COLOR]
-    handles = [Line2D([], [], color=pal[m], label=m) for m in coloured]
-    if any(m in drawn and pal.get(m) == OTHER_COLOR for m in ranked):
-        handles.append(Line2D([], [], color=OTHER_COLOR, label="other models"))
-    seen = set(ranked)
-    for line in axes[0].get_lines() if axes else []:
-        name = line.get_label()
-        if name not in seen and not name.startswith("_"):
-            seen.add(name)
-            handles.append(
-                Line2D([], [], color=line.get_color(), linestyle=line.get_linestyle(), label=name)
-            )
-    if handles:
-        fig.legend(
-            handles=handles,
-            loc="outside lower center",
-            ncol=min(4, len(handles)),
-            fontsize="x-small",
-            frameon=False,
-        )
-
-
 def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
@@ -232,22 +98,22 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
     if "moments" in report:
         units = report.units
         datasets = sorted(units["dataset"].unique().to_list()) if units.height else []
-        per_page = 3 if many else _PANELS_PER_PAGE
+        per_page = 3 if many else PANELS_PER_PAGE
 
         def draw_spread(page: list[str], pal: dict[str, Any]) -> Any:
             sub = units.filter(pl.col("dataset").is_in(page))
             return plots.plot_prompt_spread(sub, palette=pal, col_wrap=1 if many else 2)
 
-        specs += _paged(
+        specs += paged(
             "prompt_spread",
             "Accuracy over prompt variants",
             "Accuracy of each prompt variant (runs averaged), one box per model, one panel "
             "per dataset. Boxes span the quartiles, whiskers 1.5 times the interquartile "
             "range; points beyond them are single variants." + (_GREY_NOTE if many else ""),
             "moments",
-            _chunks(datasets, per_page),
+            chunks(datasets, per_page),
             draw_spread,
-            _span,
+            span,
             "tables/moments.csv",
         )
     if "nstar" in report:
@@ -257,18 +123,18 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
         ranked = ranked_models(report)
 
         def draw(page: list[str], pal: dict[str, Any]) -> Any:
-            fig, axes = _panels(len(page))
+            fig, axes = panels(len(page))
             for ax, d in zip(axes, page):
                 plots.plot_convergence_overlay(
                     curve, table, dataset=d, moment="mean", ax=ax, palette=pal
                 )
-            _one_legend(fig, axes, pal, ranked)
+            one_legend(fig, axes, pal, ranked)
             return fig
 
         eps_values = table.filter(pl.col("moment") == "mean")["epsilon"].unique().drop_nulls()
         eps = f"ε = {eps_values[0]:.4g}" if eps_values.len() == 1 else "each metric's ε"
         what = "accuracy" if report.data.percent else "score"
-        specs += _paged(
+        specs += paged(
             "convergence",
             "Convergence of the mean over prompt variants",
             f"Mean distance |Δ(n)| between the mean {what} over n sampled variants and over "
@@ -276,9 +142,9 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
             f"dashed line is {eps} and the dots mark n*, the fewest variants whose "
             "band stays below ε." + (_GREY_NOTE if many else ""),
             "nstar",
-            _chunks(datasets, _PANELS_PER_PAGE),
+            chunks(datasets, PANELS_PER_PAGE),
             draw,
-            _span,
+            span,
             "tables/nstar_curve.csv",
         )
     return specs
@@ -302,7 +168,7 @@ def _stability_figures(report: ReportContents) -> list[FigureSpec]:
                 small = means["dataset"].n_unique() <= 10 and means["model"].n_unique() <= 24
 
                 def draw(pal: dict[str, Any]) -> Any:
-                    fig, axes = _panels(len(values), width=7.0, height=4.4, ncol_max=1)
+                    fig, axes = panels(len(values), width=7.0, height=4.4, ncol_max=1)
                     for ax, v in zip(axes, values):
                         plots.plot_tar_heatmap(means, value=v, ax=ax, annot=small)
                     return fig
@@ -316,7 +182,7 @@ def _stability_figures(report: ReportContents) -> list[FigureSpec]:
             elif one_cell:
 
                 def draw(pal: dict[str, Any]) -> Any:
-                    fig, axes = _panels(len(values))
+                    fig, axes = panels(len(values))
                     for ax, v in zip(axes, values):
                         plots.plot_tar_heatmap(table, value=v, ax=ax)
                     return fig
@@ -328,7 +194,7 @@ def _stability_figures(report: ReportContents) -> list[FigureSpec]:
             else:
 
                 def draw(pal: dict[str, Any]) -> Any:
-                    fig, axes = _panels(len(values))
+                    fig, axes = panels(len(values))
                     for ax, v in zip(axes, values):
                         plots.plot_stability_distribution(table, value=v, ax=ax, palette=pal)
                     return fig
@@ -437,16 +303,16 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
     if "intervals" in report:
         res = report["intervals"]
         t = _by_rank(res.tables["intervals"], rank, "model")
-        specs += _paged(
+        specs += paged(
             "intervals",
             "Mean accuracy with confidence intervals",
             f"Mean accuracy per model with its {res.params['confidence_level']:.0%} "
             f"{res.params['method']} interval over {res.params['over']}."
             + (_GREY_NOTE if many else ""),
             "intervals",
-            _row_pages(t),
+            row_pages(t),
             lambda page, pal: plots.plot_intervals(page, palette=pal),
-            _datasets_of,
+            datasets_of,
             "tables/intervals.csv",
         )
     if "compare" in report:
@@ -461,16 +327,16 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
                 "tables/compare.csv has every pair."
             )
         t = _by_rank(t, rank, "model_a", "model_b")
-        specs += _paged(
+        specs += paged(
             "differences",
             "Paired differences between models",
             f"Mean difference of each model pair (paired on {res.params['paired_on']}) "
             f"with its {res.params['confidence_level']:.0%} interval; the dashed line is no "
             "difference." + note,
             "compare",
-            _row_pages(t),
+            row_pages(t),
             lambda page, pal: plots.plot_differences(page),
-            _datasets_of,
+            datasets_of,
             "tables/compare.csv",
         )
     if "friedman" in report:
@@ -498,24 +364,44 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
     comps = res.tables["components"]
     datasets = sorted(comps["dataset"].unique().to_list())
 
-    def draw_components(pal: dict[str, Any]) -> Any:
-        fig, axes = _panels(len(datasets), width=4.4, ncol_max=2)
-        for ax, d in zip(axes, datasets):
+    n_models = max(1, comps.filter(pl.col("model_b").is_null())["model"].n_unique())
+    # one column of panels, as many as fit a page at 0.3 inch a bar
+    per_page = max(1, int(8.0 // (1.1 + 0.3 * n_models)))
+
+    def draw_components(page: list[str], pal: dict[str, Any]) -> Any:
+        fig, axes = panels(len(page), width=7.0, height=8.0 / per_page, ncol_max=1)
+        for ax, d in zip(axes, page):
             plots.plot_noise_components(comps.filter(pl.col("dataset") == d), ax=ax)
             ax.set_title(d, fontsize="small")
+        handles, labels = axes[0].get_legend_handles_labels()
+        title = axes[0].get_legend().get_title().get_text() if axes[0].get_legend() else None
+        for ax in axes:
+            if ax.get_legend() is not None:
+                ax.get_legend().remove()
+        fig.legend(
+            handles,
+            labels,
+            loc="outside lower center",
+            ncol=len(handles),
+            fontsize="x-small",
+            frameon=False,
+            title=title or None,
+            title_fontsize="x-small",
+        )
         return fig
 
-    specs = [
-        FigureSpec(
-            "noise_components",
-            "Where the variance of an item score comes from",
-            "Variance components of item scores per model, one panel per dataset: items, prompt "
-            "variants, their interaction and run-to-run noise (runs within an item and prompt). "
-            "A component the design cannot separate is left out of its bar.",
-            "noise",
-            draw_components,
-        )
-    ]
+    specs = paged(
+        "noise_components",
+        "Where the variance of an item score comes from",
+        "Variance components of item scores per model, one panel per dataset: items, prompt "
+        "variants, their interaction and run-to-run noise (runs within an item and prompt). "
+        "A component the design cannot separate is left out of its bar.",
+        "noise",
+        chunks(datasets, per_page),
+        draw_components,
+        span,
+        "tables/noise_components.csv",
+    )
     plan = res.objects.get("plan")
     if plan is not None and plan.best.filter(pl.col("scope") == "group")["feasible"].any():
         first = plan.best.filter(pl.col("scope") == "group", pl.col("feasible")).row(0, named=True)

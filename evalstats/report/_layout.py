@@ -1,0 +1,169 @@
+"""Page layout of the report's figures: specs, pages of rows or panels, one legend per figure.
+
+A figure larger than a page is split into pages (:func:`paged`), rows of one dataset kept
+together (:func:`row_pages`); small multiples share one legend below their panels
+(:func:`one_legend`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+__all__ = [
+    "FigureSpec",
+    "chunks",
+    "datasets_of",
+    "one_legend",
+    "paged",
+    "panels",
+    "row_pages",
+    "span",
+]
+
+#: Rows of one page of a forest plot (one row per model, pair or group): at 0.3 inch a row
+#: and 0.26 inch for 32 they fill a page (:data:`evalstats.plots._style.PAGE_HEIGHT_IN`).
+_ROWS_PER_PAGE = 32
+
+#: Panels of one page of small multiples (two columns of three).
+PANELS_PER_PAGE = 6
+
+#: Pages a figure is split into at most; what does not fit is in the tables (the caption says
+#: which groups are drawn).
+_MAX_PAGES = 4
+
+
+@dataclass(frozen=True, slots=True)
+class FigureSpec:
+    """A figure of the report: file name, title, caption, the analysis it shows, how to draw."""
+
+    key: str
+    title: str
+    caption: str
+    analysis: str
+    draw: Callable[[dict[str, Any]], Any]  # palette -> matplotlib Figure
+
+
+def panels(n: int, *, width: float = 3.4, height: float = 2.7, ncol_max: int = 2) -> Any:
+    from evalstats.plots._style import PAGE_HEIGHT_IN, PAGE_WIDTH_IN, require_plotting
+
+    plt, _ = require_plotting()
+    ncol = min(ncol_max, n)
+    nrow = -(-n // ncol)
+    fig, axes = plt.subplots(
+        nrow,
+        ncol,
+        figsize=(min(PAGE_WIDTH_IN, width * ncol), min(PAGE_HEIGHT_IN, height * nrow)),
+        squeeze=False,
+        layout="constrained",
+    )
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def chunks(items: list[Any], size: int) -> list[list[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), max(size, 1))]
+
+
+def row_pages(frame: pl.DataFrame, by: str = "dataset") -> list[pl.DataFrame]:
+    """``frame`` cut into pages of at most :data:`_ROWS_PER_PAGE` rows.
+
+    Whole ``by`` groups stay together where they fit.
+    """
+    if by not in frame.columns:
+        return [frame[i : i + _ROWS_PER_PAGE] for i in range(0, frame.height, _ROWS_PER_PAGE)]
+    pages: list[pl.DataFrame] = []
+    current: list[pl.DataFrame] = []
+    rows = 0
+    for (_,), group in frame.group_by(by, maintain_order=True):
+        n_parts = -(-group.height // _ROWS_PER_PAGE)
+        size = -(-group.height // n_parts)  # equal parts, not a full page and a scrap
+        for part in (group[i : i + size] for i in range(0, group.height, size)):
+            if current and rows + part.height > _ROWS_PER_PAGE:
+                pages.append(pl.concat(current))
+                current, rows = [], 0
+            current.append(part)
+            rows += part.height
+    if current:
+        pages.append(pl.concat(current))
+    return pages or [frame]
+
+
+def paged(
+    key: str,
+    title: str,
+    caption: str,
+    analysis: str,
+    pages: list[Any],
+    draw: Callable[[Any, dict[str, Any]], Any],
+    describe: Callable[[Any], str],
+    total: str,
+) -> list[FigureSpec]:
+    """One spec per page (``key``, ``key_2``, ...), at most :data:`_MAX_PAGES`.
+
+    The last caption says so when groups are left out.
+    """
+    shown = pages[:_MAX_PAGES]
+    specs = []
+    for i, page in enumerate(shown):
+        if len(pages) == 1:
+            k, t, c = key, title, caption
+        else:
+            k = key if i == 0 else f"{key}_{i + 1}"
+            t = f"{title} ({i + 1} of {len(shown)})"
+            c = f"{caption} This page: {describe(page)}."
+            if len(pages) > len(shown) and i == len(shown) - 1:
+                c += f" The first {len(shown)} pages are drawn; {total} has every group."
+        specs.append(FigureSpec(k, t, c, analysis, lambda pal, page=page: draw(page, pal)))
+    return specs
+
+
+def span(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{names[0]} to {names[-1]} ({len(names)} datasets)"
+
+
+def datasets_of(frame: pl.DataFrame) -> str:
+    if "dataset" not in frame.columns:
+        return f"{frame.height} rows"
+    return span(list(dict.fromkeys(frame["dataset"].to_list())))
+
+
+def one_legend(fig: Any, axes: list[Any], pal: dict[str, Any], ranked: list[str]) -> None:
+    """Replace the panels' legends by one legend below them.
+
+    It lists the coloured models in rank order, one entry for the grey ones, and the other
+    labelled lines (ε) once.
+    """
+    from matplotlib.lines import Line2D
+
+    from evalstats.plots._style import OTHER_COLOR
+
+    for ax in axes:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    drawn = {line.get_label() for ax in axes for line in ax.get_lines()}
+    coloured = [m for m in ranked if m in drawn and pal.get(m) != OTHER_COLOR]
+    handles = [Line2D([], [], color=pal[m], label=m) for m in coloured]
+    if any(m in drawn and pal.get(m) == OTHER_COLOR for m in ranked):
+        handles.append(Line2D([], [], color=OTHER_COLOR, label="other models"))
+    seen = set(ranked)
+    for line in axes[0].get_lines() if axes else []:
+        name = line.get_label()
+        if name not in seen and not name.startswith("_"):
+            seen.add(name)
+            handles.append(
+                Line2D([], [], color=line.get_color(), linestyle=line.get_linestyle(), label=name)
+            )
+    if handles:
+        fig.legend(
+            handles=handles,
+            loc="outside lower center",
+            ncol=min(4, len(handles)),
+            fontsize="x-small",
+            frameon=False,
+        )
