@@ -372,7 +372,7 @@ def _guarantee(n_reps, n_resamples, seed):
 
 
 def _check_guarantee(fail, delta, n_reps):
-    from evalstats.report._core import _nstar_fixed
+    from evalstats.report._analyses import _nstar_fixed
 
     mc = 3 / math.sqrt(n_reps) * 0.05  # 3 MC SE of a mean of failure probabilities (sd <~ 0.05)
     report_default = _nstar_fixed(None)["method"]
