@@ -66,9 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
+        from evalstats._reproducible import reproducible
         from evalstats.aggregate import item_set_rule
 
-        with item_set_rule(getattr(args, "on_mismatch", "error")):
+        with item_set_rule(getattr(args, "on_mismatch", "error")), reproducible():
             return int(args.run(args) or 0)
     except EvalstatsError as exc:
         if args.debug:

@@ -178,6 +178,18 @@ def _default_items(
     }
 
 
+#: Two configuration means closer than this share of their size are tied: means of the same
+#: scores summed in another order differ by about 1e-16, which must not decide a sign.
+_TIE_RTOL = 1e-9
+
+
+def _difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a - b`` with differences within rounding error of a tie set to exactly 0."""
+    d = a - b
+    tied = np.abs(d) <= _TIE_RTOL * np.maximum(np.abs(a), np.abs(b))
+    return np.where(tied, 0.0, d)
+
+
 def reversal_audit(
     units: pl.DataFrame | pl.LazyFrame,
     *,
@@ -234,7 +246,9 @@ def reversal_audit(
     (``method='sign'``) only the sign of :math:`d_0` is available and chance reversals are
     more frequent (see ``docs/methods/compare.md``); ``default_outside`` says whether :math:`d_0` lies outside that interval.
     ``share_contradicting`` is the share of configurations with
-    :math:`\mathrm{sign}(d_c) = -\mathrm{sign}(\bar d)`.
+    :math:`\mathrm{sign}(d_c) = -\mathrm{sign}(\bar d)`; a :math:`d_c` within
+    :math:`10^{-9}` of the scores' size is a tie (0), so that rounding in the configuration
+    means (1e-16) never decides a sign.
     Checked against: planted default-configuration effects of :mod:`evalstats.simulate`
     (``tests/compare/test_audit.py``).
 
@@ -303,7 +317,7 @@ def reversal_audit(
             )
         for ma, mb in combinations(models, 2):
             pair = wide.select(ma, mb, "__default").drop_nulls([ma, mb])
-            d = (pair[ma] - pair[mb]).to_numpy()
+            d = _difference(pair[ma].to_numpy(), pair[mb].to_numpy())
             dd = d[pair["__default"].to_numpy()]
             d0 = float(dd.mean()) if dd.size else math.nan
             mean, _, low, high = mean_interval(d, confidence_level=level)

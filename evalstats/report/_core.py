@@ -252,6 +252,7 @@ def audit_report(
     >>> reasons["converge"]  # the analysis's own message
     "the stopping rule needs at least 2 batches (20 configurations); model='m0', dataset='d0', metric='score' has 4. Lower `batch`."
     """
+    from evalstats._reproducible import reproducible
     from evalstats.aggregate import align_item_sets, item_set_rule
     from evalstats.schema import validate_observations
 
@@ -261,20 +262,23 @@ def audit_report(
         raise ParameterError(
             f"`skip` names the analysis {unknown[0]!r}; the analyses are {', '.join(SPECS)}."
         )
-    obs = align_item_sets(validate_observations(observations), on_mismatch=on_mismatch).collect()
-    with item_set_rule(on_mismatch):  # every analysis aggregating to units applies it too
-        return _audit(
-            obs,
-            factors=factors,
-            default=default,
-            seed=seed,
-            checked=checked,
-            skip=skip,
-            progress=progress,
-            ingest=ingest,
-            source=source,
-            on_mismatch=on_mismatch,
-        )
+    # the in-memory engine makes every group mean the same from run to run (ties stay ties; see
+    # evalstats._reproducible)
+    with reproducible():
+        obs = align_item_sets(validate_observations(observations), on_mismatch=on_mismatch)
+        with item_set_rule(on_mismatch):  # every analysis aggregating to units applies it too
+            return _audit(
+                obs.collect(),
+                factors=factors,
+                default=default,
+                seed=seed,
+                checked=checked,
+                skip=skip,
+                progress=progress,
+                ingest=ingest,
+                source=source,
+                on_mismatch=on_mismatch,
+            )
 
 
 def _audit(

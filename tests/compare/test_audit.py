@@ -135,3 +135,23 @@ def test_subset_rankings_kendall_matches_scipy():
     assert r.ranks.filter(workload="novel", model="m4")["rank"].item() > 1
     assert np.all(np.isin(r.ranks["rank"].to_numpy(), np.arange(1, 6)))
     assert isinstance(r.ranks, pl.DataFrame)
+
+
+def test_a_tie_within_rounding_does_not_contradict():
+    """Equal configuration means summed in another order differ by 1e-16: still a tie.
+
+    polars' streaming engine adds a group's floats in the order its threads finish, so a tie
+    came out as 0 or -1e-16 from run to run and ``share_contradicting`` with it.
+    """
+    rows = []
+    # m0 - m1 per configuration: +0.1 three times, and 0.3 - (0.1 + 0.2) = -5.6e-17 (a tie)
+    for v, (a, b) in enumerate([(0.5, 0.4), (0.6, 0.5), (0.7, 0.6), (0.3, 0.1 + 0.2)]):
+        rows += [("m0", f"v{v}", a), ("m1", f"v{v}", b)]
+    units = pl.DataFrame(rows, schema=["model", "variant", "score"], orient="row").with_columns(
+        dataset=pl.lit("d"), run=pl.lit(0), n_items=pl.lit(100), template=pl.col("variant")
+    )
+    assert 0.3 - (0.1 + 0.2) < 0
+    pair = reversal_audit(units, default={"template": "v0"}).pairs.row(0, named=True)
+    assert pair["share_contradicting"] == 0.0
+    assert pair["n_configs"] == 4
+    assert_allclose(pair["difference"], 0.075, rtol=1e-12)
