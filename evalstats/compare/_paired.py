@@ -40,6 +40,17 @@ __all__ = ["PairedDifference", "compare_models", "paired_difference", "paired_ma
 _METHODS = ("auto", "t", "permutation", "mcnemar", "mcnemar-midp", "bootstrap")
 _FAMILIES = ("group", "global")
 
+#: ``method='auto'`` takes the paired t test (analytic p-values, no resampling floor) for
+#: non-binary paired scores from this many shared units on, and the sign-flip permutation test
+#: below it. At n >= 30 the t test's size on exchangeable paired item means stays at or below
+#: nominal down to alpha = 5e-4 (measured ratio 0.70-1.00 at n = 30, 50, 100; see
+#: docs/methods/compare.md), and it costs one pass over the units for every pair, whatever the
+#: number of pairs; a permutation test would need ``m / alpha`` resamples per pair to reach the
+#: Bonferroni/Holm level ``alpha / m`` at all, and far more to decide near it reliably. Below 30
+#: units the sign-flip test is exact under exchangeability (every sign vector when
+#: ``2**n <= n_resamples``).
+T_MIN_UNITS = 30
+
 
 @dataclass(frozen=True, slots=True)
 class PairedDifference:
@@ -129,6 +140,13 @@ def _binary(x: np.ndarray, mask: np.ndarray) -> bool:
     return bool(np.all((v == 0) | (v == 1)))
 
 
+def _auto_kind(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> str:
+    """``method='auto'`` for one pair: McNemar (0/1), t (>= T_MIN_UNITS units), permutation."""
+    if _binary(a, mask) and _binary(b, mask):
+        return "mcnemar"
+    return "t" if int(mask.sum()) >= T_MIN_UNITS else "permutation"
+
+
 def _check_method(method: str, correction: str) -> None:
     if correction in RESAMPLING_CORRECTIONS and method not in ("auto", "bootstrap"):
         raise ParameterError(
@@ -146,9 +164,10 @@ def _min_p(test, j: int) -> float:
         k = int(test.n[j])
         tail = 0.5**k * (0.5 if name.endswith("midp") else 1.0)
         return min(1.0, tail * (2 if test.alternative == "two-sided" else 1))
-    if name == "permutation" and test.exact:
-        sides = 2 if test.alternative == "two-sided" else 1
-        return sides * 2.0 ** (-int(test.n[j]))
+    if name == "permutation":
+        # the sign vectors that are extreme whatever the data (the identity; for a two-sided
+        # test also its mirror) set the floor, random draws or all 2**n alike
+        return float(test.always[j]) / test.total
     return 1.0 / (test.n_resamples + 1)
 
 
@@ -195,14 +214,7 @@ def _run_family(
         if correction in RESAMPLING_CORRECTIONS:
             kinds = np.array(["bootstrap"] * len(pairs))
         elif method == "auto":
-            kinds = np.array(
-                [
-                    "mcnemar"
-                    if _binary(xa[:, j], pm[:, j]) and _binary(xb[:, j], pm[:, j])
-                    else "permutation"
-                    for j in range(len(pairs))
-                ]
-            )
+            kinds = np.array([_auto_kind(xa[:, j], xb[:, j], pm[:, j]) for j in range(len(pairs))])
         else:
             kinds = np.array([method] * len(pairs))
         for kind in dict.fromkeys(kinds.tolist()):
@@ -273,7 +285,8 @@ def paired_difference(
         ``'t'`` paired t test; ``'permutation'`` sign-flip permutation test of the mean;
         ``'mcnemar'`` exact McNemar (binomial on the discordant pairs) and ``'mcnemar-midp'``
         its mid-p version, both for 0/1 scores; ``'bootstrap'`` the studentized bootstrap.
-        ``'auto'`` takes exact McNemar for 0/1 scores and the permutation test otherwise.
+        ``'auto'`` takes exact McNemar for 0/1 scores, the paired t test for other scores
+        from :data:`T_MIN_UNITS` (30) units on, and the permutation test below that.
     alternative : {'two-sided', 'less', 'greater'}, default 'two-sided'
         Direction of the test of ``mean(a - b)``; one-sided tests give one-sided intervals.
     confidence_level : float, default 0.95
@@ -322,9 +335,12 @@ def paired_difference(
     >>> rng = np.random.default_rng(0)
     >>> a = rng.normal(0.7, 0.1, 30)
     >>> b = a - 0.05 + rng.normal(0, 0.05, 30)
-    >>> res = paired_difference(a, b, seed=0)
-    >>> res.method, round(res.difference, 4), res.pvalue
-    ('permutation', 0.0362, 0.0005)
+    >>> res = paired_difference(a, b, seed=0)  # 30 units: auto is the paired t test
+    >>> res.method, round(res.difference, 4), round(res.pvalue, 6)
+    ('t', 0.0362, 0.000257)
+    >>> res = paired_difference(a, b, method="permutation", seed=0)
+    >>> res.method, res.pvalue
+    ('permutation', 0.0005)
     >>> ci = res.confidence_interval  # the sign-flip test inverted: excludes 0 as p < 0.05
     >>> bool(ci.low > 0)
     True
@@ -463,9 +479,12 @@ def compare_models(
         The pairs corrected together: those of one group of ``by`` (one dataset), or all
         pairs of all groups.
     method : {'auto', 't', 'permutation', 'mcnemar', 'mcnemar-midp', 'bootstrap'}, default 'auto'
-        Test of each pair (see :func:`paired_difference`); ``auto`` is exact McNemar for 0/1
-        paired scores (single-run, single-variant items) and the sign-flip permutation test
-        otherwise.
+        Test of each pair (see :func:`paired_difference`). ``auto`` picks per pair: exact
+        McNemar for 0/1 paired scores (single-run, single-variant items), the paired t test for
+        other scores when the pair shares at least 30 units (:data:`T_MIN_UNITS`), and the
+        sign-flip permutation test (exact under exchangeability) below that. McNemar and t give
+        exact or analytic p-values with no resampling floor, so a family of hundreds of pairs
+        can reach its corrected level; the ``method`` column says which test each pair got.
     alternative : {'two-sided', 'less', 'greater'}, default 'two-sided'
         Direction, for ``model_a - model_b``.
     confidence_level : float, default 0.95
@@ -492,7 +511,8 @@ def compare_models(
         One row per group and pair (``model_a < model_b``, values of ``column``, named in
         ``compared``) with ``paired_on, n, n_unpaired, n_incomplete, mean_a, mean_b, difference,
         se, ci_low, ci_high, confidence_level, ci_level, interval, statistic, pvalue,
-        pvalue_corrected, reject, correction, family, family_size, at_floor, method,
+        pvalue_corrected, reject, correction, family, family_size, at_floor, min_pvalue,
+        can_reject, method,
         alternative, n_a_only, n_b_only, correlation, mdd, power, n_resamples, seed``.
 
     Raises
@@ -539,6 +559,12 @@ def compare_models(
 
     ``at_floor`` marks p-values at the smallest value the resampling test can give (raise
     ``n_resamples``, or use ``method='t'`` / McNemar, whose p-values have no floor).
+    ``min_pvalue`` is the smallest p-value the pair's test can give at all (0 for ``t``;
+    :math:`2 \cdot 2^{-k}` for exact McNemar with :math:`k` discordant units; the share of sign
+    vectors that are extreme whatever the data for the permutation test; :math:`1/(B+1)` for
+    the bootstrap) and ``can_reject`` whether it is below the pair's decision level: a pair
+    with ``can_reject`` False cannot be significant by construction, whatever the data, and a
+    :class:`~evalstats.errors.DesignWarning` says how many there are.
     ``n_a_only``/``n_b_only`` are McNemar's discordant counts. ``mdd`` is the minimum
     detectable difference of the test used at the pair's level (see
     :func:`paired_difference`); ``correlation`` is the Pearson correlation of the two
@@ -631,7 +657,9 @@ def compare_models(
                 n_incomplete_total += n_incomplete
                 lv = res["level"][pi]
                 mdd_level = alpha if math.isnan(lv) else lv
-                if _min_p(test, col) >= mdd_level:
+                min_p = _min_p(test, col)
+                can_reject = min_p < mdd_level
+                if not can_reject:
                     low_power.append(f"{blk['models'][i]} vs {blk['models'][j]}")
                 mcn = test.name.startswith("mcnemar")
                 rows.append(
@@ -661,6 +689,8 @@ def compare_models(
                         "family": family,
                         "family_size": m,
                         "at_floor": bool(test.at_floor()[col]),
+                        "min_pvalue": float(min_p),
+                        "can_reject": bool(can_reject),
                         "method": test.name,
                         "alternative": alternative,
                         "n_a_only": int(test.n10[col]) if mcn else None,
@@ -690,8 +720,10 @@ def compare_models(
     if low_power:
         shown = ", ".join(low_power[:5]) + (" ..." if len(low_power) > 5 else "")
         warnings.warn(
-            f"{len(low_power)} pair(s) are below the test's minimum size: no outcome can reach "
-            f"a p-value below the pair's level ({shown}). Add units or resamples.",
+            f"{len(low_power)} of {len(rows)} pair(s) cannot be significant by construction: "
+            f"the smallest p-value their test can give is not below the pair's level ({shown}; "
+            "`can_reject` is False, `min_pvalue` gives the floor). Add units, or resamples for "
+            "a permutation or bootstrap test, or use method='t'.",
             DesignWarning,
             stacklevel=2,
         )
@@ -724,6 +756,8 @@ _COMPARE_SCHEMA = {
     "family": pl.String,
     "family_size": pl.Int64,
     "at_floor": pl.Boolean,
+    "min_pvalue": pl.Float64,
+    "can_reject": pl.Boolean,
     "method": pl.String,
     "alternative": pl.String,
     "n_a_only": pl.Int64,

@@ -121,7 +121,7 @@ def test_global_family_over_real_tasks_can_reject_where_the_floor_would_forbid(a
     b = int(out["n_resamples"][0])
     assert b >= 2 * 70 / 0.05
     assert (1 / (b + 1)) * 70 < 0.05  # the floor no longer blocks every rejection
-    with pytest.warns(DesignWarning, match="minimum size"):
+    with pytest.warns(DesignWarning, match="cannot be significant by construction"):
         floor = compare_models(
             all_tasks, column="run", family="global", method="permutation", n_resamples=99
         )
@@ -239,5 +239,5 @@ def test_test_below_its_minimum_size_warns(history):
     few = few.with_columns(
         pl.when(pl.col("run") == 1).then(1 - pl.col("score")).otherwise(pl.col("score"))
     )
-    with pytest.warns(DesignWarning, match="minimum size"):
+    with pytest.warns(DesignWarning, match="cannot be significant by construction"):
         compare_models(few, column="run")

@@ -244,7 +244,7 @@ def test_global_family_corrects_across_datasets_and_resamples_scale():
     perm = compare_models(obs, correction="holm", family="global", method="permutation")
     # the p-value floor 1/(B+1) is at most alpha/(2m): a Holm family can reject
     assert perm["n_resamples"].unique().to_list() == [max(9999, int(np.ceil(2 * 30 / ALPHA)))]
-    with pytest.warns(DesignWarning, match="below the test's minimum size"):
+    with pytest.warns(DesignWarning, match="cannot be significant by construction"):
         tiny = compare_models(obs, correction="holm", method="permutation", n_resamples=19)
     assert tiny["at_floor"].any()
     assert not tiny["reject"].any()

@@ -71,7 +71,7 @@ def test_compare_models_holm_matches_multipletests():
     for correction, sm in (("holm", "holm"), ("bh", "fdr_bh")):
         out = compare_models(obs, correction=correction, n_resamples=999)
         assert_allclose(out["pvalue_corrected"], multipletests(out["pvalue"], method=sm)[1])
-    assert out.height == 6 and (out["method"] == "permutation").all()
+    assert out.height == 6 and (out["method"] == "t").all()  # 40 items: auto is t
 
 
 def test_compare_models_single_run_binary_items_use_mcnemar():
