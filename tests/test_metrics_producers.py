@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from scipy import stats
 import pytest
 from numpy.testing import assert_allclose
 
@@ -167,7 +168,17 @@ def test_planted_better_model_on_a_lower_is_better_metric_is_reported_better(err
         )
     reading = rep["intervals"].reading
     assert "mockllm/b has the best mean score (the lowest: lower is better)" in reading
-    assert "0.7946 (95% CI 0.6626 to 0.9266)" in reading  # in its units, not in percent
+    # over items (the table has items; issue 15), t on the item means of an unbounded metric,
+    # in its units, not in percent
+    item_means = (
+        obs.filter(pl.col("model") == "mockllm/b")
+        .group_by("dataset", "item")
+        .agg(pl.col("score").mean())["score"]
+        .to_numpy()
+    )
+    ci = stats.ttest_1samp(item_means, 0).confidence_interval()
+    assert f"0.7946 (95% CI {ci.low:.4g} to {ci.high:.4g})" in reading
+    assert "t over items" in reading
     assert "mockllm/b is best in 100% of bootstrap resamples" in rep["ranks"].reading
     assert "mockllm/b ahead of mockllm/a" in rep["compare"].reading
 

@@ -13,8 +13,9 @@ from evalstats.compare._audit import (
     subset_rankings,
 )
 from evalstats.compare._converge import convergence, stopping_sizes
-from evalstats.compare._intervals import intervals, mean_interval
+from evalstats.compare._intervals import MIN_VARIANTS, default_over, intervals, mean_interval
 from evalstats.compare._paired import (
+    T_MIN_UNITS,
     PairedDifference,
     compare_models,
     paired_difference,
@@ -25,6 +26,8 @@ from evalstats.compare._providers import ProviderAudit, provider_audit
 from evalstats.compare._ranks import FriedmanResult, friedman_nemenyi, rank_intervals
 
 __all__ = [
+    "MIN_VARIANTS",
+    "T_MIN_UNITS",
     "FriedmanResult",
     "PairedDifference",
     "ProviderAudit",
@@ -32,6 +35,7 @@ __all__ = [
     "SubsetRankings",
     "compare_models",
     "convergence",
+    "default_over",
     "friedman_nemenyi",
     "intervals",
     "mean_interval",

@@ -24,12 +24,20 @@ from evalstats.results import (
 )
 from evalstats.schema import validate_by, validate_observations, validate_units
 
-__all__ = ["intervals", "mean_interval", "scores_over"]
+__all__ = ["MIN_VARIANTS", "default_over", "intervals", "mean_interval", "scores_over"]
 
-_METHODS = ("auto", "t", "bootstrap", "bca", "percentile", "wilson", "cluster")
+_METHODS = ("auto", "t", "logit", "bootstrap", "bca", "percentile", "wilson", "cluster")
 #: smallest sample at which the bootstrap intervals are documented to be usable
 _BOOTSTRAP_MIN_N = 20
-_OVER = ("variants", "items", "runs")
+_OVER = ("auto", "variants", "items", "runs")
+
+#: ``over='auto'`` on a table without items resamples variants only in groups with at least
+#: this many. Below it an interval over variants says little: its width is set by the t
+#: quantile and a sample SD from a handful of values (t quantile 12.7 at 2 variants, 2.78 at 5,
+#: 2.09 at 20; the SD itself is off by about 1/sqrt(2(n-1)), 38 % at 5 variants, 16 % at 20),
+#: coverage of the t interval on skewed configuration scores is 89 % at 10
+#: (docs/methods/compare.md), and the bootstrap intervals are documented from 20 units on.
+MIN_VARIANTS = 20
 
 _SCHEMA_TAIL = {
     "over": pl.String,
@@ -37,27 +45,39 @@ _SCHEMA_TAIL = {
     "confidence_level": pl.Float64,
     "n": pl.Int64,
     "n_clusters": pl.Int64,
+    "n_rows": pl.Int64,
     "mean": pl.Float64,
     "se": pl.Float64,
     "ci_low": pl.Float64,
     "ci_high": pl.Float64,
+    "note": pl.String,
 }
 
 
 def _metric_bounds(frame, by: Sequence[str]):
-    """Per group key of ``by``: the (low, high) bounds of its metric (-inf/inf when undeclared)."""
-    from evalstats.schema import metric_info
+    """Per group key of ``by``: the (low, high) bounds of its metric.
+
+    The declared bounds (``metric_low``/``metric_high``); a metric that declares none but whose
+    scores all lie in [0, 1] is taken as on [0, 1], as
+    :func:`evalstats.schema.unit_interval_metrics` does (a hand-built table of accuracies);
+    otherwise ``-inf``/``inf``.
+    """
+    from evalstats.schema import metric_info, unit_interval_metrics
 
     infos = metric_info(frame)
+    unit = unit_interval_metrics(frame)
     position = list(by).index("metric") if "metric" in by else None
 
     def bounds(key) -> tuple[float, float]:
         if position is not None:
-            info = infos.get(str(key[position]))
+            name = str(key[position])
         else:
-            info = next(iter(infos.values())) if len(infos) == 1 else None
+            name = next(iter(infos)) if len(infos) == 1 else None
+        info = infos.get(name) if name is not None else None
         if info is None:
             return -math.inf, math.inf
+        if info.low is None and info.high is None and unit.get(name, False):
+            return 0.0, 1.0
         lo = -math.inf if info.low is None else info.low
         hi = math.inf if info.high is None else info.high
         return lo, hi
@@ -67,6 +87,15 @@ def _metric_bounds(frame, by: Sequence[str]):
 
 def _clip(v: float, lo: float, hi: float) -> float:
     return v if math.isnan(v) else min(max(v, lo), hi)
+
+
+def _check_binary(x: np.ndarray) -> None:
+    if not np.all((x == 0) | (x == 1)):
+        raise MetricScaleError(
+            "`method='wilson'` is for a proportion of 0/1 scores; got non-binary values "
+            f"such as {float(x[(x != 0) & (x != 1)][0])!r}. Use method='t' or 'bootstrap' "
+            "(any metric), or over='items' with one variant and one run."
+        )
 
 
 def _degenerate(msg: str) -> tuple[float, float, float]:
@@ -82,6 +111,7 @@ def mean_interval(
     clusters: np.ndarray | None = None,
     n_resamples: int = 9999,
     seed: int = 0,
+    bounds: tuple[float, float] = (0.0, 1.0),
 ) -> tuple[float, float, float, float]:
     """Mean of ``x`` with its standard error and interval: ``(mean, se, low, high)``.
 
@@ -89,8 +119,9 @@ def mean_interval(
     ----------
     x : numpy.ndarray
         One-dimensional scores.
-    method : {'t', 'bootstrap', 'bca', 'percentile', 'wilson', 'cluster'}, default 't'
-        ``bootstrap`` is BCa.
+    method : {'t', 'logit', 'bootstrap', 'bca', 'percentile', 'wilson', 'cluster'}, default 't'
+        ``bootstrap`` is BCa; ``logit`` the t interval on the logit scale of the mean rescaled
+        to ``bounds`` (always inside them).
     confidence_level : float, default 0.95
     clusters : numpy.ndarray, optional
         Cluster label of each score; required for ``method='cluster'``.
@@ -98,6 +129,8 @@ def mean_interval(
         Bootstrap resamples.
     seed : int, default 0
         Seed of the bootstrap.
+    bounds : tuple of float, default (0.0, 1.0)
+        The metric's bounds, for ``method='logit'``.
 
     Returns
     -------
@@ -117,12 +150,7 @@ def mean_interval(
     if method == "wilson":
         if n == 0:
             return (mean, *_degenerate("Wilson interval of no scores; returning NaN."))
-        if not np.all((x == 0) | (x == 1)):
-            raise MetricScaleError(
-                "`method='wilson'` is for a proportion of 0/1 scores; got non-binary values "
-                f"such as {float(x[(x != 0) & (x != 1)][0])!r}. Use method='t' or 'bootstrap' "
-                "(any metric), or over='items' with one variant and one run."
-            )
+        _check_binary(x)
         from statsmodels.stats.proportion import proportion_confint
 
         count = int(x.sum())
@@ -150,6 +178,24 @@ def mean_interval(
         return mean, se, mean - q * se, mean + q * se
     if np.all(x == x[0]):
         return (mean, *_degenerate("constant scores: the interval is degenerate; NaN."))
+    if method == "logit":
+        lo_b, hi_b = bounds
+        if not (math.isfinite(lo_b) and math.isfinite(hi_b) and hi_b > lo_b):
+            raise ParameterError(
+                f"`method='logit'` needs a metric with two finite bounds, got {bounds!r}."
+            )
+        width = hi_b - lo_b
+        m01 = (mean - lo_b) / width
+        se = float(np.std(x, ddof=1) / math.sqrt(n))
+        if not 0 < m01 < 1:  # every unit at one bound is constant, handled above
+            return mean, se, mean, mean
+        q = float(stats.t.ppf(1 - alpha / 2, n - 1))
+        # delta method: se of logit(m) is se / (m (1 - m)) on the [0, 1] scale
+        half = q * (se / width) / (m01 * (1 - m01))
+        centre = math.log(m01 / (1 - m01))
+        lo01 = 1 / (1 + math.exp(-(centre - half)))
+        hi01 = 1 / (1 + math.exp(-(centre + half)))
+        return mean, se, lo_b + width * lo01, lo_b + width * hi01
     if method == "t":
         se = float(np.std(x, ddof=1) / math.sqrt(n))
         q = float(stats.t.ppf(1 - alpha / 2, n - 1))
@@ -219,10 +265,49 @@ def scores_over(
     return out
 
 
+def default_over(frame: pl.DataFrame | pl.LazyFrame) -> tuple[str, str]:
+    """The resampling unit ``over='auto'`` takes for ``frame``, and why, in one sentence.
+
+    Items when the table has an ``item`` column (the sampling unit of a benchmark; several
+    variants or runs of one item are averaged into that item, so they form one cluster);
+    otherwise variants, in groups with at least :data:`MIN_VARIANTS` of them.
+
+    Examples
+    --------
+    >>> from evalstats.simulate import observations, unit_table
+    >>> default_over(observations(n_models=2, n_items=20, n_variants=3, seed=0))[0]
+    'items'
+    >>> default_over(unit_table(n_models=2, n_variants=3, seed=0))[0]
+    'variants'
+    """
+    lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+    names = lf.collect_schema().names()
+    if "item" in names:
+        return (
+            "items",
+            "items are the sampling unit of a benchmark; each item's score is its mean over "
+            "its variants and runs, so the rows of one item form one cluster",
+        )
+    return (
+        "variants",
+        "the table has no item column, so the interval is over variants (each the mean over "
+        f"its items), in groups with at least {MIN_VARIANTS} variants",
+    )
+
+
+def _auto_method(x: np.ndarray, bounds: tuple[float, float]) -> str:
+    """``method='auto'``: Wilson for 0/1 scores, logit-t for a bounded metric, else t."""
+    if x.size and bool(np.all((x == 0) | (x == 1))):
+        return "wilson"
+    if math.isfinite(bounds[0]) and math.isfinite(bounds[1]):
+        return "logit"
+    return "t"
+
+
 def intervals(
     frame: pl.DataFrame | pl.LazyFrame,
     *,
-    over: str = "variants",
+    over: str = "auto",
     method: str = "auto",
     confidence_level: float = 0.95,
     cluster: str | None = None,
@@ -230,23 +315,29 @@ def intervals(
     seed: int = 0,
     by: Sequence[str] = ("model", "dataset", "metric"),
 ) -> pl.DataFrame:
-    r"""Mean score per group with a confidence interval over variants, items or runs.
+    r"""Mean score per group with a confidence interval over items, variants or runs.
 
     Parameters
     ----------
     frame : polars.DataFrame or polars.LazyFrame
         Observation table (needed for ``over='items'``) or unit table; see :mod:`evalstats.schema`.
-    over : {'variants', 'items', 'runs'}, default 'variants'
-        The sampling unit: scores are averaged over everything else first, so ``'variants'``
-        gives the interval of the mean over the configuration space (evaluatology), ``'items'``
-        the usual benchmark-sampling interval, ``'runs'`` the run-to-run interval.
-    method : {'auto', 't', 'bootstrap', 'percentile', 'wilson', 'cluster'}, default 'auto'
+    over : {'auto', 'items', 'variants', 'runs'}, default 'auto'
+        The sampling unit: scores are averaged over everything else first, so ``'items'``
+        gives the usual benchmark-sampling interval (clustered by item: an item's variants and
+        runs are averaged into one score), ``'variants'`` the interval of the mean over the
+        configuration space (evaluatology), ``'runs'`` the run-to-run interval. ``'auto'``
+        (:func:`default_over`): items when the table has an ``item`` column, else variants in
+        groups with at least :data:`MIN_VARIANTS` (20) of them; a group with fewer gets no
+        interval (NaN) and says why in ``note``.
+    method : {'auto', 't', 'logit', 'bootstrap', 'percentile', 'wilson', 'cluster'}, default 'auto'
         ``'auto'`` is Wilson when every unit score of the group is 0 or 1 (items with one
-        variant and one run) and ``t`` otherwise; the ``method`` column says which.
-        ``'bootstrap'`` is the BCa bootstrap, ``'percentile'`` the percentile bootstrap (both
-        :func:`scipy.stats.bootstrap`, with a warning below 20 units); ``'wilson'`` the Wilson
-        score interval for 0/1 scores; ``'cluster'`` a cluster-robust (CR1) interval for items
-        that share a cluster.
+        variant and one run), ``logit`` for other scores of a metric with two bounds, and ``t``
+        for an unbounded metric; the ``method`` column says which. ``'logit'`` is the t
+        interval of the logit of the mean (rescaled to the metric's bounds; delta-method SE),
+        mapped back, so it never leaves the bounds. ``'bootstrap'`` is the BCa bootstrap,
+        ``'percentile'`` the percentile bootstrap (both :func:`scipy.stats.bootstrap`, with a
+        warning below 20 units); ``'wilson'`` the Wilson score interval for 0/1 scores;
+        ``'cluster'`` a cluster-robust (CR1) interval for items that share a cluster.
     confidence_level : float, default 0.95
         Confidence level of the interval.
     cluster : str, optional
@@ -261,10 +352,12 @@ def intervals(
     Returns
     -------
     polars.DataFrame
-        One row per group in ``by`` with ``over, method, confidence_level, n, n_clusters, mean,
-        se, ci_low, ci_high`` (``method`` is the method used: ``wilson`` or ``t`` for
-        ``'auto'``, ``bca`` for ``'bootstrap'``), sorted by ``by``. Bounds are clipped to the
-        metric's declared bounds (unbounded sides are left as they are).
+        One row per group in ``by`` with ``over, method, confidence_level, n, n_clusters,
+        n_rows, mean, se, ci_low, ci_high, note`` (``over`` the unit used; ``method`` the
+        method used: ``wilson``, ``logit`` or ``t`` for ``'auto'``, ``bca`` for
+        ``'bootstrap'``; ``n_rows`` the table rows averaged into the ``n`` units; ``note`` why
+        an interval is missing, else null), sorted by ``by``. Bounds never leave the metric's
+        bounds (see Notes).
 
     Raises
     ------
@@ -276,17 +369,26 @@ def intervals(
     See Also
     --------
     compare_models : Paired intervals of differences between models.
+    default_over : The unit ``over='auto'`` picks, and why.
 
     Notes
     -----
     With unit scores :math:`x_1..x_n` and mean :math:`\bar x`:
 
     - ``t``: :math:`\bar x \pm t_{n-1,1-\alpha/2}\, s/\sqrt n`.
+    - ``logit``: with :math:`m = (\bar x - L)/(H - L)` on the metric's bounds :math:`[L, H]`,
+      :math:`\mathrm{expit}(\mathrm{logit}(m) \pm t_{n-1,1-\alpha/2}\,
+      \frac{s/\sqrt n}{(H-L)\, m (1-m)})` mapped back to :math:`[L, H]`.
     - ``wilson``: :math:`(\hat p + z^2/2n \pm z\sqrt{\hat p(1-\hat p)/n + z^2/4n^2})/(1+z^2/n)`.
     - ``cluster``: :math:`SE^2 = \frac{G}{G-1}\sum_g (\sum_{i\in g}(x_i-\bar x))^2/n^2`,
       with :math:`t_{G-1}` quantiles (statsmodels OLS on a constant, ``cov_type='cluster'``,
       ``use_t=True``).
     - ``bootstrap``/``percentile``: :func:`scipy.stats.bootstrap` of the mean.
+
+    **Bounds.** A metric's bounds are the declared ones (``metric_low``, ``metric_high``); a
+    metric that declares none but whose scores all lie in [0, 1] is taken as on [0, 1] (as
+    :func:`evalstats.schema.unit_interval_metrics`). Wilson and logit intervals stay inside
+    by construction; ``t``, ``cluster`` and bootstrap bounds are clipped to them.
 
     Where the methods under-cover: ``t`` and the percentile bootstrap for small ``n`` and skewed
     or near-0/1 scores (exact coverage of the nominal 95 % t interval on 0/1 items at n = 30:
@@ -300,13 +402,14 @@ def intervals(
 
     Examples
     --------
-    >>> from evalstats.simulate import unit_table
-    >>> units = unit_table(n_models=2, n_items=50, n_variants=10, seed=0)
-    >>> out = intervals(units)
-    >>> out.select("model", "n", "mean").rows()
-    [('m0', 10, 0.5440000000000002), ('m1', 10, 0.772)]
-    >>> out["ci_low"].round(4).to_list()
-    [0.4955, 0.7139]
+    >>> from evalstats.simulate import observations, unit_table
+    >>> obs = observations(n_models=2, n_items=50, n_variants=4, seed=0)
+    >>> out = intervals(obs)  # items, each the mean of its 4 variants: logit on [0, 1]
+    >>> out.select("model", "over", "method", "n", "n_rows").rows()
+    [('m0', 'items', 'logit', 50, 200), ('m1', 'items', 'logit', 50, 200)]
+    >>> units = unit_table(n_models=2, n_items=50, n_variants=3, seed=0)
+    >>> intervals(units).select("over", "ci_low", "note").row(0)  # 3 variants: too few
+    ('variants', nan, 'only 3 variants (an interval over variants needs at least 20) and no item column: give the item-level table for an interval over items')
     """
     check_choice("over", over, _OVER)
     check_choice("method", method, _METHODS)
@@ -316,18 +419,53 @@ def intervals(
     if method == "cluster" and cluster is None:
         raise ParameterError("`method='cluster'` needs `cluster`, the column naming clusters.")
     by = (by,) if isinstance(by, str) else tuple(by)
+    auto_over = over == "auto"
+    if auto_over:
+        over = default_over(frame)[0]
     extra = (cluster,) if method == "cluster" else ()
-    data = scores_over(frame, over, by, extra=extra)
+    data = scores_over(frame, over, by, extra=extra, count=True)
     bounds_of = _metric_bounds(frame, by)
     rows = []
     groups = data.partition_by(list(by), maintain_order=True, as_dict=True) if by else {(): data}
     for key, g in groups.items():
         x = g["score"].to_numpy()
+        n_rows = int(g["n_rows"].sum())
         clusters = g[cluster].to_numpy() if cluster and method == "cluster" else None
-        used = method
-        if method == "auto":
-            used = "wilson" if x.size and bool(np.all((x == 0) | (x == 1))) else "t"
+        n_clusters = int(len(np.unique(clusters))) if clusters is not None else None
+        lo_b, hi_b = bounds_of(key)
+        used = _auto_method(x, (lo_b, hi_b)) if method == "auto" else method
+        if used == "logit" and not (math.isfinite(lo_b) and math.isfinite(hi_b)):
+            raise ParameterError(
+                "`method='logit'` needs a metric with two finite bounds; "
+                f"{key!r} has [{lo_b}, {hi_b}]. Declare them (metric_range) or use 't'."
+            )
         recorded = "bca" if used == "bootstrap" else used
+        if auto_over and over == "variants" and x.size < MIN_VARIANTS:
+            if used == "wilson":
+                _check_binary(x)
+            note = (
+                f"only {x.size} variant{'s' if x.size != 1 else ''} (an interval over variants "
+                f"needs at least {MIN_VARIANTS}) and no item column: give the item-level table "
+                "for an interval over items"
+            )
+            mean = float(np.mean(x)) if x.size else math.nan
+            rows.append(
+                (
+                    *key,
+                    over,
+                    recorded,
+                    level,
+                    int(x.size),
+                    n_clusters,
+                    n_rows,
+                    mean,
+                    math.nan,
+                    math.nan,
+                    math.nan,
+                    note,
+                )
+            )
+            continue
         mean, se, low, high = mean_interval(
             x,
             method=used,
@@ -335,11 +473,37 @@ def intervals(
             clusters=clusters,
             n_resamples=n_resamples,
             seed=seed,
+            bounds=(lo_b, hi_b),
         )
-        n_clusters = int(len(np.unique(clusters))) if clusters is not None else None
-        # bounds never leave the score range (t and bootstrap intervals can near 0 and 1)
-        lo_b, hi_b = bounds_of(key)
+        note = None
+        if math.isnan(low):
+            note = _missing_reason(x, used)
+        # bounds never leave the score range (t and bootstrap intervals can pass 0 and 1)
         low, high = _clip(low, lo_b, hi_b), _clip(high, lo_b, hi_b)
-        rows.append((*key, over, recorded, level, int(x.size), n_clusters, mean, se, low, high))
+        rows.append(
+            (
+                *key,
+                over,
+                recorded,
+                level,
+                int(x.size),
+                n_clusters,
+                n_rows,
+                mean,
+                se,
+                low,
+                high,
+                note,
+            )
+        )
     schema = {b: data.schema[b] for b in by} | _SCHEMA_TAIL
     return pl.DataFrame(rows, schema=schema, orient="row").sort(list(by))
+
+
+def _missing_reason(x: np.ndarray, method: str) -> str:
+    """Why ``mean_interval`` gave NaN, in words for the ``note`` column."""
+    if x.size < 2:
+        return f"{x.size} unit(s): an interval needs at least 2"
+    if method == "cluster":
+        return "fewer than 2 clusters, or constant scores: no cluster-robust SE"
+    return f"all {x.size} unit scores are equal ({float(x[0]):g}): no spread to estimate from"

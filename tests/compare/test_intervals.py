@@ -19,7 +19,7 @@ def units():
 
 
 def test_t_interval_matches_scipy_t(units):
-    out = intervals(units, method="t", confidence_level=0.9)
+    out = intervals(units, over="variants", method="t", confidence_level=0.9)
     for model in ("m0", "m1"):
         x = units.filter(pl.col("model") == model)["score"].to_numpy()
         ref = stats.ttest_1samp(x, 0.0).confidence_interval(0.9)
@@ -34,7 +34,7 @@ def test_t_interval_matches_scipy_t(units):
 )
 def test_bootstrap_matches_scipy_bootstrap(units, method, scipy_method):
     """Same generator seed, same resamples: the values are identical to scipy's."""
-    out = intervals(units, method=method, n_resamples=999, seed=7)
+    out = intervals(units, over="variants", method=method, n_resamples=999, seed=7)
     x = units.filter(pl.col("model") == "m1")["score"].to_numpy()
     ref = stats.bootstrap(
         (x,), np.mean, n_resamples=999, method=scipy_method, rng=np.random.default_rng(7)
@@ -81,8 +81,8 @@ def test_intervals_over_runs_and_items_count_units():
 
 
 def test_intervals_columns_fixed_and_sorted(units):
-    a = intervals(units, method="t")
-    b = intervals(units.sample(fraction=1.0, shuffle=True, seed=1), method="t")
+    a = intervals(units, over="variants", method="t")
+    b = intervals(units.sample(fraction=1.0, shuffle=True, seed=1), over="variants", method="t")
     assert a.columns == [
         "model",
         "dataset",
@@ -92,10 +92,12 @@ def test_intervals_columns_fixed_and_sorted(units):
         "confidence_level",
         "n",
         "n_clusters",
+        "n_rows",
         "mean",
         "se",
         "ci_low",
         "ci_high",
+        "note",
     ]
     assert a.equals(b)
 

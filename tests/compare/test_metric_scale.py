@@ -34,7 +34,10 @@ def test_intervals_clip_to_the_metrics_own_bounds_and_wilson_refuses():
     assert unclipped > 100 and m2["ci_high"] == 100.0  # a t bound above the metric's range
     assert set(out["method"]) == {"t"}
     auto = intervals(obs, over="items")
-    assert set(auto["method"]) == {"t"}  # not 0/1: auto does not pick Wilson
+    assert set(auto["method"]) == {"logit"}  # not 0/1, bounded: logit, not Wilson
+    ok = auto.filter(pl.col("ci_low").is_not_nan())
+    assert ok.height == 2 and ((ok["ci_low"] >= 0) & (ok["ci_high"] <= 100)).all()
+    assert auto.filter(pl.col("ci_low").is_nan())["note"].str.contains("no spread").all()
     with pytest.raises(ParameterError, match="`method='wilson'` is for a proportion of 0/1"):
         intervals(obs, over="items", method="wilson")
 
