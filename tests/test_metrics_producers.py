@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from scipy import stats
 import pytest
 from numpy.testing import assert_allclose
+from scipy import stats
 
 import evalstats as ev
 from evalstats.cli import main
