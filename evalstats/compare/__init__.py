@@ -14,6 +14,7 @@ from evalstats.compare._audit import (
 )
 from evalstats.compare._converge import convergence, stopping_sizes
 from evalstats.compare._intervals import MIN_VARIANTS, default_over, intervals, mean_interval
+from evalstats.compare._letters import compact_letters, letter_groups
 from evalstats.compare._paired import (
     T_MIN_UNITS,
     PairedDifference,
@@ -33,11 +34,13 @@ __all__ = [
     "ProviderAudit",
     "ReversalAudit",
     "SubsetRankings",
+    "compact_letters",
     "compare_models",
     "convergence",
     "default_over",
     "friedman_nemenyi",
     "intervals",
+    "letter_groups",
     "mean_interval",
     "paired_difference",
     "paired_matrix",

@@ -1,4 +1,4 @@
-"""Rank uncertainty: joint-bootstrap rank intervals and P(best); Friedman + Nemenyi CD."""
+"""Rank uncertainty: rank confidence sets (Mogstad et al.) and P(best); Friedman + Nemenyi CD."""
 
 from __future__ import annotations
 
@@ -26,22 +26,69 @@ from evalstats.schema import (
 __all__ = ["FriedmanResult", "friedman_nemenyi", "rank_intervals"]
 
 
+_RANK_METHODS = ("simultaneous", "marginal", "bootstrap")
+
+
+def _pairwise_rank_sets(
+    x: np.ndarray, boot_means: np.ndarray, level: float, simultaneous: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rank sets from max-t intervals of all pairwise differences (Mogstad et al. 2024).
+
+    ``x``: items x models, oriented so that larger is better; ``boot_means``: resampled model
+    means (same orientation). Returns ``(rank_low, rank_high)``.
+    """
+    n, k = x.shape
+    theta = x.mean(axis=0)
+    cov = np.cov(x, rowvar=False, ddof=1).reshape(k, k)
+    var_d = np.diag(cov)[:, None] + np.diag(cov)[None, :] - 2 * cov
+    se = np.sqrt(np.maximum(var_d, 0.0) / n)  # SE of the paired mean difference j - k
+    diff = theta[:, None] - theta[None, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # bootstrap deviations of every difference, studentized by the sample SE
+        dev = (boot_means[:, :, None] - boot_means[:, None, :]) - diff[None]
+        t = np.abs(dev) / se[None]
+    t = np.where(se[None] > 0, t, 0.0)  # identical models: their difference is exactly 0
+    q = level
+    if simultaneous:
+        iu = np.triu_indices(k, 1)
+        crit = np.full(k, np.quantile(t[:, iu[0], iu[1]].max(axis=1), q))
+    else:
+        crit = np.array(
+            [np.quantile(np.delete(t[:, j, :], j, axis=1).max(axis=1), q) for j in range(k)]
+        )
+    # k significantly better than j: theta_k - theta_j - c se > 0
+    c = crit[:, None]
+    better = (-diff - c * se > 0) & (se > 0)  # [j, k]: model k above model j
+    worse = (diff - c * se > 0) & (se > 0)  # [j, k]: model j above model k
+    low = 1 + better.sum(axis=1)
+    high = k - worse.sum(axis=1)
+    return low.astype(np.int64), high.astype(np.int64)
+
+
 def rank_intervals(
     observations: pl.DataFrame | pl.LazyFrame,
     *,
+    method: str = "simultaneous",
     confidence_level: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
     by: Sequence[str] = ("dataset", "metric"),
 ) -> pl.DataFrame:
-    """Rank of each model with a bootstrap interval and the probability of being best.
+    r"""Rank of each model with a confidence set and the probability of being best.
 
     Parameters
     ----------
     observations : polars.DataFrame or polars.LazyFrame
         Item-level observation table; see :mod:`evalstats.schema`.
+    method : {'simultaneous', 'marginal', 'bootstrap'}, default 'simultaneous'
+        ``'simultaneous'``: rank sets that hold for every model of a group at once with
+        probability ``confidence_level`` (Mogstad, Romano, Shaikh and Wilhelm 2024), from
+        simultaneous max-t intervals of all pairwise differences. ``'marginal'``: each model's
+        rank set holds with that probability on its own (max-t over the pairs involving the
+        model). ``'bootstrap'``: quantiles of the model's rank over bootstrap resamples (no
+        coverage guarantee: see Notes).
     confidence_level : float, default 0.95
-        Level of the rank intervals.
+        Level of the rank sets.
     n_resamples : int, default 1000
         Bootstrap resamples of the items.
     seed : int, default 0
@@ -53,17 +100,41 @@ def rank_intervals(
     -------
     polars.DataFrame
         One row per group and model with ``n_items, score, rank, rank_low, rank_high, p_best,
-        higher_is_better, confidence_level, n_resamples, seed``; rank 1 is the best: the
-        highest mean score, or the lowest for a metric where lower is better.
+        higher_is_better, method, confidence_level, n_resamples, seed``; rank 1 is the best:
+        the highest mean score, or the lowest for a metric where lower is better.
 
     Notes
     -----
     Items are resampled **jointly** across models (one index draw per resample applied to
-    every model), which keeps the item pairing that makes rankings stable. In each resample
-    models are ranked by mean score (ties share the best rank, ``method='min'``); ``rank_low``
-    and ``rank_high`` are the lower and upper ``(1 - confidence_level)/2`` quantiles of the
-    bootstrap ranks (``inverted_cdf``), and ``p_best`` the share of resamples in which the model
-    has the highest mean (ties split evenly). Only items every model answered are used.
+    every model), which keeps the item pairing. With :math:`\hat\theta_j` the model means,
+    :math:`\hat\sigma_{jk}` the standard error of the paired mean difference over items and
+    :math:`c` the ``confidence_level`` quantile of
+    :math:`\max_{(j,k)} |(\hat\theta^*_j - \hat\theta^*_k) - (\hat\theta_j - \hat\theta_k)|
+    / \hat\sigma_{jk}` over resamples (all pairs for ``'simultaneous'``, the pairs of model
+    :math:`j` for ``'marginal'``), model :math:`k` is significantly above :math:`j` when
+    :math:`\hat\theta_k - \hat\theta_j > c\,\hat\sigma_{jk}`, and
+
+    .. math:: \text{rank\_low}_j = 1 + \#\{k: k \text{ above } j\},\quad
+                ext{rank\_high}_j = M - \#\{k: j \text{ above } k\}.
+
+    These sets cover the true ranks (ties sharing the rank set) with probability at least the
+    level, asymptotically, because they follow from simultaneous intervals of the
+    differences [1]_. This is the single-step version (their stepwise refinement is shorter).
+    ``'bootstrap'`` takes the ``(1 - level)/2`` quantiles of each model's rank over resamples
+    (ties share the best rank, ``method='min'``, ``inverted_cdf``). It is the usual heuristic,
+    but bootstrap ranks are inconsistent when models are close (Hall and Miller 2009), and it
+    has no joint guarantee. ``p_best`` is the share of resamples in which the model has the
+    best mean (ties split evenly). Only items every model answered are used.
+    Checked against: planted rankings and a coverage simulation
+    (``tests/compare/test_ranks.py``).
+
+    References
+    ----------
+    .. [1] M. Mogstad, J. P. Romano, A. M. Shaikh and D. Wilhelm, "Inference for ranks with
+       applications to mobility across neighbourhoods and academic achievement across
+       countries", Review of Economic Studies 91 (2024).
+    .. [2] P. Hall and H. Miller, "Using the bootstrap to quantify the authority of an
+       empirical ranking", Annals of Statistics 37 (2009).
 
     Examples
     --------
@@ -72,6 +143,9 @@ def rank_intervals(
     >>> rank_intervals(obs, n_resamples=200).select("model", "rank", "rank_low", "rank_high").rows()
     [('m0', 3, 3, 3), ('m1', 2, 2, 2), ('m2', 1, 1, 1)]
     """
+    from evalstats.results import check_choice
+
+    check_choice("method", method, _RANK_METHODS)
     level = check_confidence_level(confidence_level)
     n_resamples = check_positive_int("n_resamples", n_resamples)
     by = (by,) if isinstance(by, str) else tuple(by)
@@ -94,18 +168,22 @@ def rank_intervals(
         hib = higher_is_better(direction, key)
         sign = 1.0 if hib else -1.0  # rank 1 is the best: the highest, or the lowest error
         ranks_obs = stats.rankdata(-sign * observed, method="min")
-        boot_ranks = np.empty((n_resamples, len(models)))
-        p_best = np.zeros(len(models))
+        boot_means = np.empty((n_resamples, len(models)))
         chunk = max(1, int(2e7 // max(n * len(models), 1)))
         for start in range(0, n_resamples, chunk):
             b = min(chunk, n_resamples - start)
             idx = rng.integers(0, n, size=(b, n))
-            means = sign * x[idx].mean(axis=1)  # b, M; oriented so that larger is better
-            boot_ranks[start : start + b] = stats.rankdata(-means, method="min", axis=1)
-            best = means == means.max(axis=1, keepdims=True)
-            p_best += (best / best.sum(axis=1, keepdims=True)).sum(axis=0)
-        low = np.quantile(boot_ranks, q, axis=0, method="inverted_cdf")
-        high = np.quantile(boot_ranks, 1 - q, axis=0, method="inverted_cdf")
+            boot_means[start : start + b] = sign * x[idx].mean(axis=1)  # oriented: larger wins
+        best = boot_means == boot_means.max(axis=1, keepdims=True)
+        p_best = (best / best.sum(axis=1, keepdims=True)).sum(axis=0)
+        if method == "bootstrap":
+            boot_ranks = stats.rankdata(-boot_means, method="min", axis=1)
+            low = np.quantile(boot_ranks, q, axis=0, method="inverted_cdf")
+            high = np.quantile(boot_ranks, 1 - q, axis=0, method="inverted_cdf")
+        else:
+            low, high = _pairwise_rank_sets(
+                sign * x, boot_means, level, simultaneous=method == "simultaneous"
+            )
         frames.append(
             pl.DataFrame(
                 {
@@ -122,6 +200,7 @@ def rank_intervals(
             )
         )
     out = pl.concat(frames).with_columns(
+        pl.lit(method).alias("method"),
         pl.lit(level).alias("confidence_level"),
         pl.lit(n_resamples, dtype=pl.Int64).alias("n_resamples"),
         pl.lit(seed, dtype=pl.Int64).alias("seed"),

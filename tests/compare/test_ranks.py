@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import polars as pl
 import pytest
 from numpy.testing import assert_allclose
@@ -18,17 +19,23 @@ def test_rank_intervals_separate_clear_gaps_and_p_best_sums_to_one():
     obs = observations(
         n_models=3, n_items=300, n_variants=2, model_accuracy=(0.5, 0.6, 0.75), seed=1
     )
+    boot = rank_intervals(obs, n_resamples=300, method="bootstrap")
+    assert boot["rank"].to_list() == [3, 2, 1]
+    assert boot["rank_low"].to_list() == boot["rank_high"].to_list() == [3, 2, 1]
+    assert_allclose(boot["p_best"].sum(), 1.0, rtol=1e-12)
+    assert boot.filter(model="m2")["p_best"].item() > 0.95
+    # the simultaneous sets: m1 - m2 has an unadjusted p of 0.035 (paired t), which three
+    # simultaneous intervals do not separate; m0 is last for sure
     out = rank_intervals(obs, n_resamples=300)
-    assert out["rank"].to_list() == [3, 2, 1]
-    assert out["rank_low"].to_list() == out["rank_high"].to_list() == [3, 2, 1]
-    assert_allclose(out["p_best"].sum(), 1.0, rtol=1e-12)
-    assert out.filter(model="m2")["p_best"].item() > 0.95
+    assert out["rank_low"].to_list() == [3, 1, 1] and out["rank_high"].to_list() == [3, 2, 2]
+    assert out["method"].unique().to_list() == ["simultaneous"]
 
 
 def test_rank_intervals_overlap_for_tied_models():
     obs = observations(n_models=2, n_items=100, n_variants=1, model_accuracy=(0.6, 0.6), seed=3)
-    out = rank_intervals(obs, n_resamples=500)
-    assert out["rank_low"].to_list() == [1, 1] and out["rank_high"].to_list() == [2, 2]
+    for method in ("simultaneous", "marginal", "bootstrap"):
+        out = rank_intervals(obs, n_resamples=500, method=method)
+        assert out["rank_low"].to_list() == [1, 1] and out["rank_high"].to_list() == [2, 2]
     assert 0.02 < out["p_best"][0] < 0.98  # neither model is certainly best
 
 
@@ -82,3 +89,100 @@ def test_friedman_is_bitwise_identical_on_repeated_calls():
     first = friedman_nemenyi(obs).to_frame()
     for _ in range(15):
         assert friedman_nemenyi(obs).to_frame().equals(first)
+
+
+# --- rank confidence sets (Mogstad, Romano, Shaikh and Wilhelm 2024) ------------------------
+
+
+def _direct_rank_sets(x, boot_means, level, simultaneous):
+    """The same sets by a plain double loop over pairs (independent of the vectorised code)."""
+    n, k = x.shape
+    theta = x.mean(axis=0)
+    se = {}
+    for j in range(k):
+        for m in range(k):
+            if j != m:
+                se[j, m] = np.std(x[:, j] - x[:, m], ddof=1) / math.sqrt(n)
+
+    def tmax(pairs):
+        out = []
+        for b in boot_means:
+            out.append(
+                max(
+                    abs((b[j] - b[m]) - (theta[j] - theta[m])) / se[j, m] if se[j, m] > 0 else 0
+                    for j, m in pairs
+                )
+            )
+        return np.quantile(out, level)
+
+    all_pairs = [(j, m) for j in range(k) for m in range(j + 1, k)]
+    low, high = [], []
+    for j in range(k):
+        mine = [(j, m) for m in range(k) if m != j]
+        c = tmax(all_pairs if simultaneous else mine)
+        above = sum(theta[m] - theta[j] > c * se[j, m] > 0 for m in range(k) if m != j)
+        below = sum(theta[j] - theta[m] > c * se[j, m] > 0 for m in range(k) if m != j)
+        low.append(1 + above)
+        high.append(k - below)
+    return low, high
+
+
+@pytest.mark.parametrize("simultaneous", [True, False])
+def test_rank_sets_equal_a_direct_computation(simultaneous):
+    from evalstats.compare._ranks import _pairwise_rank_sets
+
+    rng = np.random.default_rng(3)
+    n, k = 120, 5
+    ability = np.array([0.0, 0.1, 0.15, 0.5, 0.52])
+    x = (rng.random((n, k)) < 0.4 + ability).astype(float)
+    idx = rng.integers(0, n, size=(300, n))
+    boot = x[idx].mean(axis=1)
+    low, high = _pairwise_rank_sets(x, boot, 0.95, simultaneous)
+    want_low, want_high = _direct_rank_sets(x, boot, 0.95, simultaneous)
+    assert low.tolist() == want_low and high.tolist() == want_high
+    assert (low <= high).all()
+
+
+def _binary_obs(rng, p_model, n_items, item_sd=1.0):
+    """0/1 item scores with shared item difficulty; true ranks follow ``p_model``."""
+    logit = np.log(p_model / (1 - p_model))
+    diff = rng.normal(0, item_sd, n_items)
+    p = 1 / (1 + np.exp(-(logit[None, :] + diff[:, None])))
+    y = (rng.random(p.shape) < p).astype(float)
+    k = len(p_model)
+    return pl.DataFrame(
+        {
+            "model": np.tile([f"m{j}" for j in range(k)], n_items),
+            "dataset": "d",
+            "item": np.repeat([str(i) for i in range(n_items)], k),
+            "variant": "v",
+            "run": 0,
+            "score": y.ravel(),
+        }
+    )
+
+
+def _rank_coverage(replicates, n_resamples, method="simultaneous"):
+    rng = np.random.default_rng(2026)
+    p_model = np.array([0.40, 0.45, 0.47, 0.55, 0.70])  # close pairs and clear gaps
+    true_rank = np.array([5, 4, 3, 2, 1])
+    covered = 0
+    for r in range(replicates):
+        obs = _binary_obs(rng, p_model, 200)
+        out = rank_intervals(obs, n_resamples=n_resamples, seed=r, method=method)
+        lo, hi = out["rank_low"].to_numpy(), out["rank_high"].to_numpy()
+        covered += bool(np.all((lo <= true_rank) & (true_rank <= hi)))
+    return covered / replicates
+
+
+def test_simultaneous_rank_sets_cover_every_true_rank_short():
+    """Joint coverage of the true ranks of 5 models (200 items), 100 seeded replicates."""
+    cov = _rank_coverage(100, 200)
+    assert cov >= 0.90  # nominal 0.95; 100 replicates: SE 0.022
+
+
+@pytest.mark.slow
+def test_simultaneous_rank_sets_cover_every_true_rank_slow():
+    """1,000 replicates: joint coverage at least nominal up to Monte Carlo error (SE 0.007)."""
+    cov = _rank_coverage(1000, 500)
+    assert cov >= 0.935
