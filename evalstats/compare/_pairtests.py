@@ -103,7 +103,13 @@ class SignFlip(_Base):
     name = "permutation"
 
     def __init__(
-        self, d: np.ndarray, mask: np.ndarray, alternative: str, n_resamples: int, seed: int
+        self,
+        d: np.ndarray,
+        mask: np.ndarray,
+        alternative: str,
+        n_resamples: int,
+        seed: int,
+        stop_after: int | None = None,
     ) -> None:
         super().__init__(d, mask, alternative)
         n_units = d.shape[0]
@@ -111,6 +117,9 @@ class SignFlip(_Base):
         self.total = 2**n_units if self.exact else n_resamples + 1
         self._n_random = n_resamples
         self.seed = seed
+        # Besag-Clifford: a pair stops drawing once `stop_after` random sign vectors were at
+        # least as extreme as the data (never for the exact test)
+        self.stop_after = None if self.exact else stop_after
         self.scale = np.abs(self.d0).sum(axis=0)
         self.scale = np.where(self.scale > 0, self.scale, 1.0)
         self.unit = self.scale * 2.0**-40
@@ -118,26 +127,62 @@ class SignFlip(_Base):
         self.statistic = self.diff
         self._cache: list[np.ndarray] | None = None
         self._sums: list | None = None
-        count = np.zeros(self.n.size, dtype=np.int64)
-        always = np.zeros(self.n.size, dtype=np.int64)
+        p = self.n.size
+        count = np.zeros(p, dtype=np.int64)
+        always = np.zeros(p, dtype=np.int64)
+        #: sign vectors each pair used, the identity included (its p-value's denominator)
+        used = np.full(p, self.total, dtype=np.int64)
+        active = np.ones(p, dtype=bool)
         # the per-sign sums are small (T x pairs): keep them for the interval pass when they fit
-        keep = self.total * self.n.size <= 4 * _CHUNK_VALUES
+        keep = self.total * p <= 4 * _CHUNK_VALUES
         sums = []
-        for a, c in self._chunks(from_cache=False):
-            count += self._extreme_at_zero(a).sum(axis=0)
-            always += self._always(c).sum(axis=0)
+        row0 = 0
+        for a, c, cols in self._chunks(from_cache=False, active=active):
+            ext = self._extreme_at_zero(a, cols)
+            alw = self._always(c, cols)
+            rows = a.shape[0]
+            if self.stop_after is not None:
+                random = ext.copy()
+                if row0 == 0:
+                    random[0] = False  # the identity is not a random draw
+                seen = count[cols] - (1 if row0 > 0 else 0)  # random extremes so far
+                cum = seen[None, :] + np.cumsum(random, axis=0)
+                hit = cum >= self.stop_after
+                stops = hit.any(axis=0)
+                first = np.argmax(hit, axis=0)
+                upto = np.where(stops, first + 1, rows)  # rows of this chunk each pair uses
+                within = np.arange(rows)[:, None] < upto[None, :]
+                count[cols] += (ext & within).sum(axis=0)
+                always[cols] += (alw & within).sum(axis=0)
+                used[cols[stops]] = row0 + upto[stops]
+                active[cols[stops]] = False
+            else:
+                count[cols] += ext.sum(axis=0)
+                always[cols] += alw.sum(axis=0)
             if keep:
-                sums.append((a, np.array(c)))
+                a_full = np.full((rows, p), np.nan)
+                c_full = np.full((rows, p), np.nan)
+                a_full[:, cols] = a
+                c_full[:, cols] = c
+                sums.append((a_full, c_full))
+            row0 += rows
+            if not active.any():
+                break
         self._sums = sums if keep else None
-        self.count, self.always = count, always
-        self.pvalue = count / self.total
+        self.count, self.always, self.used = count, always, used
+        self.pvalue = count / used
 
     @property
     def n_resamples(self) -> int:
         return self.total - 1 if not self.exact else self.total
 
-    def _round(self, x: np.ndarray) -> np.ndarray:
-        return np.rint(x / self.unit)
+    def resamples_used(self) -> np.ndarray:
+        """Per pair: random sign vectors drawn (all ``2**n`` for the exact test)."""
+        return self.used if self.exact else self.used - 1
+
+    def _round(self, x: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
+        unit = self.unit if cols is None else self.unit[cols]
+        return np.rint(x / unit)
 
     def _bits(self) -> Iterator[np.ndarray]:
         """Sign vectors as 0/1 bits (1 = flipped), in chunks of rows; the identity first."""
@@ -169,42 +214,52 @@ class SignFlip(_Base):
                 cache.append(chunk)
                 yield chunk
                 done += b
-        if keep:
+        if keep:  # reached only when every chunk was drawn
             self._cache = cache
 
     def _signs(self) -> Iterator[np.ndarray]:
         for bits in self._bits():
             yield 1.0 - 2.0 * bits
 
-    def _chunks(self, from_cache: bool = True) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Per chunk of sign vectors: rounded ``sum s_i d_i`` and ``sum s_i`` over each pair."""
+    def _chunks(
+        self, from_cache: bool = True, active: np.ndarray | None = None
+    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per chunk of sign vectors: rounded ``sum s_i d_i`` and ``sum s_i`` over pairs.
+
+        Yields ``(a, c, cols)``: the sums for the pairs ``cols``, those of ``active`` (read
+        at every chunk, so a caller can drop pairs as it goes), or every pair.
+        """
         if from_cache and getattr(self, "_sums", None) is not None:
-            yield from self._sums
+            every = np.arange(self.n.size)
+            for a, c in self._sums:
+                yield a, c, every
             return
         n_units = self.d0.shape[0]
-        col_sum = self.d0.sum(axis=0)
-        full = self.n == n_units
-        m = self.mask.astype(float)
         for bits in self._bits():
+            cols = np.arange(self.n.size) if active is None else np.flatnonzero(active)
+            d0 = self.d0[:, cols]
+            n = self.n[cols]
             bf = bits.astype(np.float64)
-            a = col_sum - 2.0 * (bf @ self.d0)
-            if full.all():
+            a = d0.sum(axis=0) - 2.0 * (bf @ d0)
+            if (n == n_units).all():
                 c = np.broadcast_to((n_units - 2.0 * bf.sum(axis=1))[:, None], a.shape)
             else:
-                c = self.n - 2.0 * (bf @ m)
-            yield self._round(a), c
+                c = n - 2.0 * (bf @ self.mask[:, cols].astype(float))
+            yield self._round(a, cols), c, cols
 
-    def _extreme_at_zero(self, a: np.ndarray) -> np.ndarray:
+    def _extreme_at_zero(self, a: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        m = self.m_sum[cols]
         if self.alternative == "two-sided":
-            return np.abs(a) >= np.abs(self.m_sum)
+            return np.abs(a) >= np.abs(m)
         if self.alternative == "greater":
-            return a >= self.m_sum
-        return a <= self.m_sum
+            return a >= m
+        return a <= m
 
-    def _always(self, c: np.ndarray) -> np.ndarray:
+    def _always(self, c: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        n = self.n[cols]
         if self.alternative == "two-sided":
-            return np.abs(c) == self.n
-        return c == self.n
+            return np.abs(c) == n
+        return c == n
 
     def at_floor(self) -> np.ndarray:
         return self.count <= self.always
@@ -230,17 +285,26 @@ class SignFlip(_Base):
         return low, high
 
     def interval(self, levels: np.ndarray, reject: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        k = _ceil_count(levels, self.total)
+        k = _ceil_count(levels, self.used)
         # the family decision settles ties of alpha_j * T at the boundary
         k = np.where(reject & (self.count >= k), self.count + 1, k)
         k = np.where(~reject & (self.count < k), self.count, k)
-        k = np.clip(k, 1, self.total)
+        k = np.clip(k, 1, self.used)
         kmax = int(k.max())
         p = self.n.size
         lows = np.full((0, p), np.inf)
         highs = np.full((0, p), -np.inf)
-        for a, c in self._chunks():
+        row0 = 0
+        last = int(self.used.max())
+        for a, c, _ in self._chunks():
+            if row0 >= last:
+                break
             lo, hi = self._bounds(a, c)
+            # a pair that stopped early inverts only the sign vectors it used
+            beyond = (row0 + np.arange(a.shape[0]))[:, None] >= self.used[None, :]
+            lo = np.where(beyond, np.inf, lo)
+            hi = np.where(beyond, -np.inf, hi)
+            row0 += a.shape[0]
             lows = _keep_smallest(np.vstack([lows, lo]), kmax)
             highs = -_keep_smallest(np.vstack([-highs, -hi]), kmax)
         cols = np.arange(p)
@@ -466,7 +530,7 @@ def _pi_interval(x: int, k: int, alpha: float, alternative: str, midp: bool):
     return lo, hi
 
 
-def make_test(method, x_a, x_b, mask, alternative, n_resamples, seed):
+def make_test(method, x_a, x_b, mask, alternative, n_resamples, seed, stop_after=None):
     """The test object of ``method`` for paired columns ``x_a``, ``x_b`` (units x pairs)."""
     if method in ("mcnemar", "mcnemar-midp"):
         return McNemar(x_a, x_b, mask, alternative, midp=method == "mcnemar-midp")
@@ -474,7 +538,7 @@ def make_test(method, x_a, x_b, mask, alternative, n_resamples, seed):
     if method == "t":
         return TTest(d, mask, alternative)
     if method == "permutation":
-        return SignFlip(d, mask, alternative, n_resamples, seed)
+        return SignFlip(d, mask, alternative, n_resamples, seed, stop_after)
     return Bootstrap(d, mask, alternative, n_resamples, seed)
 
 

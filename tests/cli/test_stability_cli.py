@@ -104,7 +104,8 @@ def test_intervals_use_the_intersected_or_all_items(tmp_path, capsys):
     assert rows[0]["mean"] == pytest.approx(1.0)  # runs 0 and 1 on items 0, 1: all correct
     assert main(["intervals", str(path), "--on-mismatch", "keep", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    assert rows[0]["mean"] == pytest.approx(4 / 5)  # every row, run 0 over its 3 items
+    # every item, each its mean over the runs that have it (over items, issue 15): 1, 1, 0
+    assert rows[0]["mean"] == pytest.approx(2 / 3) and rows[0]["over"] == "items"
 
 
 @pytest.mark.parametrize(

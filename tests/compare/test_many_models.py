@@ -95,7 +95,8 @@ def test_a_permutation_count_that_cannot_reject_says_so(crux):
     assert out["reject"].sum() == 0 and out["at_floor"].sum() > 100
     # the default count grows with the family, so the same test can reject
     grown = compare_models(crux, method="permutation")
-    assert grown["n_resamples"][0] >= 2 * 378 / 0.05 and grown["can_reject"].all()
+    assert (grown["n_resamples"] == 15120).all() and 15120 == np.ceil(2 * 378 / 0.05)
+    assert grown["can_reject"].all()
     assert grown.filter(pl.col("model_a") == "model_00", pl.col("model_b") == "model_27")[
         "reject"
     ].item()
@@ -189,3 +190,35 @@ def test_null_family_wise_error_is_at_most_nominal_30_models():
     """30 equal models x 800 items x 10 samples (435 pairs, Holm), 400 replicates."""
     fwer = _family_wise_error(400, 30, 800, 10, seed=12)
     assert fwer <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 400)
+
+
+def test_sequential_stopping_keeps_decisions_and_saves_draws(crux):
+    """Besag-Clifford: pairs far from significance stop early; the others are unchanged."""
+    some = crux.filter(pl.col("model").is_in([f"model_{k:02d}" for k in (0, 1, 2, 14, 26, 27)]))
+    full = compare_models(some, method="permutation", stop_after=None)
+    seq = compare_models(some, method="permutation")
+    stopped = seq["resamples_used"] < full["resamples_used"]
+    assert stopped.any() and (~stopped).any()
+    kept = seq.filter(~stopped)
+    assert kept["pvalue"].to_list() == full.filter(~stopped)["pvalue"].to_list()
+    assert kept["ci_low"].to_list() == full.filter(~stopped)["ci_low"].to_list()
+    early = seq.filter(stopped)
+    np.testing.assert_allclose(early["pvalue"], 21 / (early["resamples_used"] + 1))
+    assert (seq["reject"] == full["reject"]).all()
+    # each interval still inverts its own test: it excludes 0 exactly when the pair rejects
+    excludes = (seq["ci_low"] > 0) | (seq["ci_high"] < 0)
+    assert (excludes == seq["reject"]).all()
+
+
+def test_sequential_permutation_p_values_keep_their_size():
+    """Under the null the stopped p-values reject at most alpha (400 seeded pairs)."""
+    rng = np.random.default_rng(7)
+    from evalstats.compare import paired_difference
+
+    hits = 0
+    for r in range(400):
+        a = rng.gamma(2.0, 1.0, 40)
+        b = a + rng.normal(0, 1, 40) * rng.choice([-1, 1], 40)  # symmetric differences
+        res = paired_difference(a, b, method="permutation", n_resamples=999, seed=r)
+        hits += res.pvalue < 0.05
+    assert hits / 400 <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 400)

@@ -121,9 +121,15 @@ def test_global_family_over_real_tasks_can_reject_where_the_floor_would_forbid(a
     b = int(out["n_resamples"][0])
     assert b >= 2 * 70 / 0.05
     assert (1 / (b + 1)) * 70 < 0.05  # the floor no longer blocks every rejection
+    assert out["can_reject"].all()
     with pytest.warns(DesignWarning, match="cannot be significant by construction"):
         floor = compare_models(
-            all_tasks, column="run", family="global", method="permutation", n_resamples=99
+            all_tasks,
+            column="run",
+            family="global",
+            method="permutation",
+            n_resamples=99,
+            stop_after=None,
         )
     at_floor = floor.filter("at_floor")
     assert_allclose(at_floor["pvalue"], 1 / 100)
