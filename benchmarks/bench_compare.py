@@ -25,6 +25,15 @@ script prints the median of ``--repeat`` runs.
 
     python benchmarks/bench_compare.py                   # 40,000 and 250,000 rows
     python benchmarks/bench_compare.py --peer /path/to/venv/bin/python
+    python benchmarks/bench_compare.py --many            # issue 15: 28 models, 896k rows
+
+``--many`` (issue 15) times :func:`evalstats.compare.compare_models` in this process on a
+CRUXEval-shaped table: 28 models x 800 items x 4 settings (temperature x CoT) x 10 samples =
+896,000 rows of 0/1 scores, 378 pairs in one Holm family. It compares the default
+(``method='auto'``: the paired t test on the 800 item means) with the sign-flip permutation
+test drawing all of its 15,120 sign vectors (the previous default for these scores) and with
+Besag-Clifford sequential stopping (``stop_after=20``), and prints the ratio of each to the
+previous default, with the number of pairs each rejects.
 """
 
 from __future__ import annotations
@@ -109,6 +118,72 @@ def _run(python: str, code: str, path: Path, cwd: Path, *extra: str) -> tuple[di
     return json.loads(proc.stdout.strip().splitlines()[-1]), wall
 
 
+def cruxeval_like(models: int = 28, items: int = 800, runs: int = 10, seed: int = 0):
+    """``models x items x 4 settings x runs`` 0/1 rows; pass rates from 20 % to 79 %."""
+    from itertools import product
+
+    rng = np.random.default_rng(seed)
+    acc = np.linspace(0.20, 0.79, models)
+    logit = np.log(acc / (1 - acc))
+    difficulty = rng.normal(0, 1.0, items)
+    frames = []
+    for t, cot in product((0.2, 0.8), (False, True)):
+        shift = -0.1 * (t == 0.8) + 0.15 * cot
+        p = 1 / (1 + np.exp(-(logit[:, None] + difficulty[None, :] + shift)))
+        y = (rng.random((models, items, runs)) < p[:, :, None]).astype(np.float64)
+        frames.append(
+            pl.DataFrame(
+                {
+                    "model": np.repeat([f"model_{m:02d}" for m in range(models)], items * runs),
+                    "dataset": "cruxeval",
+                    "item": np.tile(np.repeat(np.arange(items), runs), models).astype(str),
+                    "variant": f"t={t},cot={cot}",
+                    "run": np.tile(np.arange(runs), models * items),
+                    "score": y.reshape(-1),
+                }
+            )
+        )
+    return pl.concat(frames)
+
+
+def many(repeat: int) -> int:
+    """Issue 15: the 28-model family, analytic and sequential choices against the old default."""
+    import warnings
+
+    sys.path.insert(0, str(ROOT))
+    from evalstats.compare import compare_models
+
+    obs = cruxeval_like()
+    configs = {
+        "permutation, all draws (old default)": {"method": "permutation", "stop_after": None},
+        "permutation, Besag-Clifford": {"method": "permutation"},
+        "auto = paired t (default)": {},
+    }
+    times, rejects = {}, {}
+    for label, kwargs in configs.items():
+        runs = []
+        for _ in range(repeat):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t = time.perf_counter()
+                out = compare_models(obs, **kwargs)
+                runs.append(time.perf_counter() - t)
+        times[label] = statistics.median(runs)
+        rejects[label] = (int(out["reject"].sum()), out.height)
+        used = out["resamples_used"].drop_nulls()
+        extra = f", draws per pair median {int(used.median())}" if used.len() else ""
+        print(
+            f"{label:<40} {times[label]:8.2f} s  rejects {rejects[label][0]} of "
+            f"{rejects[label][1]}{extra}",
+            flush=True,
+        )
+    base = times["permutation, all draws (old default)"]
+    print(f"\n{obs.height:,} rows, 28 models, 378 pairs; speed-up against all draws:")
+    for label, sec in times.items():
+        print(f"  {label:<40} {base / sec:6.1f}x")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Generate the CSVs, time both packages, print the ratios."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -117,7 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--peer", default=str(PEER), help="python of the peer's virtual environment")
+    ap.add_argument("--many", action="store_true", help="issue 15: 28 models, 896k rows")
     args = ap.parse_args(argv)
+    if args.many:
+        return many(args.repeat)
     peer = Path(args.peer)
     if not peer.exists():
         print(
