@@ -21,6 +21,8 @@ __all__ = ["Bootstrap", "McNemar", "SignFlip", "TTest", "make_test"]
 
 #: values of one memory chunk (rows x columns) of the resampling matrices
 _CHUNK_VALUES = 4_000_000
+#: rows of the first chunk of random sign vectors (later chunks double up to the memory cap)
+_FIRST_CHUNK = 1024
 
 
 def _ceil_count(alpha: np.ndarray, total: int) -> np.ndarray:
@@ -191,6 +193,9 @@ class SignFlip(_Base):
             return
         n_units = self.d0.shape[0]
         rows = max(1, _CHUNK_VALUES // max(n_units, self.n.size, 1))
+        # random draws come in chunks that start small and double, so that pairs which stop
+        # early (sequential stopping) are not computed over a large first chunk
+        size = min(rows, _FIRST_CHUNK)
         keep = self.total * n_units <= 8 * _CHUNK_VALUES  # at most 32 MB of bits kept
         cache = []
         if self.exact:
@@ -208,7 +213,8 @@ class SignFlip(_Base):
             done = 0
             n_bytes = (n_units + 7) // 8
             while done < self._n_random:
-                b = min(rows, self._n_random - done)
+                b = min(size, self._n_random - done)
+                size = min(rows, 2 * size)
                 packed = rng.integers(0, 256, size=(b, n_bytes), dtype=np.uint8)
                 chunk = np.unpackbits(packed, axis=1, count=n_units)
                 cache.append(chunk)
@@ -264,17 +270,19 @@ class SignFlip(_Base):
     def at_floor(self) -> np.ndarray:
         return self.count <= self.always
 
-    def _bounds(self, a: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _bounds(
+        self, a: np.ndarray, c: np.ndarray, cols: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Per sign vector, the interval of shifts (mean scale) at which it is extreme."""
-        m, n = self.m_sum, self.n
+        m, n, unit = self.m_sum[cols], self.n[cols], self.unit[cols]
         with np.errstate(invalid="ignore", divide="ignore"):
             if self.alternative == "two-sided":
-                r1 = (a - m) / (c - n) * self.unit
-                r2 = (a + m) / (c + n) * self.unit
+                r1 = (a - m) / (c - n) * unit
+                r2 = (a + m) / (c + n) * unit
                 low, high = np.minimum(r1, r2), np.maximum(r1, r2)
                 always = np.abs(c) == n
             else:
-                r = (m - a) / (n - c) * self.unit
+                r = (m - a) / (n - c) * unit
                 always = c == n
                 if self.alternative == "greater":
                     low, high = r, np.full_like(r, np.inf)
@@ -299,12 +307,16 @@ class SignFlip(_Base):
         for a, c, _ in self._chunks():
             if row0 >= last:
                 break
-            lo, hi = self._bounds(a, c)
+            rows = a.shape[0]
             # a pair that stopped early inverts only the sign vectors it used
-            beyond = (row0 + np.arange(a.shape[0]))[:, None] >= self.used[None, :]
-            lo = np.where(beyond, np.inf, lo)
-            hi = np.where(beyond, -np.inf, hi)
-            row0 += a.shape[0]
+            live = np.flatnonzero(self.used > row0)
+            lo = np.full((rows, p), np.inf)
+            hi = np.full((rows, p), -np.inf)
+            lo_l, hi_l = self._bounds(a[:, live], np.asarray(c)[:, live], live)
+            beyond = (row0 + np.arange(rows))[:, None] >= self.used[None, live]
+            lo[:, live] = np.where(beyond, np.inf, lo_l)
+            hi[:, live] = np.where(beyond, -np.inf, hi_l)
+            row0 += rows
             lows = _keep_smallest(np.vstack([lows, lo]), kmax)
             highs = -_keep_smallest(np.vstack([-highs, -hi]), kmax)
         cols = np.arange(p)
