@@ -46,7 +46,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--method",
         choices=["auto", "t", "permutation", "mcnemar", "mcnemar-midp", "bootstrap"],
         default=None,
-        help="paired test (default: auto = exact McNemar for 0/1 items, else permutation)",
+        help="paired test (default: auto = exact McNemar for 0/1 items, paired t from 30 "
+        "shared units, else permutation)",
+    )
+    p.add_argument(
+        "--stop-after",
+        dest="stop_after",
+        type=int,
+        default=None,
+        metavar="H",
+        help="permutation tests stop drawing once H sign vectors were as extreme (default: 20)",
     )
     p.add_argument("--alternative", choices=["two-sided", "less", "greater"], default=None)
     p.add_argument("--confidence-level", dest="confidence_level", type=float, default=None)
@@ -86,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         "seed",
         "by",
         "column",
+        "stop_after",
     )
     emit(compare_models(obs, **params), args, command="compare", params=params)
     return 0

@@ -12,21 +12,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "intervals",
         help="mean score per model with a confidence interval",
-        description="Mean score per model and dataset with a t, bootstrap, "
-        "Wilson or cluster-robust interval over variants, items or runs.",
+        description="Mean score per model and dataset with a Wilson, logit, t, bootstrap or "
+        "cluster-robust interval over items, variants or runs.",
     )
     add_input_arguments(p)
     p.add_argument(
         "--over",
-        choices=["variants", "items", "runs"],
+        choices=["auto", "items", "variants", "runs"],
         default=None,
-        help="sampling unit of the interval (default: variants)",
+        help="sampling unit of the interval (default: auto = items when the table has items, "
+        "else variants in groups with at least 20)",
     )
     p.add_argument(
         "--method",
-        choices=["auto", "t", "bootstrap", "percentile", "wilson", "cluster"],
+        choices=["auto", "t", "logit", "bootstrap", "percentile", "wilson", "cluster"],
         default=None,
-        help="interval method (default: auto = Wilson for 0/1 scores, else t)",
+        help="interval method (default: auto = Wilson for 0/1 scores, logit for a bounded "
+        "metric, else t)",
     )
     p.add_argument("--confidence-level", dest="confidence_level", type=float, default=None)
     p.add_argument("--cluster", default=None, help="column naming item clusters (--method cluster)")
