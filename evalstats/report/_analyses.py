@@ -234,15 +234,33 @@ def _run_attribution(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
 
 
 def _run_intervals(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
-    from evalstats.compare import intervals
+    from evalstats.compare import default_over, intervals
 
-    return {"intervals": intervals(ctx.obs, **p)}, {}, {}
+    values = {}
+    if p.get("over", "auto") == "auto":
+        values["over_reason"] = default_over(ctx.obs)[1]
+    return {"intervals": intervals(ctx.obs, **p)}, values, {}
 
 
 def _run_compare(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
-    from evalstats.compare import compare_models
+    from evalstats.compare import compare_models, letter_groups
 
-    return {"compare": compare_models(ctx.obs, **p)}, {}, {}
+    pairs = compare_models(ctx.obs, **p)
+    tables = {"compare": pairs}
+    if pairs.height and p.get("column", "model") == "model":
+        # groups of models the pairs' decisions cannot tell apart, per metric's direction
+        by = p.get("by", ("dataset", "metric"))
+        parts = (
+            pairs.partition_by("metric", as_dict=True, maintain_order=True)
+            if "metric" in pairs.columns
+            else {(None,): pairs}
+        )
+        groups = [
+            letter_groups(part, by=by, higher_is_better=ctx.data.higher_is_better(key[0]))
+            for key, part in parts.items()
+        ]
+        tables["groups"] = pl.concat(groups)
+    return tables, {}, {}
 
 
 def _need_gold(ctx: Context) -> str | None:
