@@ -390,7 +390,7 @@ def _tests_named(t: pl.DataFrame, paired_on: str) -> str:
 
 
 def _ranking_summary(groups: pl.DataFrame, by: list[str]) -> list[str]:
-    """'On d, 28 models fall into 6 groups that the pairwise tests cannot tell apart: ...'."""
+    """'On d, 28 models fall into 6 groups; models that share a group cannot be told apart'."""
     keys = [c for c in by if c in groups.columns]
     parts = groups.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): groups}
     out = []
@@ -401,13 +401,17 @@ def _ranking_summary(groups: pl.DataFrame, by: list[str]) -> list[str]:
         top = g.filter(pl.col("letters").str.contains("a"))["model"].to_list()
         n_groups = int(g["n_groups"][0])
         overlap = bool((g["letters"].str.len_chars() > 1).any())
-        lead = f"{where}{g.height} models fall into {n_groups}"
-        lead += " overlapping" if overlap else ""
-        lead += " groups" if n_groups != 1 else " group"
+        if n_groups == g.height and not overlap:
+            text = f"{where}all {g.height} models differ from each other (every pair is "
+            out.append(text[0].upper() + text[1:] + "significant; table `groups`).")
+            continue
+        kind = "overlapping groups" if overlap else ("groups" if n_groups != 1 else "group")
         out.append(
-            f"{lead} that the pairwise tests cannot tell apart (compact letter display: "
-            f"models sharing a letter do not differ; table `groups`). The top group: "
-            f"{_listed(top)} ({len(top)} model{'s' if len(top) != 1 else ''})."
+            f"{where or 'Ranking summary: '}{g.height} models fall into {n_groups} {kind}; "
+            "models that share a group "
+            "cannot be told apart by the pairwise tests (compact letter display: models sharing "
+            f"a letter do not differ; table `groups`). The top group: {_listed(top)} "
+            f"({len(top)} model{'s' if len(top) != 1 else ''})."
         )
     return out
 

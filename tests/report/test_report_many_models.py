@@ -54,7 +54,7 @@ def planted():
 def test_report_names_the_planted_gap_after_holm_and_leads_with_the_ranking(planted):
     reading = planted["compare"].reading
     # the ranking summary comes first: beyond 8 models, groups before the pairs
-    assert reading.startswith("On code, 30 models fall into 2 groups that")
+    assert reading.startswith("On code, 30 models fall into 2 groups; models that share a group")
     assert "compact letter display" in reading
     assert re.search(r"The top group: m29 \(1 model\)", reading)
     assert "29 of 435 model pairs differ at the 0.05 level after Holm correction" in reading
@@ -85,6 +85,8 @@ def test_models_59_points_apart_are_reported_as_different():
     n_sig = int(t["reject"].sum())
     assert f"{n_sig} of 756 model pairs differ" in reading and n_sig > 500
     assert "cannot be significant by construction" not in reading
+    # the ranking summary leads: here most models differ from most others
+    assert reading.startswith("On cruxeval_i, 28 models fall into")
 
 
 def test_a_stated_floor_when_the_user_forces_few_permutations():
