@@ -222,3 +222,33 @@ def test_sequential_permutation_p_values_keep_their_size():
         res = paired_difference(a, b, method="permutation", n_resamples=999, seed=r)
         hits += res.pvalue < 0.05
     assert hits / 400 <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 400)
+
+
+def test_binary_family_uses_exact_mcnemar_and_wilson_as_statsmodels():
+    """0/1 answers, one per item: exact McNemar per pair and Wilson per model (statsmodels)."""
+    from statsmodels.stats.contingency_tables import mcnemar
+    from statsmodels.stats.multitest import multipletests
+    from statsmodels.stats.proportion import proportion_confint
+
+    rng = np.random.default_rng(9)
+    obs = _cruxeval_like(
+        rng, np.linspace(0.3, 0.8, 10), 300, temperatures=(0.0,), cot=(False,), runs=1
+    )
+    out = compare_models(obs)
+    assert set(out["method"]) == {"mcnemar"} and out.height == 45
+    wide = obs.pivot(on="model", index="item", values="score").sort("item")
+    for r in out.head(5).iter_rows(named=True):
+        a, b = wide[r["model_a"]].to_numpy(), wide[r["model_b"]].to_numpy()
+        table = [
+            [np.sum((a == 1) & (b == 1)), np.sum((a == 1) & (b == 0))],
+            [np.sum((a == 0) & (b == 1)), np.sum((a == 0) & (b == 0))],
+        ]
+        np.testing.assert_allclose(r["pvalue"], mcnemar(table, exact=True).pvalue, rtol=1e-10)
+    np.testing.assert_allclose(
+        out["pvalue_corrected"], multipletests(out["pvalue"], method="holm")[1], rtol=1e-12
+    )
+    ci = intervals(obs)
+    assert set(ci["method"]) == {"wilson"} and set(ci["over"]) == {"items"}
+    for r in ci.iter_rows(named=True):
+        lo, hi = proportion_confint(round(r["mean"] * 300), 300, alpha=0.05, method="wilson")
+        np.testing.assert_allclose([r["ci_low"], r["ci_high"]], [lo, hi], rtol=1e-10)
