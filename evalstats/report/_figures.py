@@ -303,11 +303,19 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
     if "intervals" in report:
         res = report["intervals"]
         t = _by_rank(res.tables["intervals"], rank, "model")
+        # the method and unit actually used (the parameters may say 'auto')
+        used = ", ".join(t["method"].unique(maintain_order=True).to_list()) or "no"
+        over = t["over"][0] if t.height else res.params["over"]
         specs += paged(
             "intervals",
             "Mean accuracy with confidence intervals",
             f"Mean accuracy per model with its {res.params['confidence_level']:.0%} "
-            f"{res.params['method']} interval over {res.params['over']}."
+            f"{used} interval over {over}."
+            + (
+                " Models without an interval (see the table's note) show the mean only."
+                if t["ci_low"].is_nan().any()
+                else ""
+            )
             + (_GREY_NOTE if many else ""),
             "intervals",
             row_pages(t),

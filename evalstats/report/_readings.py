@@ -308,9 +308,9 @@ _OVER_REASONS = {
 
 
 def _ci(row: dict, level: str, *, short: bool = False) -> str:
-    """'(95% CI 61.2 % to 66.4 %)', or '(no interval: <reason>)' when there is none."""
+    """'(95% CI 61.2 % to 66.4 %)', or '(no interval)' when there is none (reason said once)."""
     if not (_ok(row.get("ci_low")) and _ok(row.get("ci_high"))):
-        return f"(no interval: {row.get('note') or 'too few units'})"
+        return "(no interval)"
     head = "" if short else f"{level} CI "
     return f"({head}{_pct(row['ci_low'])} to {_pct(row['ci_high'])})"
 
@@ -345,21 +345,29 @@ def _intervals(res: AnalysisResult, data: DataSummary) -> str:
     if len(groups) > _LIST_MAX:
         sentences.append(f"({len(groups) - _LIST_MAX} more groups in the table.)")
     over = t["over"][0] if "over" in t.columns and t.height else p["over"]
-    methods = t["method"].unique(maintain_order=True).to_list() if "method" in t.columns else []
+    missing = (
+        t.filter(pl.col("ci_low").is_nan() | pl.col("ci_low").is_null())
+        if "ci_low" in t.columns
+        else t.head(0)
+    )
+    note = missing["note"].drop_nulls()[0] if "note" in t.columns and missing.height else None
+    reason = note or "too few units or constant scores"
+    if t.height and missing.height == t.height:
+        sentences.append(f"No group has an interval: {reason}.")
+        return " ".join(sentences)
+    on = [c for c in p["by"] if c in t.columns]
+    ok = t.join(missing.select(on), on=on, how="anti") if on else t
+    methods = ok["method"].unique(maintain_order=True).to_list() if "method" in ok.columns else []
     named = _join([_INTERVAL_METHODS.get(m, m) for m in methods]) or p["method"]
-    n = int(t["n"].median()) if "n" in t.columns and t.height else None
+    n = int(ok["n"].median()) if "n" in ok.columns and ok.height else None
     unit = f"over {over}" + (f" (typically {n} per model)" if n else "")
     if res.values.get("over_reason") or p.get("over") == "auto":
         why = _OVER_REASONS.get(over, res.values.get("over_reason", ""))
         sentences.append(f"Intervals: {named}, {unit}, because {why}.")
     else:
         sentences.append(f"Intervals: {named}, {unit} (as asked).")
-    if "note" in t.columns:
-        missing = t.filter(pl.col("note").is_not_null())
-        if missing.height:
-            sentences.append(
-                f"{missing.height} of {t.height} groups have no interval: {missing['note'][0]}."
-            )
+    if missing.height:
+        sentences.append(f"{missing.height} of {t.height} groups have no interval: {reason}.")
     return " ".join(sentences)
 
 

@@ -122,8 +122,11 @@ def test_table_without_items_and_one_variant_says_why_there_is_no_interval():
     rep = _report(units)
     reading = rep["intervals"].reading
     assert "n/a to n/a" not in reading and "n/a" not in reading
-    assert "no interval: only 1 variant (an interval over variants needs at least 20)" in reading
-    assert "because the table has no item column" in reading
+    assert "(no interval)" in reading
+    assert (
+        "No group has an interval: only 1 variant (an interval over variants needs at least 20) "
+        "and no item column" in reading
+    )
 
 
 def test_two_variants_reading_stays_within_bounds():
@@ -137,3 +140,17 @@ def test_two_variants_reading_stays_within_bounds():
     assert set(t["over"]) == {"items"}
     pcts = [float(x) for x in re.findall(r"(\d+\.\d) %", rep["intervals"].reading)]
     assert pcts and max(pcts) <= 100.0
+
+
+def test_some_groups_without_an_interval_are_counted_with_the_reason():
+    rng = np.random.default_rng(4)
+    rows = []
+    for dataset, n_var in (("many", 25), ("few", 3)):
+        for m in ("a", "b"):
+            for v in range(n_var):
+                rows.append((m, dataset, f"p{v}", 0, float(rng.uniform(0.4, 0.8))))
+    units = pl.DataFrame(rows, schema=["model", "dataset", "variant", "run", "score"], orient="row")
+    reading = _report(units)["intervals"].reading
+    assert "n/a" not in reading
+    assert "2 of 4 groups have no interval: only 3 variants" in reading
+    assert "over variants" in reading and "because the table has no item column" in reading
