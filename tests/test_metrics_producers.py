@@ -178,7 +178,7 @@ def test_planted_better_model_on_a_lower_is_better_metric_is_reported_better(err
     )
     ci = stats.ttest_1samp(item_means, 0).confidence_interval()
     assert f"0.7946 (95% CI {ci.low:.4g} to {ci.high:.4g})" in reading
-    assert "t over items" in reading
+    assert "t intervals (the metric has no bounds), over items" in reading
     assert "mockllm/b is best in 100% of bootstrap resamples" in rep["ranks"].reading
     assert "mockllm/b ahead of mockllm/a" in rep["compare"].reading
 

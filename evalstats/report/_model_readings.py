@@ -1,0 +1,253 @@
+"""Readings of the model analyses: intervals, paired comparisons and ranks (issue 15).
+
+Kept apart from :mod:`evalstats.report._readings` so each module stays short. Each reading
+states the unit, the method and why it was picked, and with many models leads the pairs with the
+ranking summary (groups of models the pairwise tests cannot tell apart).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from evalstats.report._wording import (
+    _LIST_MAX,
+    _ahead,
+    _join,
+    _listed,
+    _ok,
+    _on,
+    _pct,
+    _pts,
+    _score_word,
+    _several,
+    method_name,
+)
+
+if TYPE_CHECKING:
+    from evalstats.report._model import AnalysisResult, DataSummary
+
+__all__ = ["RANKING_SUMMARY_MODELS", "compare_reading", "intervals_reading", "ranks_reading"]
+
+#: What each interval method is, in words (the intervals reading names the one used).
+_INTERVAL_METHODS = {
+    "wilson": "Wilson score intervals (the scores are 0/1)",
+    "logit": "t intervals on the logit scale, which stay inside the metric's bounds",
+    "t": "t intervals (the metric has no bounds)",
+    "bca": "BCa bootstrap intervals",
+    "percentile": "percentile bootstrap intervals",
+    "cluster": "cluster-robust (CR1) intervals",
+}
+
+#: Why the default unit was picked, in words (``over='auto'``).
+_OVER_REASONS = {
+    "items": (
+        "items are the sampling unit of a benchmark, and each item's variants and runs are "
+        "averaged into one score first, so the rows of one item count once"
+    ),
+    "variants": (
+        "the table has no item column, so the interval is over variants, each the mean over "
+        "its items; groups with fewer than 20 variants get none"
+    ),
+}
+
+
+def _ci(row: dict, level: str, *, short: bool = False) -> str:
+    """'(95% CI 61.2 % to 66.4 %)', or '(no interval)' when there is none (reason said once)."""
+    if not (_ok(row.get("ci_low")) and _ok(row.get("ci_high"))):
+        return "(no interval)"
+    head = "" if short else f"{level} CI "
+    return f"({head}{_pct(row['ci_low'])} to {_pct(row['ci_high'])})"
+
+
+def intervals_reading(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["intervals"]
+    p = res.params
+    level = f"{p['confidence_level']:.0%}"
+    keys = [c for c in p["by"] if c != "model" and c in t.columns]
+    groups = t.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): t}
+    sentences = []
+    for key, g in list(groups.items())[:_LIST_MAX]:
+        metric = g["metric"][0] if "metric" in g.columns else None
+        hib = data.higher_is_better(metric)
+        s = g.sort("mean", descending=hib)
+        top = s.row(0, named=True)
+        where = _on(keys, key, t)
+        if g.height == 1:
+            sentences.append(f"{where}{top['model']} scores {_pct(top['mean'])} {_ci(top, level)}.")
+            continue
+        low = s.row(-1, named=True)
+        if hib:
+            head = f"has the highest mean {_score_word()}"
+            tail = "the lowest"
+        else:  # lower is better: the best model has the lowest mean
+            head = f"has the best mean {_score_word()} (the lowest: lower is better)"
+            tail = "the worst (highest)"
+        sentences.append(
+            f"{where}{top['model']} {head}, {_pct(top['mean'])} {_ci(top, level)}, and "
+            f"{low['model']} {tail}, {_pct(low['mean'])} {_ci(low, level, short=True)}."
+        )
+    if len(groups) > _LIST_MAX:
+        sentences.append(f"({len(groups) - _LIST_MAX} more groups in the table.)")
+    over = t["over"][0] if "over" in t.columns and t.height else p["over"]
+    missing = (
+        t.filter(pl.col("ci_low").is_nan() | pl.col("ci_low").is_null())
+        if "ci_low" in t.columns
+        else t.head(0)
+    )
+    note = missing["note"].drop_nulls()[0] if "note" in t.columns and missing.height else None
+    reason = note or "too few units or constant scores"
+    if t.height and missing.height == t.height:
+        sentences.append(f"No group has an interval: {reason}.")
+        return " ".join(sentences)
+    on = [c for c in p["by"] if c in t.columns]
+    ok = t.join(missing.select(on), on=on, how="anti") if on else t
+    methods = ok["method"].unique(maintain_order=True).to_list() if "method" in ok.columns else []
+    named = _join([_INTERVAL_METHODS.get(m, m) for m in methods]) or p["method"]
+    n = int(ok["n"].median()) if "n" in ok.columns and ok.height else None
+    unit = f"over {over}" + (f" (typically {n} per model)" if n else "")
+    if res.values.get("over_reason") or p.get("over") == "auto":
+        why = _OVER_REASONS.get(over, res.values.get("over_reason", ""))
+        sentences.append(f"Intervals: {named}, {unit}, because {why}.")
+    else:
+        sentences.append(f"Intervals: {named}, {unit} (as asked).")
+    if missing.height:
+        sentences.append(f"{missing.height} of {t.height} groups have no interval: {reason}.")
+    return " ".join(sentences)
+
+
+#: Beyond this many models in a group the pairs reading leads with the ranking summary.
+RANKING_SUMMARY_MODELS = 8
+
+#: The test behind each pair's p-value, in words.
+_TESTS = {
+    "t": "a paired t test on the {unit} differences (analytic, no resampling floor; the "
+    "default from 30 shared {units})",
+    "mcnemar": "an exact McNemar test (0/1 scores; exact, no resampling floor)",
+    "mcnemar-midp": "a mid-p McNemar test (0/1 scores)",
+    "permutation": "a sign-flip permutation test (up to {b:,} sign vectors, stopping once 20 "
+    "are as extreme; the default below 30 shared {units})",
+    "bootstrap": "a studentized bootstrap test ({b:,} resamples)",
+}
+
+
+def _tests_named(t: pl.DataFrame, paired_on: str) -> str:
+    """'Each pair's p-value is from a paired t test on the item differences (...)'."""
+    parts = []
+    unit = paired_on[:-1] if paired_on.endswith("s") else paired_on
+    for m, g in t.group_by("method", maintain_order=True):
+        b = g["n_resamples"].max() if "n_resamples" in g.columns else None
+        text = _TESTS.get(m[0], m[0]).format(unit=unit, units=paired_on, b=int(b or 0))
+        parts.append(text if g.height == t.height else f"{text} for {g.height} pairs")
+    return f"Each pair's p-value is from {_join(parts)}."
+
+
+def _ranking_summary(groups: pl.DataFrame, by: list[str]) -> list[str]:
+    """'On d, 28 models fall into 6 groups; models that share a group cannot be told apart'."""
+    keys = [c for c in by if c in groups.columns]
+    parts = groups.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): groups}
+    out = []
+    for key, g in list(parts.items())[:_LIST_MAX]:
+        if g.height <= RANKING_SUMMARY_MODELS:
+            continue
+        where = _on(keys, key, groups)
+        top = g.filter(pl.col("letters").str.contains("a"))["model"].to_list()
+        n_groups = int(g["n_groups"][0])
+        overlap = bool((g["letters"].str.len_chars() > 1).any())
+        if n_groups == g.height and not overlap:
+            text = f"{where}all {g.height} models differ from each other (every pair is "
+            out.append(text[0].upper() + text[1:] + "significant; table `groups`).")
+            continue
+        kind = "overlapping groups" if overlap else ("groups" if n_groups != 1 else "group")
+        out.append(
+            f"{where or 'Ranking summary: '}{g.height} models fall into {n_groups} {kind}; "
+            "models that share a group "
+            "cannot be told apart by the pairwise tests (compact letter display: models sharing "
+            f"a letter do not differ; table `groups`). The top group: {_listed(top)} "
+            f"({len(top)} model{'s' if len(top) != 1 else ''})."
+        )
+    return out
+
+
+def compare_reading(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["compare"]
+    p = res.params
+    alpha = 1 - p["confidence_level"]
+    pcol = "pvalue_corrected" if p["correction"] != "none" else "pvalue"
+    sig = t.filter(pl.col(pcol) < alpha).sort(pl.col("difference").abs(), descending=True)
+    ds = "dataset" in t.columns and _several(t["dataset"].to_list())
+    corr = f"after {method_name(p['correction'])} correction " if p["correction"] != "none" else ""
+    lead = []
+    if "groups" in res.tables:
+        lead = _ranking_summary(res.tables["groups"], list(p.get("by", ("dataset", "metric"))))
+    text = " ".join(lead) + (" " if lead else "")
+    text += f"{sig.height} of {t.height} model pairs differ at the {alpha:g} level {corr}"
+    text += f"(paired on {p['paired_on']})"
+    if sig.height:
+        items = []
+        for r in sig.iter_rows(named=True):
+            where = f" on {r['dataset']}" if ds else ""
+            diff, lo, hi = r["difference"], r["ci_low"], r["ci_high"]
+            if not data.higher_is_better(r.get("metric")):  # ahead = a lower error
+                diff, lo, hi = -diff, -hi, -lo
+                where += f" ({r.get('metric') or 'lower is better'}: lower is better)"
+            items.append(_ahead(r["model_a"], r["model_b"], diff, lo, hi, where))
+        text += f": {_listed(items)}"
+    text += "."
+    if "method" in t.columns and t.height:
+        text += " " + _tests_named(t, p["paired_on"])
+    if "interval" in t.columns and t.height:
+        kind = t["interval"][0]
+        text += (
+            f" The intervals are {kind} ({method_name(p['correction'])}), so an interval "
+            "excludes 0 exactly when its pair differs."
+            if kind != "marginal"
+            else " The intervals are unadjusted (no correction)."
+        )
+    if "can_reject" in t.columns:
+        blocked = t.filter(~pl.col("can_reject"))
+        if blocked.height:
+            text += (
+                f" {blocked.height} of {t.height} pairs cannot be significant by construction: "
+                f"their test's smallest p-value ({blocked['min_pvalue'].min():.2g} or more) is "
+                "not below their level after the correction; add items, or resamples for a "
+                "resampling test."
+            )
+    rest = t.height - sig.height
+    if rest and "mdd" in t.columns:
+        worst = t.filter(~(pl.col(pcol) < alpha)).sort("mdd", descending=True).row(0, named=True)
+        text += (
+            f" The other {rest} pair{'s' if rest > 1 else ''} could not be told apart; with these "
+            f"items the smallest difference detectable with power {p['power']:.0%} is up to "
+            f"{_pts(worst['mdd'])} points."
+        )
+    return text
+
+
+def ranks_reading(res: AnalysisResult, data: DataSummary) -> str:
+    t = res.tables["ranks"]
+    keys = [c for c in res.params["by"] if c in t.columns]
+    groups = t.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): t}
+    level = f"{res.params['confidence_level']:.0%}"
+    sentences = []
+    for key, g in list(groups.items())[:_LIST_MAX]:
+        best = g.sort("p_best", descending=True).row(0, named=True)
+        where = _on(keys, key, t)
+        ties = g.filter(pl.col("rank_low") == 1).height
+        sentences.append(
+            f"{where}{best['model']} is best in {best['p_best']:.0%} of bootstrap resamples "
+            f"({level} rank set {best['rank_low']}–{best['rank_high']}); "
+            f"{ties} model{'s' if ties != 1 else ''} can rank first."
+        )
+    if len(groups) > _LIST_MAX:
+        sentences.append(f"({len(groups) - _LIST_MAX} more groups in the table.)")
+    method = t["method"][0] if "method" in t.columns and t.height else "bootstrap"
+    if method == "simultaneous":
+        sentences.append(
+            "The rank sets hold for all models of a group together (simultaneous sets from "
+            "max-t intervals of every pairwise difference, Mogstad et al. 2024)."
+        )
+    elif method == "marginal":
+        sentences.append("Each rank set holds on its own (marginal sets, Mogstad et al. 2024).")
+    return " ".join(sentences)
