@@ -36,9 +36,35 @@ SUFFIXES = (".csv",)
 
 
 def _header(path: Path) -> list[str]:
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        line = fh.readline()
-    return [c.strip().strip('"') for c in line.rstrip("\r\n").split(",")]
+    import csv
+
+    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
+        row = next(csv.reader(fh), [])
+    return [c.strip() for c in row]
+
+
+def _model_columns(cols: list[str], path: Path) -> list[tuple[int, str]]:
+    """(position, model) of every ``<model>_acc`` column; one model given twice is an error.
+
+    ``a_acc`` twice, or ``a_acc`` and `` a_acc`` (the same model once spaces are stripped),
+    would give the model two scores per paraphrase; which one is meant cannot be guessed.
+    """
+    seen: dict[str, int] = {}
+    out = []
+    for i, c in enumerate(cols):
+        if i == 0 or not c.endswith(ACC_SUFFIX):
+            continue
+        model = c[: -len(ACC_SUFFIX)].strip()
+        if model in seen:
+            j = seen[model]
+            raise IngestError(
+                f"columns {j + 1} and {i + 1} ({cols[j]!r} and {c!r}) both give the accuracy "
+                f"of model {model!r}; keep one of them.",
+                path=str(path),
+            )
+        seen[model] = i
+        out.append((i, model))
+    return out
 
 
 def _is_accuracy_file(path: Path) -> bool:
@@ -209,8 +235,8 @@ def read_state_of_what_art(
                 f"got {cols[0] if cols else ''!r}.",
                 path=str(f),
             )
-        models = [c for c in cols[1:] if c.endswith(ACC_SUFFIX)]
-        if not models:
+        positions = _model_columns(cols, f)
+        if not positions:
             raise IngestError(
                 f"no '<model>{ACC_SUFFIX}' columns (columns: {', '.join(cols)}).", path=str(f)
             )
@@ -218,6 +244,19 @@ def read_state_of_what_art(
             wide = pl.read_csv(f, infer_schema_length=0)
         except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
             raise read_error(f, exc) from None
+        if wide.width != len(cols):
+            raise IngestError(
+                f"the header has {len(cols)} columns but polars reads {wide.width}.", path=str(f)
+            )
+        # columns by position, named as read: polars renames a repeated header itself
+        wide = wide.rename(
+            {
+                old: f"{m}{ACC_SUFFIX}"
+                for old, (_, m) in zip([wide.columns[i] for i, _ in positions], positions)
+            }
+            | {wide.columns[0]: IDX_COLUMN}
+        )
+        models = [f"{m}{ACC_SUFFIX}" for _, m in positions]
         if on_invalid == "error":
             _first_bad_cell(wide, models, f)
         long = (

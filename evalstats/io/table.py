@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from evalstats.errors import ParameterError
+from evalstats.errors import IngestError, ParameterError
 from evalstats.io._columns import ALIASES, parse_mapping, resolve_roles
 from evalstats.io._files import expand_paths, scan_file, skipped_note, table_suffix
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
@@ -86,6 +86,7 @@ def read_table(
     validate_options(on_invalid, score_scale)
     mapping = parse_mapping(columns)
     _hidden: list[Path] = []
+    bad_json = False
     files = expand_paths(path, skipped=_hidden)
     parts = []
     notes: list[str] = []
@@ -97,6 +98,17 @@ def read_table(
             f, text_columns=[k for k, v in mapping.items() if v not in ("factor", "ignore")]
         )
         names = lf.collect_schema().names()
+        flagged = "__bad_json" in names
+        if flagged:
+            names = [n for n in names if n != "__bad_json"]
+            bad_json = True
+            if not names:  # no line of the file is a JSON object
+                raise IngestError(
+                    "no line is a JSON object (line 1 is not); expected one JSON object per "
+                    "line (JSON Lines).",
+                    path=str(f),
+                    row=1,
+                )
         renames, factors = resolve_roles(names, mapping, path=str(f))
         alias = next((k for k, v in renames.items() if v == "variant"), None)
         if alias is not None and factors and alias not in mapping and alias.lower() != "variant":
@@ -105,7 +117,7 @@ def read_table(
             factors = [n for n in names if n == alias or n in factors]
         for src, role in renames.items():
             source_names.setdefault(role, src)
-        keep = list(renames) + factors
+        keep = list(renames) + factors + (["__bad_json"] if flagged else [])
         # a factor named like a canonical column (`--columns model=factor`) gets a suffix, so the
         # canonical column (e.g. another column mapped to 'model') and the factor can coexist
         clash = {c: f"{c}_factor" for c in factors if c in ALIASES}
@@ -165,7 +177,18 @@ def read_table(
         on_invalid=on_invalid,
         score_scale=score_scale,
         factors=factor_order,
-        checks=[
+        checks=(
+            [
+                Check(
+                    "bad_json",
+                    pl.col("__bad_json").fill_null(False),
+                    message="the line is not a JSON object (JSON Lines: one object per line)",
+                )
+            ]
+            if bad_json
+            else []
+        )
+        + [
             Check(
                 "blank_line",
                 pl.all_horizontal([pl.col(c).is_null() for c in row_cols]),
