@@ -401,6 +401,24 @@ def read_units(
         raise ParameterError(
             f"`partition_rows` must be a positive integer, got {partition_rows!r}."
         )
+    from evalstats.io import read_routed
+
+    def one(p: Any, fmt: str, opts: dict[str, Any]) -> UnitIngest:
+        return _read_units_one(p, fmt, opts, engine, scheduler, progress, partition_rows)
+
+    return read_routed(path, format, options, one)
+
+
+def _read_units_one(
+    path: Any,
+    format: str,
+    options: dict[str, Any],
+    engine: str,
+    scheduler: Any,
+    progress: bool | None,
+    partition_rows: int,
+) -> UnitIngest:
+    """:func:`read_units` of one format."""
     plan = plan_of(read, path, format=format, **options)
     client_cm = _dask_client(scheduler) if engine == "dask" else nullcontext(None)
     with client_cm as client, _progress_bar(len(plan.paths), progress) as bar:

@@ -153,14 +153,113 @@ def read(
     >>> [m.describe() for m in report.metrics]
     ['latency: range [0, inf), lower is better']
     """
-    if format == "auto":
-        format = detect_format(path)
-    if format not in FORMATS:
+    if format != "auto" and format not in FORMATS:
         raise ParameterError(
             f"`format` must be 'auto' or one of {', '.join(map(repr, FORMATS))}, got {format!r}."
         )
-    _check_options(format, FORMATS[format], options)
     with metric_options(
         metric_range=metric_range, higher_is_better=higher_is_better, metrics=metrics
     ):
-        return FORMATS[format](path, **options)
+        return read_routed(path, format, options, _read_one)
+
+
+def _read_one(path: Any, format: str, options: dict[str, Any]) -> Ingest:
+    _check_options(format, FORMATS[format], options)
+    return FORMATS[format](path, **options)
+
+
+def read_routed(
+    path: Any,
+    format: str,
+    options: dict[str, Any],
+    reader: Callable[[Any, str, dict[str, Any]], Any],
+) -> Any:
+    """Read ``path`` with ``reader(path, format, options)``, one format at a time.
+
+    ``format='auto'`` on a folder, glob or list looks at every file (see
+    :mod:`evalstats.io._mixed`): one format reads the path as given; several formats read their
+    own files and are joined with counts per format; data files no format reads stop the
+    ingest, naming them.
+    """
+    from evalstats.io._mixed import combine, route, unreadable_error
+
+    routing = route(path)
+    if format != "auto":  # the user's choice: other files are not read, and the report says so
+        return _unread(_noted(reader(path, format, options), routing), routing, format)
+    if routing is None or not routing.files:
+        if format == "auto":
+            format = detect_format(path) if not isinstance(path, (list, tuple)) else "table"
+        return _noted(reader(path, format, options), routing)
+    if routing.unreadable:
+        raise unreadable_error(path, routing)
+    if len(routing.files) == 1:
+        return _noted(reader(path, routing.formats[0], options), routing)
+    parts = []
+    for name, files in routing.files.items():
+        taken = {k: v for k, v in options.items() if _takes(FORMATS[name], k) or k in _READ_OPTIONS}
+        parts.append((name, reader(files, name, taken)))
+    joined = combine(parts, on_invalid=options.get("on_invalid", "error"))
+    return _noted(joined, routing, mixed=True)
+
+
+#: Options every format takes (through :func:`read` and its metric declarations).
+_READ_OPTIONS = ("on_invalid", "score_scale", "metric_range", "higher_is_better", "metrics")
+
+
+def _unread(ingest: Any, routing: Any, format: str) -> Any:
+    """Note the data files of other formats that an explicit ``format`` left unread."""
+    if routing is None:
+        return ingest
+    from dataclasses import replace
+
+    read = {str(Path(s)) for s in ingest.report.sources}
+    mine = {str(f) for f in routing.companions.get(format, [])}
+    left: dict[str, list[Path]] = {}
+    for name, files in [*routing.files.items(), ("no format", routing.unreadable)]:
+        for f in files:
+            if str(f) not in read and str(f) not in mine:
+                left.setdefault(name, []).append(f)
+    if not left:
+        return ingest
+    n = sum(map(len, left.values()))
+    kinds = ", ".join(f"{k}: {len(v)}" for k, v in left.items())
+    names = [f.name for v in left.values() for f in v]
+    shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    note = (
+        f"not read: {n} data file(s) that are not {format} files ({kinds}): {shown}; "
+        "without --format each file is read by its own format"
+    )
+    report = replace(ingest.report, notes=(*ingest.report.notes, note))
+    return type(ingest)(ingest[0], report)
+
+
+def _takes(loader: Callable[..., Ingest], option: str) -> bool:
+    try:
+        _check_options("", loader, {option: None})
+    except ParameterError:
+        return False
+    return True
+
+
+def _noted(ingest: Any, routing: Any, *, mixed: bool = False) -> Any:
+    """Add the routing's notes (files that are not data; companions; hidden) to the report."""
+    if routing is None:
+        return ingest
+    from dataclasses import replace
+
+    from evalstats.io._files import skipped_note
+
+    notes = [routing.note()]
+    if mixed:
+        notes.append(skipped_note(routing.hidden))
+        for name, files in routing.companions.items():
+            shown = ", ".join(f.name for f in files[:5]) + (", ..." if len(files) > 5 else "")
+            notes.append(
+                f"{len(files)} file(s) taken as {name} companions (results, metadata or "
+                f"listings read beside the data, not rows): {shown}"
+            )
+    notes = [n for n in notes if n and n not in ingest.report.notes]
+    if not notes:
+        return ingest
+    report = replace(ingest.report, notes=(*ingest.report.notes, *notes))
+    return type(ingest)(ingest[0], report)

@@ -12,7 +12,7 @@ import polars as pl
 
 from evalstats.schema import MetricInfo
 
-__all__ = ["Ingest", "IngestReport", "SetAsideExample"]
+__all__ = ["FormatCount", "Ingest", "IngestReport", "SetAsideExample"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +34,25 @@ class SetAsideExample:
             where.append(f"column {self.column!r}")
         tail = f" ({self.detail})" if self.detail else ""
         return f"{', '.join(where)}: {self.reason}{tail}"
+
+
+@dataclass(frozen=True, slots=True)
+class FormatCount:
+    """Files and rows of one format in an ingest (a folder may mix formats)."""
+
+    format: str
+    files: int
+    rows_read: int
+    rows_kept: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary."""
+        return {
+            "format": self.format,
+            "files": self.files,
+            "rows_read": self.rows_read,
+            "rows_kept": self.rows_kept,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +81,9 @@ class IngestReport:
     metrics : tuple of MetricInfo
         Every metric of the rows kept: name, bounds and direction, as the table's metric columns
         carry them (see :mod:`evalstats.schema`).
+    by_format : tuple of FormatCount
+        Files and rows per format, in reading order: one entry, unless a folder mixed formats
+        (``format`` is then ``mixed``).
     """
 
     format: str
@@ -72,10 +94,14 @@ class IngestReport:
     examples: tuple[SetAsideExample, ...] = ()
     notes: tuple[str, ...] = ()
     metrics: tuple[MetricInfo, ...] = ()
+    by_format: tuple[FormatCount, ...] = ()
 
     def __post_init__(self) -> None:
         clean = {k: int(v) for k, v in sorted(self.set_aside.items()) if int(v) > 0}
         object.__setattr__(self, "set_aside", MappingProxyType(clean))
+        if not self.by_format:
+            counts = FormatCount(self.format, len(self.sources), self.rows_read, self.rows_kept)
+            object.__setattr__(self, "by_format", (counts,))
         if self.rows_read != self.rows_kept + sum(clean.values()):
             raise AssertionError(  # a bug in a loader, never a user error
                 f"ingest accounting broken: read {self.rows_read} != kept {self.rows_kept} "
@@ -107,6 +133,7 @@ class IngestReport:
             ],
             "notes": list(self.notes),
             "metrics": [m.to_dict() for m in self.metrics],
+            "by_format": [c.to_dict() for c in self.by_format],
         }
 
     def to_json(self) -> str:
@@ -120,6 +147,12 @@ class IngestReport:
             f"ingest ({self.format}): {n_src} file{'s' if n_src != 1 else ''}, "
             f"{self.rows_read} rows read, {self.rows_kept} kept, {self.rows_set_aside} set aside"
         ]
+        if len(self.by_format) > 1:
+            for c in self.by_format:
+                lines.append(
+                    f"  {c.format}: {c.files} file{'s' if c.files != 1 else ''}, "
+                    f"{c.rows_read} rows read, {c.rows_kept} kept"
+                )
         for reason, count in self.set_aside.items():
             lines.append(f"  set aside {count} x {reason}")
             for ex in self.examples:

@@ -115,6 +115,13 @@ def read_table(
             # `template` next to `shots`: both are factors of the variant, by name
             del renames[alias]
             factors = [n for n in names if n == alias or n in factors]
+        schema = lf.collect_schema()
+        nested = [c for c in factors if schema[c].is_nested() and c not in mapping]
+        if nested:  # JSON objects or lists (an event log read as a table): no factor level
+            factors = [c for c in factors if c not in nested]
+            note = f"columns holding lists or objects left out: {', '.join(nested)}"
+            if note not in notes:
+                notes.append(note)
         for src, role in renames.items():
             source_names.setdefault(role, src)
         keep = list(renames) + factors + (["__bad_json"] if flagged else [])

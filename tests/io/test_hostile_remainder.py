@@ -9,6 +9,7 @@ import gzip
 import io
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from evalstats.cli import main
@@ -126,3 +127,145 @@ def test_state_of_what_art_quoted_header_with_comma_keeps_models_apart(tmp_path)
     rows = obs.select("model", "variant", "score").collect().sort("model", "variant").rows()
     assert rows == [("org,x", "1", 0.5), ("org,x", "2", 0.7), ("x", "1", 0.6), ("x", "2", 0.4)]
     assert report.rows_read == report.rows_kept == 4
+
+
+# --- folders that mix formats ----------------------------------------------------------------
+
+DUMPS = ROOT / "fixtures" / "dumps"
+LM_EVAL = DUMPS / "lm_eval" / "output"
+INSPECT = DUMPS / "inspect" / "real"
+OPENAI = DUMPS / "real_logs" / "openai_evals"
+SOWA = DUMPS / "state_of_what_art"
+
+
+def _copy(src: Path, dst: Path) -> None:
+    import shutil
+
+    if src.is_dir():
+        shutil.copytree(src, dst, dirs_exist_ok=True)
+    else:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, dst)
+
+
+def _csv(path: Path, n: int = 6) -> Path:
+    path.write_text("model,item,score\n" + "".join(f"x,{i},{i % 2}\n" for i in range(n)))
+    return path
+
+
+def test_lm_eval_folder_with_a_csv_reads_every_file_by_its_own_format(tmp_path):
+    """Before: the folder was detected as lm-eval and the CSV's rows were gone without a note."""
+    _copy(LM_EVAL, tmp_path)
+    _csv(tmp_path / "extra.csv")
+    alone = read(LM_EVAL).report
+    obs, report = read(tmp_path)
+    assert report.format == "mixed"
+    assert [(c.format, c.files, c.rows_read, c.rows_kept) for c in report.by_format] == [
+        ("lm-eval", len(alone.sources), alone.rows_read, alone.rows_kept),
+        ("table", 1, 6, 6),
+    ]
+    assert report.rows_read == alone.rows_read + 6 == report.rows_kept + report.rows_set_aside
+    table = obs.collect()
+    assert table.height == report.rows_kept
+    assert table.filter(pl.col("model") == "x")["score"].to_list() == [0.0, 1.0] * 3
+    assert "table: 1 file, 6 rows read, 6 kept" in report.summary()
+    assert report.to_dict()["by_format"][1] == {
+        "format": "table",
+        "files": 1,
+        "rows_read": 6,
+        "rows_kept": 6,
+    }
+    # results_<date>.json files are companions of the lm-eval samples, not unreadable data
+    assert not any("match no format" in n for n in report.notes)
+
+
+def test_mixed_folder_of_three_formats_keeps_every_row_and_units_agree(tmp_path):
+    from evalstats.aggregate import read_units, to_units
+
+    _copy(INSPECT / "mmlu-summary-choices.eval", tmp_path / "logs" / "mmlu.eval")
+    _copy(OPENAI, tmp_path / "oai")
+    _csv(tmp_path / "extra.csv")
+    (tmp_path / "README.md").write_text("what these are")
+    parts = {
+        "inspect": read(tmp_path / "logs").report,
+        "openai-evals": read(tmp_path / "oai").report,
+        "table": read(tmp_path / "extra.csv").report,
+    }
+    obs, report = read(tmp_path, on_invalid="skip")
+    got = {c.format: (c.files, c.rows_read, c.rows_kept) for c in report.by_format}
+    assert got == {k: (len(r.sources), r.rows_read, r.rows_kept) for k, r in parts.items()}
+    assert report.rows_read == sum(r.rows_read for r in parts.values())
+    assert dict(report.set_aside) == {k: v for r in parts.values() for k, v in r.set_aside.items()}
+    assert any(
+        n.startswith("not read: 1 file(s) that are not data") and "README.md" in n
+        for n in report.notes
+    )
+    units, ureport = read_units(tmp_path, on_invalid="skip")
+    assert ureport.by_format == report.by_format
+    expect = to_units(obs, on_mismatch="keep").collect()
+    key = ["model", "dataset", "metric", "variant", "run"]
+    got_units = units.sort(key).select(*key, "n_items", "score")
+    assert got_units.equals(expect.sort(key).select(*key, "n_items", "score"))
+
+
+def test_item_and_unit_level_formats_join_as_units_and_refuse_as_observations(tmp_path):
+    from evalstats.aggregate import read_units
+
+    _copy(SOWA, tmp_path / "sowa")  # the release layout, metadata folder included
+    _csv(tmp_path / "extra.csv")
+    with pytest.raises(IngestError, match=r"mixes item-level files \(table\) with unit-level"):
+        read(tmp_path)
+    alone, _ = read_units(tmp_path / "sowa")
+    units, report = read_units(tmp_path)
+    assert [c.format for c in report.by_format] == ["state-of-what-art", "table"]
+    assert units.height == alone.height + 1
+    sowa = units.filter(pl.col("metric") == "accuracy").sort("model", "dataset", "variant")
+    assert sowa["n_items"].unique().to_list() == [100]
+    assert sowa["score"].to_list() == alone.sort("model", "dataset", "variant")["score"].to_list()
+    assert any("state-of-what-art companions" in n for n in report.notes)
+
+
+def test_data_file_no_format_reads_stops_the_folder_and_names_it(tmp_path):
+    _csv(tmp_path / "a.csv")
+    (tmp_path / "config.json").write_text('{"temperature": 0}')
+    with pytest.raises(IngestError, match=r"1 file\(s\) match no format.*config\.json"):
+        read(tmp_path)
+    code, _, e = _cli("ingest", str(tmp_path))
+    _one_line_error(code, e, "config.json", "match no format", "readable: 1 table")
+
+
+def test_explicit_format_notes_the_files_of_other_formats(tmp_path):
+    _copy(LM_EVAL, tmp_path)
+    _csv(tmp_path / "extra.csv")
+    _, report = read(tmp_path, format="lm-eval")
+    assert report.format == "lm-eval"
+    assert any(
+        n.startswith("not read: 1 data file(s) that are not lm-eval files (table: 1): extra.csv")
+        for n in report.notes
+    )
+
+
+def test_same_observation_in_two_formats_is_an_error_or_set_aside(tmp_path):
+    _copy(OPENAI, tmp_path)
+    obs = read(tmp_path).observations.collect()
+    copy = obs.select(
+        "model", "dataset", "metric", "item", "variant", "run", "score",
+        "metric_low", "metric_high", "higher_is_better",
+    )  # fmt: skip
+    copy.write_csv(tmp_path / "copy.csv")
+    with pytest.raises(IngestError, match="appear in files of two formats"):
+        read(tmp_path)
+    out, report = read(tmp_path, on_invalid="skip")
+    assert report.set_aside["duplicate_across_formats"] == obs.height
+    assert report.rows_kept == obs.height == out.collect().height
+    assert report.rows_read == report.rows_kept + report.rows_set_aside
+
+
+def test_one_metric_declared_differently_by_two_formats_is_one_line(tmp_path):
+    _copy(OPENAI, tmp_path)
+    obs = read(tmp_path).observations.collect()
+    obs.select("model", "dataset", "metric", "item", "variant", "run", "score").with_columns(
+        pl.lit("other").alias("model")
+    ).write_csv(tmp_path / "other.csv")
+    code, _, e = _cli("ingest", str(tmp_path))
+    _one_line_error(code, e, "metric 'accuracy'", "openai-evals files", "table files")
