@@ -22,6 +22,7 @@ __all__ = [
     "load",
     "loader_options",
     "params_from",
+    "warned",
     "write_table",
 ]
 
@@ -233,6 +234,26 @@ def load(args: argparse.Namespace):
             print(f"evalstats: warning: {w.message}", file=sys.stderr)
         ingest = Ingest(obs, ingest.report)
     return ingest
+
+
+def warned(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, its warnings printed as ``evalstats: warning: ...`` lines.
+
+    What an analysis dropped (unpaired items, configurations one model lacks) reaches the user
+    as one plain line on stderr rather than Python's two-line warning with a source line.
+    """
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn(*args, **kwargs)
+    seen: set[str] = set()
+    for w in caught:
+        text = str(w.message)
+        if text not in seen:
+            seen.add(text)
+            print(f"evalstats: warning: {text}", file=sys.stderr)
+    return out
 
 
 def params_from(args: argparse.Namespace, *names: str) -> dict[str, Any]:

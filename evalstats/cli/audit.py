@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
+from evalstats.cli._common import (
+    add_input_arguments,
+    add_output_arguments,
+    emit,
+    load,
+    params_from,
+    warned,
+)
 from evalstats.errors import ParameterError
 
 
@@ -63,10 +70,10 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(f"`--table {args.table}` needs `--subset FACTOR`.")
     obs, _ = load(args)
     params = params_from(args, "claim", "confidence_level")
-    res = reversal_audit(obs, default=default, **params)
+    res = warned(reversal_audit, obs, default=default, **params)
     tables = {"pairs": res.pairs, "models": res.models}
     if args.subset:
-        ranks = subset_rankings(obs, subset=args.subset)
+        ranks = warned(subset_rankings, obs, subset=args.subset)
         tables.update(ranks=ranks.ranks, kendall=ranks.kendall)
     if not args.json:
         print(f"{res.n_reversals} conclusion reversal(s) at the default {default}", file=sys.stderr)

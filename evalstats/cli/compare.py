@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
+from evalstats.cli._common import (
+    add_input_arguments,
+    add_output_arguments,
+    emit,
+    load,
+    params_from,
+    warned,
+)
 
 
 def _cols(text: str) -> tuple[str, ...]:
@@ -97,5 +104,7 @@ def run(args: argparse.Namespace) -> int:
         "column",
         "stop_after",
     )
-    emit(compare_models(obs, **params), args, command="compare", params=params)
+    # load() applied the item-set rule (--on-mismatch); compare_models applies the same rule
+    result = warned(compare_models, obs, **params)
+    emit(result, args, command="compare", params=params)
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -14,7 +15,7 @@ import polars as pl
 from scipy import stats
 
 from evalstats.compare._intervals import mean_interval
-from evalstats.errors import InsufficientDataError, ParameterError, SchemaError
+from evalstats.errors import DesignWarning, InsufficientDataError, ParameterError, SchemaError
 from evalstats.results import check_confidence_level
 from evalstats.schema import (
     directions,
@@ -219,7 +220,10 @@ def reversal_audit(
     Returns
     -------
     ReversalAudit
-        ``models`` and ``pairs`` frames.
+        ``models`` and ``pairs`` frames. ``pairs`` counts what a pair could not use:
+        ``n_unpaired``, the configurations only one of the two models has, and
+        ``n_default_unpaired``, the default configuration's items only one has (item-level
+        input; null otherwise).
 
     Raises
     ------
@@ -229,6 +233,12 @@ def reversal_audit(
         No configuration matches ``default``, or ``claim`` is malformed or names unknown models.
     InsufficientDataError
         Fewer than two configurations in a group.
+
+    Warns
+    -----
+    DesignWarning
+        Configurations or default-configuration items that only one model of a pair has are
+        left out of that pair (``n_unpaired``, ``n_default_unpaired``).
 
     Notes
     -----
@@ -316,6 +326,7 @@ def reversal_audit(
                 )
             )
         for ma, mb in combinations(models, 2):
+            n_unpaired = int(wide.select(pl.col(ma).is_null() ^ pl.col(mb).is_null()).sum().item())
             pair = wide.select(ma, mb, "__default").drop_nulls([ma, mb])
             d = _difference(pair[ma].to_numpy(), pair[mb].to_numpy())
             dd = d[pair["__default"].to_numpy()]
@@ -324,8 +335,13 @@ def reversal_audit(
             sign = np.sign(mean)
             share = float(np.mean(np.sign(d) == -sign)) if sign != 0 else math.nan
             d_low = d_high = math.nan
+            n_default_unpaired = None
             if default_items is not None:
-                w0 = default_items[key].select(ma, mb).drop_nulls()
+                w_all = default_items[key].select(ma, mb)
+                w0 = w_all.drop_nulls()
+                n_default_unpaired = int(
+                    w_all.select(pl.col(ma).is_null() ^ pl.col(mb).is_null()).sum().item()
+                )
                 _, _, d_low, d_high = mean_interval(
                     (w0[ma] - w0[mb]).to_numpy(), confidence_level=level
                 )
@@ -348,6 +364,8 @@ def reversal_audit(
                     ma,
                     mb,
                     int(d.size),
+                    n_unpaired,
+                    n_default_unpaired,
                     d0,
                     d_low,
                     d_high,
@@ -394,6 +412,8 @@ def reversal_audit(
                 "model_a": pl.String,
                 "model_b": pl.String,
                 "n_configs": pl.Int64,
+                "n_unpaired": pl.Int64,
+                "n_default_unpaired": pl.Int64,
                 "default_difference": pl.Float64,
                 "default_ci_low": pl.Float64,
                 "default_ci_high": pl.Float64,
@@ -412,8 +432,27 @@ def reversal_audit(
         .with_columns(pl.lit(level).alias("confidence_level"))
         .sort([*by, "model_a", "model_b"])
     )
+    _warn_unpaired(pairs_df)
     return ReversalAudit(
         models=models_df, pairs=pairs_df, default=default, claim=claim, confidence_level=level
+    )
+
+
+def _warn_unpaired(pairs: pl.DataFrame) -> None:
+    """One DesignWarning for the configurations and default items a pair could not use."""
+    configs = int(pairs["n_unpaired"].sum())
+    items = int(pairs["n_default_unpaired"].fill_null(0).sum())
+    if not (configs or items):
+        return
+    what = [
+        f"{configs} configuration(s)" if configs else "",
+        f"{items} default-configuration item(s)" if items else "",
+    ]
+    warnings.warn(
+        f"audit: {' and '.join(w for w in what if w)} that only one model of a pair has are "
+        "left out of that pair's difference (counted in `n_unpaired`, `n_default_unpaired`).",
+        DesignWarning,
+        stacklevel=3,
     )
 
 
@@ -440,7 +479,13 @@ def subset_rankings(
     SubsetRankings
         ``ranks`` (one row per group, subset level and model: ``score``, ``rank`` with 1 the
         best, ties averaged) and ``kendall`` (one row per pair of levels: ``statistic`` =
-        Kendall tau-b of the scores, ``pvalue``, ``n_models``).
+        Kendall tau-b of the scores, ``pvalue``, ``n_models``, and ``n_unpaired``: models
+        present in only one of the two levels, left out of tau).
+
+    Warns
+    -----
+    DesignWarning
+        Some models are present in only one level of a pair (``n_unpaired``).
 
     Notes
     -----
@@ -493,7 +538,8 @@ def subset_rankings(
             else:
                 res = stats.kendalltau(pair[la].to_numpy(), pair[lb].to_numpy())
                 tau, p = float(res.statistic), float(res.pvalue)
-            rows.append((*key, la, lb, pair.height, tau, p))
+            n_unpaired = int(wide.select(pl.col(la).is_null() ^ pl.col(lb).is_null()).sum().item())
+            rows.append((*key, la, lb, pair.height, n_unpaired, tau, p))
     kendall = pl.DataFrame(
         rows,
         schema={b: scores.schema[b] for b in by}
@@ -501,9 +547,17 @@ def subset_rankings(
             "subset_a": pl.String,
             "subset_b": pl.String,
             "n_models": pl.Int64,
+            "n_unpaired": pl.Int64,
             "statistic": pl.Float64,
             "pvalue": pl.Float64,
         },
         orient="row",
     ).sort([*by, "subset_a", "subset_b"])
+    if kendall.height and int(kendall["n_unpaired"].sum()):
+        warnings.warn(
+            f"subset rankings: {int(kendall['n_unpaired'].sum())} model(s) present in only one "
+            "subset of a pair are left out of that pair's Kendall tau (counted in `n_unpaired`).",
+            DesignWarning,
+            stacklevel=2,
+        )
     return SubsetRankings(ranks=scores, kendall=kendall, subset=subset)

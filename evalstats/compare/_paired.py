@@ -475,6 +475,14 @@ def _paired_wide(frame, paired_on: str, by: Sequence[str], column: str) -> dict:
     return out
 
 
+def _item_set_rule(frame: pl.DataFrame | pl.LazyFrame, on_mismatch: str | None) -> pl.LazyFrame:
+    """The item-set rule at the boundary: runs of one configuration over different items."""
+    from evalstats.aggregate import _ITEM_SET_RULE, align_item_sets  # the one boundary rule
+
+    rule = on_mismatch if on_mismatch is not None else _ITEM_SET_RULE.get()
+    return align_item_sets(frame, on_mismatch=rule)  # type: ignore[arg-type]
+
+
 def compare_models(
     frame: pl.DataFrame | pl.LazyFrame,
     *,
@@ -489,6 +497,7 @@ def compare_models(
     seed: int = 0,
     by: Sequence[str] = ("dataset", "metric"),
     column: str = "model",
+    on_mismatch: str | None = None,
     stop_after: int | None = STOP_AFTER,
 ) -> pl.DataFrame:
     r"""Every pair of models: paired difference, test, corrected p-value and a matching interval.
@@ -536,6 +545,12 @@ def compare_models(
         The column whose values are compared: ``'model'``, or any factor column (a prompt
         template, a provider) to compare its levels, paired on the same units. Columns not in
         ``by`` are averaged within each unit.
+    on_mismatch : {'error', 'intersect', 'keep'}, optional
+        Repeated runs of a configuration that cover different items: the one item-set rule of
+        every analysis (:func:`evalstats.aggregate.align_item_sets`, CLI ``--on-mismatch``),
+        applied before items are paired. Default: the rule set by
+        :func:`evalstats.aggregate.item_set_rule` (``'error'`` outside one), as for
+        :func:`evalstats.aggregate.to_units`.
     stop_after : int or None, default 20
         Sequential stopping of random permutation tests (Besag and Clifford 1991): a pair
         stops drawing sign vectors once ``stop_after`` were at least as extreme as its data,
@@ -559,6 +574,8 @@ def compare_models(
     ParameterError
         Unknown option, a level outside (0, 1), McNemar on non-binary scores, a resampling
         correction with a non-bootstrap method.
+    SchemaError
+        ``on_mismatch='error'`` and the runs of a configuration cover different items.
     InsufficientDataError
         A group has fewer than two models, or a pair shares fewer than two units.
 
@@ -641,6 +658,7 @@ def compare_models(
     by = (by,) if isinstance(by, str) else tuple(by)
     if column in by:
         raise ParameterError(f"`column` {column!r} is also in `by`; compare it or group by it.")
+    frame = _item_set_rule(frame, on_mismatch)
     wide = _paired_wide(frame, paired_on, by, column)
     blocks = []
     for key, (w, cnt) in wide.items():

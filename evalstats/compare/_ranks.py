@@ -99,9 +99,16 @@ def rank_intervals(
     Returns
     -------
     polars.DataFrame
-        One row per group and model with ``n_items, score, rank, rank_low, rank_high, p_best,
-        higher_is_better, method, confidence_level, n_resamples, seed``; rank 1 is the best:
-        the highest mean score, or the lowest for a metric where lower is better.
+        One row per group and model with ``n_items, n_items_dropped, score, rank, rank_low,
+        rank_high, p_best, higher_is_better, method, confidence_level, n_resamples, seed``; rank 1
+        is the best: the highest mean score, or the lowest for a metric where lower is better.
+        ``n_items_dropped`` counts the group's items left out because some model lacks them.
+
+    Warns
+    -----
+    DesignWarning
+        Items that not every model of a group has are left out (``n_items_dropped``): the
+        ranking is over the shared items only.
 
     Notes
     -----
@@ -154,11 +161,18 @@ def rank_intervals(
     rng = np.random.default_rng(seed)
     q = (1 - level) / 2
     frames = []
+    dropped: list[str] = []
+    n_dropped_total = 0
     for key, w in wide.items():
         unit = [c for c in ("dataset", "item") if c in w.columns and c not in by]
         models = [c for c in w.columns if c not in unit]
         x = w.select(models).drop_nulls().to_numpy()
         n = x.shape[0]
+        n_dropped = w.height - n
+        if n_dropped:
+            n_dropped_total += n_dropped
+            where = ", ".join(f"{b}={k!r}" for b, k in zip(by, key))
+            dropped.append(f"{where or 'all'}: {n_dropped} of {w.height}")
         if n < 2 or len(models) < 2:
             raise InsufficientDataError(
                 f"rank intervals need at least 2 models and 2 shared items; got {len(models)} "
@@ -190,6 +204,7 @@ def rank_intervals(
                     **{b_: [k] * len(models) for b_, k in zip(by, key)},
                     "model": models,
                     "n_items": [n] * len(models),
+                    "n_items_dropped": [n_dropped] * len(models),
                     "score": observed.astype(float),
                     "rank": ranks_obs.astype(np.int64),
                     "rank_low": low.astype(np.int64),
@@ -199,7 +214,15 @@ def rank_intervals(
                 }
             )
         )
-    out = pl.concat(frames).with_columns(
+    if n_dropped_total:
+        shown = "; ".join(dropped[:3]) + (" ..." if len(dropped) > 3 else "")
+        warnings.warn(
+            f"rank intervals: {n_dropped_total} item(s) that not every model has are left out "
+            f"(counted in `n_items_dropped`; {shown}); models are ranked on the shared items.",
+            DesignWarning,
+            stacklevel=2,
+        )
+    out = pl.concat(frames, how="vertical_relaxed").with_columns(
         pl.lit(method).alias("method"),
         pl.lit(level).alias("confidence_level"),
         pl.lit(n_resamples, dtype=pl.Int64).alias("n_resamples"),
