@@ -196,7 +196,13 @@ def read_routed(
         return _noted(reader(path, routing.formats[0], options), routing)
     parts = []
     for name, files in routing.files.items():
-        taken = {k: v for k, v in options.items() if _takes(FORMATS[name], k) or k in _READ_OPTIONS}
+        taken = {
+            k: v
+            for k, v in options.items()
+            if (_takes(FORMATS[name], k) or k in _READ_OPTIONS)
+            # `--metric NAME` picks the lm-eval metric; it does not rename a table's metric
+            and not (k == "metric" and name != "lm-eval" and "lm-eval" in routing.files)
+        }
         parts.append((name, reader(files, name, taken)))
     joined = combine(parts, on_invalid=options.get("on_invalid", "error"))
     return _noted(joined, routing, mixed=True)
