@@ -355,3 +355,60 @@ def test_report_on_mutated_or_any_bytes_fails_cleanly(data, tmp_path_factory):
         lines = [ln for ln in text.splitlines() if ln.startswith("evalstats: error: ")]
         assert len(lines) == 1, text
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- a folder that mixes formats, one file damaged ---------------------------------------------
+
+#: Seeds of different formats put side by side in one folder (single files, no folder rules).
+MIXED = [
+    "fuzz/table.csv",
+    "dumps/real_logs/openai_evals/"
+    "Significant-Gravitas+Auto-GPT-Benchmarks__README_oaieval_230417220821DPM75QNS.jsonl",
+    "dumps/inspect/real/popularity1.eval",
+    "dumps/lm_eval/output/EleutherAI__pythia-160m/samples_arc_easy_2024-06-11T09-15-32.417823.jsonl",
+    "dumps/state_of_what_art/paraphrases accuracies/BBH/snarks.csv",
+]
+
+
+def _fuzz_folder(data, tmp: Path) -> None:
+    folder = tmp / "mix"
+    folder.mkdir()
+    chosen = data.draw(st.lists(st.sampled_from(MIXED), min_size=2, max_size=4, unique=True))
+    for rel in chosen:
+        shutil.copy(FIXTURES / rel, folder / Path(rel).name)
+    victim = folder / Path(data.draw(st.sampled_from(chosen))).name
+    victim.write_bytes(data.draw(byte_mutations(victim.read_bytes())))
+    if data.draw(st.booleans()):
+        (folder / data.draw(st.sampled_from(["README.md", "notes.json", "x.eval"]))).write_bytes(
+            data.draw(st.binary(max_size=64))
+        )
+    check_outcome(folder, None)
+
+
+def test_mixed_folder_fails_cleanly_or_adds_up(tmp_path_factory):
+    """A folder of several formats with one file damaged: read whole, or one line, never lost."""
+
+    @FAST
+    @given(data=st.data())
+    def inner(data):
+        tmp = tmp_path_factory.mktemp("mixfuzz")
+        try:
+            _fuzz_folder(data, tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    inner()
+
+
+@pytest.mark.slow
+def test_mixed_folder_fails_cleanly_or_adds_up_long(tmp_path_factory):
+    @LONG
+    @given(data=st.data())
+    def inner(data):
+        tmp = tmp_path_factory.mktemp("mixfuzz")
+        try:
+            _fuzz_folder(data, tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    inner()
