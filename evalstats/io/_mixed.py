@@ -30,7 +30,7 @@ from evalstats.io._report import FormatCount, IngestReport
 __all__ = ["Routing", "combine", "route"]
 
 #: Suffixes some loader reads; a file with another suffix is not data.
-DATA_SUFFIXES = (*TABLE_SUFFIXES, ".json", ".eval", ".csv.gz")
+DATA_SUFFIXES = (*TABLE_SUFFIXES, ".json", ".eval")
 
 _SHOWN = 5
 
@@ -72,6 +72,17 @@ def _json_companion(f: Path) -> bool:
     """A ``.json`` the loader itself reads or skips with a note (``logs.json``, a data file)."""
     return f.suffix == ".json"
 
+
+#: Suffixes each specific format's detector can say yes to (the others are not asked).
+DETECTED_SUFFIXES: dict[str, tuple[str, ...]] = {
+    "dove": (".parquet", ".pq"),
+    "llm-stability": (".csv", ".csv.gz"),
+    "lm-eval": (".jsonl", ".json"),
+    "inspect": (".eval", ".json"),
+    "reliable-eval": (".json",),
+    "state-of-what-art": (".csv",),
+    "openai-evals": (".jsonl", ".log"),
+}
 
 #: Files a format reads beside its data, or skips by design, when it is in the folder.
 COMPANIONS: dict[str, Callable[[Path], bool]] = {
@@ -156,10 +167,14 @@ def route(path: object) -> Routing | None:
     rest: list[Path] = []
     not_data: list[Path] = []
     for f in files:
-        if _suffix_of(f) is None:
+        # a .log is data only when it is an OpenAI-evals record log (other logs are text)
+        if _suffix_of(f) is None and not f.name.lower().endswith(".log"):
             not_data.append(f)
             continue
         for name, detect in DETECTORS.items():
+            suffixes = DETECTED_SUFFIXES.get(name)
+            if suffixes is not None and not f.name.lower().endswith(suffixes):
+                continue
             try:
                 hit = detect(f)
             except (OSError, ValueError):
@@ -168,7 +183,7 @@ def route(path: object) -> Routing | None:
                 by_format.setdefault(name, []).append(f)
                 break
         else:
-            rest.append(f)
+            (rest if _suffix_of(f) is not None else not_data).append(f)
     companions: dict[str, list[Path]] = {}
     unreadable: list[Path] = []
     for f in rest:
