@@ -64,7 +64,9 @@ def plot_anova_effects(anova: Any, *, ax: Any = None, max_terms: int | None = 20
     Notes
     -----
     Marks: ``*`` p < 0.05, ``**`` p < 0.01, ``***`` p < 0.001, from ``pvalue_perm`` (``pvalue``
-    when no permutations were run). The residual row is not drawn.
+    when no permutations were run). The residual row is not drawn. A term whose η² is NaN
+    (constant scores, a fully aliased term; :func:`~evalstats.attribution.factor_anova` warns)
+    gets no bar and the mark ``n/a``.
 
     Examples
     --------
@@ -78,11 +80,15 @@ def plot_anova_effects(anova: Any, *, ax: Any = None, max_terms: int | None = 20
         rows = rows.head(max_terms)
     fig, ax = new_axes(ax, figsize=(3.4, 0.9 + 0.22 * max(rows.height, 1)))
     terms = rows["term"].to_list()[::-1]
-    eta = rows["eta_sq"].fill_null(0.0).to_list()[::-1]
+    raw = rows["eta_sq"].fill_null(0.0).to_list()[::-1]
+    # NaN η² (constant scores, an aliased term: factor_anova warned) has no bar and no share of
+    # the axis; it is marked "n/a" so that it does not read as an effect of 0
+    undefined = [e != e for e in raw]
+    eta = [0.0 if u else e for e, u in zip(raw, undefined)]
     pvals = [pp if pp is not None else p for pp, p in zip(rows["pvalue_perm"], rows["pvalue"])]
     bars = ax.barh(range(len(terms)), eta, color=COLORS["accent"])
-    for bar, p in zip(bars, pvals[::-1]):
-        mark = _stars(p)
+    for bar, p, u in zip(bars, pvals[::-1], undefined):
+        mark = "n/a" if u else _stars(p)
         if mark:
             ax.annotate(
                 mark,

@@ -329,12 +329,6 @@ REPORT = settings(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="known defect (issue 17, left to the report/plots owner): a damaged table can make a "
-    "figure's axis limits NaN, and report raises ValueError from matplotlib's set_ylim",
-    raises=ValueError,
-    strict=False,
-)
 @REPORT
 @given(data=st.data())
 def test_report_on_mutated_or_any_bytes_fails_cleanly(data, tmp_path_factory):
