@@ -451,7 +451,11 @@ def _wald(
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     for j, comp in enumerate(idx):
         v, s = th[j], se[j]
-        if v > 1e-8 * max(th.max(), 1e-12) and np.isfinite(s):
+        if v > 1e-8 * max(th.max(), 1e-12) and np.isfinite(s) and z * s / v > 700:
+            # a standard error 10^300 times the estimate (a damaged tiny table): the log-scale
+            # interval is all of (0, inf); exp() would overflow
+            low[comp], high[comp] = 0.0, math.inf
+        elif v > 1e-8 * max(th.max(), 1e-12) and np.isfinite(s):
             f_ = math.exp(z * s / v)
             low[comp], high[comp] = v / f_, v * f_
         else:  # on the boundary: one-sided bound from the variance-scale standard error
