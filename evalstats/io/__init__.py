@@ -12,11 +12,12 @@ from typing import Any
 
 from evalstats.errors import ParameterError
 from evalstats.io._pipeline import MetricRange, metric_options
-from evalstats.io._report import Ingest, IngestReport, SetAsideExample
+from evalstats.io._report import FormatCount, Ingest, IngestReport, SetAsideExample
 from evalstats.io.table import read_table
 
 __all__ = [
     "FORMATS",
+    "FormatCount",
     "Ingest",
     "IngestReport",
     "SetAsideExample",
