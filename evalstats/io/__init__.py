@@ -106,7 +106,7 @@ def detect_format(path: str | Path) -> str:
 
 
 def read(
-    path: str | Path,
+    path: str | Path | Sequence[str | Path],
     *,
     format: str = "auto",
     metric_range: MetricRange | Mapping[str, MetricRange] | None = None,
@@ -118,10 +118,15 @@ def read(
 
     Parameters
     ----------
-    path : str or Path
-        File, glob or folder.
+    path : str, Path or list of them
+        File, glob, folder or list of files. With ``format='auto'`` a folder, glob or list is
+        read file by file: each file by the format it fits, the formats' tables joined and
+        counted per format in ``report.by_format`` (``report.format`` is then ``mixed``); a
+        data file that no format reads stops the ingest, naming it (see
+        :mod:`evalstats.io._mixed`).
     format : str, default 'auto'
-        One of ``auto`` and the keys of :data:`FORMATS`.
+        One of ``auto`` and the keys of :data:`FORMATS`. An explicit format reads only its
+        own files; the report notes the data files of other formats left unread.
     metric_range : (low, high) or mapping of str to (low, high), optional
         Declared bounds of every metric, or per metric name (None for an unbounded side), on
         the metric's scale as analysed (after any ``score_scale`` division). Overrides what the
@@ -143,6 +148,10 @@ def read(
     ------
     ParameterError
         If ``format`` is unknown, or a metric declaration is malformed.
+    IngestError
+        A file cannot be read; in a folder, a data file matches no format, files of two
+        formats hold the same observation (unless ``on_invalid='skip'``), or item-level and
+        unit-level files are mixed (their unit table is :func:`evalstats.aggregate.read_units`).
 
     Examples
     --------
