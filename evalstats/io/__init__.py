@@ -193,7 +193,7 @@ def read_routed(
     """
     from evalstats.io._mixed import combine, route, unreadable_error
 
-    routing = route(path)
+    routing = route(path, DETECTORS)
     if format != "auto":  # the user's choice: other files are not read, and the report says so
         return _unread(_noted(reader(path, format, options), routing), routing, format)
     if routing is None or not routing.files:

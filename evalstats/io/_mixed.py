@@ -17,7 +17,7 @@ State of What Art paraphrase metadata, an Inspect ``logs.json``), then tables by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -144,8 +144,11 @@ def _files(path: object, hidden: list[Path]) -> list[Path]:
     return [f for f in found if not is_hidden(f)]
 
 
-def route(path: object) -> Routing | None:
+def route(path: object, detectors: Mapping[str, Callable[[Path], bool]]) -> Routing | None:
     r"""The format of every file under ``path``; None when ``path`` is one file (or nothing).
+
+    ``detectors`` maps format names to their detectors (:data:`evalstats.io.DETECTORS`), tried
+    in order; tables are recognised by suffix.
 
     Examples
     --------
@@ -153,12 +156,11 @@ def route(path: object) -> Routing | None:
     >>> d = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (d / "a.csv").write_text("model,item,score\nm,1,1\n")
     >>> _ = (d / "README.md").write_text("notes")
-    >>> r = route(d)
+    >>> from evalstats.io import DETECTORS
+    >>> r = route(d, DETECTORS)
     >>> r.formats, [f.name for f in r.not_data]
     (['table'], ['README.md'])
     """
-    from evalstats.io import DETECTORS
-
     if not _is_multi(path):
         return None
     hidden: list[Path] = []
@@ -171,7 +173,7 @@ def route(path: object) -> Routing | None:
         if _suffix_of(f) is None and not f.name.lower().endswith(".log"):
             not_data.append(f)
             continue
-        for name, detect in DETECTORS.items():
+        for name, detect in detectors.items():
             suffixes = DETECTED_SUFFIXES.get(name)
             if suffixes is not None and not f.name.lower().endswith(suffixes):
                 continue
