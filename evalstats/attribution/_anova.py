@@ -347,7 +347,8 @@ def factor_anova(
         nuisance = np.zeros((n, counts.size))
         nuisance[np.arange(n), block_codes] = 1.0 / np.sqrt(counts[block_codes])
 
-    core = _anova_core(y, columns, terms, nuisance, ss_type)
+    with _single_blas_thread():
+        core = _anova_core(y, columns, terms, nuisance, ss_type)
     df_res, rss, sst = core["df_res"], core["rss"], core["sst"]
     if df_res <= 0:
         raise InsufficientDataError(

@@ -126,22 +126,27 @@ def permuted_projections(
     drawn = []
     for c in lay.classes:
         nb, m = c.rows.shape
-        eb = es[c.rows]  # (nb, m, k)
-        cs = np.zeros((n_perm, nb, m + 1, k))
+        singletons = c.starts.shape[1] == m  # every row its own group: sums are the rows
         if k == 1:  # shuffle the residuals themselves: no index array to gather through
-            vals = rng.permuted(np.broadcast_to(eb[:, :, 0], (n_perm, nb, m)), axis=2)
-            np.cumsum(vals, axis=2, out=cs[:, :, 1:, 0])
+            vals = rng.permuted(np.broadcast_to(es[c.rows, 0], (n_perm, nb, m)), axis=2)
+            vals = vals[..., None]
         else:
             idx = rng.permuted(np.broadcast_to(np.arange(m), (n_perm, nb, m)), axis=2)
             drawn.append(idx)
-            vals = eb[np.arange(nb)[None, :, None], idx]  # (n_perm, nb, m, k)
+            # whole rows of the residual matrix, k contiguous values each
+            flat = (c.rows[:, :1] + idx).reshape(-1)
+            vals = es[flat].reshape(n_perm, nb, m, k)
+        if singletons:
+            s = vals
+        else:
+            cs = np.zeros((n_perm, nb, m + 1, k))
             np.cumsum(vals, axis=2, out=cs[:, :, 1:, :])
+            bi = np.arange(nb)[:, None]
+            s = cs[:, bi, c.ends, :] - cs[:, bi, c.starts, :]  # (n_perm, nb, c_max, k)
         del vals
-        bi = np.arange(nb)[:, None]
-        s = cs[:, bi, c.ends, :] - cs[:, bi, c.starts, :]  # (n_perm, nb, c_max, k)
-        # Σ over blocks and groups of S_g q_g: one matrix product
-        s2 = s.transpose(0, 3, 1, 2).reshape(n_perm * k, -1)
-        out += (s2 @ c.q.reshape(-1, p)).reshape(n_perm, k, p)
+        # Σ over blocks and groups of S_g q_g: one (p x groups) @ (groups x k) per permutation
+        qt = np.ascontiguousarray(c.q.reshape(-1, p).T)
+        out += np.matmul(qt, s.reshape(n_perm, -1, k)).transpose(0, 2, 1)
     return out, drawn
 
 
