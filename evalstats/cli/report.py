@@ -219,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
         serif=args.serif,
         progress=progress,
         force=args.force,
+        workers=args.workers,
     )
     finish(report, html, args)
     return 0

@@ -99,6 +99,7 @@ class AuditReport(ReportContents):
         serif: bool = False,
         progress: bool | str = False,
         force: bool = False,
+        workers: int | Literal["auto"] = 1,
     ) -> Path:
         """Write the report into the folder ``out``; return the path of ``report.html``.
 
@@ -119,6 +120,10 @@ class AuditReport(ReportContents):
             Write into a folder that holds other files (files of the same name are replaced,
             nothing else is removed). A new, empty, or earlier-report folder needs no ``force``:
             an earlier report there is replaced whole.
+        workers : int or 'auto', default 1
+            Processes that draw the figures (``'auto'``: the usable cores when the table has
+            20,000 rows or more, else 1); the files are the same whatever the number. As with
+            :func:`audit_report`, guard a script's code with ``if __name__ == "__main__":``.
 
         Returns
         -------
@@ -147,6 +152,7 @@ class AuditReport(ReportContents):
             serif=serif,
             progress=progress,
             force=force,
+            workers=resolve_workers(workers, self.data.n_rows),
         )
 
 
