@@ -62,9 +62,10 @@ def _draw_figures(
     specs = figure_specs(report)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     drawn: dict[int, RenderedFigure | dict[str, str]] = {}
+    shipped = _for_workers(report) if workers > 1 and len(specs) > 1 else None
     with Progress("figures", len(specs), progress) as bar:
-        if workers > 1 and len(specs) > 1:
-            for i, figure, seconds in _draw_in_workers(report, out, formats, serif, workers):
+        if shipped is not None:
+            for i, figure, seconds in _draw_in_workers(shipped, out, formats, serif, workers):
                 drawn[i] = figure
                 bar.finished(
                     specs[i].key, seconds, "not drawn" if isinstance(figure, dict) else None
@@ -85,6 +86,22 @@ def _draw_figures(
         else:
             rendered.append(replace(figure, number=len(rendered) + 1))
     return rendered, failed
+
+
+def _for_workers(report: ReportContents) -> ReportContents | None:
+    """What the figure workers need, if it can be sent to them (else None: draw here).
+
+    The figures read the analyses, the data summary and the units, not the loader's report
+    (which may hold objects that cannot be pickled).
+    """
+    import pickle
+
+    slim = replace(report, ingest=None)
+    try:
+        pickle.dumps(slim)
+    except Exception:  # noqa: BLE001 - any object a result holds that cannot be sent
+        return None
+    return slim
 
 
 _FIGURE_WORKER: dict[str, Any] = {}

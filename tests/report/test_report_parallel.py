@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+import evalstats
 from evalstats.errors import ParameterError
 from evalstats.report import audit_report
 from evalstats.report._parallel import PARALLEL_MIN_ROWS, resolve_workers
@@ -92,7 +93,10 @@ def test_figures_drawn_in_workers_are_the_same_files(tmp_path):
         instability=0.1,
         seed=2,
     )
-    rep = audit_report(obs, options=FAST, seed=1)
+    path = tmp_path / "obs.parquet"
+    obs.write_parquet(path)
+    read, ingest = evalstats.read(path)  # the loader's report rides along, as from the CLI
+    rep = audit_report(read, ingest=ingest, options=FAST, seed=1)
     one = rep.write(tmp_path / "one", figure_formats=["png"], workers=1).parent
     two = rep.write(tmp_path / "two", figure_formats=["png"], workers=2).parent
 
