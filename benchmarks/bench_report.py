@@ -16,19 +16,26 @@ memory under 2 GB, ``evalstats --help`` under 0.3 s.
 Timings on a shared machine are noisy; run it when the machine is quiet and read ratios rather
 than absolute times.
 
+CPU time (user + system of the report and its worker processes) is printed beside wall time:
+on a machine shared with other jobs it is the steadier number. ``--workers N`` passes
+``--workers`` to the new code's report (default: its own default, ``auto``); ``--record FILE``
+appends one JSON line per case (times, peak, load average, cores) for the record.
+
 Usage::
 
     python benchmarks/bench_report.py [--sowa PATH] [--baseline DIR] [--skip-big] [--timeout S]
+        [--workers N] [--record FILE] [--skip-help]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -37,25 +44,30 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run(
     args: list[str], cwd: Path, timeout: float, out: Path | None = None
-) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS (MB) and exit status of ``python -m evalstats.cli *args``."""
+) -> tuple[float, float, float, int]:
+    """Wall seconds, CPU seconds, peak RSS (MB) and exit status of ``python -m evalstats.cli``.
+
+    CPU is user + system time of the process and of the worker processes it waited for;
+    peak RSS is the largest single one of them (``wait4``'s ``ru_maxrss``), not their sum.
+    """
     env = dict(os.environ, PYTHONPATH=str(cwd))
     cmd = [sys.executable, "-m", "evalstats.cli", *args]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-        )
-        code = proc.returncode
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        timed_out = not timer.is_alive()
+        timer.cancel()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        code = -1 if timed_out else proc.returncode
         if code:
-            print(proc.stderr[-2000:], file=sys.stderr)
-    except subprocess.TimeoutExpired:
-        code = -1
-    wall = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    # ru_maxrss of children is the largest child so far (kB on Linux)
-    return wall, max(peak, before) / 1024, code
+            err.seek(0)
+            print(err.read().decode(errors="replace")[-2000:], file=sys.stderr)
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, cpu, usage.ru_maxrss / 1024, code
 
 
 def generated_table(path: Path) -> Path:
@@ -77,27 +89,51 @@ def generated_table(path: Path) -> Path:
     return path
 
 
-def bench(name: str, report_args: list[str], baseline: Path | None, timeout: float) -> None:
+def _status(code: int) -> str:
+    return "ok" if code == 0 else ("timeout" if code == -1 else f"exit {code}")
+
+
+def bench(
+    name: str,
+    report_args: list[str],
+    baseline: Path | None,
+    timeout: float,
+    record: Path | None = None,
+    new_only: tuple[str, ...] = (),
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        wall, peak, code = run([*report_args, "--out", f"{tmp}/new", "--quiet"], ROOT, timeout)
-        status = "ok" if code == 0 else ("timeout" if code == -1 else f"exit {code}")
-        print(f"{name}: {wall:7.1f} s, peak {peak:7.0f} MB ({status})")
+        new_args = [*report_args, *new_only, "--out", f"{tmp}/new", "--quiet"]
+        wall, cpu, peak, code = run(new_args, ROOT, timeout)
+        print(
+            f"{name}: {wall:7.1f} s wall, {cpu:7.1f} s CPU, peak {peak:6.0f} MB ({_status(code)})"
+        )
+        row = {"case": name, "wall_s": wall, "cpu_s": cpu, "peak_mb": peak, "status": code}
+        row |= {"options": list(new_only)}
         if baseline is not None:
-            bwall, bpeak, bcode = run(
+            bwall, bcpu, bpeak, bcode = run(
                 [*report_args, "--out", f"{tmp}/base", "--quiet"], baseline, timeout
             )
-            bstatus = "ok" if bcode == 0 else ("timeout" if bcode == -1 else f"exit {bcode}")
-            print(f"{name} (baseline): {bwall:7.1f} s, peak {bpeak:7.0f} MB ({bstatus})")
             print(
-                f"{name}: ratio baseline/new = {bwall / wall:.2f}"
+                f"{name} (baseline): {bwall:7.1f} s wall, {bcpu:7.1f} s CPU, peak {bpeak:6.0f} MB "
+                f"({_status(bcode)})"
+            )
+            print(
+                f"{name}: ratio baseline/new = {bwall / wall:.2f} wall, {bcpu / cpu:.2f} CPU"
                 + ("" if bcode == 0 else " (baseline did not finish: a lower bound)")
             )
+            row |= {"baseline_wall_s": bwall, "baseline_cpu_s": bcpu, "baseline_peak_mb": bpeak}
+            row |= {"baseline_status": bcode, "baseline": str(baseline)}
+        if record is not None:
+            row |= {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+            row |= {"load_avg_1min": os.getloadavg()[0], "cores": os.cpu_count()}
+            with record.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
 
 
 def bench_help(repeats: int = 5) -> None:
     times = []
     for _ in range(repeats):
-        wall, _, _ = run(["--help"], ROOT, 60)
+        wall, _, _, _ = run(["--help"], ROOT, 60)
         times.append(wall)
     print(
         f"evalstats --help: best {min(times):.3f} s, median {sorted(times)[len(times) // 2]:.3f} s"
@@ -113,18 +149,34 @@ def main() -> None:
     parser.add_argument(
         "--table", type=Path, default=Path(tempfile.gettempdir()) / "evalstats_bench_1m.parquet"
     )
+    parser.add_argument("--workers", default=None, help="--workers of the new code's report")
+    parser.add_argument("--skip-help", action="store_true", help="skip the --help timing")
+    parser.add_argument(
+        "--record", type=Path, default=None, help="append one JSON line per case to this file"
+    )
     args = parser.parse_args()
-    bench_help()
+    if not args.skip_help:
+        bench_help()
+    new_only = ("--workers", args.workers) if args.workers else ()
     if args.sowa is not None:
         bench(
             "state-of-what-art",
             ["report", str(args.sowa), "--format", "state-of-what-art"],
             args.baseline,
             args.timeout,
+            args.record,
+            new_only,
         )
     if not args.skip_big:
         table = generated_table(args.table)
-        bench("generated 1M rows", ["report", str(table)], args.baseline, args.timeout)
+        bench(
+            "generated 1M rows",
+            ["report", str(table)],
+            args.baseline,
+            args.timeout,
+            args.record,
+            new_only,
+        )
 
 
 if __name__ == "__main__":

@@ -200,19 +200,43 @@ def subset_deviations(
         else:
             perm = rng.permuted(np.broadcast_to(xc, (R, N)), axis=1)
         c1 = np.cumsum(perm, axis=1)
-        c2 = np.cumsum(perm * perm, axis=1)
+        c2 = np.cumsum(np.multiply(perm, perm, out=perm), axis=1, out=perm)
         cols = np.asarray(random_sizes) - 1
+        if cols.size < N:
+            c1, c2 = c1[:, cols], c2[:, cols]
         sizes = np.asarray(random_sizes, dtype=float)
-        devs = _moment_devs(c1[:, cols], c2[:, cols], sizes, ref_var, moments)  # type: ignore[arg-type]
+        # the deviations as _moment_devs computes them, in place: one (R, N) array per moment
+        m = np.divide(c1, sizes, out=c1)
+        devs = []
+        for name in moments:
+            if name == "mean":
+                devs.append(np.abs(m))
+        if "variance" in moments:
+            v = np.divide(c2, sizes, out=c2)
+            v -= np.multiply(m, m, out=m)
+            np.maximum(v, 0.0, out=v)
+            v -= ref_var
+            devs.insert(list(moments).index("variance"), np.abs(v, out=v))
         for j, d in enumerate(devs):
             mean[j, cols] = d.mean(axis=0)
-            pl_, ph_ = np.percentile(d, [q_lo, q_hi], axis=0, method=how)
-            low[j, cols], high[j, cols] = pl_, ph_
             if keep_draws:
                 for c_i, col in enumerate(cols):
-                    draws[j][col] = d[:, c_i]
+                    draws[j][col] = d[:, c_i].copy()
+            if how == "inverted_cdf":
+                # order statistics: select them in place (what np.percentile does on a copy)
+                k_lo, k_hi = (_inverted_cdf_index(q, R) for q in (q_lo, q_hi))
+                d.partition(sorted({k_lo, k_hi}), axis=0)
+                low[j, cols], high[j, cols] = d[k_lo], d[k_hi]
+            else:
+                pl_, ph_ = np.percentile(d, [q_lo, q_hi], axis=0, method=how)
+                low[j, cols], high[j, cols] = pl_, ph_
     kept = tuple(tuple(d) for d in draws) if keep_draws else None
     return SubsetDeviations(tuple(moments), mean, low, high, exhaustive, kept)
+
+
+def _inverted_cdf_index(q: float, n: int) -> int:
+    """0-based index of numpy's ``inverted_cdf`` percentile ``q`` (0-100) among ``n`` sorted values."""
+    return min(max(math.ceil(q / 100.0 * n) - 1, 0), n - 1)
 
 
 def first_reached(high: np.ndarray, epsilon: float, *, strict: bool = False) -> int | None:

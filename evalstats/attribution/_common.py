@@ -52,9 +52,6 @@ _COEF_SCHEMA: dict[str, pl.DataType] = {
     "confidence_level": pl.Float64(),
 }
 
-#: Budget of float64 cells of one block of permuted residuals (about 16 MB).
-_CHUNK_CELLS = 2_000_000
-
 
 # ---------------------------------------------------------------------------------------------
 # Results
@@ -74,7 +71,7 @@ class AnovaResult:
     interactions : int
         Highest order of the terms (1: main effects, 2: also two-way interactions).
     n_resamples : int
-        Permutations per term.
+        Largest number of permutations per term (``n_permutations`` holds those drawn).
     seed : int
         Seed of the permutations.
     block : str, tuple of str or None
@@ -91,10 +88,16 @@ class AnovaResult:
         With item rows (``block`` holds ``'item'``): ``'random'`` (each term tested against
         its term x item stratum) or ``'fixed'`` (pooled within-item residual); else None.
     null_distribution : numpy.ndarray
-        Permutation F statistics, shape ``(n_terms, n_resamples)``, rows in the order of
-        ``terms``.
+        Permutation F statistics, shape ``(n_terms, L)`` with ``L <= n_resamples`` the
+        permutations drawn, rows in the order of ``terms``; NaN after a term's stopping point
+        and for a term without degrees of freedom.
     terms : tuple of str
         Term names in model order (the row order of ``null_distribution``).
+    n_permutations : tuple of int
+        Permutations behind each term's ``pvalue_perm``, in the order of ``terms``: fewer than
+        ``n_resamples`` when the term stopped at ``max_exceedances`` exceedances.
+    max_exceedances : int or None
+        Besag–Clifford stopping limit (None: every term drew ``n_resamples``).
     """
 
     table: pl.DataFrame
@@ -109,6 +112,8 @@ class AnovaResult:
     items: str | None = None
     null_distribution: np.ndarray = field(repr=False, default_factory=lambda: np.empty((0, 0)))
     terms: tuple[str, ...] = field(repr=False, default=())
+    n_permutations: tuple[int, ...] = field(repr=False, default=())
+    max_exceedances: int | None = None
 
     def to_frame(self) -> pl.DataFrame:
         """The ANOVA table: ``term, df, sum_sq, mean_sq, statistic, pvalue, pvalue_perm, eta_sq,

@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from evalstats.attribution._common import _BLOCK
+from evalstats.attribution._permute import PermutationOutcome, exceeds, stop_points
 from evalstats.errors import DegenerateDataWarning, InsufficientDataError
 
 #: Budget of float64 cells of one block of sign flips.
@@ -94,36 +95,61 @@ def stratum_f(z: np.ndarray) -> tuple[float, float, float, int]:
     return f, ss, ss_err, df_err
 
 
-def sign_flip_f(zs: list[np.ndarray], n_resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def sign_flip_f(
+    zs: list[np.ndarray], n_resamples: int, seed: int, max_exceedances: int | None = None
+) -> PermutationOutcome:
     """Sign-flip null distribution of every term's stratum F, and the observed F.
 
     Under H0 (no fixed effect of the term) with items exchangeable and z_s symmetric about 0,
     flipping the sign of a whole item vector z_s leaves its distribution unchanged (Winkler et
     al., 2014: independent and symmetric errors): the Freedman–Lane scheme inside the stratum,
     whose model has only the mean. |z_s| is unchanged, so with s the signs
-    SS_error* = Σ|z|² − S |z̄*|². All terms share the same flips.
+    SS_error* = Σ|z|² − S |z̄*|². All terms share the same flips; a term stops at its
+    ``max_exceedances``-th flipped F at or above the observed F (Besag–Clifford), checked
+    after each chunk of flips, and the loop ends when every term has stopped.
     """
     k = len(zs)
-    null = np.full((k, n_resamples), np.nan)
     observed = np.full(k, np.nan)
+    hits = np.zeros(k, dtype=np.int64)
+    used = np.zeros(k, dtype=np.int64)
+    stopped = np.zeros(k, dtype=bool)
     live = [i for i, z in enumerate(zs) if z.shape[1] > 0]
-    if not live:
-        return null, observed
+    if not live or n_resamples == 0:
+        return PermutationOutcome(np.full((k, 0), np.nan), observed, hits, used, stopped)
     n_items = zs[live[0]].shape[0]
     total = [float(np.sum(zs[i] ** 2)) for i in range(k)]
     for i in live:
         observed[i] = stratum_f(zs[i])[0]
     rng = np.random.default_rng(seed)
     chunk = max(1, _FLIP_CELLS // max(n_items, 1))
-    for start in range(0, n_resamples, chunk):
-        b = min(chunk, n_resamples - start)
+    alive = np.zeros(k, dtype=bool)
+    alive[live] = True
+    chunks = []
+    done = 0
+    while done < n_resamples and alive.any():
+        b = min(chunk, n_resamples - done)
         signs = rng.choice(np.array([-1.0, 1.0]), size=(b, n_items))
-        for i in live:
+        f = np.full((k, b), np.nan)
+        for i in np.flatnonzero(alive):
             z = zs[i]
             d = z.shape[1]
             zbar = signs @ z / n_items  # b, d
             ss = n_items * np.einsum("bd,bd->b", zbar, zbar)
             ss_err = np.maximum(total[i] - ss, 0.0)
             with np.errstate(divide="ignore", invalid="ignore"):
-                null[i, start : start + b] = (ss / d) / (ss_err / (d * (n_items - 1)))
-    return null, observed
+                f[i] = (ss / d) / (ss_err / (d * (n_items - 1)))
+        hit = exceeds(f, observed)
+        reached, at = stop_points(hit, hits, max_exceedances)
+        for i in np.flatnonzero(alive):
+            if reached[i]:
+                f[i, at[i] :] = np.nan
+                hits[i] = max_exceedances  # type: ignore[assignment]
+                used[i] = done + at[i]
+                alive[i] = False
+                stopped[i] = True
+            else:
+                hits[i] += int(hit[i].sum())
+                used[i] = done + b
+        chunks.append(f)
+        done += b
+    return PermutationOutcome(np.concatenate(chunks, axis=1), observed, hits, used, stopped)

@@ -44,6 +44,18 @@ def parse_options(items: list[str] | None) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _workers(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'auto', got {text!r}")
+    return n
+
+
 def add_report_arguments(p: argparse.ArgumentParser) -> None:
     """The options ``report`` and ``demo`` share: seed, options, figures, --quiet."""
     p.add_argument(
@@ -119,12 +131,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="write into a folder that holds other files (same-named files are replaced)",
     )
     add_report_arguments(p)
+    p.add_argument(
+        "--workers",
+        type=_workers,
+        default="auto",
+        metavar="N|auto",
+        help="processes that run the analyses (default auto: the usable cores for 20,000 rows "
+        "or more, else 1); the report is the same for any number",
+    )
     p.set_defaults(run=run)
 
 
 def report_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments of :func:`evalstats.report.audit_report` set on the command line."""
-    kwargs: dict[str, Any] = {"options": parse_options(args.options), "skip": args.skip}
+    kwargs: dict[str, Any] = {
+        "options": parse_options(args.options),
+        "skip": args.skip,
+        "workers": args.workers,
+    }
     if hasattr(args, "seed"):
         kwargs["seed"] = args.seed
     return kwargs
@@ -195,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
         serif=args.serif,
         progress=progress,
         force=args.force,
+        workers=args.workers,
     )
     finish(report, html, args)
     return 0

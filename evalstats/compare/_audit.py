@@ -168,7 +168,7 @@ def _default_items(
     unit = [c for c in ("dataset", "item") if c not in by]
     items = (
         lf.filter(default_filter(schema, default))
-        .group_by([*by, "model", *unit])
+        .group_by([*by, "model", *unit], maintain_order=True)
         .agg(pl.col("score").mean())
         .collect()
     )

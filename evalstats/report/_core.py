@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import polars as pl
 
 from evalstats.errors import ParameterError
-from evalstats.report._analyses import ANALYSES, SPECS, Context, check_options, run_analysis
+from evalstats.report._analyses import ANALYSES, SPECS, Context, check_options
 from evalstats.report._model import (
     SCHEMA_VERSION,
     SECTIONS,
@@ -28,6 +28,7 @@ from evalstats.report._model import (
     Skipped,
     summarise,
 )
+from evalstats.report._parallel import Outcome, resolve_workers, run_all
 from evalstats.report._progress import Progress
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ class AuditReport(ReportContents):
         serif: bool = False,
         progress: bool | str = False,
         force: bool = False,
+        workers: int | Literal["auto"] = 1,
     ) -> Path:
         """Write the report into the folder ``out``; return the path of ``report.html``.
 
@@ -118,6 +120,10 @@ class AuditReport(ReportContents):
             Write into a folder that holds other files (files of the same name are replaced,
             nothing else is removed). A new, empty, or earlier-report folder needs no ``force``:
             an earlier report there is replaced whole.
+        workers : int or 'auto', default 1
+            Processes that draw the figures (``'auto'``: the usable cores when the table has
+            20,000 rows or more, else 1); the files are the same whatever the number. As with
+            :func:`audit_report`, guard a script's code with ``if __name__ == "__main__":``.
 
         Returns
         -------
@@ -146,6 +152,7 @@ class AuditReport(ReportContents):
             serif=serif,
             progress=progress,
             force=force,
+            workers=resolve_workers(workers, self.data.n_rows),
         )
 
 
@@ -178,6 +185,7 @@ def audit_report(
     skip: Sequence[str] = (),
     progress: bool | str = False,
     on_mismatch: Literal["error", "intersect", "keep"] = "error",
+    workers: int | Literal["auto"] = 1,
 ) -> AuditReport:
     """Run every analysis the observation table supports; say which were skipped and why.
 
@@ -212,6 +220,12 @@ def audit_report(
         the report alike (:func:`evalstats.aggregate.align_item_sets`): stop, analyse the
         items every run scored (biases TAR upward), or keep each run over its own items (the
         stability analyses then say they could not run).
+    workers : int or 'auto', default 1
+        Processes that run the analyses: 1 runs them one after the other in this process;
+        ``'auto'`` uses the usable cores for a table of 20,000 rows or more (else 1); the
+        command line's default. The report is the same whatever the number (see
+        :mod:`evalstats.report._parallel`). Workers are started with ``spawn``, which imports
+        the calling script again: guard a script's code with ``if __name__ == "__main__":``.
 
     Returns
     -------
@@ -257,6 +271,7 @@ def audit_report(
     from evalstats.schema import validate_observations
 
     checked = check_options(options)
+    resolve_workers(workers, 0)  # a bad value fails before any work
     unknown = [k for k in skip if k not in SPECS]
     if unknown:
         raise ParameterError(
@@ -278,6 +293,7 @@ def audit_report(
                 ingest=ingest,
                 source=source,
                 on_mismatch=on_mismatch,
+                workers=workers,
             )
 
 
@@ -293,24 +309,41 @@ def _audit(
     ingest: IngestReport | None,
     source: str | Path | Mapping[str, Any] | None,
     on_mismatch: str,
+    workers: int | str,
 ) -> AuditReport:
     """The body of :func:`audit_report`, run under its item-set rule."""
     from evalstats.aggregate import to_units
 
+    n_workers = resolve_workers(workers, obs.height)
     data = summarise(obs, factors)
     ctx = Context(obs=obs, data=data, default=dict(default) if default else None, done={})
-    skipped: list[Skipped] = []
+    reasons: dict[str, str | None] = {}
+
+    def applies(key: str, ctx: Context) -> str | None:
+        return "skipped on request" if key in skip else SPECS[key].applies(ctx)
+
     with Progress("report", len(ANALYSES), progress) as bar:
-        for spec in ANALYSES:
-            bar.step(spec.key)
-            reason = "skipped on request" if spec.key in skip else spec.applies(ctx)
-            if reason is None:
-                result, reason = run_analysis(spec, ctx, checked.get(spec.key, {}), seed)
-                if result is not None:
-                    ctx.done[spec.key] = result
-            if reason is not None:
-                skipped.append(Skipped(spec.key, spec.title, spec.section, reason))
-            bar.done("skipped" if reason is not None else None)
+
+        def report(outcome: Outcome) -> None:
+            key, _, reason, seconds = outcome
+            reasons[key] = reason
+            bar.finished(key, seconds, "skipped" if reason is not None else None)
+
+        run_all(
+            [s.key for s in ANALYSES],
+            ctx,
+            checked,
+            seed,
+            on_mismatch,
+            n_workers,
+            applies,
+            report,
+        )
+    skipped = [
+        Skipped(s.key, s.title, s.section, reason)
+        for s in ANALYSES
+        if (reason := reasons.get(s.key)) is not None
+    ]
     parameters = {
         "seed": seed,
         "factors": list(data.factors),

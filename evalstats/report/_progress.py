@@ -85,3 +85,13 @@ class Progress:
                 flush=True,
             )
         return elapsed
+
+    def finished(self, key: str, seconds: float, note: str | None = None) -> None:
+        """A step that ran elsewhere (in a worker) ended after ``seconds``."""
+        self._key = key
+        if self._bar is not None:
+            self._bar.set_description_str(f"{self.stage}: {key}")
+            self._bar.update()
+        elif self.mode == "lines":
+            tail = f" ({note})" if note else ""
+            print(f"{self.stage}: {key} {seconds:.1f} s{tail}", file=sys.stderr, flush=True)

@@ -7,7 +7,7 @@ import json
 import shutil
 import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,28 +53,112 @@ def _draw_figures(
     *,
     serif: bool,
     progress: bool | str,
+    workers: int = 1,
 ) -> tuple[list[RenderedFigure], list[dict[str, str]]]:
     from evalstats.plots._style import require_plotting
     from evalstats.report._figures import figure_specs, report_palette
     from evalstats.report._progress import Progress
 
-    plt, _ = require_plotting()
-    palette = report_palette(report)
     specs = figure_specs(report)
     (out / "figures").mkdir(parents=True, exist_ok=True)
+    drawn: dict[int, RenderedFigure | dict[str, str]] = {}
+    shipped = _for_workers(report) if workers > 1 and len(specs) > 1 else None
+    with Progress("figures", len(specs), progress) as bar:
+        if shipped is not None:
+            for i, figure, seconds in _draw_in_workers(shipped, out, formats, serif, workers):
+                drawn[i] = figure
+                bar.finished(
+                    specs[i].key, seconds, "not drawn" if isinstance(figure, dict) else None
+                )
+        else:
+            plt, _ = require_plotting()
+            palette = report_palette(report)
+            for i, spec in enumerate(specs):
+                bar.step(spec.key)
+                drawn[i] = _draw_one(spec, palette, out, formats, serif=serif, plt=plt)
+                bar.done("not drawn" if isinstance(drawn[i], dict) else None)
     rendered: list[RenderedFigure] = []
     failed: list[dict[str, str]] = []
-    with Progress("figures", len(specs), progress) as bar:
-        for spec in specs:
-            bar.step(spec.key)
-            figure = _draw_one(spec, palette, out, formats, serif=serif, plt=plt)
-            if isinstance(figure, dict):
-                failed.append(figure)
-                bar.done("not drawn")
-                continue
+    for i in range(len(specs)):  # numbered in report order, whatever order they were drawn in
+        figure = drawn[i]
+        if isinstance(figure, dict):
+            failed.append(figure)
+        else:
             rendered.append(replace(figure, number=len(rendered) + 1))
-            bar.done()
     return rendered, failed
+
+
+def _for_workers(report: ReportContents) -> ReportContents | None:
+    """What the figure workers need, if it can be sent to them (else None: draw here).
+
+    The figures read the analyses, the data summary and the units, not the loader's report
+    (which may hold objects that cannot be pickled).
+    """
+    import pickle
+
+    slim = replace(report, ingest=None)
+    try:
+        pickle.dumps(slim)
+    except Exception:  # noqa: BLE001 - any object a result holds that cannot be sent
+        return None
+    return slim
+
+
+_FIGURE_WORKER: dict[str, Any] = {}
+
+
+def _figure_worker_init(
+    report: ReportContents, out: Path, formats: tuple[str, ...], serif: bool
+) -> None:
+    from evalstats._reproducible import reproducible
+    from evalstats.plots._style import require_plotting
+    from evalstats.report._figures import figure_specs, report_palette
+
+    with reproducible():
+        specs = figure_specs(report)
+        palette = report_palette(report)
+    plt, _ = require_plotting()
+    _FIGURE_WORKER.update(specs=specs, palette=palette, plt=plt, out=out)
+    _FIGURE_WORKER.update(formats=formats, serif=serif)
+
+
+def _figure_worker(i: int) -> tuple[int, RenderedFigure | dict[str, str], float]:
+    import time
+
+    from evalstats._reproducible import reproducible
+
+    w = _FIGURE_WORKER
+    start = time.perf_counter()
+    with reproducible():
+        figure = _draw_one(
+            w["specs"][i], w["palette"], w["out"], w["formats"], serif=w["serif"], plt=w["plt"]
+        )
+    return i, figure, time.perf_counter() - start
+
+
+def _draw_in_workers(
+    report: ReportContents, out: Path, formats: tuple[str, ...], serif: bool, workers: int
+) -> Iterator[tuple[int, RenderedFigure | dict[str, str], float]]:
+    """Draw the figures in ``workers`` spawned processes; yield them as they are done.
+
+    Each worker builds the figure specs from the same report (so the same figures, in the same
+    order, with the same palette) and draws the ones it is given into ``out``.
+    """
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    from evalstats.report._figures import figure_specs
+
+    n = len(figure_specs(report))
+    with cf.ProcessPoolExecutor(
+        max_workers=min(workers, n),
+        mp_context=mp.get_context("spawn"),
+        initializer=_figure_worker_init,
+        initargs=(report, out, formats, serif),
+    ) as pool:
+        futures = [pool.submit(_figure_worker, i) for i in range(n)]
+        for fut in cf.as_completed(futures):
+            yield fut.result()
 
 
 def _draw_one(
@@ -211,6 +295,7 @@ def write_report(
     serif: bool = False,
     progress: bool | str = False,
     force: bool = False,
+    workers: int = 1,
 ) -> Path:
     """Write every file of the report into ``out``; return the path of ``report.html``.
 
@@ -229,7 +314,9 @@ def write_report(
     except OSError as exc:
         raise OutputError(f"cannot write the report into {str(out)!r}: {exc.strerror}.") from None
     try:
-        figures, failed = _draw_figures(report, staging, formats, serif=serif, progress=progress)
+        figures, failed = _draw_figures(
+            report, staging, formats, serif=serif, progress=progress, workers=workers
+        )
         tables = _write_tables(report, staging)
         doc = results_document(report, figures, tables, failed)
         (staging / "results.json").write_text(
