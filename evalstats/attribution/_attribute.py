@@ -16,6 +16,7 @@ from evalstats.attribution._common import (
     _codes,
     _rows,
 )
+from evalstats._kernels import is_constant
 from evalstats.errors import (
     DegenerateDataWarning,
     InsufficientDataError,
@@ -255,9 +256,16 @@ def attribute(
             oof[test] = _xgb_predict(xgb, booster, xf[test], factors)
 
     sst = float(np.sum((y - y.mean()) ** 2))
-    cv_r_sq = 1.0 - float(np.sum((y - oof) ** 2)) / sst if sst > 0 else float("nan")
-    if sst == 0:
-        warnings.warn("scores are constant; cv_r_sq is NaN.", DegenerateDataWarning, stacklevel=2)
+    if is_constant(y):  # equal up to rounding: R² would be a ratio of rounding noise
+        cv_r_sq = float("nan")
+        warnings.warn(
+            "the scores are constant (up to rounding); cv_r_sq is NaN and no factor explains "
+            "anything.",
+            DegenerateDataWarning,
+            stacklevel=2,
+        )
+    else:
+        cv_r_sq = 1.0 - float(np.sum((y - oof) ** 2)) / sst
     null = np.array([fit_importance(y[p]) for p in perms]).reshape(n_null, len(factors))
     if n_null:
         hi = np.quantile(null, confidence_level, axis=0)
