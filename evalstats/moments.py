@@ -14,6 +14,7 @@ import polars as pl
 
 from evalstats._kernels import CONSTANT_RTOL, mls_interval, two_way_mean_squares
 from evalstats.errors import DegenerateDataWarning, ParameterError
+from evalstats.factors import hold_fixed
 from evalstats.schema import (
     as_lazy,
     metric_info,
@@ -236,6 +237,7 @@ def prompt_spread(
     *,
     by: Sequence[str] | str = ("model", "dataset", "metric"),
     confidence_level: float = 0.95,
+    variant_factors: Sequence[str] | str | None = None,
 ) -> pl.DataFrame:
     """Moments, quantiles and prompt-sensitivity scores of unit scores over prompt variants.
 
@@ -248,11 +250,18 @@ def prompt_spread(
         Group columns; one result row per group.
     confidence_level : float, default 0.95
         Level of the interval on ``prompt_variance``.
+    variant_factors : sequence of str, str or None, default None
+        The factor columns whose combinations are the prompt variants. None: the prompt
+        dimensions (every factor column except decoding settings such as ``temperature`` and
+        serving settings such as ``provider``); ``'all'``: every factor column. Factor columns
+        that vary and are not variant factors are held fixed: they are added to the group
+        columns (see :mod:`evalstats.factors`).
 
     Returns
     -------
     polars.DataFrame
-        The group columns, then :data:`SPREAD_COLUMNS`, sorted by the group columns.
+        The group columns (``by``, then any held factor), then :data:`SPREAD_COLUMNS`, sorted by
+        the group columns.
 
     Raises
     ------
@@ -333,6 +342,7 @@ def prompt_spread(
     lf = as_lazy(units)
     names = lf.collect_schema().names()
     by = validate_by(names, by, table="unit table" if "item" not in names else "observation table")
+    by = (*by, *hold_fixed(lf, variant_factors=variant_factors, by=by))
     pss = None
     noise = None
     if "item" in names:

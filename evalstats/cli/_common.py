@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "add_input_arguments",
     "add_output_arguments",
+    "add_variant_factors_argument",
     "emit",
     "load",
     "loader_options",
@@ -233,6 +234,28 @@ def load(args: argparse.Namespace):
             print(f"evalstats: warning: {w.message}", file=sys.stderr)
         ingest = Ingest(obs, ingest.report)
     return ingest
+
+
+def _variant_factors(text: str) -> str | list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected 'all' or factor names separated by commas")
+    return "all" if names == ["all"] else names
+
+
+def add_variant_factors_argument(parser: argparse.ArgumentParser) -> None:
+    """``--variant-factors``: which factor columns make the prompt variants (library default)."""
+    parser.add_argument(
+        "--variant-factors",
+        dest="variant_factors",
+        type=_variant_factors,
+        default=argparse.SUPPRESS,
+        metavar="A,B,...|all",
+        help="factor columns whose combinations are the prompt variants (default: the prompt "
+        "dimensions; decoding settings such as temperature and serving settings such as "
+        "provider are held fixed and analysed per value); 'all' makes every factor column a "
+        "variant dimension",
+    )
 
 
 def params_from(args: argparse.Namespace, *names: str) -> dict[str, Any]:
