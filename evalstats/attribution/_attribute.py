@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from evalstats._kernels import is_constant
 from evalstats.attribution._common import (
     _COEF_SCHEMA,
     _IMPORTANCE_SCHEMA,
@@ -16,7 +17,6 @@ from evalstats.attribution._common import (
     _codes,
     _rows,
 )
-from evalstats._kernels import is_constant
 from evalstats.errors import (
     DegenerateDataWarning,
     InsufficientDataError,
