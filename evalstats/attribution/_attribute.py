@@ -19,6 +19,7 @@ from evalstats.attribution._common import (
 )
 from evalstats.errors import (
     DegenerateDataWarning,
+    DesignWarning,
     InsufficientDataError,
     MissingDependencyError,
     ParameterError,
@@ -196,7 +197,7 @@ def attribute(
         raise ParameterError(
             f"`confidence_level` must be in (0, 1), got {confidence_level!r}.{hint}"
         )
-    data, factors, table = _rows(frame, factors, None, runs)
+    data, factors, table, aliased = _rows(frame, factors, None, runs, drop_aliased=True)
     y = data["score"].to_numpy().astype(float)
     n = y.size
     if n < n_folds:
@@ -266,6 +267,13 @@ def attribute(
         )
     else:
         cv_r_sq = 1.0 - float(np.sum((y - oof) ** 2)) / sst
+        if cv_r_sq <= 0:
+            warnings.warn(
+                f"cross-validated R² = {cv_r_sq:.3f} <= 0: the factors predict held-out scores "
+                "no better than their mean, so the importances describe noise, not effects.",
+                DesignWarning,
+                stacklevel=2,
+            )
     null = np.array([fit_importance(y[p]) for p in perms]).reshape(n_null, len(factors))
     if n_null:
         hi = np.quantile(null, confidence_level, axis=0)
@@ -298,6 +306,7 @@ def attribute(
         score_scale=_score_scale(frame),
         null_distribution=null,
         factors=tuple(factors),
+        aliased=aliased,
     )
 
 
