@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 
@@ -49,5 +50,14 @@ def run(args: argparse.Namespace) -> int:
     obs, _ = load(args)
     params = params_from(args, "blocks", "column", "confidence_level")
     res = friedman_nemenyi(obs, **params)
+    if res.n_dropped_blocks and not args.json:
+        print(
+            f"friedman: ranks over {res.n_blocks} of {res.n_blocks + res.n_dropped_blocks} "
+            "blocks; left out (values without a score):",
+            file=sys.stderr,
+        )
+        for row in res.dropped_blocks.iter_rows(named=True):
+            where = "/".join(str(row[b]) for b in res.blocks)
+            print(f"  {where}: no {row['missing']}", file=sys.stderr)
     emit(res.to_frame(), args, command="friedman", params=params)
     return 0
