@@ -16,7 +16,12 @@ from evalstats.errors import (
     ParameterError,
     SchemaError,
 )
-from evalstats.schema import single_metric, validate_observations, validate_units
+from evalstats.schema import (
+    factor_columns,
+    single_metric,
+    validate_observations,
+    validate_units,
+)
 
 _ANOVA_SCHEMA: dict[str, pl.DataType] = {
     "term": pl.String(),
@@ -212,7 +217,7 @@ def _validate_factors(factors: Sequence[str] | str, names: Sequence[str], table:
         if f not in names:
             raise SchemaError(
                 f"`factors` names {f!r}, which is not a column of the {table} "
-                f"(columns: {', '.join(names)})."
+                f"(factor columns: {', '.join(factor_columns(names)) or 'none'})."
             )
         if f in ("score", "n_items", "n_errors"):
             raise ParameterError(f"`factors` names {f!r}, which is a measurement, not a factor.")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +21,8 @@ __all__ = [
     "add_input_arguments",
     "add_output_arguments",
     "add_variant_factors_argument",
+    "cli_spelling",
+    "warnings_to_stderr",
     "emit",
     "load",
     "loader_options",
@@ -332,3 +336,55 @@ def emit(
         sys.stdout.write(json.dumps(doc, default=str) + "\n")
     elif getattr(args, "out", None) is None:
         sys.stdout.write(_flat(frame).write_csv())
+
+
+#: A parameter in backticks, alone (`factors`) or with a value (`interactions=1`).
+_PARAM = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(=[^`]*)?`")
+
+
+def cli_spelling(message: str, parser: argparse.ArgumentParser, command: str | None) -> str:
+    """``message`` with the library's parameter names as the command's flags.
+
+    Library errors name parameters as Python spells them (`` `factors` ``, `` `interactions=1` ``);
+    on the command line the user typed ``--factors`` and would type ``--interactions 1``. Names
+    that are not flags of ``command`` are left alone.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> sub = p.add_subparsers(dest="command")
+    >>> a = sub.add_parser("anova")
+    >>> _ = a.add_argument("--factors")
+    >>> _ = a.add_argument("--interactions", type=int)
+    >>> cli_spelling("`factors` names 'x'. Use `interactions=1` or `seed`.", p, "anova")
+    "`--factors` names 'x'. Use `--interactions 1` or `seed`."
+    """
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    target = sub.choices.get(command) if sub is not None and command else parser
+    if target is None:
+        return message
+    flags = {}
+    for action in target._actions:
+        longs = [o for o in action.option_strings if o.startswith("--")]
+        if longs:
+            flags.setdefault(action.dest, longs[0])
+
+    def spell(m: re.Match[str]) -> str:
+        name, value = m.group(1), m.group(2)
+        if name not in flags:
+            return m.group(0)
+        return f"`{flags[name]}{' ' + value[1:] if value else ''}`"
+
+    return _PARAM.sub(spell, message)
+
+
+@contextmanager
+def warnings_to_stderr() -> Iterator[None]:
+    """Print the warnings raised inside as ``evalstats: warning: ...`` lines (each once)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        print(f"evalstats: warning: {message}", file=sys.stderr)

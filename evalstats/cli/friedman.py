@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
+from evalstats.cli._common import (
+    add_input_arguments,
+    add_output_arguments,
+    emit,
+    load,
+    params_from,
+    warnings_to_stderr,
+)
 
 
 def _cols(text: str) -> tuple[str, ...]:
@@ -49,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     args.quiet = args.json
     obs, _ = load(args)
     params = params_from(args, "blocks", "column", "confidence_level")
-    res = friedman_nemenyi(obs, **params)
+    with warnings_to_stderr():
+        res = friedman_nemenyi(obs, **params)
     if res.n_dropped_blocks and not args.json:
         print(
             f"friedman: ranks over {res.n_blocks} of {res.n_blocks + res.n_dropped_blocks} "

@@ -12,6 +12,7 @@ from evalstats.cli._common import (
     emit,
     load,
     params_from,
+    warnings_to_stderr,
 )
 
 
@@ -53,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     args.quiet = args.json
     obs, _ = load(args)
     params = params_from(args, "by", "variant_factors")
-    out = prompt_spread(obs, **params)
+    with warnings_to_stderr():
+        out = prompt_spread(obs, **params)
     if "by" in params:
         params["by"] = list(params["by"])
     emit(out, args, command="moments", params=params)

@@ -12,6 +12,7 @@ from evalstats.cli._common import (
     emit,
     load,
     params_from,
+    warnings_to_stderr,
 )
 
 _LIBRARY_OPTIONS = (
@@ -144,26 +145,29 @@ def run(args: argparse.Namespace) -> int:
     args.quiet = args.json
     obs, _ = load(args)
     params = params_from(args, *_LIBRARY_OPTIONS)
-    if args.reference_model is not None:
-        out = resampling.reference_model_check(obs, reference_model=args.reference_model, **params)
-        command_params = {**params, "reference_model": args.reference_model}
-    elif args.uncertainty is not None:
-        out = resampling.sample_size_uncertainty(obs, n_bootstrap=args.uncertainty, **params)
-        command_params = {**params, "uncertainty": args.uncertainty}
-    elif args.curve:
-        for name in ("epsilon", "relative_epsilon", "relative_to"):
-            params.pop(name, None)
-        out = resampling.sample_size_curve(obs, **params)
-        command_params = {**params, "curve": True}
-    else:
-        out = resampling.required_sample_size(obs, **params)
-        command_params = params
-        if out["population"].eq("recorded").any():
-            print(
-                "n* (pool): how many of the recorded variants a random subset needs; for prompts "
-                "not yet evaluated use --method bootstrap.",
-                file=sys.stderr,
+    with warnings_to_stderr():
+        if args.reference_model is not None:
+            out = resampling.reference_model_check(
+                obs, reference_model=args.reference_model, **params
             )
+            command_params = {**params, "reference_model": args.reference_model}
+        elif args.uncertainty is not None:
+            out = resampling.sample_size_uncertainty(obs, n_bootstrap=args.uncertainty, **params)
+            command_params = {**params, "uncertainty": args.uncertainty}
+        elif args.curve:
+            for name in ("epsilon", "relative_epsilon", "relative_to"):
+                params.pop(name, None)
+            out = resampling.sample_size_curve(obs, **params)
+            command_params = {**params, "curve": True}
+        else:
+            out = resampling.required_sample_size(obs, **params)
+            command_params = params
+            if out["population"].eq("recorded").any():
+                print(
+                    "n* (pool): how many of the recorded variants a random subset needs; for prompts "
+                    "not yet evaluated use --method bootstrap.",
+                    file=sys.stderr,
+                )
     if "vacuous" in out.columns and not args.json:
         vac = out.filter(pl.col("vacuous") & (pl.col("moment") != "overall"))
         for (moment,), part in vac.group_by(["moment"], maintain_order=True):
