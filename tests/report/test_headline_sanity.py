@@ -176,30 +176,27 @@ def test_factor_aliased_with_the_model_is_skipped_with_the_reason(reports):
 
 
 def test_attribution_with_cv_r_sq_at_most_zero_is_skipped(tmp_path):
-    """State of What Art snarks/navigate paraphrases: the paraphrase method predicts nothing."""
-    obs = pl.concat(
-        [
-            pl.read_csv(DUMPS / f"state_of_what_art/paraphrases accuracies/BBH/{t}.csv")
-            .select("paraphrase idx", "vicuna-13b_acc", "flan-t5-xxl_acc")
-            .unpivot(index="paraphrase idx", variable_name="model", value_name="score")
-            .join(
-                pl.read_csv(DUMPS / f"state_of_what_art/automatic paraphrases/BBH/{t}.csv").select(
-                    pl.col("prompt idx").alias("paraphrase idx"), "method"
-                ),
-                on="paraphrase idx",
-            )
-            .with_columns(pl.lit(t).alias("dataset"))
-            for t in ("snarks", "navigate")
-        ]
-    ).with_columns(
-        pl.col("paraphrase idx").cast(pl.String).alias("paraphrase"),
-        pl.col("model").str.replace("_acc$", ""),
+    """State of What Art, flan-t5-xl on snarks: the paraphrase method predicts nothing.
+
+    Out of fold the xgboost model does worse than the mean (cross-validated R² = -0.03; -0.13
+    for OLS), so its importances would rank noise.
+    """
+    sowa = DUMPS / "state_of_what_art"
+    acc = pl.read_csv(sowa / "paraphrases accuracies/BBH/snarks.csv")
+    meta = pl.read_csv(sowa / "automatic paraphrases/BBH/snarks.csv")
+    obs = (
+        acc.select(pl.col("paraphrase idx").alias("idx"), pl.col("flan-t5-xl_acc").alias("score"))
+        .join(meta.select(pl.col("prompt idx").alias("idx"), "method"), on="idx")
+        .with_columns(
+            pl.lit("flan-t5-xl").alias("model"),
+            pl.lit("snarks").alias("dataset"),
+            pl.col("idx").cast(pl.String).alias("paraphrase"),
+        )
+        .drop("idx")
     )
     path = tmp_path / "methods.csv"
-    obs.drop("paraphrase idx").write_csv(path)
-    rep = _report(
-        path, tmp_path / "out", "--factors", "method", "--option", "attribution.method=linear"
-    )
+    obs.write_csv(path)
+    rep = _report(path, tmp_path / "out", "--factors", "method")
     assert rep.code == 0, rep.stderr
     assert "attribution" in rep.skipped, rep.analyses.get("attribution", {}).get("reading")
     assert "cross-validated R²" in rep.skipped["attribution"]
