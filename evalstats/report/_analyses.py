@@ -9,6 +9,7 @@ This module computes no statistic of its own.
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -49,6 +50,8 @@ class Context:
     data: DataSummary
     default: dict[str, Any] | None
     done: dict[str, AnalysisResult]
+    #: The factor columns that make the prompt variants (None: the prompt dimensions).
+    variant_factors: tuple[str, ...] | str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +72,28 @@ class Spec:
 def _need_variants(ctx: Context) -> str | None:
     if ctx.data.n_variants < 2:
         return "each model and dataset has a single prompt variant: there is no spread over prompts"
+    from evalstats.factors import factor_role, held_factors
+
+    held = held_factors(ctx.obs, variant_factors=ctx.variant_factors, by=("model", "dataset"))
+    if held:
+        per_group = ctx.obs.group_by("model", "dataset", "metric", *held).agg(
+            pl.col("variant").n_unique().alias("v")
+        )
+        if int(per_group["v"].max() or 0) < 2:
+            roles = ", ".join(f"{h} ({factor_role(h)})" for h in held)
+            return (
+                f"the variants differ only in {roles}, which are not prompt variants: there is "
+                "no spread over prompts (use --variant-factors all to analyse them as variants)"
+            )
     return None
+
+
+def _variants_fixed(ctx: Context) -> dict[str, Any]:
+    """The variant factors, when the user named them (else the analysis's default rule)."""
+    if ctx.variant_factors is None:
+        return {}
+    vf = ctx.variant_factors
+    return {"variant_factors": vf if isinstance(vf, str) else list(vf)}
 
 
 def _need_runs(ctx: Context) -> str | None:
@@ -163,7 +187,7 @@ def _run_nstar(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
 
 def _nstar_fixed(ctx: Context) -> dict[str, Any]:
     """n* about unseen prompt variants (bootstrap); the pool n* is only about the recorded ones."""
-    return {"method": "bootstrap"}
+    return {"method": "bootstrap", **_variants_fixed(ctx)}
 
 
 def _run_converge(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
@@ -213,6 +237,7 @@ def _run_anova(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
         "method": res.method,
         "n_obs": res.n_obs,
         "strongest_interaction": term,
+        "aliased": dict(res.aliased),
     }
     return tables, values, {"anova": res}
 
@@ -221,6 +246,12 @@ def _run_attribution(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
     from evalstats.attribution import attribute
 
     res = attribute(ctx.obs, **p)
+    if not res.cv_r_sq > 0:  # NaN (constant scores) or no better than the mean out of fold
+        raise InsufficientDataError(
+            f"the {res.method} model's cross-validated R² is {res.cv_r_sq:.2f} (≤ 0): the factors "
+            "predict held-out scores no better than their mean, so its importances would rank "
+            "noise (see the ANOVA for tests of the factors)"
+        )
     tables = {"attribution": res.to_frame()}
     if res.coefficients.height:
         tables["coefficients"] = res.coefficients
@@ -229,6 +260,7 @@ def _run_attribution(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
         "n_folds": res.n_folds,
         "n_obs": res.n_obs,
         "score_scale": res.score_scale,
+        "aliased": dict(res.aliased),
     }
     return tables, values, {"attribution": res}
 
@@ -294,6 +326,7 @@ def _run_friedman(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
         "n_blocks": res.n_blocks,
         "n_models": res.n_models,
         "critical_difference": res.critical_difference,
+        "dropped_blocks": res.dropped_blocks.to_dicts(),
     }
     return {"friedman": res.to_frame()}, values, {"friedman": res}
 
@@ -391,6 +424,7 @@ ANALYSES: tuple[Spec, ...] = (
         "moments",
         _need_variants,
         _run_moments,
+        _variants_fixed,
     ),
     Spec(
         "nstar",
@@ -555,6 +589,47 @@ def check_options(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, 
     return out
 
 
+#: A parameter in backticks, alone (`batch`) or with a value (`interactions=1`).
+_PARAM = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(=[^`]*)?`")
+
+
+#: Parameters the report sets from flags of its own rather than ``--option``.
+_REPORT_FLAGS = {
+    "factors": "--factors",
+    "default": "--default",
+    "variant_factors": "--variant-factors",
+    "seed": "--seed",
+}
+
+
+def option_spelling(message: str, key: str, names: list[str]) -> str:
+    """``message`` with the analysis's parameters as ``--option key.name=value`` (the CLI's).
+
+    Analyses name their parameters as Python does (`` `interactions=1` ``); in the report they
+    are set with ``--option anova.interactions=1``, and a skip reason suggests that spelling.
+
+    Examples
+    --------
+    >>> option_spelling("Use `interactions=1` or lower `batch`.", "anova", ["interactions", "batch"])
+    'Use `--option anova.interactions=1` or lower `--option anova.batch`.'
+    """
+
+    def spell(m: re.Match[str]) -> str:
+        name, value = m.group(1), m.group(2) or ""
+        if name in _REPORT_FLAGS:  # set for every analysis with a flag of its own
+            return f"`{_REPORT_FLAGS[name]}{' ' + value[1:] if value else ''}`"
+        if name not in names:
+            return m.group(0)
+        return f"`--option {key}.{name}{value}`"
+
+    return _PARAM.sub(spell, message)
+
+
+def _names_an_option(message: str, options: Mapping[str, Any]) -> bool:
+    """Whether an analysis's error is about a value the user set with ``--option``."""
+    return any(f"`{name}`" in message for name in options)
+
+
 def run_analysis(
     spec: Spec, ctx: Context, options: dict[str, Any], seed: int
 ) -> tuple[AnalysisResult | None, str | None]:
@@ -569,11 +644,18 @@ def run_analysis(
         try:
             tables, values, objects = spec.run(ctx, params)
         except InsufficientDataError as exc:
-            return None, str(exc)
+            return None, option_spelling(str(exc), spec.key, names)
         except MetricScaleError as exc:  # a method for [0, 1] or 0/1 scores, or mixed metrics
-            return None, f"does not apply to these metrics: {exc}"
+            return (
+                None,
+                f"does not apply to these metrics: {option_spelling(str(exc), spec.key, names)}",
+            )
         except SchemaError as exc:  # e.g. runs covering different items
-            return None, f"could not run: {exc}"
+            if _names_an_option(str(exc), options):  # the user's typo: an error, not a skip
+                raise ParameterError(
+                    f"--option {spec.key}: {option_spelling(str(exc), spec.key, names)}"
+                ) from None
+            return None, f"could not run: {option_spelling(str(exc), spec.key, names)}"
     messages = tuple(dict.fromkeys(str(w.message) for w in caught))
     result = AnalysisResult(
         key=spec.key,

@@ -16,7 +16,7 @@ __all__ = ["command_line"]
 #: Parameters each subcommand exposes as ``--flag`` (the flag is the name with dashes).
 #: An analysis run with a non-default parameter outside this list has no command line.
 _FLAGS: dict[str, frozenset[str]] = {
-    "moments": frozenset({"by"}),
+    "moments": frozenset({"by", "variant_factors"}),
     "nstar": frozenset(
         {
             "epsilon",
@@ -30,6 +30,7 @@ _FLAGS: dict[str, frozenset[str]] = {
             "by",
             "relative_epsilon",
             "relative_to",
+            "variant_factors",
         }
     ),
     "converge": frozenset(

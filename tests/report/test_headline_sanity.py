@@ -30,7 +30,7 @@ from types import SimpleNamespace
 
 import polars as pl
 import pytest
-from headline_sanity import glance, violations
+from headline_sanity import _rows, glance, violations
 
 from evalstats.cli import main
 
@@ -119,19 +119,21 @@ def test_vacuous_nstar_is_not_hidden_in_the_summary(reports):
     """State of What Art: groups whose variance over prompts is below ε have a vacuous n*."""
     rep = reports["state_of_what_art"]
     nstar = rep.analyses["nstar"]
-    table = nstar["tables"]["nstar"]
-    names = [c["name"] for c in table["columns"]]
-    rows = [dict(zip(names, r)) for r in table["rows"]]
+    rows = _rows(nstar["tables"]["nstar"])
     vacuous = [r for r in rows if r["moment"] == "variance" and r["vacuous"]]
     assert vacuous  # the premise: variance over 30 paraphrases below 0.01 somewhere
     reading = nstar["reading"]
     assert "vacuous" in reading
-    # the span quoted in the reading is over the groups where n* says something
+    assert f"n* is vacuous in {len(vacuous)} of " in reading
+    # the range quoted for the variance is over the groups where its n* says something
     informative = [
-        r["n_star"] for r in rows if r["moment"] == "overall" and r["reached"] and not r["vacuous"]
+        r["n_star"] for r in rows if r["moment"] == "variance" and r["reached"] and not r["vacuous"]
     ]
     if informative:
-        assert f"{min(informative)}" in reading
+        lo, hi = min(informative), max(informative)
+        assert (
+            f"the variance needs {lo if lo == hi else f'between {lo} and {hi}'} variants" in reading
+        )
 
 
 def test_decoding_settings_are_not_prompt_variants(tmp_path):
@@ -156,8 +158,7 @@ def test_decoding_settings_are_not_prompt_variants(tmp_path):
     moments = rep.analyses["moments"]
     cols = [c["name"] for c in moments["tables"]["moments"]["columns"]]
     assert "temperature" in cols  # analysed per temperature, the variants are paraphrases
-    nv = cols.index("n_variants")
-    assert {r[nv] for r in moments["tables"]["moments"]["rows"]} == {30}
+    assert {r["n_variants"] for r in _rows(moments["tables"]["moments"])} == {30}
     assert "temperature" in moments["reading"]
     assert violations(rep.out) == []
     # the user's word: temperatures are variants too
@@ -216,9 +217,7 @@ def test_friedman_names_the_dataset_it_dropped(reports):
 def test_equal_run_accuracies_are_not_called_non_normal(reports):
     """llm-stability: 0.96 in all ten runs is constant, not a rejection of normality."""
     rep = reports["llm_stability_fine_tuned"]
-    table = rep.analyses["normality"]["tables"]["normality"]
-    names = [c["name"] for c in table["columns"]]
-    rows = [dict(zip(names, r)) for r in table["rows"]]
+    rows = _rows(rep.analyses["normality"]["tables"]["normality"])
     nav = [r for r in rows if r["model"] == "gpt-35-turbo" and r["dataset"] == "navigate"]
     assert nav and all(r["pvalue"] is None for r in nav)
     assert all(r["sd"] == 0.0 for r in nav)
