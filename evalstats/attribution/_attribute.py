@@ -11,9 +11,11 @@ import polars as pl
 
 from evalstats._kernels import is_constant
 from evalstats.attribution._common import (
+    _BLOCK,
     _COEF_SCHEMA,
     _IMPORTANCE_SCHEMA,
     AttributionResult,
+    _block_columns,
     _codes,
     _rows,
 )
@@ -106,6 +108,7 @@ def attribute(
     confidence_level: float = 0.95,
     n_folds: int = 5,
     runs: str = "mean",
+    block: str | Sequence[str] | None = None,
 ) -> AttributionResult:
     """Attribute unit scores to configuration factors with xgboost (TreeSHAP) or OLS.
 
@@ -130,6 +133,11 @@ def attribute(
     runs : {'mean', 'replicates'}, default 'mean'
         ``'mean'`` averages the repeated runs of each configuration first (the configuration
         is the unit; see :func:`factor_anova`); ``'replicates'`` keeps every run as a row.
+    block : str or sequence of str, optional
+        Column(s) whose level combinations are blocks (e.g. ``("model", "dataset")``): each
+        block's mean is subtracted first, so the models fit, the importances and ``cv_r_sq``
+        are about the variation within blocks (as :func:`factor_anova` with ``block``). A factor
+        that takes one value per block is aliased with it and left out.
 
     Returns
     -------
@@ -164,7 +172,9 @@ def attribute(
     mean |SHAP| > ``null_high``. The band is one-sided because an effect can only raise
     importance; on real scores a null factor usually sits lower still, since the factors that
     matter take up the fit (so the band is conservative for them, never anti-conservative). Fit quality
-    ``cv_r_sq`` = 1 − Σ(y − ŷ_oof)²/Σ(y − ȳ)² from out-of-fold predictions.
+    ``cv_r_sq`` = 1 − Σ(y − ŷ_oof)²/Σ(y − ȳ)² from out-of-fold predictions (with ``block``, y is
+    the score minus its block's mean). A ``cv_r_sq`` ≤ 0 (the factors predict held-out scores
+    no better than their mean) warns: the importances then describe noise.
 
     OLS: coefficients (difference from the reference level) with t intervals from
     σ²(X'X)⁻¹; partial R² of factor f = (RSS without f − RSS) / RSS without f.
@@ -197,8 +207,13 @@ def attribute(
         raise ParameterError(
             f"`confidence_level` must be in (0, 1), got {confidence_level!r}.{hint}"
         )
-    data, factors, table, aliased = _rows(frame, factors, None, runs, drop_aliased=True)
+    if block is not None and "item" in _block_columns(block):
+        raise ParameterError("`block` of attribute takes unit-level columns, not 'item'.")
+    data, factors, table, aliased = _rows(frame, factors, block, runs, drop_aliased=True)
     y = data["score"].to_numpy().astype(float)
+    if block is not None:
+        # differences between blocks (models, datasets) are not the factors': remove them
+        y = y - data.select(pl.col("score").mean().over(_BLOCK)).to_series().to_numpy()
     n = y.size
     if n < n_folds:
         raise InsufficientDataError(f"{n} units are fewer than `n_folds` = {n_folds}.")

@@ -490,7 +490,7 @@ ANALYSES: tuple[Spec, ...] = (
         "attribute",
         _need_factors,
         _run_attribution,
-        lambda ctx: {"factors": list(ctx.data.factors)},
+        _anova_fixed,  # the same blocks: importances within each model and dataset
     ),
     Spec(
         "intervals",

@@ -42,7 +42,7 @@ _FLAGS: dict[str, frozenset[str]] = {
     "anova": frozenset(
         {"factors", "interactions", "ss_type", "n_resamples", "block", "runs", "seed"}
     ),
-    "attribute": frozenset({"factors", "method", "n_null", "runs", "seed"}),
+    "attribute": frozenset({"factors", "method", "n_null", "runs", "block", "seed"}),
     "intervals": frozenset(
         {"over", "method", "confidence_level", "cluster", "n_resamples", "seed"}
     ),

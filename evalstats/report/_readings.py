@@ -316,9 +316,14 @@ def _attribution(res: AnalysisResult, data: DataSummary) -> str:
     v = res.values
     above = t.filter(pl.col("above_null").fill_null(False))
     below = t.filter(~pl.col("above_null").fill_null(False))
+    block = res.params.get("block")
+    within = ""
+    if block:
+        cols = [block] if isinstance(block, str) else list(block)
+        within = f" within each {' × '.join(cols)} (their differences removed first)"
     text = (
         f"The {res.params['method']} model explains {v['cv_r_sq']:.0%} of the variance of unit "
-        f"scores out of fold (cross-validated R² over {v['n_folds']} folds)."
+        f"scores{within} out of fold (cross-validated R² over {v['n_folds']} folds)."
     )
     if t["null_high"].is_not_null().any():
         if above.height:

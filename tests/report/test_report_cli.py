@@ -175,10 +175,10 @@ def test_quiet_silences_progress_bars(small_csv, tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--option", "anova.bogus=1"], "`options` sets anova.bogus"),
+        (["--option", "anova.bogus=1"], "`--option` sets anova.bogus"),
         (["--option", "anova"], "`--option` expects ANALYSIS.PARAMETER=VALUE"),
-        (["--skip", "everything"], "`skip` names the analysis 'everything'"),
-        (["--default", "shots=7"], "no configuration matches the default"),
+        (["--skip", "everything"], "`--skip` names the analysis 'everything'"),
+        (["--default", "shots=7"], "`--default` sets shots='7', which is not a level of 'shots'"),
         (["--figure-format", "gif"], "`figure_formats` must name some of png, pdf, svg"),
     ],
 )
