@@ -257,7 +257,7 @@ def audit_report(
     >>> reasons["stability"]
     'each configuration was run once: run-to-run stability needs repeated runs'
     >>> reasons["converge"]  # the analysis's own message
-    "the stopping rule needs at least 2 batches (20 configurations); model='m0', dataset='d0', metric='score' has 4. Lower `batch`."
+    "the stopping rule needs at least 2 batches (20 configurations); model='m0', dataset='d0', metric='score' has 4. Lower `--option converge.batch`."
     """
     from evalstats._reproducible import reproducible
     from evalstats.aggregate import align_item_sets, item_set_rule
