@@ -371,7 +371,7 @@ def cli_spelling(message: str, parser: argparse.ArgumentParser, command: str | N
 
     def spell(m: re.Match[str]) -> str:
         name, value = m.group(1), m.group(2)
-        if name not in flags:
+        if name not in flags or flags[name] in message:  # unknown, or already spelled out
             return m.group(0)
         return f"`{flags[name]}{' ' + value[1:] if value else ''}`"
 

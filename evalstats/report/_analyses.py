@@ -9,7 +9,6 @@ This module computes no statistic of its own.
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -23,6 +22,7 @@ from evalstats.errors import (
     ParameterError,
     SchemaError,
 )
+from evalstats.report._commands import _names_an_option, option_spelling
 from evalstats.report._model import (
     AnalysisResult,
     DataSummary,
@@ -88,11 +88,11 @@ def _need_variants(ctx: Context) -> str | None:
     return None
 
 
-def _variants_fixed(ctx: Context) -> dict[str, Any]:
+def _variants_fixed(ctx: Context | None) -> dict[str, Any]:
     """The variant factors, when the user named them (else the analysis's default rule)."""
-    if ctx.variant_factors is None:
+    vf = getattr(ctx, "variant_factors", None)
+    if vf is None:
         return {}
-    vf = ctx.variant_factors
     return {"variant_factors": vf if isinstance(vf, str) else list(vf)}
 
 
@@ -587,47 +587,6 @@ def check_options(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, 
                 )
         out[key] = dict(params)
     return out
-
-
-#: A parameter in backticks, alone (`batch`) or with a value (`interactions=1`).
-_PARAM = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(=[^`]*)?`")
-
-
-#: Parameters the report sets from flags of its own rather than ``--option``.
-_REPORT_FLAGS = {
-    "factors": "--factors",
-    "default": "--default",
-    "variant_factors": "--variant-factors",
-    "seed": "--seed",
-}
-
-
-def option_spelling(message: str, key: str, names: list[str]) -> str:
-    """``message`` with the analysis's parameters as ``--option key.name=value`` (the CLI's).
-
-    Analyses name their parameters as Python does (`` `interactions=1` ``); in the report they
-    are set with ``--option anova.interactions=1``, and a skip reason suggests that spelling.
-
-    Examples
-    --------
-    >>> option_spelling("Use `interactions=1` or lower `batch`.", "anova", ["interactions", "batch"])
-    'Use `--option anova.interactions=1` or lower `--option anova.batch`.'
-    """
-
-    def spell(m: re.Match[str]) -> str:
-        name, value = m.group(1), m.group(2) or ""
-        if name in _REPORT_FLAGS:  # set for every analysis with a flag of its own
-            return f"`{_REPORT_FLAGS[name]}{' ' + value[1:] if value else ''}`"
-        if name not in names:
-            return m.group(0)
-        return f"`--option {key}.{name}{value}`"
-
-    return _PARAM.sub(spell, message)
-
-
-def _names_an_option(message: str, options: Mapping[str, Any]) -> bool:
-    """Whether an analysis's error is about a value the user set with ``--option``."""
-    return any(f"`{name}`" in message for name in options)
 
 
 def run_analysis(
