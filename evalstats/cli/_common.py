@@ -363,17 +363,24 @@ def cli_spelling(message: str, parser: argparse.ArgumentParser, command: str | N
     target = sub.choices.get(command) if sub is not None and command else parser
     if target is None:
         return message
-    flags = {}
-    for action in target._actions:
-        longs = [o for o in action.option_strings if o.startswith("--")]
-        if longs:
-            flags.setdefault(action.dest, longs[0])
+    # the flag named like the parameter (dashes for underscores; `options` is --option), not
+    # the flag whose dest it is: a command may reuse a name (correlate's --columns is the
+    # library's `columns`, the loader's --columns there is --roles)
+    strings = {o for action in target._actions for o in action.option_strings}
+
+    def flag(name: str) -> str | None:
+        dashed = "--" + name.replace("_", "-")
+        for candidate in (dashed, dashed.removesuffix("s")):
+            if candidate in strings:
+                return candidate
+        return None
 
     def spell(m: re.Match[str]) -> str:
         name, value = m.group(1), m.group(2)
-        if name not in flags or flags[name] in message:  # unknown, or already spelled out
+        found = flag(name)
+        if found is None or found in message:  # no such flag, or already spelled out
             return m.group(0)
-        return f"`{flags[name]}{' ' + value[1:] if value else ''}`"
+        return f"`{found}{' ' + value[1:] if value else ''}`"
 
     return _PARAM.sub(spell, message)
 
