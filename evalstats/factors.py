@@ -44,6 +44,7 @@ from evalstats.schema import as_lazy, factor_columns
 
 __all__ = [
     "DECODING_FACTORS",
+    "decoding_only",
     "DEPLOYMENT_FACTORS",
     "PROMPT_FACTORS",
     "factor_role",
@@ -257,3 +258,27 @@ def hold_fixed(
             stacklevel=3,
         )
     return held
+
+
+def decoding_only(
+    frame: pl.DataFrame, *, variant_factors: Sequence[str] | str | None = None
+) -> str | None:
+    """Why there is no spread over prompts when the held factors are held fixed, else None.
+
+    With the held factors (decoding or serving settings) added to ``model, dataset, metric``,
+    a table whose groups have a single variant each has variants that differ only in those
+    settings: the prompt-sensitivity analyses have nothing to measure.
+    """
+    held = held_factors(frame, variant_factors=variant_factors, by=("model", "dataset"))
+    if not held:
+        return None
+    per_group = frame.group_by("model", "dataset", "metric", *held).agg(
+        pl.col("variant").n_unique().alias("v")
+    )
+    if int(per_group["v"].max() or 0) >= 2:
+        return None
+    roles = ", ".join(f"{h} ({factor_role(h)})" for h in held)
+    return (
+        f"the variants differ only in {roles}, which are not prompt variants: there is no "
+        "spread over prompts (use --variant-factors all to analyse them as variants)"
+    )

@@ -72,28 +72,15 @@ class Spec:
 def _need_variants(ctx: Context) -> str | None:
     if ctx.data.n_variants < 2:
         return "each model and dataset has a single prompt variant: there is no spread over prompts"
-    from evalstats.factors import factor_role, held_factors
+    from evalstats.factors import decoding_only
 
-    held = held_factors(ctx.obs, variant_factors=ctx.variant_factors, by=("model", "dataset"))
-    if held:
-        per_group = ctx.obs.group_by("model", "dataset", "metric", *held).agg(
-            pl.col("variant").n_unique().alias("v")
-        )
-        if int(per_group["v"].max() or 0) < 2:
-            roles = ", ".join(f"{h} ({factor_role(h)})" for h in held)
-            return (
-                f"the variants differ only in {roles}, which are not prompt variants: there is "
-                "no spread over prompts (use --variant-factors all to analyse them as variants)"
-            )
-    return None
+    return decoding_only(ctx.obs, variant_factors=ctx.variant_factors)
 
 
 def _variants_fixed(ctx: Context | None) -> dict[str, Any]:
     """The variant factors, when the user named them (else the analysis's default rule)."""
     vf = getattr(ctx, "variant_factors", None)
-    if vf is None:
-        return {}
-    return {"variant_factors": vf if isinstance(vf, str) else list(vf)}
+    return {} if vf is None else {"variant_factors": vf if isinstance(vf, str) else list(vf)}
 
 
 def _need_runs(ctx: Context) -> str | None:
@@ -249,8 +236,7 @@ def _run_attribution(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
     if not res.cv_r_sq > 0:  # NaN (constant scores) or no better than the mean out of fold
         raise InsufficientDataError(
             f"the {res.method} model's cross-validated R² is {res.cv_r_sq:.2f} (≤ 0): the factors "
-            "predict held-out scores no better than their mean, so its importances would rank "
-            "noise (see the ANOVA for tests of the factors)"
+            "predict held-out scores no better than their mean; its importances would rank noise"
         )
     tables = {"attribution": res.to_frame()}
     if res.coefficients.height:
