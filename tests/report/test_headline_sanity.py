@@ -100,32 +100,11 @@ DUMP_NAMES = (
 )
 
 
-#: Rules whose fix is helper h15a's part of issue 15 (the default unit of resampling follows
-#: the data, so one-variant dumps get item intervals); checked apart so that the rest of the
-#: suite is strict while that branch is not on main.
-_INTERVAL_RULES = ('"n/a to n/a"',)
-
-
-def _split(found: list[str]) -> tuple[list[str], list[str]]:
-    pending = [v for v in found if any(r in v for r in _INTERVAL_RULES)]
-    return [v for v in found if v not in pending], pending
-
-
 @pytest.mark.parametrize("name", DUMP_NAMES)
 def test_report_on_real_dump_passes_the_headline_checks(reports, name):
     rep = reports[name]
     assert rep.code == 0, rep.stderr
-    assert _split(violations(rep.out))[0] == []
-
-
-@pytest.mark.xfail(
-    strict=False,
-    reason="intervals of one-variant dumps read 'n/a to n/a' until h15a's default unit of "
-    "resampling (items when there is an item column) is merged",
-)
-@pytest.mark.parametrize("name", DUMP_NAMES)
-def test_no_interval_reads_n_a_to_n_a(reports, name):
-    assert _split(violations(reports[name].out))[1] == []
+    assert violations(rep.out) == []
 
 
 def test_demo_report_passes_the_headline_checks(demo_run):
