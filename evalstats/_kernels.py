@@ -15,6 +15,7 @@ import numpy as np
 __all__ = [
     "SubsetDeviations",
     "first_reached",
+    "is_constant",
     "last_crossing",
     "mean_pairwise_abs_diff",
     "mls_interval",
@@ -391,3 +392,40 @@ def snap_ties(x: np.ndarray, rtol: float = TIE_RTOL) -> np.ndarray:
     run_id = np.cumsum(new_run) - 1
     x[order] = v[starts][run_id]
     return x
+
+
+# =================================================================================================
+# Constant inputs (issue 15)
+# Called by evalstats.normality, evalstats.correlation, evalstats.moments, evalstats.attribution.
+# =================================================================================================
+
+#: Values whose range is within this share of their scale are one constant value.
+CONSTANT_RTOL = 1e-9
+
+
+def is_constant(x: np.ndarray, *, scale: float | None = None, rtol: float = CONSTANT_RTOL) -> bool:
+    """Whether the finite values of ``x`` are equal up to floating-point noise.
+
+    ``max(x) - min(x) <= rtol * s`` with ``s`` the given ``scale`` (e.g. the metric's range) or,
+    without one, ``max|x|`` (1 when every value is 0). Accuracies that are the same fraction
+    computed in different ways differ in the last bits (ten run accuracies of 0.96 have a
+    standard deviation of 2e-16), and a test of ``sd > 0`` then lets a normality test "reject"
+    on rounding noise; a relative tolerance does not. Fewer than two finite values count as
+    constant.
+
+    Examples
+    --------
+        >>> x = np.array([0.96] * 9 + [0.9600000000000001])
+    >>> float(np.std(x, ddof=1)) > 0, is_constant(x)
+    (True, True)
+    >>> is_constant(np.array([0.96, 0.97]))
+    False
+    """
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return True
+    ptp = float(np.max(x) - np.min(x))
+    if scale is None or not (math.isfinite(scale) and scale > 0):
+        scale = max(float(np.max(np.abs(x))), 0.0) or 1.0
+    return ptp <= rtol * scale

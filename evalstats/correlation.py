@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from evalstats._kernels import snap_ties
+from evalstats._kernels import is_constant, snap_ties
 from evalstats.errors import DegenerateDataWarning, ParameterError, SchemaError
 from evalstats.schema import as_lazy
 
@@ -237,7 +237,7 @@ def correlation_matrix(
             n = int(x.size)
             pperm: float | None = None
             exact: bool | None = None
-            if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+            if n < 3 or is_constant(x) or is_constant(y):  # within rounding, not ptp == 0
                 why = f"{n} complete rows" if n < 3 else "a constant column"
                 warnings.warn(
                     f"correlation of {cx!r} and {cy!r}: {why}; statistic and p-values are NaN.",

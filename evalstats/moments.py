@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from evalstats._kernels import mls_interval, two_way_mean_squares
+from evalstats._kernels import CONSTANT_RTOL, mls_interval, two_way_mean_squares
 from evalstats.errors import DegenerateDataWarning, ParameterError
+from evalstats.factors import hold_fixed
 from evalstats.schema import (
     as_lazy,
     metric_info,
@@ -225,11 +226,18 @@ def _by_metric_scale(out: pl.DataFrame, units: pl.LazyFrame, by: tuple[str, ...]
     ).drop("__hib", "__unit")
 
 
+#: Columns set to 0 when a group's variant scores are constant up to rounding.
+_ZEROED = ("variance", "variance_unbiased", "std")
+#: Columns undefined (NaN) then.
+_UNDEFINED = ("skewness", "kurtosis")
+
+
 def prompt_spread(
     units: pl.DataFrame | pl.LazyFrame,
     *,
     by: Sequence[str] | str = ("model", "dataset", "metric"),
     confidence_level: float = 0.95,
+    variant_factors: Sequence[str] | str | None = None,
 ) -> pl.DataFrame:
     """Moments, quantiles and prompt-sensitivity scores of unit scores over prompt variants.
 
@@ -242,11 +250,18 @@ def prompt_spread(
         Group columns; one result row per group.
     confidence_level : float, default 0.95
         Level of the interval on ``prompt_variance``.
+    variant_factors : sequence of str, str or None, default None
+        The factor columns whose combinations are the prompt variants. None: the prompt
+        dimensions (every factor column except decoding settings such as ``temperature`` and
+        serving settings such as ``provider``); ``'all'``: every factor column. Factor columns
+        that vary and are not variant factors are held fixed: they are added to the group
+        columns (see :mod:`evalstats.factors`).
 
     Returns
     -------
     polars.DataFrame
-        The group columns, then :data:`SPREAD_COLUMNS`, sorted by the group columns.
+        The group columns (``by``, then any held factor), then :data:`SPREAD_COLUMNS`, sorted by
+        the group columns.
 
     Raises
     ------
@@ -327,6 +342,7 @@ def prompt_spread(
     lf = as_lazy(units)
     names = lf.collect_schema().names()
     by = validate_by(names, by, table="unit table" if "item" not in names else "observation table")
+    by = (*by, *hold_fixed(lf, variant_factors=variant_factors, by=by))
     pss = None
     noise = None
     if "item" in names:
@@ -352,6 +368,24 @@ def prompt_spread(
         x.quantile(0.95, interpolation="linear").alias("q95"),
         x.max().alias("max"),
     )
+    # variant scores equal up to rounding (a spread of 1e-16): the variance is 0, not noise, and
+    # skewness and kurtosis (ratios of noise to noise) are undefined; same rule as is_constant
+    scale = pl.max_horizontal(pl.col("max").abs(), pl.col("min").abs())
+    scale = pl.when(scale > 0).then(scale).otherwise(1.0)
+    constant = (pl.col("n_variants") > 1) & (pl.col("max") - pl.col("min") <= CONSTANT_RTOL * scale)
+    out = out.with_columns(
+        *(pl.when(constant).then(0.0).otherwise(pl.col(c)).alias(c) for c in _ZEROED),
+        *(pl.when(constant).then(nan).otherwise(pl.col(c)).alias(c) for c in _UNDEFINED),
+        pl.when(constant).then(pl.col("min")).otherwise(pl.col("max")).alias("max"),
+    )
+    n_constant = out.filter(constant).height
+    if n_constant:
+        warnings.warn(
+            f"{n_constant} group(s) have variant scores equal up to rounding; their variance is "
+            "0 and their skewness and kurtosis are NaN.",
+            DegenerateDataWarning,
+            stacklevel=2,
+        )
     out = out.with_columns(
         (pl.col("max") - pl.col("min")).alias("spread"),
         pl.col("max").alias("max_p"),

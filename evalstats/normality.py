@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from evalstats._kernels import is_constant
 from evalstats.errors import DegenerateDataWarning, ParameterError, SchemaError
 from evalstats.schema import DEFAULT_METRIC, as_lazy, validate_by, validate_units
 
@@ -267,6 +268,11 @@ def run_normality(
         n = int(x.size)
         mean = float(np.mean(x)) if n else float("nan")
         sd = float(np.std(x, ddof=1)) if n > 1 else float("nan")
+        # equal accuracies computed as different float sums have an sd of 1e-16, on which
+        # every test "rejects" (Lilliefors D = 0.83): constant within a relative tolerance
+        constant = n > 1 and is_constant(x)
+        if constant:
+            sd = 0.0
         for m in methods:
             where = ", ".join(f"{b}={k!r}" for b, k in zip(by, key)) or "the table"
             if n < _MIN_N[m]:
@@ -277,9 +283,10 @@ def run_normality(
                     stacklevel=2,
                 )
                 stat = p = float("nan")
-            elif not sd > 0:
+            elif constant:
                 warnings.warn(
-                    f"{where}: all {n} run values are equal ({mean!r}); normality tests are "
+                    f"{where}: all {n} run values are equal up to rounding ({mean!r}); "
+                    "normality tests are "
                     "undefined, statistic and p-value are NaN.",
                     DegenerateDataWarning,
                     stacklevel=2,

@@ -28,6 +28,7 @@ from evalstats.errors import (
     ParameterError,
     SchemaError,
 )
+from evalstats.factors import hold_fixed
 from evalstats.moments import variant_scores
 from evalstats.schema import MetricInfo, as_lazy, metric_info, validate_by, validate_units
 
@@ -72,6 +73,7 @@ UNCERTAINTY_COLUMNS = (
     "ci_low",
     "ci_high",
     "share_reached",
+    "vacuous",
     "confidence_level",
     "n_available",
     "n_bootstrap",
@@ -90,6 +92,7 @@ PROXY_COLUMNS = (
     "proxy_sufficient",
     "ci_high_at_reference",
     "within_epsilon_at_reference",
+    "vacuous",
     "epsilon",
     "delta",
     "method",
@@ -151,10 +154,13 @@ def _validate(
 
 
 def _groups(
-    units: pl.DataFrame | pl.LazyFrame, by: Sequence[str] | str
+    units: pl.DataFrame | pl.LazyFrame,
+    by: Sequence[str] | str,
+    variant_factors: Sequence[str] | str | None = None,
 ) -> tuple[tuple[str, ...], list[tuple[tuple, np.ndarray]], dict]:
     lf = as_lazy(units)
     by = validate_by(lf.collect_schema().names(), by)
+    by = (*by, *hold_fixed(lf, variant_factors=variant_factors, by=by))
     scores = variant_scores(lf, by=by)
     if scores.height == 0:
         raise InsufficientDataError("the unit table has no rows.")
@@ -387,6 +393,7 @@ def sample_size_curve(
     population_size: int | None = None,
     seed: int = 0,
     by: Sequence[str] | str = ("model", "dataset", "metric"),
+    variant_factors: Sequence[str] | str | None = None,
 ) -> pl.DataFrame:
     """ReliableEval's Delta(n) curve: how far a moment over ``n`` variants is from its full value.
 
@@ -419,11 +426,17 @@ def sample_size_curve(
         key, so a group's result does not depend on the other groups in the table.
     by : tuple of str, default ('model', 'dataset', 'metric')
         Group columns.
+    variant_factors : sequence of str, str or None, default None
+        The factor columns whose combinations are the prompt variants. None: the prompt
+        dimensions (every factor column except decoding settings such as ``temperature`` and
+        serving settings such as ``provider``); ``'all'``: every factor column. Factor columns
+        that vary and are not variant factors are held fixed: they are added to the group
+        columns (see :mod:`evalstats.factors`).
 
     Returns
     -------
     polars.DataFrame
-        Group columns, then ``moment, n, delta_mean, ci_low, ci_high, exhaustive``: one row per
+        Group columns (``by``, then any held factor), then ``moment, n, delta_mean, ci_low, ci_high, exhaustive``: one row per
         group, moment and ``n = 1..N``, sorted by group, moment and n.
 
     Raises
@@ -488,7 +501,7 @@ def sample_size_curve(
         compat=compat,
         population_size=population_size,
     )
-    by, groups, keys = _groups(units, by)
+    by, groups, keys = _groups(units, by, variant_factors)
     rows: list[dict] = []
     for key, x in groups:
         mean, low, high, exh = _curve_arrays(
@@ -600,6 +613,7 @@ def required_sample_size(
     by: Sequence[str] | str = ("model", "dataset", "metric"),
     relative_epsilon: float | None = None,
     relative_to: str = "range",
+    variant_factors: Sequence[str] | str | None = None,
 ) -> pl.DataFrame:
     """ReliableEval's n*: the fewest prompt variants whose moments are within ``epsilon``.
 
@@ -614,7 +628,7 @@ def required_sample_size(
         ``relative_epsilon``.
     delta : float, default 0.1
         CI_delta uses the ``delta/2`` and ``1 - delta/2`` percentiles of Delta(n).
-    moments, n_resamples, method, compat, population_size, seed, by
+    moments, n_resamples, method, compat, population_size, seed, by, variant_factors
         As in :func:`sample_size_curve`.
     relative_epsilon : float, optional
         Epsilon as a share ``r`` in (0, 1) of a scale ``s`` of the metric: ``r * s`` for the
@@ -694,7 +708,7 @@ def required_sample_size(
         population_size=population_size,
     )
     _validate_epsilon(epsilon, relative_epsilon, relative_to)
-    by, groups, keys = _groups(units, by)
+    by, groups, keys = _groups(units, by, variant_factors)
     metrics = _Metrics(units, by)
     rows = []
     for key, x in groups:
@@ -712,10 +726,7 @@ def required_sample_size(
             population_size=population_size,
             rng=_group_seed(seed, key, by),
         )
-        vacuous = {
-            m: bool(math.isfinite(eps[m]) and abs(_moment_value(x, m)) <= eps[m]) for m in moments
-        }
-        vacuous["overall"] = any(vacuous.values())
+        vacuous = _vacuity(x, eps, moments)
         for m, v in ns.items():
             rows.append(
                 {
@@ -734,6 +745,17 @@ def required_sample_size(
                 }
             )
     return _nstar_frame(rows, by, keys)
+
+
+def _vacuity(x: np.ndarray, eps: dict[str, float], moments: Sequence[str]) -> dict[str, bool]:
+    """Per moment (and ``overall``): the moment over all N variants is within its epsilon of 0.
+
+    Then any estimate near 0 meets the tolerance: for the variance, one variant (variance 0)
+    is already within epsilon, so an n* of 1 says nothing about how many prompts are needed.
+    """
+    out = {m: bool(math.isfinite(eps[m]) and abs(_moment_value(x, m)) <= eps[m]) for m in moments}
+    out["overall"] = any(out.values())
+    return out
 
 
 def _moment_value(x: np.ndarray, moment: str) -> float:
@@ -789,6 +811,7 @@ def sample_size_uncertainty(
     by: Sequence[str] | str = ("model", "dataset", "metric"),
     relative_epsilon: float | None = None,
     relative_to: str = "range",
+    variant_factors: Sequence[str] | str | None = None,
 ) -> pl.DataFrame:
     """Bootstrap distribution of n*: resample the N variants with replacement and recompute n*.
 
@@ -797,7 +820,8 @@ def sample_size_uncertainty(
     units : polars.DataFrame or polars.LazyFrame
         Unit table; see :mod:`evalstats.schema`.
     epsilon, delta, moments, method, compat, population_size, by, relative_epsilon, relative_to
-        As in :func:`required_sample_size` (a relative epsilon's sd is the data's, not each
+        As in :func:`required_sample_size` (and ``variant_factors`` as in
+        :func:`sample_size_curve`) (a relative epsilon's sd is the data's, not each
         replicate's).
     n_bootstrap : int, default 200
         Bootstrap replicates of the variant set.
@@ -843,7 +867,7 @@ def sample_size_uncertainty(
     if not isinstance(n_bootstrap, (int, np.integer)) or n_bootstrap < 1:
         raise ParameterError(f"`n_bootstrap` must be a positive integer, got {n_bootstrap!r}.")
     _validate_epsilon(epsilon, relative_epsilon, relative_to)
-    by, groups, keys = _groups(units, by)
+    by, groups, keys = _groups(units, by, variant_factors)
     metrics = _Metrics(units, by)
     rows = []
     a = (1 - confidence_level) / 2
@@ -862,6 +886,7 @@ def sample_size_uncertainty(
             population_size=population_size,
         )
         point, _ = _nstar_one(x, rng=rng, **kw)
+        vacuous = _vacuity(x, eps, moments)
         reps: dict[str, list[float]] = {m: [] for m in point}
         for _ in range(n_bootstrap):
             xb = x[rng.integers(0, x.size, size=x.size)]
@@ -881,6 +906,7 @@ def sample_size_uncertainty(
                     "ci_low": lo,
                     "ci_high": hi,
                     "share_reached": float(np.isfinite(arr).mean()),
+                    "vacuous": vacuous[m],
                     "confidence_level": float(confidence_level),
                     "n_available": x.size,
                     "n_bootstrap": int(n_bootstrap),
@@ -898,6 +924,7 @@ def sample_size_uncertainty(
         "ci_low": pl.Float64,
         "ci_high": pl.Float64,
         "share_reached": pl.Float64,
+        "vacuous": pl.Boolean,
         "confidence_level": pl.Float64,
         "n_available": pl.Int64,
         "n_bootstrap": pl.Int64,
@@ -928,6 +955,7 @@ def reference_model_check(
     by: Sequence[str] | str = ("model", "dataset", "metric"),
     relative_epsilon: float | None = None,
     relative_to: str = "range",
+    variant_factors: Sequence[str] | str | None = None,
 ) -> pl.DataFrame:
     """ReliableEval's Step 3: check whether a reference model's n* suffices for the others.
 
@@ -939,7 +967,7 @@ def reference_model_check(
         The proxy model whose n* would be used for all models.
     epsilon, delta, moments, n_resamples, method, compat, population_size, seed, by
         As in :func:`required_sample_size`.
-    relative_epsilon, relative_to
+    relative_epsilon, relative_to, variant_factors
         As in :func:`required_sample_size`.
 
     Returns
@@ -949,7 +977,8 @@ def reference_model_check(
         reference_n_star``, ``proxy_sufficient`` (reference n* >= own n*; false when the model's
         n* is not reached, null when the reference's is not), ``ci_high_at_reference`` (the
         model's CI upper bound at the reference n*), ``within_epsilon_at_reference``,
-        ``epsilon, delta, method, seed, epsilon_rule``.
+        ``vacuous`` (the model's own moment within epsilon of 0; see
+        :func:`required_sample_size`), ``epsilon, delta, method, seed, epsilon_rule``.
 
     Raises
     ------
@@ -976,7 +1005,7 @@ def reference_model_check(
         population_size=population_size,
     )
     _validate_epsilon(epsilon, relative_epsilon, relative_to)
-    by, groups, keys = _groups(units, by)
+    by, groups, keys = _groups(units, by, variant_factors)
     if "model" not in by:
         raise SchemaError(f"`by` must contain 'model' for the reference-model check, got {by!r}.")
     metrics = _Metrics(units, by)
@@ -997,7 +1026,7 @@ def reference_model_check(
             population_size=population_size,
             rng=_group_seed(seed, key, by),
         )
-        results[key] = (ns, high, x.size, eps, rule)
+        results[key] = (ns, high, x.size, eps, rule, _vacuity(x, eps, moments))
     models = {k[mi] for k in results}
     if reference_model not in models:
         raise SchemaError(
@@ -1005,7 +1034,7 @@ def reference_model_check(
             f"(models: {', '.join(sorted(map(str, models)))})."
         )
     rows = []
-    for key, (ns, high, N, eps, rule) in results.items():
+    for key, (ns, high, N, eps, rule, vacuous) in results.items():
         rest = key[:mi] + key[mi + 1 :]
         ref_key = key[:mi] + (reference_model,) + key[mi + 1 :]
         if ref_key not in results:
@@ -1042,6 +1071,7 @@ def reference_model_check(
                     "proxy_sufficient": sufficient,
                     "ci_high_at_reference": at_ref,
                     "within_epsilon_at_reference": within,
+                    "vacuous": vacuous[m],
                     "epsilon": _epsilon_of(eps, m),
                     "delta": float(delta),
                     "method": _method_label(method, compat),
@@ -1057,6 +1087,7 @@ def reference_model_check(
         "proxy_sufficient": pl.Boolean,
         "ci_high_at_reference": pl.Float64,
         "within_epsilon_at_reference": pl.Boolean,
+        "vacuous": pl.Boolean,
         "epsilon": pl.Float64,
         "delta": pl.Float64,
         "method": pl.String,

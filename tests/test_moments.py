@@ -182,7 +182,7 @@ def test_cli_moments_bad_by_exits_2(fixtures, capsys):
     f = fixtures / SOWA / "paraphrases accuracies/BBH/snarks.csv"
     assert main(["moments", str(f), "--by", "model,prompt"]) == 2
     err = capsys.readouterr().err
-    assert "evalstats: error: `by` names 'prompt'" in err
+    assert "evalstats: error: `--by` names 'prompt'" in err
     assert "Traceback" not in err
 
 

@@ -469,7 +469,9 @@ def test_cli_nstar_bad_delta_exits_2(fixtures, capsys):
 
     assert main(["nstar", _sowa(fixtures), "--delta", "10"]) == 2
     err = capsys.readouterr().err
-    assert "evalstats: error: `delta` must be in (0, 1), got 10.0" in err and "Traceback" not in err
+    assert (
+        "evalstats: error: `--delta` must be in (0, 1), got 10.0" in err and "Traceback" not in err
+    )
 
 
 # --- properties -------------------------------------------------------------------------------

@@ -305,7 +305,7 @@ def factor_anova(
         )
     if items not in ("random", "fixed"):
         raise ParameterError(f"`items` must be 'random' or 'fixed', got {items!r}.")
-    data, factors, table = _rows(frame, factors, block, runs)
+    data, factors, table, aliased = _rows(frame, factors, block, runs, drop_aliased=True)
     item_rows = "item" in _block_columns(block)
     random_items = item_rows and items == "random"
     if random_items:
@@ -401,7 +401,8 @@ def factor_anova(
                 DegenerateDataWarning,
                 stacklevel=2,
             )
-            rows.append((name, 0, 0.0, None, None, None, None, 0.0, None, None, None, None))
+            # no η² of 0: an aliased term's effect is unknown, not absent
+            rows.append((name, 0, None, None, None, None, None, None, None, None, None, None))
             continue
         if random_items:
             f, _, ss_err, df_err = stratum_f(strata[i])
@@ -456,6 +457,7 @@ def factor_anova(
         items=items if item_rows else None,
         null_distribution=perm.null,
         terms=tuple(names),
+        aliased=aliased,
         n_permutations=tuple(int(u) for u in perm.used),
         max_exceedances=max_exceedances,
     )

@@ -9,15 +9,19 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from evalstats._kernels import is_constant
 from evalstats.attribution._common import (
+    _BLOCK,
     _COEF_SCHEMA,
     _IMPORTANCE_SCHEMA,
     AttributionResult,
+    _block_columns,
     _codes,
     _rows,
 )
 from evalstats.errors import (
     DegenerateDataWarning,
+    DesignWarning,
     InsufficientDataError,
     MissingDependencyError,
     ParameterError,
@@ -112,6 +116,7 @@ def attribute(
     confidence_level: float = 0.95,
     n_folds: int = 5,
     runs: str = "mean",
+    block: str | Sequence[str] | None = None,
 ) -> AttributionResult:
     """Attribute unit scores to configuration factors with xgboost (TreeSHAP) or OLS.
 
@@ -136,6 +141,11 @@ def attribute(
     runs : {'mean', 'replicates'}, default 'mean'
         ``'mean'`` averages the repeated runs of each configuration first (the configuration
         is the unit; see :func:`factor_anova`); ``'replicates'`` keeps every run as a row.
+    block : str or sequence of str, optional
+        Column(s) whose level combinations are blocks (e.g. ``("model", "dataset")``): each
+        block's mean is subtracted first, so the models fit, the importances and ``cv_r_sq``
+        are about the variation within blocks (as :func:`factor_anova` with ``block``). A factor
+        that takes one value per block is aliased with it and left out.
 
     Returns
     -------
@@ -170,7 +180,9 @@ def attribute(
     mean |SHAP| > ``null_high``. The band is one-sided because an effect can only raise
     importance; on real scores a null factor usually sits lower still, since the factors that
     matter take up the fit (so the band is conservative for them, never anti-conservative). Fit quality
-    ``cv_r_sq`` = 1 − Σ(y − ŷ_oof)²/Σ(y − ȳ)² from out-of-fold predictions.
+    ``cv_r_sq`` = 1 − Σ(y − ŷ_oof)²/Σ(y − ȳ)² from out-of-fold predictions (with ``block``, y is
+    the score minus its block's mean). A ``cv_r_sq`` ≤ 0 (the factors predict held-out scores
+    no better than their mean) warns: the importances then describe noise.
 
     OLS: coefficients (difference from the reference level) with t intervals from
     σ²(X'X)⁻¹; partial R² of factor f = (RSS without f − RSS) / RSS without f.
@@ -208,8 +220,16 @@ def attribute(
         raise ParameterError(
             f"`confidence_level` must be in (0, 1), got {confidence_level!r}.{hint}"
         )
-    data, factors, table = _rows(frame, factors, None, runs)
+    if block is not None and "item" in _block_columns(block):
+        raise ParameterError("`block` of attribute takes unit-level columns, not 'item'.")
+    data, factors, table, aliased = _rows(frame, factors, block, runs, drop_aliased=True)
     y = data["score"].to_numpy().astype(float)
+    if block is not None:
+        # differences between blocks (models, datasets) are not the factors': remove them
+        # numpy, in row order: the same floats in the same order on every call
+        _, codes = np.unique(data[_BLOCK].to_numpy(), return_inverse=True)
+        sums = np.bincount(codes, weights=y)
+        y = y - (sums / np.bincount(codes))[codes]
     n = y.size
     if n < n_folds:
         raise InsufficientDataError(f"{n} units are fewer than `n_folds` = {n_folds}.")
@@ -284,9 +304,23 @@ def attribute(
             oof[test] = pred[cell[test]]
 
     sst = float(np.sum((y - y.mean()) ** 2))
-    cv_r_sq = 1.0 - float(np.sum((y - oof) ** 2)) / sst if sst > 0 else float("nan")
-    if sst == 0:
-        warnings.warn("scores are constant; cv_r_sq is NaN.", DegenerateDataWarning, stacklevel=2)
+    if is_constant(y):  # equal up to rounding: R² would be a ratio of rounding noise
+        cv_r_sq = float("nan")
+        warnings.warn(
+            "the scores are constant (up to rounding); cv_r_sq is NaN and no factor explains "
+            "anything.",
+            DegenerateDataWarning,
+            stacklevel=2,
+        )
+    else:
+        cv_r_sq = 1.0 - float(np.sum((y - oof) ** 2)) / sst
+        if cv_r_sq <= 0:
+            warnings.warn(
+                f"cross-validated R² = {cv_r_sq:.3f} <= 0: the factors predict held-out scores "
+                "no better than their mean, so the importances describe noise, not effects.",
+                DesignWarning,
+                stacklevel=2,
+            )
     null = np.array([fit_importance(y[p]) for p in perms]).reshape(n_null, len(factors))
     if n_null:
         hi = np.quantile(null, confidence_level, axis=0)
@@ -319,6 +353,7 @@ def attribute(
         score_scale=_score_scale(frame),
         null_distribution=null,
         factors=tuple(factors),
+        aliased=aliased,
     )
 
 

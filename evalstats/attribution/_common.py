@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,10 +11,17 @@ import numpy as np
 import polars as pl
 
 from evalstats.errors import (
+    DesignWarning,
+    InsufficientDataError,
     ParameterError,
     SchemaError,
 )
-from evalstats.schema import single_metric, validate_observations, validate_units
+from evalstats.schema import (
+    factor_columns,
+    single_metric,
+    validate_observations,
+    validate_units,
+)
 
 _ANOVA_SCHEMA: dict[str, pl.DataType] = {
     "term": pl.String(),
@@ -93,6 +101,9 @@ class AnovaResult:
         and for a term without degrees of freedom.
     terms : tuple of str
         Term names in model order (the row order of ``null_distribution``).
+    aliased : dict of str to str
+        Factors left out because they are aliased with the model, the dataset, a block or
+        another factor, each with the reason (empty when none).
     n_permutations : tuple of int
         Permutations behind each term's ``pvalue_perm``, in the order of ``terms``: fewer than
         ``n_resamples`` when the term stopped at ``max_exceedances`` exceedances.
@@ -112,6 +123,7 @@ class AnovaResult:
     items: str | None = None
     null_distribution: np.ndarray = field(repr=False, default_factory=lambda: np.empty((0, 0)))
     terms: tuple[str, ...] = field(repr=False, default=())
+    aliased: dict[str, str] = field(default_factory=dict)
     n_permutations: tuple[int, ...] = field(repr=False, default=())
     max_exceedances: int | None = None
 
@@ -164,7 +176,10 @@ class AttributionResult:
         Mean |SHAP| of each refit on permuted scores, shape ``(n_null, n_factors)`` in the order
         of ``factors``.
     factors : tuple of str
-        Factor names in the order given.
+        Factor names in the order analysed (aliased factors left out).
+    aliased : dict of str to str
+        Factors left out because they are aliased with the model, the dataset or another
+        factor, each with the reason (empty when none).
     """
 
     importance: pl.DataFrame
@@ -180,6 +195,7 @@ class AttributionResult:
     score_scale: str = "score (0-1; 0.01 = one accuracy point)"
     null_distribution: np.ndarray = field(repr=False, default_factory=lambda: np.empty((0, 0)))
     factors: tuple[str, ...] = field(repr=False, default=())
+    aliased: dict[str, str] = field(default_factory=dict)
 
     def to_frame(self) -> pl.DataFrame:
         """Per-factor table: ``factor, n_levels, mean_abs_shap, null_high, above_null,
@@ -206,7 +222,7 @@ def _validate_factors(factors: Sequence[str] | str, names: Sequence[str], table:
         if f not in names:
             raise SchemaError(
                 f"`factors` names {f!r}, which is not a column of the {table} "
-                f"(columns: {', '.join(names)})."
+                f"(factor columns: {', '.join(factor_columns(names)) or 'none'})."
             )
         if f in ("score", "n_items", "n_errors"):
             raise ParameterError(f"`factors` names {f!r}, which is a measurement, not a factor.")
@@ -243,17 +259,74 @@ def _block_columns(block: str | Sequence[str] | None) -> list[str]:
 _BLOCK = "__block"
 
 
+#: Columns a factor can be aliased with besides the other factors and the blocks.
+_CONFOUNDERS = ("model", "dataset")
+
+
+def _aliases(
+    lf: pl.LazyFrame, factors: list[str], blocks: list[str], names: Sequence[str]
+) -> dict[str, str]:
+    """Factors whose levels are a function of a model, dataset, block or another factor.
+
+    Such a factor's effect cannot be told apart from the differences between the levels of the
+    column it follows: with the model as a block its sum of squares is 0 by construction, and
+    pooled over models (SHAP) it takes the models' differences as its own. A factor that is a
+    function of another factor (one-to-one, or nested in a finer one) adds nothing to it.
+    Returns ``{factor: reason}``; of two factors that determine each other the first is kept.
+    """
+    confounders = [c for c in dict.fromkeys([*_CONFOUNDERS, *blocks]) if c in names and c != "item"]
+    confounders = [c for c in confounders if c not in factors]
+    cols = list(dict.fromkeys([*factors, *confounders]))
+    if not cols:
+        return {}
+    exprs = [pl.col(c).n_unique().alias(c) for c in cols]
+    pairs = [(f, c) for f in factors for c in cols if c != f]
+    exprs += [pl.struct(f, c).n_unique().alias(f"{f}\x00{c}") for f, c in pairs]
+    counts = lf.select(exprs).collect().row(0, named=True)
+
+    def follows(f: str, c: str) -> bool:  # every level of c has a single level of f
+        return counts[f] > 1 and counts[f"{f}\x00{c}"] == counts[c]
+
+    out: dict[str, str] = {}
+    for f in factors:
+        for c in confounders:
+            if counts[c] > 1 and follows(f, c):
+                out[f] = (
+                    f"{f!r} takes one value per {c} (aliased with the {c}): its effect cannot "
+                    f"be told apart from the differences between {c}s"
+                )
+                break
+        if f in out:
+            continue
+        for g in factors:
+            if g == f or g in out:
+                continue
+            earlier = factors.index(g) < factors.index(f)
+            if follows(f, g) and (earlier or not follows(g, f)):
+                out[f] = (
+                    f"{f!r} is determined by {g!r} (aliased: each level of {g!r} has a single "
+                    f"level of {f!r}), so its effect cannot be told apart from the effect of {g!r}"
+                )
+                break
+    return out
+
+
 def _rows(
     frame: pl.DataFrame | pl.LazyFrame,
     factors: Sequence[str] | str,
     block: str | Sequence[str] | None,
     runs: str = "mean",
-) -> tuple[pl.DataFrame, list[str], str]:
+    *,
+    drop_aliased: bool = False,
+) -> tuple[pl.DataFrame, list[str], str, dict[str, str]]:
     """Validated rows: item rows when ``block`` holds ``'item'``, else the unit table.
 
     With ``runs='mean'`` the repeated runs of a configuration are averaged first (one row per
     model, dataset, variant, factor values, block and, for item rows, item). A combined block
-    column ``__block`` holds the joined levels of the block columns.
+    column ``__block`` holds the joined levels of the block columns. With ``drop_aliased`` the
+    factors aliased with the model, the dataset, a block or another factor (:func:`_aliases`)
+    are left out, named with the reason in the returned dict, with a DesignWarning; none left
+    is an InsufficientDataError.
     """
     if runs not in ("mean", "replicates"):
         raise ParameterError(f"`runs` must be 'mean' or 'replicates', got {runs!r}.")
@@ -290,6 +363,23 @@ def _rows(
             f"{table}, row {int(nulls) + 1}, column {name!r}: {what} is null; "
             "drop those rows or fill them with a level name."
         )
+    aliased: dict[str, str] = {}
+    if drop_aliased:
+        aliased = _aliases(lf, factors, blocks, names)
+        if aliased and len(aliased) == len(factors):
+            raise InsufficientDataError(
+                "every factor is aliased, so no effect can be estimated: "
+                + "; ".join(aliased.values())
+                + "."
+            )
+        if aliased:
+            warnings.warn(
+                "left out of the analysis: " + "; ".join(aliased.values()) + ".",
+                DesignWarning,
+                stacklevel=3,
+            )
+            factors = [f for f in factors if f not in aliased]
+            keys = [k for k in keys if k not in aliased]
     if runs == "mean" and "run" in names and "run" not in keys:
         unit_keys = [c for c in ("model", "dataset", "metric", "variant", "item") if c in names]
         keys = list(dict.fromkeys([*unit_keys, *keys]))
@@ -301,7 +391,7 @@ def _rows(
                 [pl.col(b).cast(pl.String).fill_null("<null>") for b in blocks], separator="|"
             ).alias(_BLOCK)
         )
-    return data, factors, table
+    return data, factors, table, aliased
 
 
 def _sum_coding(codes: np.ndarray, k: int) -> np.ndarray:

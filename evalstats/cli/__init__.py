@@ -74,8 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvalstatsError as exc:
         if args.debug:
             raise
-        # one line, whatever the input put in the message (newlines, terminal escapes)
-        print(f"evalstats: error: {for_terminal(str(exc))}", file=sys.stderr)
+        from evalstats.cli._common import cli_spelling
+
+        # the flags as typed (`--factors`, not the library's `factors`), on one line whatever
+        # the input put in the message (newlines, terminal escapes)
+        message = cli_spelling(str(exc), parser, args.command)
+        print(f"evalstats: error: {for_terminal(message)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `evalstats ... | head`
         return 0

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +20,9 @@ if TYPE_CHECKING:
 __all__ = [
     "add_input_arguments",
     "add_output_arguments",
+    "add_variant_factors_argument",
+    "cli_spelling",
+    "warnings_to_stderr",
     "emit",
     "load",
     "loader_options",
@@ -256,6 +261,28 @@ def warned(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
     return out
 
 
+def _variant_factors(text: str) -> str | list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected 'all' or factor names separated by commas")
+    return "all" if names == ["all"] else names
+
+
+def add_variant_factors_argument(parser: argparse.ArgumentParser) -> None:
+    """``--variant-factors``: which factor columns make the prompt variants (library default)."""
+    parser.add_argument(
+        "--variant-factors",
+        dest="variant_factors",
+        type=_variant_factors,
+        default=argparse.SUPPRESS,
+        metavar="A,B,...|all",
+        help="factor columns whose combinations are the prompt variants (default: the prompt "
+        "dimensions; decoding settings such as temperature and serving settings such as "
+        "provider are held fixed and analysed per value); 'all' makes every factor column a "
+        "variant dimension",
+    )
+
+
 def params_from(args: argparse.Namespace, *names: str) -> dict[str, Any]:
     """The options among ``names`` that the user set (unset ones are not passed on)."""
     return {n: getattr(args, n) for n in names if hasattr(args, n) and getattr(args, n) is not None}
@@ -330,3 +357,62 @@ def emit(
         sys.stdout.write(json.dumps(doc, default=str) + "\n")
     elif getattr(args, "out", None) is None:
         sys.stdout.write(_flat(frame).write_csv())
+
+
+#: A parameter in backticks, alone (`factors`) or with a value (`interactions=1`).
+_PARAM = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(=[^`]*)?`")
+
+
+def cli_spelling(message: str, parser: argparse.ArgumentParser, command: str | None) -> str:
+    """``message`` with the library's parameter names as the command's flags.
+
+    Library errors name parameters as Python spells them (`` `factors` ``, `` `interactions=1` ``);
+    on the command line the user typed ``--factors`` and would type ``--interactions 1``. Names
+    that are not flags of ``command`` are left alone.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> sub = p.add_subparsers(dest="command")
+    >>> a = sub.add_parser("anova")
+    >>> _ = a.add_argument("--factors")
+    >>> _ = a.add_argument("--interactions", type=int)
+    >>> cli_spelling("`factors` names 'x'. Use `interactions=1` or `seed`.", p, "anova")
+    "`--factors` names 'x'. Use `--interactions 1` or `seed`."
+    """
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    target = sub.choices.get(command) if sub is not None and command else parser
+    if target is None:
+        return message
+    # the flag named like the parameter (dashes for underscores; `options` is --option), not
+    # the flag whose dest it is: a command may reuse a name (correlate's --columns is the
+    # library's `columns`, the loader's --columns there is --roles)
+    strings = {o for action in target._actions for o in action.option_strings}
+
+    def flag(name: str) -> str | None:
+        dashed = "--" + name.replace("_", "-")
+        for candidate in (dashed, dashed.removesuffix("s")):
+            if candidate in strings:
+                return candidate
+        return None
+
+    def spell(m: re.Match[str]) -> str:
+        name, value = m.group(1), m.group(2)
+        found = flag(name)
+        if found is None or found in message:  # no such flag, or already spelled out
+            return m.group(0)
+        return f"`{found}{' ' + value[1:] if value else ''}`"
+
+    return _PARAM.sub(spell, message)
+
+
+@contextmanager
+def warnings_to_stderr() -> Iterator[None]:
+    """Print the warnings raised inside as ``evalstats: warning: ...`` lines (each once)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        print(f"evalstats: warning: {message}", file=sys.stderr)

@@ -9,6 +9,13 @@ from evalstats.cli._common import add_input_arguments, add_output_arguments, emi
 from evalstats.cli.anova import _factors
 
 
+def _block(text: str) -> str | tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("expected column names separated by commas")
+    return names[0] if len(names) == 1 else names
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the subcommand."""
     p = sub.add_parser(
@@ -46,6 +53,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="average the repeated runs of a configuration first (default: mean) or count "
         "each run as a row (replicates)",
     )
+    p.add_argument(
+        "--block",
+        type=_block,
+        default=argparse.SUPPRESS,
+        metavar="COL,...",
+        help="remove each block's mean first (e.g. model,dataset): importances and R² within "
+        "blocks",
+    )
     p.add_argument("--seed", type=int, default=argparse.SUPPRESS, help="seed (default 0)")
     p.add_argument(
         "--plot",
@@ -64,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     args.quiet = args.json
     obs, _ = load(args)
     res = attribute(
-        obs, factors=args.factors, **params_from(args, "method", "n_null", "runs", "seed")
+        obs, factors=args.factors, **params_from(args, "method", "n_null", "runs", "block", "seed")
     )
     print(
         f"attribution: {res.method}, {res.n_obs} units, cross-validated R² "

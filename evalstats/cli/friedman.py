@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
+from evalstats.cli._common import (
+    add_input_arguments,
+    add_output_arguments,
+    emit,
+    load,
+    params_from,
+    warnings_to_stderr,
+)
 
 
 def _cols(text: str) -> tuple[str, ...]:
@@ -48,6 +56,16 @@ def run(args: argparse.Namespace) -> int:
     args.quiet = args.json
     obs, _ = load(args)
     params = params_from(args, "blocks", "column", "confidence_level")
-    res = friedman_nemenyi(obs, **params)
+    with warnings_to_stderr():
+        res = friedman_nemenyi(obs, **params)
+    if res.n_dropped_blocks and not args.json:
+        print(
+            f"friedman: ranks over {res.n_blocks} of {res.n_blocks + res.n_dropped_blocks} "
+            "blocks; left out (values without a score):",
+            file=sys.stderr,
+        )
+        for row in res.dropped_blocks.iter_rows(named=True):
+            where = "/".join(str(row[b]) for b in res.blocks)
+            print(f"  {where}: no {row['missing']}", file=sys.stderr)
     emit(res.to_frame(), args, command="friedman", params=params)
     return 0

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load
+from evalstats.cli._common import (
+    add_input_arguments,
+    add_output_arguments,
+    add_variant_factors_argument,
+    emit,
+    load,
+    params_from,
+    warnings_to_stderr,
+)
 
 
 def _by(text: str) -> tuple[str, ...]:
@@ -28,6 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="COL,...",
         help="group columns (default: model,dataset)",
     )
+    add_variant_factors_argument(p)
     add_output_arguments(p)
     p.add_argument(
         "--plot",
@@ -44,8 +53,11 @@ def run(args: argparse.Namespace) -> int:
 
     args.quiet = args.json
     obs, _ = load(args)
-    params = {"by": list(args.by)} if hasattr(args, "by") else {}
-    out = prompt_spread(obs, **({"by": args.by} if hasattr(args, "by") else {}))
+    params = params_from(args, "by", "variant_factors")
+    with warnings_to_stderr():
+        out = prompt_spread(obs, **params)
+    if "by" in params:
+        params["by"] = list(params["by"])
     emit(out, args, command="moments", params=params)
     if args.plot:
         from evalstats.plots import paper_style, plot_prompt_spread

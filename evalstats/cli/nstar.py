@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
+from evalstats.cli._common import (
+    add_input_arguments,
+    add_output_arguments,
+    add_variant_factors_argument,
+    emit,
+    load,
+    params_from,
+    warnings_to_stderr,
+)
 
 _LIBRARY_OPTIONS = (
     "epsilon",
@@ -19,6 +27,7 @@ _LIBRARY_OPTIONS = (
     "by",
     "relative_epsilon",
     "relative_to",
+    "variant_factors",
 )
 
 
@@ -100,6 +109,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="COL,...",
         help="group columns (default model,dataset,metric)",
     )
+    add_variant_factors_argument(p)
     what = p.add_mutually_exclusive_group()
     what.add_argument(
         "--reference-model",
@@ -128,29 +138,44 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``nstar``."""
+    import polars as pl
+
     from evalstats import resampling
 
     args.quiet = args.json
     obs, _ = load(args)
     params = params_from(args, *_LIBRARY_OPTIONS)
-    if args.reference_model is not None:
-        out = resampling.reference_model_check(obs, reference_model=args.reference_model, **params)
-        command_params = {**params, "reference_model": args.reference_model}
-    elif args.uncertainty is not None:
-        out = resampling.sample_size_uncertainty(obs, n_bootstrap=args.uncertainty, **params)
-        command_params = {**params, "uncertainty": args.uncertainty}
-    elif args.curve:
-        for name in ("epsilon", "relative_epsilon", "relative_to"):
-            params.pop(name, None)
-        out = resampling.sample_size_curve(obs, **params)
-        command_params = {**params, "curve": True}
-    else:
-        out = resampling.required_sample_size(obs, **params)
-        command_params = params
-        if out["population"].eq("recorded").any():
+    with warnings_to_stderr():
+        if args.reference_model is not None:
+            out = resampling.reference_model_check(
+                obs, reference_model=args.reference_model, **params
+            )
+            command_params = {**params, "reference_model": args.reference_model}
+        elif args.uncertainty is not None:
+            out = resampling.sample_size_uncertainty(obs, n_bootstrap=args.uncertainty, **params)
+            command_params = {**params, "uncertainty": args.uncertainty}
+        elif args.curve:
+            for name in ("epsilon", "relative_epsilon", "relative_to"):
+                params.pop(name, None)
+            out = resampling.sample_size_curve(obs, **params)
+            command_params = {**params, "curve": True}
+        else:
+            out = resampling.required_sample_size(obs, **params)
+            command_params = params
+            if out["population"].eq("recorded").any():
+                print(
+                    "n* (pool): how many of the recorded variants a random subset needs; for prompts "
+                    "not yet evaluated use --method bootstrap.",
+                    file=sys.stderr,
+                )
+    if "vacuous" in out.columns and not args.json:
+        vac = out.filter(pl.col("vacuous") & (pl.col("moment") != "overall"))
+        for (moment,), part in vac.group_by(["moment"], maintain_order=True):
+            groups = out.filter(pl.col("moment") == moment).height
             print(
-                "n* (pool): how many of the recorded variants a random subset needs; for prompts "
-                "not yet evaluated use --method bootstrap.",
+                f"n* for the {moment} is vacuous in {part.height} of {groups} groups: the "
+                f"{moment} itself is within epsilon of 0, so any estimate near 0 meets the "
+                "tolerance (see the vacuous column).",
                 file=sys.stderr,
             )
     emit(out, args, command="nstar", params=command_params)

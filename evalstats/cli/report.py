@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evalstats.cli._common import add_input_arguments, load
+from evalstats.cli._common import add_input_arguments, add_variant_factors_argument, load
 from evalstats.errors import ParameterError
 
 
@@ -119,6 +119,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="FACTOR=VALUE,...",
         help="the default configuration, e.g. template=plain,shots=0 (enables the audit)",
     )
+    add_variant_factors_argument(p)
     p.add_argument(
         "--out",
         type=Path,
@@ -211,6 +212,7 @@ def run(args: argparse.Namespace) -> int:
         default=default,
         progress=progress,
         on_mismatch=args.on_mismatch,
+        **({"variant_factors": args.variant_factors} if hasattr(args, "variant_factors") else {}),
         **kwargs,
     )
     html = report.write(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
@@ -246,6 +246,14 @@ class FriedmanResult:
     blocks: tuple[str, ...]
     column: str
     ranks: pl.DataFrame
+    #: Blocks left out because some compared values have no score there: the block columns and
+    #: ``missing`` (the values without a score, comma-separated); empty when none was dropped.
+    dropped_blocks: pl.DataFrame = field(default_factory=pl.DataFrame)
+
+    @property
+    def n_dropped_blocks(self) -> int:
+        """Blocks left out (some compared value has no score in them)."""
+        return self.dropped_blocks.height
 
     def to_frame(self) -> pl.DataFrame:
         """One row per compared value: ``model, mean_rank, score`` plus the tests' fields."""
@@ -337,7 +345,8 @@ def friedman_nemenyi(
         ``statistic``, ``pvalue`` (:func:`scipy.stats.friedmanchisquare`, tie-corrected),
         ``f_statistic``, ``f_pvalue`` (Iman-Davenport), ``critical_difference`` and ``ranks``
         (mean rank per compared value, 1 = best; its ``model`` column holds the values of
-        ``column``).
+        ``column``); ``dropped_blocks`` (blocks left out because some compared value has no
+        score there, with the values missing).
 
     Raises
     ------
@@ -348,7 +357,8 @@ def friedman_nemenyi(
     -----
     DesignWarning
         Fewer than 10 blocks (the chi-square approximation is poor; prefer ``f_pvalue``), or
-        variant blocks without items (not independent).
+        variant blocks without items (not independent), or blocks left out because some
+        compared value has no score there (named, with the values missing).
 
     Notes
     -----
@@ -358,7 +368,8 @@ def friedman_nemenyi(
     conservative :math:`\chi^2_F`. Nemenyi: :math:`CD = q_\alpha \sqrt{k(k+1)/(6N)}` where
     :math:`q_\alpha` is the studentized range quantile :math:`q_{1-\alpha}(k, \infty)/\sqrt 2`.
     Two models whose mean ranks differ by more than CD differ significantly. Only blocks in
-    which every model has a score are used. Ties (e.g. 0/1 item scores) get mid-ranks and
+    which every model has a score are used; the others are named in ``dropped_blocks`` and a
+    DesignWarning. Ties (e.g. 0/1 item scores) get mid-ranks and
     scipy's tie correction of :math:`\chi^2_F`.
     Checked against: Demšar's Table 5 values of :math:`q_{0.05}`, scipy's Friedman test, and the
     Iman-Davenport formula (``tests/compare/test_ranks.py``).
@@ -415,6 +426,19 @@ def friedman_nemenyi(
     models = [c for c in wide.columns if c not in blocks]
     x = wide.select(models).drop_nulls().to_numpy()
     keys = wide.drop_nulls(models).select(blocks).rows()
+    dropped = _dropped_blocks(wide, list(blocks), models)
+    if dropped.height:
+        shown = "; ".join(
+            f"{'/'.join(str(r[b]) for b in blocks)} (no {r['missing']})"
+            for r in dropped.head(5).iter_rows(named=True)
+        )
+        more = f" and {dropped.height - 5} more" if dropped.height > 5 else ""
+        warnings.warn(
+            f"Friedman ranks over {x.shape[0]} of {wide.height} blocks: {dropped.height} left "
+            f"out because some values of {column!r} have no score there: {shown}{more}.",
+            DesignWarning,
+            stacklevel=2,
+        )
     sign = np.array([1.0 if hib_of(k) else -1.0 for k in keys])
     x = sign[:, None] * x  # oriented so that larger is better in every block
     k, n = len(models), x.shape[0]
@@ -454,4 +478,14 @@ def friedman_nemenyi(
         blocks=tuple(blocks),
         column=column,
         ranks=rank_frame,
+        dropped_blocks=dropped,
     )
+
+
+def _dropped_blocks(wide: pl.DataFrame, blocks: list[str], models: list[str]) -> pl.DataFrame:
+    """Blocks with a missing score, and which compared values are missing there."""
+    incomplete = wide.filter(pl.any_horizontal(pl.col(m).is_null() for m in models))
+    missing = [
+        ", ".join(m for m in models if row[m] is None) for row in incomplete.iter_rows(named=True)
+    ]
+    return incomplete.select(blocks).with_columns(pl.Series("missing", missing, dtype=pl.String))

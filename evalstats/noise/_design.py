@@ -271,8 +271,16 @@ def resampling_check(
             label = "item bootstrap (compare.intervals)"
             mc = 1.0 / math.sqrt(2.0 * (n_resamples - 1))
         else:
+            # the components decompose over every variant (decoding settings included), so the
+            # curve they are checked against must not hold decoding settings fixed
             curve = sample_size_curve(
-                obs, moments="mean", method="bootstrap", n_resamples=n_resamples, seed=seed, by=by
+                obs,
+                moments="mean",
+                method="bootstrap",
+                n_resamples=n_resamples,
+                seed=seed,
+                by=by,
+                variant_factors="all",
             )
             last = curve.filter(pl.col("n") == pl.col("n").max().over(keys))
             res = last.select(

@@ -22,6 +22,7 @@ from evalstats.errors import (
     ParameterError,
     SchemaError,
 )
+from evalstats.report._commands import _names_an_option, option_spelling
 from evalstats.report._model import (
     AnalysisResult,
     DataSummary,
@@ -49,6 +50,8 @@ class Context:
     data: DataSummary
     default: dict[str, Any] | None
     done: dict[str, AnalysisResult]
+    #: The factor columns that make the prompt variants (None: the prompt dimensions).
+    variant_factors: tuple[str, ...] | str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +72,15 @@ class Spec:
 def _need_variants(ctx: Context) -> str | None:
     if ctx.data.n_variants < 2:
         return "each model and dataset has a single prompt variant: there is no spread over prompts"
-    return None
+    from evalstats.factors import decoding_only
+
+    return decoding_only(ctx.obs, variant_factors=ctx.variant_factors)
+
+
+def _variants_fixed(ctx: Context | None) -> dict[str, Any]:
+    """The variant factors, when the user named them (else the analysis's default rule)."""
+    vf = getattr(ctx, "variant_factors", None)
+    return {} if vf is None else {"variant_factors": vf if isinstance(vf, str) else list(vf)}
 
 
 def _need_runs(ctx: Context) -> str | None:
@@ -163,7 +174,7 @@ def _run_nstar(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
 
 def _nstar_fixed(ctx: Context) -> dict[str, Any]:
     """n* about unseen prompt variants (bootstrap); the pool n* is only about the recorded ones."""
-    return {"method": "bootstrap"}
+    return {"method": "bootstrap", **_variants_fixed(ctx)}
 
 
 def _run_converge(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
@@ -213,6 +224,7 @@ def _run_anova(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
         "method": res.method,
         "n_obs": res.n_obs,
         "strongest_interaction": term,
+        "aliased": dict(res.aliased),
     }
     return tables, values, {"anova": res}
 
@@ -221,6 +233,11 @@ def _run_attribution(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
     from evalstats.attribution import attribute
 
     res = attribute(ctx.obs, **p)
+    if not res.cv_r_sq > 0:  # NaN (constant scores) or no better than the mean out of fold
+        raise InsufficientDataError(
+            f"the {res.method} model's cross-validated R² is {res.cv_r_sq:.2f} (≤ 0): the factors "
+            "predict held-out scores no better than their mean; its importances would rank noise"
+        )
     tables = {"attribution": res.to_frame()}
     if res.coefficients.height:
         tables["coefficients"] = res.coefficients
@@ -229,6 +246,7 @@ def _run_attribution(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
         "n_folds": res.n_folds,
         "n_obs": res.n_obs,
         "score_scale": res.score_scale,
+        "aliased": dict(res.aliased),
     }
     return tables, values, {"attribution": res}
 
@@ -294,6 +312,7 @@ def _run_friedman(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
         "n_blocks": res.n_blocks,
         "n_models": res.n_models,
         "critical_difference": res.critical_difference,
+        "dropped_blocks": res.dropped_blocks.to_dicts(),
     }
     return {"friedman": res.to_frame()}, values, {"friedman": res}
 
@@ -391,6 +410,7 @@ ANALYSES: tuple[Spec, ...] = (
         "moments",
         _need_variants,
         _run_moments,
+        _variants_fixed,
     ),
     Spec(
         "nstar",
@@ -456,7 +476,7 @@ ANALYSES: tuple[Spec, ...] = (
         "attribute",
         _need_factors,
         _run_attribution,
-        lambda ctx: {"factors": list(ctx.data.factors)},
+        _anova_fixed,  # the same blocks: importances within each model and dataset
     ),
     Spec(
         "intervals",
@@ -569,11 +589,18 @@ def run_analysis(
         try:
             tables, values, objects = spec.run(ctx, params)
         except InsufficientDataError as exc:
-            return None, str(exc)
+            return None, option_spelling(str(exc), spec.key, names)
         except MetricScaleError as exc:  # a method for [0, 1] or 0/1 scores, or mixed metrics
-            return None, f"does not apply to these metrics: {exc}"
+            return (
+                None,
+                f"does not apply to these metrics: {option_spelling(str(exc), spec.key, names)}",
+            )
         except SchemaError as exc:  # e.g. runs covering different items
-            return None, f"could not run: {exc}"
+            if _names_an_option(str(exc), options):  # the user's typo: an error, not a skip
+                raise ParameterError(
+                    f"--option {spec.key}: {option_spelling(str(exc), spec.key, names)}"
+                ) from None
+            return None, f"could not run: {option_spelling(str(exc), spec.key, names)}"
     messages = tuple(dict.fromkeys(str(w.message) for w in caught))
     result = AnalysisResult(
         key=spec.key,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import inspect
+import re
 import shlex
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from evalstats.report._model import resolve
@@ -11,12 +13,12 @@ from evalstats.report._model import resolve
 if TYPE_CHECKING:
     from evalstats.report._model import AnalysisResult
 
-__all__ = ["command_line"]
+__all__ = ["command_line", "option_spelling"]
 
 #: Parameters each subcommand exposes as ``--flag`` (the flag is the name with dashes).
 #: An analysis run with a non-default parameter outside this list has no command line.
 _FLAGS: dict[str, frozenset[str]] = {
-    "moments": frozenset({"by"}),
+    "moments": frozenset({"by", "variant_factors"}),
     "nstar": frozenset(
         {
             "epsilon",
@@ -30,6 +32,7 @@ _FLAGS: dict[str, frozenset[str]] = {
             "by",
             "relative_epsilon",
             "relative_to",
+            "variant_factors",
         }
     ),
     "converge": frozenset(
@@ -41,7 +44,7 @@ _FLAGS: dict[str, frozenset[str]] = {
     "anova": frozenset(
         {"factors", "interactions", "ss_type", "n_resamples", "block", "runs", "seed"}
     ),
-    "attribute": frozenset({"factors", "method", "n_null", "runs", "seed"}),
+    "attribute": frozenset({"factors", "method", "n_null", "runs", "block", "seed"}),
     "intervals": frozenset(
         {"over", "method", "confidence_level", "cluster", "n_resamples", "seed"}
     ),
@@ -123,3 +126,44 @@ def command_line(result: AnalysisResult, source: dict[str, Any]) -> str | None:
             return None
         parts += ["--" + name.replace("_", "-"), shlex.quote(_text(value))]
     return " ".join(parts) + " --json"
+
+
+#: A parameter in backticks, alone (`batch`) or with a value (`interactions=1`).
+_PARAM = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(=[^`]*)?`")
+
+
+#: Parameters the report sets from flags of its own rather than ``--option``.
+_REPORT_FLAGS = {
+    "factors": "--factors",
+    "default": "--default",
+    "variant_factors": "--variant-factors",
+    "seed": "--seed",
+}
+
+
+def option_spelling(message: str, key: str, names: list[str]) -> str:
+    """``message`` with the analysis's parameters as ``--option key.name=value`` (the CLI's).
+
+    Analyses name their parameters as Python does (`` `interactions=1` ``); in the report they
+    are set with ``--option anova.interactions=1``, and a skip reason suggests that spelling.
+
+    Examples
+    --------
+    >>> option_spelling("Use `interactions=1` or lower `batch`.", "anova", ["interactions", "batch"])
+    'Use `--option anova.interactions=1` or lower `--option anova.batch`.'
+    """
+
+    def spell(m: re.Match[str]) -> str:
+        name, value = m.group(1), m.group(2) or ""
+        if name in _REPORT_FLAGS:  # set for every analysis with a flag of its own
+            return f"`{_REPORT_FLAGS[name]}{' ' + value[1:] if value else ''}`"
+        if name not in names:
+            return m.group(0)
+        return f"`--option {key}.{name}{value}`"
+
+    return _PARAM.sub(spell, message)
+
+
+def _names_an_option(message: str, options: Mapping[str, Any]) -> bool:
+    """Whether an analysis's error is about a value the user set with ``--option``."""
+    return any(f"`{name}`" in message for name in options)

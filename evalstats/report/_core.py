@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
-from evalstats.errors import ParameterError
+from evalstats.errors import ParameterError, SchemaError
 from evalstats.report._analyses import ANALYSES, SPECS, Context, check_options
 from evalstats.report._model import (
     SCHEMA_VERSION,
@@ -185,6 +185,7 @@ def audit_report(
     skip: Sequence[str] = (),
     progress: bool | str = False,
     on_mismatch: Literal["error", "intersect", "keep"] = "error",
+    variant_factors: Sequence[str] | str | None = None,
     workers: int | Literal["auto"] = 1,
 ) -> AuditReport:
     """Run every analysis the observation table supports; say which were skipped and why.
@@ -220,6 +221,11 @@ def audit_report(
         the report alike (:func:`evalstats.aggregate.align_item_sets`): stop, analyse the
         items every run scored (biases TAR upward), or keep each run over its own items (the
         stability analyses then say they could not run).
+    variant_factors : sequence of str or 'all', optional
+        The factor columns whose combinations are the prompt variants of the prompt-sensitivity
+        analyses (moments, n*). Default: the prompt dimensions; decoding settings
+        (temperature, top_p, ...) and serving settings (provider, ...) that vary are analysed
+        per value. ``'all'``: every factor column. See :mod:`evalstats.factors`.
     workers : int or 'auto', default 1
         Processes that run the analyses: 1 runs them one after the other in this process;
         ``'auto'`` uses the usable cores for a table of 20,000 rows or more (else 1); the
@@ -236,7 +242,8 @@ def audit_report(
     Raises
     ------
     SchemaError
-        The table lacks a required column, or ``factors`` names a missing column.
+        The table lacks a required column, or ``factors``, ``default`` or ``variant_factors``
+        names a column that is not a factor column.
     ParameterError
         ``options`` or ``skip`` names an unknown analysis or parameter, or a parameter value is
         out of its domain (raised by the analysis function).
@@ -264,7 +271,7 @@ def audit_report(
     >>> reasons["stability"]
     'each configuration was run once: run-to-run stability needs repeated runs'
     >>> reasons["converge"]  # the analysis's own message
-    "the stopping rule needs at least 2 batches (20 configurations); model='m0', dataset='d0', metric='score' has 4. Lower `batch`."
+    "the stopping rule needs at least 2 batches (20 configurations); model='m0', dataset='d0', metric='score' has 4. Lower `--option converge.batch`."
     """
     from evalstats._reproducible import reproducible
     from evalstats.aggregate import align_item_sets, item_set_rule
@@ -293,7 +300,30 @@ def audit_report(
                 ingest=ingest,
                 source=source,
                 on_mismatch=on_mismatch,
+                variant_factors=variant_factors,
                 workers=workers,
+            )
+
+
+def _check_default(obs: pl.DataFrame, default: Mapping[str, Any] | None) -> None:
+    """A default configuration names factor columns and levels they have (else an error)."""
+    from evalstats.schema import factor_columns
+
+    if not default:
+        return
+    factors = factor_columns(obs.columns)
+    for name, value in default.items():
+        if name not in factors:
+            raise SchemaError(
+                f"`default` names {name!r}, which is not a factor column of the observation "
+                f"table (factor columns: {', '.join(factors) or 'none'})."
+            )
+        levels = obs[name].unique().sort(nulls_last=True).to_list()
+        if str(value).lower() not in {str(v).lower() for v in levels}:
+            shown = ", ".join(map(str, levels[:20])) + (", ..." if len(levels) > 20 else "")
+            raise ParameterError(
+                f"`default` sets {name}={value!r}, which is not a level of {name!r} "
+                f"(levels: {shown})."
             )
 
 
@@ -309,14 +339,26 @@ def _audit(
     ingest: IngestReport | None,
     source: str | Path | Mapping[str, Any] | None,
     on_mismatch: str,
-    workers: int | str,
+    variant_factors: Sequence[str] | str | None = None,
+    workers: int | str = 1,
 ) -> AuditReport:
     """The body of :func:`audit_report`, run under its item-set rule."""
     from evalstats.aggregate import to_units
+    from evalstats.factors import held_factors
 
     n_workers = resolve_workers(workers, obs.height)
     data = summarise(obs, factors)
-    ctx = Context(obs=obs, data=data, default=dict(default) if default else None, done={})
+    _check_default(obs, default)
+    if variant_factors is not None and not isinstance(variant_factors, str):
+        variant_factors = tuple(variant_factors)
+    held_factors(obs.head(0), variant_factors=variant_factors)  # names checked before any work
+    ctx = Context(
+        obs=obs,
+        data=data,
+        default=dict(default) if default else None,
+        done={},
+        variant_factors=variant_factors,
+    )
     reasons: dict[str, str | None] = {}
 
     def applies(key: str, ctx: Context) -> str | None:
@@ -351,6 +393,11 @@ def _audit(
         "options": checked,
         "skip": list(skip),
         "on_mismatch": on_mismatch,
+        "variant_factors": (
+            variant_factors
+            if variant_factors is None or isinstance(variant_factors, str)
+            else list(variant_factors)
+        ),
     }
     return AuditReport(
         analyses=tuple(ctx.done[s.key] for s in ANALYSES if s.key in ctx.done),

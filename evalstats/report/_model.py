@@ -155,7 +155,7 @@ def summarise(obs: pl.DataFrame, factors: Sequence[str] | None) -> DataSummary:
         if missing:
             raise SchemaError(
                 f"`factors` names {missing[0]!r}, which is not a column of the observation "
-                f"table (columns: {', '.join(cols)})."
+                f"table (factor columns: {', '.join(factor_columns(cols)) or 'none'})."
             )
         candidates = list(factors)
     levels = {f: obs[f].n_unique() for f in candidates}

@@ -90,8 +90,20 @@ def run_one(spec_key: str, ctx: Context, options: dict[str, Any], seed: int) -> 
 _WORKER: dict[str, Any] = {}
 
 
-def _init(path: str, data: DataSummary, default: dict | None, on_mismatch: str) -> None:
-    _WORKER["ctx"] = Context(obs=pl.read_ipc(path), data=data, default=default, done={})
+def _init(
+    path: str,
+    data: DataSummary,
+    default: dict | None,
+    on_mismatch: str,
+    variant_factors: tuple[str, ...] | str | None = None,
+) -> None:
+    _WORKER["ctx"] = Context(
+        obs=pl.read_ipc(path),
+        data=data,
+        default=default,
+        done={},
+        variant_factors=variant_factors,
+    )
     _WORKER["on_mismatch"] = on_mismatch
 
 
@@ -140,7 +152,7 @@ def run_all(
             max_workers=workers,
             mp_context=mp.get_context("spawn"),
             initializer=_init,
-            initargs=(path, ctx.data, ctx.default, on_mismatch),
+            initargs=(path, ctx.data, ctx.default, on_mismatch, ctx.variant_factors),
         )
         with pool:
             running: dict[cf.Future, str] = {}

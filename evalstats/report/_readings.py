@@ -16,8 +16,11 @@ import polars as pl
 from evalstats.report._model_readings import compare_reading, intervals_reading, ranks_reading
 from evalstats.report._wording import (
     _LIST_MAX,
+    _held,
     _join,
     _listed,
+    _nstar_moment,
+    _nstar_span,
     _ok,
     _p,
     _pct,
@@ -51,6 +54,13 @@ def _moments(res: AnalysisResult, data: DataSummary) -> str:
     if t.height > 1:
         text += f"; the narrowest range is {_pts(narrow['spread'])} points ({_where(narrow)})"
     text += "."
+    held = _held(res.tables["moments"])
+    if held:
+        text += (
+            f" The variants are prompt variants only: {_listed(held)} "
+            f"{'is a decoding or serving setting' if len(held) == 1 else 'are decoding or serving settings'}, "
+            "so each value is analysed on its own (a group column; --variant-factors changes this)."
+        )
     if "prompt_variance_low" in t.columns and t["prompt_variance_low"].is_not_null().any():
         known = t.filter(pl.col("prompt_variance_low").is_not_null())
         k = known.filter(pl.col("prompt_variance_low") > 0).height
@@ -60,16 +70,6 @@ def _moments(res: AnalysisResult, data: DataSummary) -> str:
             f"item noise explains (the {level:.0%} interval of prompt_variance lies above 0)."
         )
     return text
-
-
-def _nstar_span(rows: pl.DataFrame) -> str | None:
-    reached = rows.filter(pl.col("reached"))
-    if not reached.height:
-        return None
-    lo, hi = reached["n_star"].min(), reached["n_star"].max()
-    avail = _listed(str(v) for v in sorted(set(reached["n_available"].to_list())))
-    span = f"{lo}" if lo == hi else f"between {lo} and {hi}"
-    return f"{span} variants (n*, of {avail} available)"
 
 
 def _nstar(res: AnalysisResult, data: DataSummary) -> str:
@@ -97,36 +97,23 @@ def _nstar(res: AnalysisResult, data: DataSummary) -> str:
         f"To estimate {what} of {_score_word()} over prompts within {within} with "
         f"probability {1 - p['delta'] / 2:.0%} {whom}, "
     )
-    missed = rows.filter(~pl.col("reached"))
-    text = head
-    span = _nstar_span(rows)
-    if span is not None:
-        text += f"{span} are needed"
-        if missed.height:
-            text += "; "
-    if missed.height:
-        text += (
-            f"the available variants are not enough for {_listed(_where(r) for r in missed.iter_rows(named=True))}"
-            " (n* not reached: evaluate more prompts before trusting the mean)"
-        )
-    text += "."
+    # per moment: a vacuous n* (the moment itself within ε of 0) is named apart and kept out of
+    # the range, so that "between 1 and 29 variants" cannot stand for "the variance is small"
+    moments = [m for m in ("mean", "variance") if m in t["moment"].to_list()]
+    parts = [_nstar_moment(t.filter(pl.col("moment") == m), m) for m in moments]
+    text = head + "; ".join(parts) + "."
     recorded = res.tables.get("recorded_variants")
     if recorded is not None:
-        rec = recorded.filter(pl.col("moment") == moment)
+        rec = recorded.filter(pl.col("moment") == moments[0])
         rspan = _nstar_span(rec)
         text += (
             " For the recorded variants alone (pool: resampling this set of prompts, a claim "
-            "that can fall short on new prompts), "
-            + (f"{rspan} suffice." if rspan else "n* is not reached either.")
+            f"that can fall short on new prompts), the {moments[0]} needs "
+            + (f"{rspan}." if rspan else "more variants than were recorded too.")
         )
-    if "vacuous" in t.columns:
-        vac = t.filter(pl.col("vacuous") & (pl.col("moment") != "overall"))
-        if vac.height:
-            moments = _listed(sorted(set(vac["moment"].to_list())))
-            text += (
-                f" The {moments} itself is within ε of 0 in {vac.height} group(s), so its n* "
-                "is vacuous there (any estimate near 0 meets the tolerance)."
-            )
+    held = _held(t)
+    if held:
+        text += f" Each value of {_listed(held)} is analysed on its own (not a prompt variant)."
     return text
 
 
@@ -177,6 +164,7 @@ def _normality(res: AnalysisResult, data: DataSummary) -> str:
     t = res.tables["normality"]
     method = _listed([method_name(m) for m in sorted(set(t["method"].to_list()))])
     tested = t.filter(pl.col("pvalue").is_not_null() & pl.col("pvalue").is_not_nan())
+    constant = t.filter((pl.col("sd") == 0.0) & (pl.col("n") > 1))
     low = t.filter(pl.col("low_power")).height
     alpha = 0.05
     if tested.height == 0:
@@ -189,6 +177,14 @@ def _normality(res: AnalysisResult, data: DataSummary) -> str:
         text = (
             f"The {method} test rejects normality of the run accuracies at the 5 % level in {k} "
             f"of {tested.height} groups."
+        )
+    if constant.height:
+        keys = t.columns[: t.columns.index("method")]  # the group columns come first
+        groups = constant.unique(subset=keys, maintain_order=True)
+        text += (
+            f" In {groups.height} group{'s' if groups.height > 1 else ''} every run has the same "
+            f"accuracy (constant up to rounding: "
+            f"{_listed(_where(r) for r in groups.iter_rows(named=True))}); no test applies there."
         )
     if low:
         text += (
@@ -228,13 +224,22 @@ def _correlation(res: AnalysisResult, data: DataSummary) -> str:
 
 def _anova(res: AnalysisResult, data: DataSummary) -> str:
     t = res.tables["anova"].filter(pl.col("term") != "Residual")
-    top = t.filter(pl.col("eta_sq").is_not_null()).sort("eta_sq", descending=True).head(3)
+    # a term is named for what it explains only when that rounds to something (η² >= 0.0005)
+    top = (
+        t.filter(pl.col("eta_sq").is_not_null() & (pl.col("eta_sq") >= 0.0005))
+        .sort("eta_sq", descending=True)
+        .head(3)
+    )
     named = [f"{r['term']} (η² = {r['eta_sq']:.3f})" for r in top.iter_rows(named=True)]
     pcol = "pvalue_perm" if t["pvalue_perm"].is_not_null().any() else "pvalue"
     sig = t.filter(pl.col(pcol) < 0.05)
-    text = (
+    lead = (
         f"The terms that explain most of the variance of unit scores are {_join(named)}. "
-        f"{sig.height} of {t.height} terms have "
+        if named
+        else "No term explains a visible share of the variance of unit scores (every η² < 0.0005). "
+    )
+    text = (
+        f"{lead}{sig.height} of {t.height} terms have "
         f"{'a permutation ' if pcol == 'pvalue_perm' else 'an F-test '}p < 0.05"
     )
     if sig.height:
@@ -252,6 +257,9 @@ def _anova(res: AnalysisResult, data: DataSummary) -> str:
             " Scores are pooled over models and datasets, so their differences stay in the "
             "residual."
         )
+    aliased = res.values.get("aliased") or {}
+    if aliased:
+        text += f" Left out as aliased: {'; '.join(aliased.values())}."
     if res.values.get("runs", res.params.get("runs", "mean")) == "mean" and data.n_runs > 1:
         text += (
             " Repeated runs are averaged per configuration first (the configuration is the unit)."
@@ -264,9 +272,14 @@ def _attribution(res: AnalysisResult, data: DataSummary) -> str:
     v = res.values
     above = t.filter(pl.col("above_null").fill_null(False))
     below = t.filter(~pl.col("above_null").fill_null(False))
+    block = res.params.get("block")
+    within = ""
+    if block:
+        cols = [block] if isinstance(block, str) else list(block)
+        within = f" within each {' × '.join(cols)} (their differences removed first)"
     text = (
         f"The {res.params['method']} model explains {v['cv_r_sq']:.0%} of the variance of unit "
-        f"scores out of fold (cross-validated R² over {v['n_folds']} folds)."
+        f"scores{within} out of fold (cross-validated R² over {v['n_folds']} folds)."
     )
     if t["null_high"].is_not_null().any():
         if above.height:
@@ -280,6 +293,9 @@ def _attribution(res: AnalysisResult, data: DataSummary) -> str:
                 f" Within the null band, so indistinguishable from no effect: "
                 f"{_listed(below['factor'].to_list())}."
             )
+    aliased = v.get("aliased") or {}
+    if aliased:
+        text += f" Left out as aliased: {'; '.join(aliased.values())}."
     return text
 
 
@@ -306,11 +322,20 @@ def _friedman(res: AnalysisResult, data: DataSummary) -> str:
     order = [f"{r['model']} ({r['mean_rank']:.2f})" for r in ranks.iter_rows(named=True)]
     alpha = 1 - res.params["confidence_level"]
     verdict = "differ" if _ok(v["pvalue"]) and v["pvalue"] < alpha else "do not differ"
+    dropped = v.get("dropped_blocks") or []
+    total = v["n_blocks"] + len(dropped)
+    over = f"{v['n_blocks']} of {total}" if dropped else f"{v['n_blocks']}"
     text = (
-        f"Mean ranks over {v['n_blocks']} datasets: {_listed(order)}. By the Friedman test the "
+        f"Mean ranks over {over} datasets: {_listed(order)}. By the Friedman test the "
         f"models' ranks {verdict} at the {alpha:g} level ({_p(v['pvalue'])}); mean ranks closer "
         f"than the critical difference {v['critical_difference']:.2f} are not distinguishable."
     )
+    if dropped:
+        gone = [f"{d['dataset']} (no score for {d['missing']})" for d in dropped]
+        text += (
+            f" Left out because some models have no score there: {_join(gone)}; the ranks are "
+            "over the datasets every model has."
+        )
     if v["n_blocks"] < 5:
         text += f" With {v['n_blocks']} datasets the test has little power."
     return text

@@ -145,3 +145,50 @@ def _several(values: Iterable[Any]) -> bool:
 def _alpha(params: dict[str, Any]) -> float:
     level = params.get("confidence_level", 0.95)
     return 1.0 - float(level) if _ok(level) else 0.05
+
+
+def _held(table: pl.DataFrame) -> list[str]:
+    """Factor columns held fixed as group columns (decoding or serving settings)."""
+    from evalstats.moments import SPREAD_COLUMNS
+    from evalstats.resampling import CURVE_COLUMNS, NSTAR_COLUMNS
+
+    known = {"model", "dataset", "metric", *SPREAD_COLUMNS, *NSTAR_COLUMNS, *CURVE_COLUMNS}
+    return [c for c in table.columns if c not in known]
+
+
+def _nstar_span(rows: pl.DataFrame) -> str | None:
+    if "vacuous" in rows.columns:  # a vacuous n* says nothing: not part of the span
+        rows = rows.filter(~pl.col("vacuous"))
+    reached = rows.filter(pl.col("reached"))
+    if not reached.height:
+        return None
+    lo, hi = reached["n_star"].min(), reached["n_star"].max()
+    avail = _listed(str(v) for v in sorted(set(reached["n_available"].to_list())))
+    span = f"{lo}" if lo == hi else f"between {lo} and {hi}"
+    return f"{span} variants (n*, of {avail} available)"
+
+
+def _nstar_moment(rows: pl.DataFrame, moment: str) -> str:
+    """One moment's n*: its range over informative groups, groups not reached, vacuous groups."""
+    vac = rows.filter(pl.col("vacuous")) if "vacuous" in rows.columns else rows.clear()
+    info = rows.filter(~pl.col("vacuous")) if "vacuous" in rows.columns else rows
+    missed = info.filter(~pl.col("reached"))
+    span = _nstar_span(info)
+    bits = []
+    if span is not None:
+        bits.append(f"the {moment} needs {span}")
+    if missed.height:
+        where = _listed(_where(r) for r in missed.iter_rows(named=True))
+        bits.append(
+            f"{'' if bits else f'for the {moment} '}the available variants are not enough for "
+            f"{where} (n* not reached: evaluate more prompts before trusting it)"
+        )
+    if vac.height:
+        where = _listed(_where(r) for r in vac.iter_rows(named=True))
+        bits.append(
+            f"{'' if bits else f'for the {moment} '}n* is vacuous in {vac.height} of "
+            f"{rows.height} groups ({where}): the {moment} over prompts is itself within ε of 0 "
+            "there, so a single variant already meets the tolerance and n* says nothing about "
+            "how many prompts are needed"
+        )
+    return "; ".join(bits)

@@ -175,7 +175,7 @@ def test_attribute_xgboost_default(units_csv, capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["anova", "{csv}", "--factors", "a,zz"], "`factors` names 'zz'"),
+        (["anova", "{csv}", "--factors", "a,zz"], "`--factors` names 'zz'"),
         (["anova", "{csv}", "--factors", "a", "--block", "item"], "no column 'item'"),
         (["attribute", "{csv}", "--factors", "model"], "factor 'model' has a single level"),
     ],

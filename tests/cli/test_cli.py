@@ -54,7 +54,7 @@ BAD = [
         ["ingest", "{tmp}/bad.csv"],
         r"bad\.csv, row 2, column 'score': expected a number, got 'oops'",
     ),
-    (["ingest", "{tmp}/bad.csv", "--columns", "nosuch=item"], r"`columns` maps 'nosuch'"),
+    (["ingest", "{tmp}/bad.csv", "--columns", "nosuch=item"], r"`--columns` maps 'nosuch'"),
     (["ingest", "{tmp}/empty.csv"], r"empty\.csv: the file is empty"),
     (
         ["ingest", "{tmp}/bad.csv", "--out", "{tmp}/x.xlsx", "--on-invalid", "skip"],

@@ -80,7 +80,7 @@ def test_audit_bad_default_is_a_one_line_error(dump, capsys):
     err = capsys.readouterr().err
     assert "evalstats: error: `--default` expects factor=value" in err and "Traceback" not in err
     assert main(["audit", dump, "--default", "prompt=x"]) == 2
-    assert "`default` names 'prompt'" in capsys.readouterr().err
+    assert "`--default` names 'prompt'" in capsys.readouterr().err
 
 
 def test_converge_and_providers(dump, capsys):

@@ -41,4 +41,4 @@ def test_engine_options_need_the_unit_level(fixtures, capsys):
     err = capsys.readouterr().err
     assert err.startswith("evalstats: error: --engine dask and --scheduler build the unit table")
     assert main(["ingest", str(fixtures / "dumps/dove/lite"), "--scheduler", "tcp://h:1"]) == 2
-    assert "`scheduler` is used by engine='dask' only" in capsys.readouterr().err
+    assert "`--scheduler` is used by engine='dask' only" in capsys.readouterr().err

@@ -57,5 +57,5 @@ def test_plan_bad_cost_is_one_line_and_exit_2(tmp_path, capsys):
     _, path = _dump(tmp_path)
     assert main(["plan", path, "--target-ci", "0.05", "--cost", "items=1"]) == 2
     err = capsys.readouterr().err
-    assert "evalstats: error: `cost` key must be one of" in err
+    assert "evalstats: error: `--cost` key must be one of" in err
     assert "Traceback" not in err

@@ -228,7 +228,7 @@ def test_correlate_unknown_column_exits_2(stability, tmp_path, capsys):
     stability.write_parquet(path)
     assert main(["correlate", str(path), "--from-stability", "--columns", "tar_a,bogus"]) == 2
     err = capsys.readouterr().err
-    assert "`columns` names 'bogus'" in err and "Traceback" not in err
+    assert "`--columns` names 'bogus'" in err and "Traceback" not in err
 
 
 def test_normality_on_the_real_llm_stability_runs(fixtures, capsys):

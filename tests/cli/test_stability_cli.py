@@ -112,11 +112,14 @@ def test_intervals_use_the_intersected_or_all_items(tmp_path, capsys):
     ("argv", "message"),
     [
         (["stability", "{tmp}/nope"], "nope: no such file or folder"),
-        (["stability", str(OLD), "--by", "model,prompt"], "`by` names 'prompt'"),
+        (["stability", str(OLD), "--by", "model,prompt"], "`--by` names 'prompt'"),
         (["stability", str(OLD), "--view", "curve", "--table", "markdown"], "`--table` formats"),
         (["stability", str(OLD), "--table", "latex", "--json"], "either `--table` or `--json`"),
         (["stability", str(OLD), "--top", "3"], "`--top` applies to --view items only"),
-        (["stability", str(OLD), "--format", "llm-stability", "--columns", "a=item"], "`columns`"),
+        (
+            ["stability", str(OLD), "--format", "llm-stability", "--columns", "a=item"],
+            "`--columns`",
+        ),
     ],
 )
 def test_user_errors_exit_2_with_one_line(tmp_path, capsys, argv, message):

@@ -175,11 +175,11 @@ def test_quiet_silences_progress_bars(small_csv, tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--option", "anova.bogus=1"], "`options` sets anova.bogus"),
+        (["--option", "anova.bogus=1"], "`--option` sets anova.bogus"),
         (["--option", "anova"], "`--option` expects ANALYSIS.PARAMETER=VALUE"),
-        (["--skip", "everything"], "`skip` names the analysis 'everything'"),
-        (["--default", "shots=7"], "no configuration matches the default"),
-        (["--figure-format", "gif"], "`figure_formats` must name some of png, pdf, svg"),
+        (["--skip", "everything"], "`--skip` names the analysis 'everything'"),
+        (["--default", "shots=7"], "`--default` sets shots='7', which is not a level of 'shots'"),
+        (["--figure-format", "gif"], "`--figure-format` must name some of png, pdf, svg"),
     ],
 )
 def test_user_errors_exit_2_with_one_line(small_csv, tmp_path, capsys, extra, message):
