@@ -110,3 +110,24 @@ def test_figures_drawn_in_workers_are_the_same_files(tmp_path):
     for f in files(one):
         if f.endswith(".png"):
             assert (one / f).read_bytes() == (two / f).read_bytes(), f
+
+
+def test_workers_take_the_variant_factors_of_the_call():
+    """``variant_factors`` reaches the worker processes: variants that differ only in a
+    decoding setting are prompt variants on request ('all'), and two workers then give the same
+    moments as one process (by default the report skips moments on them)."""
+    obs = observations(
+        n_models=2,
+        n_items=20,
+        n_variants=6,
+        factors={"temperature": {0.0: 0.0, 0.7: 0.05}},
+        seed=2,
+    )
+    kw = dict(options=FAST, seed=3, skip=("nstar", "converge", "compare", "ranks"))
+    held = audit_report(obs, workers=1, **kw)
+    assert "moments" in [s.key for s in held.skipped]
+    one = audit_report(obs, workers=1, variant_factors="all", **kw)
+    two = audit_report(obs, workers=2, variant_factors="all", **kw)
+    m_one, m_two = (r["moments"].tables["moments"] for r in (one, two))
+    assert "temperature" not in m_one.columns
+    assert_frame_equal(m_two, m_one, check_exact=True)
