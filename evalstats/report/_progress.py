@@ -36,10 +36,15 @@ class Progress:
         Number of steps.
     progress : bool or {'bar', 'lines'}
         See :func:`progress_mode`.
+    summary : bool, default True
+        End with a ``<stage>: done in`` line (lines mode).
     """
 
-    def __init__(self, stage: str, total: int, progress: bool | str) -> None:
+    def __init__(
+        self, stage: str, total: int, progress: bool | str, *, summary: bool = True
+    ) -> None:
         self.stage = stage
+        self.summary = summary
         self.mode = progress_mode(progress)
         self._bar: Any = None
         self._key = ""
@@ -61,7 +66,7 @@ class Progress:
     ) -> None:
         if self._bar is not None:
             self._bar.close()
-        elif self.mode == "lines" and exc_type is None:
+        elif self.mode == "lines" and exc_type is None and self.summary:
             elapsed = time.perf_counter() - self._stage_start
             print(f"{self.stage}: done in {elapsed:.1f} s", file=sys.stderr, flush=True)
 
