@@ -36,12 +36,15 @@ __all__ = [
 ]
 
 #: Colours of the non-model elements, from the same colour-blind-safe palette as the models
-#: (seaborn's ``colorblind``, after Okabe and Ito). Figures draw with these, never ad-hoc names.
+#: (seaborn's ``colorblind``, after Okabe and Ito) or greys. Figures draw with these, never
+#: ad-hoc names. Lines that mark a threshold next to model curves are never a model colour.
 COLORS: dict[str, str] = {
     "accent": "#0173b2",  # the one data series of a figure without models (bars, effects)
     "accent_light": "#56b4e9",  # the same series, de-emphasised (below a null band)
     "secondary": "#029e73",  # a second series (variance next to the mean)
-    "highlight": "#d55e00",  # thresholds and critical values: epsilon, CD bar
+    # thresholds and critical values (epsilon, CD bar, a target): near-black, because every
+    # colour of the palette is some model's in a figure with ten or more models
+    "highlight": "0.15",
     "reference": "0.1",  # the default configuration's marker (a black diamond)
     "neutral": "0.25",  # text-like marks: points, pair differences, axes of a diagram
     "band": "0.85",  # null bands and other backgrounds
