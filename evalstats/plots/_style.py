@@ -28,6 +28,7 @@ __all__ = [
     "model_colors",
     "new_axes",
     "outside_legend",
+    "slant_xticks",
     "paper_style",
     "plain_text",
     "require_plotting",
@@ -344,6 +345,18 @@ def tick_labels(
     longest = max((len(line) for t in wrapped for line in t.split("\n")), default=0)
     lines = max((t.count("\n") + 1 for t in wrapped), default=1)
     return wrapped, min(7.0, base + 0.055 * max(0, longest - 12)), lines
+
+
+def slant_xticks(ax: Any, angle: float = 45) -> None:
+    """Slant the x tick labels, each ending at its tick (long labels never overlap a neighbour).
+
+    matplotlib rotates a label about its centre by default, so at 45 degrees long labels of
+    neighbouring ticks cross each other; anchored at their right end they run parallel.
+    """
+    for t in ax.get_xticklabels():
+        t.set_rotation(angle)
+        t.set_horizontalalignment("right")
+        t.set_rotation_mode("anchor")
 
 
 def outside_legend(ax: Any, **kwargs: Any) -> Any:

@@ -97,12 +97,17 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
     many = len(report.data.models) > _top_k()
     if "moments" in report:
         units = report.units
+        from evalstats.plots.moments import VERTICAL_MAX, spread_panel_height
+
         datasets = sorted(units["dataset"].unique().to_list()) if units.height else []
-        per_page = 3 if many else PANELS_PER_PAGE
+        n_models = len(report.data.models)
+        per_page = PANELS_PER_PAGE
+        if n_models > VERTICAL_MAX:  # boxes lie down the y axis: as many rows as fit a page
+            per_page = 2 * max(1, int(8.4 // spread_panel_height(n_models)))
 
         def draw_spread(page: list[str], pal: dict[str, Any]) -> Any:
             sub = units.filter(pl.col("dataset").is_in(page))
-            return plots.plot_prompt_spread(sub, palette=pal, col_wrap=1 if many else 2)
+            return plots.plot_prompt_spread(sub, palette=pal, col_wrap=2)
 
         specs += paged(
             "prompt_spread",
@@ -280,6 +285,25 @@ def _factor_figures(report: ReportContents) -> list[FigureSpec]:
     return specs
 
 
+def panel_height(n_rows: int) -> float:
+    """Height (inches) of a panel with ``n_rows`` rows: 0.17 inch a row, 0.12 beyond 16."""
+    return 0.85 + (0.17 if n_rows <= 16 else 0.12) * n_rows
+
+
+def panels_per_page(height: float) -> int:
+    """Panels of ``height`` inches on one page, two to a row."""
+    return 2 * max(1, int(8.6 // height))
+
+
+def _panel_labels(ax: Any, title: str, n_rows: int) -> None:
+    ax.set_title(title, fontsize="small")
+    ax.set_ylabel("")
+    ax.tick_params(axis="y", labelsize="x-small" if n_rows > 16 else "small")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=4))  # half a page wide: labels apart
+
+
 def _by_rank(frame: pl.DataFrame, rank: dict[str, int], *models: str) -> pl.DataFrame:
     """``frame`` sorted by dataset (and metric), then by the models' rank."""
     keys = [c for c in ("dataset", "metric") if c in frame.columns]
@@ -306,9 +330,7 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
         # the method and unit actually used (the parameters may say 'auto')
         used = ", ".join(t["method"].unique(maintain_order=True).to_list()) or "no"
         over = t["over"][0] if t.height else res.params["over"]
-        specs += paged(
-            "intervals",
-            "Mean accuracy with confidence intervals",
+        caption = (
             f"Mean accuracy per model with its {res.params['confidence_level']:.0%} "
             f"{used} interval over {over}."
             + (
@@ -316,13 +338,43 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
                 if t["ci_low"].is_nan().any()
                 else ""
             )
-            + (_GREY_NOTE if many else ""),
-            "intervals",
-            row_pages(t),
-            lambda page, pal: plots.plot_intervals(page, palette=pal),
-            datasets_of,
-            "tables/intervals.csv",
+            + (_GREY_NOTE if many else "")
         )
+        datasets = list(dict.fromkeys(t["dataset"].to_list())) if "dataset" in t.columns else []
+        if len(datasets) > 1:  # one panel per dataset, models in rank order in each
+            n_rows = int(t.group_by("dataset").len()["len"].max() or 1)
+            height = panel_height(n_rows)
+
+            def draw_intervals(
+                page: list[str], pal: dict[str, Any], t: pl.DataFrame = t
+            ) -> Any:  # t bound now: the name is reused below
+                fig, axes = panels(len(page), width=3.5, height=height)
+                for ax, d in zip(axes, page):
+                    plots.plot_intervals(t.filter(pl.col("dataset") == d), ax=ax, palette=pal)
+                    _panel_labels(ax, d, n_rows)
+                return fig
+
+            specs += paged(
+                "intervals",
+                "Mean accuracy with confidence intervals",
+                caption + " One panel per dataset.",
+                "intervals",
+                chunks(datasets, panels_per_page(height)),
+                draw_intervals,
+                span,
+                "tables/intervals.csv",
+            )
+        else:
+            specs += paged(
+                "intervals",
+                "Mean accuracy with confidence intervals",
+                caption,
+                "intervals",
+                row_pages(t),
+                lambda page, pal: plots.plot_intervals(page, palette=pal),
+                datasets_of,
+                "tables/intervals.csv",
+            )
     if "compare" in report:
         res = report["compare"]
         t = res.tables["compare"]
@@ -373,14 +425,15 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
     datasets = sorted(comps["dataset"].unique().to_list())
 
     n_models = max(1, comps.filter(pl.col("model_b").is_null())["model"].n_unique())
-    # one column of panels, as many as fit a page at 0.3 inch a bar
-    per_page = max(1, int(8.0 // (1.1 + 0.3 * n_models)))
+    # two columns of panels, as many rows as fit a page
+    height = panel_height(n_models)
+    per_page = panels_per_page(height)
 
     def draw_components(page: list[str], pal: dict[str, Any]) -> Any:
-        fig, axes = panels(len(page), width=7.0, height=8.0 / per_page, ncol_max=1)
+        fig, axes = panels(len(page), width=3.5, height=height)
         for ax, d in zip(axes, page):
             plots.plot_noise_components(comps.filter(pl.col("dataset") == d), ax=ax)
-            ax.set_title(d, fontsize="small")
+            _panel_labels(ax, d, n_models)
         handles, labels = axes[0].get_legend_handles_labels()
         title = axes[0].get_legend().get_title().get_text() if axes[0].get_legend() else None
         for ax in axes:
