@@ -172,3 +172,14 @@ def test_the_cli_format_names_are_the_loaders():
     from evalstats.io import FORMATS
 
     assert FORMAT_NAMES == tuple(FORMATS)
+
+
+def test_python_dash_m_evalstats_runs_the_command_line():
+    out = subprocess.run(
+        [sys.executable, "-m", "evalstats", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT.parent,
+        check=False,
+    )
+    assert out.returncode == 0 and "usage: evalstats" in out.stdout
