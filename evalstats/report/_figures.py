@@ -387,11 +387,6 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
             )
             + (_GREY_NOTE if many else "")
         )
-        if t.select(pl.col("ci_low").is_null() | pl.col("ci_low").is_nan()).to_series().all():
-            caption += (
-                f" No interval could be computed (one {res.params['over']} level per model): "
-                "dots only."
-            )
         specs += _forest(
             "intervals",
             "Mean accuracy with confidence intervals",
