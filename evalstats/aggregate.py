@@ -37,6 +37,7 @@ from evalstats.io._accounting import (
 )
 from evalstats.io._pipeline import plan_of, report_of
 from evalstats.schema import (  # the in-memory aggregation is defined next to the tables
+    _ITEM_SET_RULE,  # noqa: F401  (the rule in force; compare reads it from here)
     ITEM_SET_RULES,
     KEY_COLUMNS,
     METRIC_INFO_COLUMNS,
