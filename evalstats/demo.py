@@ -68,7 +68,6 @@ def run_demo(
     """
     from evalstats.io import read_table
     from evalstats.report import audit_report
-    from evalstats.report._write import ReportWriter
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -76,20 +75,17 @@ def run_demo(
     obs, ingest = read_table(path)
     if stream is not None:
         print(ingest.summary(), file=stream)
-    # force: the folder may hold the cached demo data next to the report; each analysis's
-    # tables and figures are written as it finishes, report.html last
-    with ReportWriter(
+    report = audit_report(
+        obs,
+        ingest=ingest,
+        source={"path": str(path), "format": ingest.format},
+        default=DEMO_DEFAULT,
+        seed=seed,
+        options=options,
+        skip=skip,
+        progress=progress,
+    )
+    # force: the folder may hold the cached demo data next to the report
+    return report.write(
         out, figure_formats=figure_formats, serif=serif, progress=progress, force=True
-    ) as writer:
-        report = audit_report(
-            obs,
-            ingest=ingest,
-            source={"path": str(path), "format": ingest.format},
-            default=DEMO_DEFAULT,
-            seed=seed,
-            options=options,
-            skip=skip,
-            progress=progress,
-            on_result=writer.add,
-        )
-        return writer.finish(report)
+    )

@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``report``."""
     from evalstats.cli.audit import _pairs
     from evalstats.report import audit_report
-    from evalstats.report._write import ReportWriter, check_figure_formats, check_output
+    from evalstats.report._write import check_figure_formats, check_output
 
     # check what can be checked before the (slow) read and analyses
     default = _pairs(args.default) if args.default else None
@@ -180,26 +180,22 @@ def run(args: argparse.Namespace) -> int:
     if args.on_mismatch != "error":
         loader_options["on_mismatch"] = args.on_mismatch
     progress = progress_wanted(args)
-    # each analysis's tables and figures are written (into a staging folder inside --out) as it
-    # finishes; report.html comes last, so an interrupted run leaves no page that looks complete
-    with ReportWriter(
-        Path(args.out),
+    report = audit_report(
+        obs,
+        ingest=ingest,
+        source={"path": args.path, "format": ingest.format, "options": loader_options},
+        factors=args.factors,
+        default=default,
+        progress=progress,
+        on_mismatch=args.on_mismatch,
+        **kwargs,
+    )
+    html = report.write(
+        args.out,
         figure_formats=args.figure_format,
         serif=args.serif,
         progress=progress,
         force=args.force,
-    ) as writer:
-        report = audit_report(
-            obs,
-            ingest=ingest,
-            source={"path": args.path, "format": ingest.format, "options": loader_options},
-            factors=args.factors,
-            default=default,
-            progress=progress,
-            on_mismatch=args.on_mismatch,
-            on_result=writer.add,
-            **kwargs,
-        )
-        html = writer.finish(report)
+    )
     finish(report, html, args)
     return 0

@@ -10,7 +10,7 @@ package imports this module.
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -178,7 +178,6 @@ def audit_report(
     skip: Sequence[str] = (),
     progress: bool | str = False,
     on_mismatch: Literal["error", "intersect", "keep"] = "error",
-    on_result: Callable[[AnalysisResult, ReportContents], None] | None = None,
 ) -> AuditReport:
     """Run every analysis the observation table supports; say which were skipped and why.
 
@@ -213,11 +212,6 @@ def audit_report(
         the report alike (:func:`evalstats.aggregate.align_item_sets`): stop, analyse the
         items every run scored (biases TAR upward), or keep each run over its own items (the
         stability analyses then say they could not run).
-    on_result : callable, optional
-        Called with each analysis's result as it finishes and the report so far (a
-        :class:`ReportContents` of the analyses done). ``evalstats report`` writes each
-        analysis's tables and figures then (``ReportWriter.add`` of
-        :mod:`evalstats.report._write`), so a long run shows its output as it goes.
 
     Returns
     -------
@@ -284,7 +278,6 @@ def audit_report(
                 ingest=ingest,
                 source=source,
                 on_mismatch=on_mismatch,
-                on_result=on_result,
             )
 
 
@@ -300,7 +293,6 @@ def _audit(
     ingest: IngestReport | None,
     source: str | Path | Mapping[str, Any] | None,
     on_mismatch: str,
-    on_result: Callable[[AnalysisResult, ReportContents], None] | None,
 ) -> AuditReport:
     """The body of :func:`audit_report`, run under its item-set rule."""
     from evalstats.aggregate import to_units
@@ -308,6 +300,17 @@ def _audit(
     data = summarise(obs, factors)
     ctx = Context(obs=obs, data=data, default=dict(default) if default else None, done={})
     skipped: list[Skipped] = []
+    with Progress("report", len(ANALYSES), progress) as bar:
+        for spec in ANALYSES:
+            bar.step(spec.key)
+            reason = "skipped on request" if spec.key in skip else spec.applies(ctx)
+            if reason is None:
+                result, reason = run_analysis(spec, ctx, checked.get(spec.key, {}), seed)
+                if result is not None:
+                    ctx.done[spec.key] = result
+            if reason is not None:
+                skipped.append(Skipped(spec.key, spec.title, spec.section, reason))
+            bar.done("skipped" if reason is not None else None)
     parameters = {
         "seed": seed,
         "factors": list(data.factors),
@@ -316,36 +319,16 @@ def _audit(
         "skip": list(skip),
         "on_mismatch": on_mismatch,
     }
-
-    def contents() -> AuditReport:
-        return AuditReport(
-            analyses=tuple(ctx.done[s.key] for s in ANALYSES if s.key in ctx.done),
-            skipped=tuple(skipped),
-            data=data,
-            ingest=ingest,
-            source=_source(source, ingest),
-            parameters=parameters,
-            environment=environment,
-            units=units,
-        )
-
-    environment = _environment()
-    units = to_units(obs).collect()
-    with Progress("report", len(ANALYSES), progress) as bar:
-        for spec in ANALYSES:
-            bar.step(spec.key)
-            result = None
-            reason = "skipped on request" if spec.key in skip else spec.applies(ctx)
-            if reason is None:
-                result, reason = run_analysis(spec, ctx, checked.get(spec.key, {}), seed)
-            if result is not None:
-                ctx.done[spec.key] = result
-            else:
-                skipped.append(Skipped(spec.key, spec.title, spec.section, str(reason)))
-            bar.done("skipped" if result is None else None)
-            if result is not None and on_result is not None:
-                on_result(result, contents())  # e.g. its tables and figures written now
-    return contents()
+    return AuditReport(
+        analyses=tuple(ctx.done[s.key] for s in ANALYSES if s.key in ctx.done),
+        skipped=tuple(skipped),
+        data=data,
+        ingest=ingest,
+        source=_source(source, ingest),
+        parameters=parameters,
+        environment=_environment(),
+        units=to_units(obs).collect(),
+    )
 
 
 def _source(

@@ -36,15 +36,10 @@ class Progress:
         Number of steps.
     progress : bool or {'bar', 'lines'}
         See :func:`progress_mode`.
-    summary : bool, default True
-        End with a ``<stage>: done in`` line (lines mode).
     """
 
-    def __init__(
-        self, stage: str, total: int, progress: bool | str, *, summary: bool = True
-    ) -> None:
+    def __init__(self, stage: str, total: int, progress: bool | str) -> None:
         self.stage = stage
-        self.summary = summary
         self.mode = progress_mode(progress)
         self._bar: Any = None
         self._key = ""
@@ -66,7 +61,7 @@ class Progress:
     ) -> None:
         if self._bar is not None:
             self._bar.close()
-        elif self.mode == "lines" and exc_type is None and self.summary:
+        elif self.mode == "lines" and exc_type is None:
             elapsed = time.perf_counter() - self._stage_start
             print(f"{self.stage}: done in {elapsed:.1f} s", file=sys.stderr, flush=True)
 

@@ -7,8 +7,7 @@ import json
 import shutil
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,24 +18,17 @@ from evalstats.report._staging import MANIFEST, check_output, move_into_place
 
 if TYPE_CHECKING:
     from evalstats.report._figures import FigureSpec
-    from evalstats.report._model import AnalysisResult, ReportContents
+    from evalstats.report._model import ReportContents
 
 __all__ = [
     "FIGURE_FORMATS",
     "RenderedFigure",
     "RenderedTable",
     "MANIFEST",
-    "ReportWriter",
     "check_figure_formats",
     "check_output",
     "write_report",
 ]
-
-#: matplotlib's notes about its layout engine, which name no data problem.
-_LAYOUT_NOTES = (
-    r"(?i).*(constrained_layout|tight_layout|tight layout|layout engine|glyph \d+|"
-    r"no artists with labels|creating legend with loc)"
-)
 
 #: Figure file formats ``write`` accepts.
 FIGURE_FORMATS = ("png", "pdf", "svg")
@@ -52,6 +44,37 @@ def check_figure_formats(figure_formats: Sequence[str]) -> tuple[str, ...]:
             f"{', '.join(map(repr, figure_formats)) or 'none'}."
         )
     return formats
+
+
+def _draw_figures(
+    report: ReportContents,
+    out: Path,
+    formats: tuple[str, ...],
+    *,
+    serif: bool,
+    progress: bool | str,
+) -> tuple[list[RenderedFigure], list[dict[str, str]]]:
+    from evalstats.plots._style import require_plotting
+    from evalstats.report._figures import figure_specs, report_palette
+    from evalstats.report._progress import Progress
+
+    plt, _ = require_plotting()
+    palette = report_palette(report)
+    specs = figure_specs(report)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    rendered: list[RenderedFigure] = []
+    failed: list[dict[str, str]] = []
+    with Progress("figures", len(specs), progress) as bar:
+        for spec in specs:
+            bar.step(spec.key)
+            figure = _draw_one(spec, palette, out, formats, serif=serif, plt=plt)
+            if isinstance(figure, dict):
+                failed.append(figure)
+                bar.done("not drawn")
+                continue
+            rendered.append(replace(figure, number=len(rendered) + 1))
+            bar.done()
+    return rendered, failed
 
 
 def _draw_one(
@@ -70,8 +93,6 @@ def _draw_one(
         # layout notes of matplotlib/seaborn are about drawing, not about the data: a
         # figure that needs one is a bug of its layout, which the figure tests catch
         warnings.filterwarnings("ignore", category=UserWarning, module="matplotlib")
-        # the same notes attributed to the line that saves the figure (savefig's layout pass)
-        warnings.filterwarnings("ignore", message=_LAYOUT_NOTES, category=UserWarning)
         for category in (DeprecationWarning, FutureWarning, PendingDeprecationWarning):
             warnings.filterwarnings("ignore", category=category, module="seaborn")
         try:
@@ -115,45 +136,42 @@ def _metadata(fmt: str) -> dict[str, Any]:
     return {"Software": "evalstats"}
 
 
-def _write_tables_of(report: ReportContents, key: str, out: Path) -> None:
-    """Write the CSV and LaTeX files of the analysis ``key``."""
-    from evalstats.report._tables import display_frame, to_latex, write_csv
+def _write_tables(report: ReportContents, out: Path) -> list[RenderedTable]:
+    from evalstats.report._tables import HIDDEN, display_frame, to_latex, write_csv
 
     (out / "tables").mkdir(parents=True, exist_ok=True)
-    res = report[key]
-    for name, frame in res.tables.items():
-        stem = table_key(res.key, name)
-        title = table_title(report, res.key, name)
-        write_csv(frame, out / "tables" / f"{stem}.csv")
-        shown = display_frame(res.key, name, frame)
-        (out / "tables" / f"{stem}.tex").write_text(
-            to_latex(shown, caption=title, label=f"tab:{stem.replace('_', '-')}"),
-            encoding="utf-8",
-        )
-
-
-def _table_entries(report: ReportContents) -> list[RenderedTable]:
-    """The tables of ``report`` as written, the shown ones numbered consecutively."""
-    from evalstats.report._tables import HIDDEN
-
-    entries = []
-    n = 0
+    written = []
     for res in report.analyses:
-        for name in res.tables:
-            stem = table_key(res.key, name)
-            shown = (res.key, name) not in HIDDEN
-            n += shown
-            entries.append(
+        for name, frame in res.tables.items():
+            key = table_key(res.key, name)
+            title = table_title(report, res.key, name)
+            csv = out / "tables" / f"{key}.csv"
+            tex = out / "tables" / f"{key}.tex"
+            write_csv(frame, csv)
+            shown = display_frame(res.key, name, frame)
+            tex.write_text(
+                to_latex(shown, caption=title, label=f"tab:{key.replace('_', '-')}"),
+                encoding="utf-8",
+            )
+            written.append(
                 RenderedTable(
-                    number=n if shown else 0,
-                    key=stem,
+                    number=0 if (res.key, name) in HIDDEN else len(written) + 1,
+                    key=key,
                     analysis=res.key,
                     name=name,
-                    title=table_title(report, res.key, name),
-                    files={"csv": f"tables/{stem}.csv", "tex": f"tables/{stem}.tex"},
+                    title=title,
+                    files={"csv": f"tables/{key}.csv", "tex": f"tables/{key}.tex"},
                 )
             )
-    return entries
+    # number the shown tables consecutively
+    n = 0
+    numbered = []
+    for t in written:
+        if t.number:
+            n += 1
+            t = RenderedTable(n, t.key, t.analysis, t.name, t.title, t.files)
+        numbered.append(t)
+    return numbered
 
 
 def results_document(
@@ -185,147 +203,6 @@ def results_document(
     return doc
 
 
-class ReportWriter:
-    """Write a report into a staging folder as its analyses finish; :meth:`finish` ends it.
-
-    Each finished analysis (:meth:`add`) has its tables and figures written at once, into a
-    hidden staging folder inside ``out``; :meth:`finish` writes ``results.json``,
-    ``report.md`` and ``report.html`` and moves everything into place, ``report.html`` last.
-    A run interrupted before that leaves the earlier report in ``out`` as it was and no page
-    that looks complete; the staging folder is removed when the ``with`` block ends.
-
-    Parameters
-    ----------
-    out : Path
-        The report folder (see :func:`~evalstats.report._staging.check_output`).
-    figure_formats, serif, progress, force
-        As for :meth:`evalstats.AuditReport.write`.
-    """
-
-    def __init__(
-        self,
-        out: Path,
-        *,
-        figure_formats: Sequence[str] = ("png", "pdf"),
-        serif: bool = False,
-        progress: bool | str = False,
-        force: bool = False,
-    ) -> None:
-        self.formats = check_figure_formats(figure_formats)
-        self.out = Path(out)
-        check_output(self.out, force=force)
-        self.serif = serif
-        self.progress = progress
-        self.staging: Path | None = None
-        self._figures: dict[str, RenderedFigure] = {}
-        self._failed: dict[str, dict[str, str]] = {}
-        self._palette: dict[str, Any] | None = None
-        self._tables: set[str] = set()
-
-    def __enter__(self) -> ReportWriter:
-        try:
-            self.out.mkdir(parents=True, exist_ok=True)
-            self.staging = Path(tempfile.mkdtemp(prefix=".evalstats-partial-", dir=self.out))
-        except OSError as exc:
-            raise OutputError(
-                f"cannot write the report into {str(self.out)!r}: {exc.strerror}."
-            ) from None
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.staging is not None:
-            shutil.rmtree(self.staging, ignore_errors=True)
-
-    def add(self, result: AnalysisResult, report: ReportContents) -> None:
-        """Write the tables and figures of ``result`` (``report``: the analyses so far)."""
-        with self._writing():
-            _write_tables_of(report, result.key, self._stage)
-            self._tables.add(result.key)
-            # on a terminal a second bar under the analyses' one; in a log a line per figure
-            self._draw(report, analysis=result.key, progress=self.progress)
-
-    def finish(self, report: ReportContents) -> Path:
-        """Write what is left, the pages last, and move the report into place."""
-        from evalstats.report._figures import figure_specs
-        from evalstats.report._render import render_html, render_markdown
-
-        stage = self._stage
-        with self._writing():
-            for res in report.analyses:
-                if res.key not in self._tables:
-                    _write_tables_of(report, res.key, stage)
-            self._draw(report, analysis=None, progress=self.progress)
-            order = [s.key for s in figure_specs(report)]
-            drawn = [self._figures[k] for k in order if k in self._figures]
-            figures = [replace(f, number=i + 1) for i, f in enumerate(drawn)]
-            failed = [self._failed[k] for k in order if k in self._failed]
-            tables = _table_entries(report)
-            doc = results_document(report, figures, tables, failed)
-            (stage / "results.json").write_text(
-                json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-                encoding="utf-8",
-            )
-            (stage / "report.md").write_text(
-                render_markdown(report, figures, tables), encoding="utf-8"
-            )
-            (stage / "report.html").write_text(
-                render_html(report, figures, tables, failed), encoding="utf-8"
-            )
-            files = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
-            (stage / MANIFEST).write_text(
-                json.dumps({"files": [*files, MANIFEST]}, indent=1) + "\n", encoding="utf-8"
-            )
-            move_into_place(stage, self.out)
-        return self.out / "report.html"
-
-    @property
-    def _stage(self) -> Path:
-        if self.staging is None:
-            raise RuntimeError("ReportWriter is used outside its `with` block.")
-        return self.staging
-
-    @contextmanager
-    def _writing(self) -> Iterator[None]:
-        try:
-            yield
-        except OSError as exc:
-            raise OutputError(
-                f"cannot write the report into {str(self.out)!r}: {exc.strerror or exc}."
-            ) from None
-
-    def _draw(self, report: ReportContents, *, analysis: str | None, progress: bool | str) -> None:
-        """Draw the figures of ``analysis`` (None: every one not drawn yet)."""
-        from evalstats.plots._style import require_plotting
-        from evalstats.report._figures import figure_specs, report_palette
-        from evalstats.report._progress import Progress
-
-        specs = [
-            s
-            for s in figure_specs(report)
-            if (s.analysis == analysis if analysis is not None else True)
-            and s.key not in self._figures
-            and s.key not in self._failed
-        ]
-        if not specs:
-            return
-        plt, _ = require_plotting()
-        if self._palette is None:  # one colour per model in every figure, fixed by the data
-            self._palette = report_palette(report)
-        (self._stage / "figures").mkdir(parents=True, exist_ok=True)
-        with Progress("figures", len(specs), progress, summary=analysis is None) as bar:
-            for spec in specs:
-                bar.step(spec.key)
-                figure = _draw_one(
-                    spec, self._palette, self._stage, self.formats, serif=self.serif, plt=plt
-                )
-                if isinstance(figure, dict):
-                    self._failed[spec.key] = figure
-                    bar.done("not drawn")
-                else:
-                    self._figures[spec.key] = figure
-                    bar.done()
-
-
 def write_report(
     report: ReportContents,
     out: Path,
@@ -341,7 +218,39 @@ def write_report(
     at the end, ``report.html`` last: an interrupted run leaves the earlier report as it was (and
     no page that looks complete), and a new report replaces every file of the earlier one.
     """
-    with ReportWriter(
-        out, figure_formats=figure_formats, serif=serif, progress=progress, force=force
-    ) as writer:
-        return writer.finish(report)
+    from evalstats.report._render import render_html, render_markdown
+
+    formats = check_figure_formats(figure_formats)
+    out = Path(out)
+    check_output(out, force=force)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".evalstats-partial-", dir=out))
+    except OSError as exc:
+        raise OutputError(f"cannot write the report into {str(out)!r}: {exc.strerror}.") from None
+    try:
+        figures, failed = _draw_figures(report, staging, formats, serif=serif, progress=progress)
+        tables = _write_tables(report, staging)
+        doc = results_document(report, figures, tables, failed)
+        (staging / "results.json").write_text(
+            json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+            encoding="utf-8",
+        )
+        (staging / "report.md").write_text(
+            render_markdown(report, figures, tables), encoding="utf-8"
+        )
+        (staging / "report.html").write_text(
+            render_html(report, figures, tables, failed), encoding="utf-8"
+        )
+        files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+        (staging / MANIFEST).write_text(
+            json.dumps({"files": [*files, MANIFEST]}, indent=1) + "\n", encoding="utf-8"
+        )
+        move_into_place(staging, out)
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write the report into {str(out)!r}: {exc.strerror or exc}."
+        ) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out / "report.html"
