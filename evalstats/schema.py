@@ -59,17 +59,26 @@ Scores are any finite real on the metric's own scale; nothing is rescaled unless
 the format asks. Non-finite values (NaN, +-inf) are never averaged: loaders set them aside and
 count them (``nonfinite_score``), and ``validate_*`` refuses them in a hand-built table. A
 score outside its metric's declared bounds is invalid.
+
+The unit table is the observation table averaged over items: :func:`to_units`, with the rule
+for runs over different item sets (:func:`align_item_sets`, :func:`item_set_rule`), is defined
+here, so that :func:`validate_units` can take either table without importing
+:mod:`evalstats.aggregate` (which re-exports them and adds reading files straight to units).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Literal
 
 import polars as pl
 
-from evalstats.errors import SchemaError
+from evalstats.errors import EvalstatsWarning, ParameterError, SchemaError
 
 __all__ = [
     "DEFAULT_METRIC",
@@ -620,6 +629,232 @@ def validate_observations(
     return lf
 
 
+#: The choices of :func:`align_item_sets` (``on_mismatch``; CLI ``--on-mismatch``).
+ITEM_SET_RULES: tuple[str, ...] = ("error", "intersect", "keep")
+
+_RUN_GROUP = ("model", "dataset", "metric", "variant")
+
+#: The rule :func:`to_units` applies when the caller gives none (see :func:`item_set_rule`).
+_ITEM_SET_RULE: ContextVar[str] = ContextVar("evalstats_item_set_rule", default="error")
+
+
+@contextmanager
+def item_set_rule(on_mismatch: Literal["error", "intersect", "keep"]) -> Iterator[None]:
+    """Set the item-set rule of every analysis run inside the ``with`` block.
+
+    Every analysis that aggregates an observation table to unit scores does so through
+    :func:`to_units`, which applies :func:`align_item_sets` with this rule (default
+    ``'error'``). The command line and :func:`evalstats.report.audit_report` set it from
+    ``--on-mismatch`` / ``on_mismatch``.
+
+    Examples
+    --------
+    >>> obs = pl.DataFrame({"model": "m", "dataset": "d", "item": ["1", "2", "1"],
+    ...                     "run": [0, 0, 1], "score": [1.0, 0.0, 1.0]})
+    >>> with item_set_rule("keep"):
+    ...     to_units(obs).select("run", "score", "n_items").collect().rows()
+    [(0, 0.5, 2), (1, 1.0, 1)]
+    """
+    if on_mismatch not in ITEM_SET_RULES:
+        raise ParameterError(
+            f"`on_mismatch` must be one of {', '.join(map(repr, ITEM_SET_RULES))}, "
+            f"got {on_mismatch!r}."
+        )
+    token = _ITEM_SET_RULE.set(on_mismatch)
+    try:
+        yield
+    finally:
+        _ITEM_SET_RULE.reset(token)
+
+
+def align_item_sets(
+    observations: pl.DataFrame | pl.LazyFrame,
+    *,
+    on_mismatch: Literal["error", "intersect", "keep"] = "error",
+    by: Sequence[str] | None = None,
+) -> pl.LazyFrame:
+    """The one rule for repeated runs of a configuration that cover different items.
+
+    Runs of one configuration (a group in ``by``) that score different item sets are not
+    comparable: a run's mean then mixes a change of items with a change of run, and one model
+    gets different means in different analyses. Every analysis command and the report apply
+    this function at their boundary, so the choice is made once and applies everywhere.
+
+    Parameters
+    ----------
+    observations : polars.DataFrame or polars.LazyFrame
+        Observation table with ``item`` and ``run``; without ``item`` (unit-level input) it is
+        returned unchanged.
+    on_mismatch : {'error', 'intersect', 'keep'}, default 'error'
+        ``'error'`` raises naming the first group and its runs' item counts (the message gives
+        the CLI flag); ``'intersect'`` keeps, per group, the items present in every run of the
+        group and warns with what was left out; ``'keep'`` keeps every row (each run's mean
+        over its own items).
+    by : sequence of str, optional
+        The configuration columns (default: those of ``model``, ``dataset``, ``metric`` and
+        ``variant`` present).
+
+    Returns
+    -------
+    polars.LazyFrame
+        The observations (filtered with ``'intersect'``).
+
+    Raises
+    ------
+    SchemaError
+        ``on_mismatch='error'`` and the runs of a group cover different items.
+    ParameterError
+        ``on_mismatch`` is unknown.
+
+    Warns
+    -----
+    EvalstatsWarning
+        ``'intersect'`` left items out. Intersecting keeps the items every run reached, which
+        are often the easier or more stable ones (re-runs of the items that had not varied yet),
+        so it biases TAR and agreement rates upward; the warning says so.
+
+    Examples
+    --------
+    >>> obs = pl.DataFrame({"model": "m", "dataset": "d", "item": ["1", "2", "1"],
+    ...                     "run": [0, 0, 1], "score": [1.0, 0.0, 1.0]})
+    >>> align_item_sets(obs, on_mismatch="keep").collect().height
+    3
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     align_item_sets(obs, on_mismatch="intersect").collect()["item"].to_list()
+    ['1', '1']
+    """
+    if on_mismatch not in ITEM_SET_RULES:
+        raise ParameterError(
+            f"`on_mismatch` must be one of {', '.join(map(repr, ITEM_SET_RULES))}, "
+            f"got {on_mismatch!r}."
+        )
+    lf = as_lazy(observations)
+    schema = lf.collect_schema()
+    if on_mismatch == "keep" or "item" not in schema or "run" not in schema:
+        return lf
+    keys = [c for c in (by if by is not None else _RUN_GROUP) if c in schema]
+    per_run_q = lf.group_by([*keys, "run"]).agg(pl.col("item").n_unique().alias("__n"))
+    total_q = lf.group_by(keys).agg(
+        pl.col("item").n_unique().alias("__total"), pl.col("run").n_unique().alias("__runs")
+    )
+    per_run, total = pl.collect_all([per_run_q, total_q])
+    short = (
+        per_run.join(total, on=keys, nulls_equal=True)
+        .filter(pl.col("__n") < pl.col("__total"))
+        .sort([*keys, "run"], nulls_last=True)
+    )
+    if not short.height:
+        return lf
+
+    def describe(group: dict) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in group.items())
+
+    groups = short.select(keys).unique(maintain_order=True)
+    first = groups.row(0, named=True)
+    where = pl.all_horizontal([pl.col(k).eq_missing(v) for k, v in first.items()])
+    lacking = "; ".join(
+        f"run {r['run']} has {r['__n']} of {r['__total']} items"
+        for r in short.filter(where).head(4).iter_rows(named=True)
+    )
+    if on_mismatch == "error":
+        more = f" ({groups.height} groups in all)" if groups.height > 1 else ""
+        raise SchemaError(
+            f"the runs of {describe(first)} cover different items ({lacking}){more}. Pass "
+            "--on-mismatch intersect (Python: on_mismatch='intersect') to analyse the items "
+            "every run scored (this biases TAR upward), or --on-mismatch keep to use each run "
+            "over its own items."
+        )
+    complete = (
+        lf.group_by([*keys, "item"])
+        .agg(pl.col("run").n_unique().alias("__r"))
+        .join(total.lazy().select(*keys, "__runs"), on=keys, nulls_equal=True)
+        .filter(pl.col("__r") == pl.col("__runs"))
+        .select(*keys, "item")
+    )
+    out = lf.join(complete, on=[*keys, "item"], how="semi", nulls_equal=True)
+    warnings.warn(
+        f"{groups.height} configuration(s) have runs over different items (e.g. "
+        f"{describe(first)}: {lacking}); analysed only the items every run scored. "
+        "Intersecting keeps the items every run reached and biases TAR upward.",
+        EvalstatsWarning,
+        stacklevel=2,
+    )
+    return out
+
+
+def to_units(
+    observations: pl.DataFrame | pl.LazyFrame,
+    *,
+    check_values: bool = True,
+    on_mismatch: Literal["error", "intersect", "keep"] | None = None,
+) -> pl.LazyFrame:
+    """Aggregate item rows to unit rows.
+
+    Parameters
+    ----------
+    observations : polars.DataFrame or polars.LazyFrame
+        Observation table (see :mod:`evalstats.schema`). Unit-level input (no ``item`` column)
+        passes through with its ``n_items`` (null when unknown).
+    check_values : bool, default True
+        Validate scores first (one extra pass over the data).
+    on_mismatch : {'error', 'intersect', 'keep'}, optional
+        Repeated runs of a configuration over different items: see :func:`align_item_sets`.
+        Default: the rule set by :func:`item_set_rule` (``'error'`` outside one).
+
+    Returns
+    -------
+    polars.LazyFrame
+        One row per (model, dataset, metric, variant, run) and factor values, with ``score``
+        (mean over items, on the metric's scale), ``n_items`` (items scored), ``n_errors`` (rows
+        with a non-null ``error``, only when the observations have an ``error`` column), the
+        metric-info columns (when the observations have them) and the factor columns; sorted by
+        the keys.
+
+    Notes
+    -----
+    Factor columns are grouping keys: they describe the configuration, so they are constant
+    within a variant for every loader. A hand-built table whose factor varies within a variant
+    yields one unit per factor value, which :func:`evalstats.schema.validate_units` reports as a
+    duplicated unit.
+
+    Examples
+    --------
+    >>> obs = pl.DataFrame({"model": ["a"] * 4, "dataset": ["d"] * 4, "item": ["1", "2"] * 2,
+    ...                     "variant": ["p", "p", "q", "q"], "score": [1.0, 0.0, 1.0, 1.0]})
+    >>> to_units(obs).select("metric", "variant", "score", "n_items").collect().rows()
+    [('score', 'p', 0.5, 2), ('score', 'q', 1.0, 2)]
+    """
+    lf = validate_observations(as_lazy(observations), check_values=check_values)
+    schema = lf.collect_schema()
+    if "item" in schema:
+        rule = on_mismatch if on_mismatch is not None else _ITEM_SET_RULE.get()
+        lf = align_item_sets(lf, on_mismatch=rule)  # type: ignore[arg-type]
+    factors = factor_columns(schema.names())
+    nkey = len(KEY_COLUMNS)
+    info = [c for c in METRIC_INFO_COLUMNS if c in schema]
+    keys = list(KEY_COLUMNS) + info + factors
+    if "item" not in schema:
+        n_items = (
+            pl.col("n_items").cast(pl.Int64)
+            if "n_items" in schema
+            else pl.lit(None, dtype=pl.Int64)
+        )
+        out = lf.with_columns(n_items.alias("n_items"))
+        cols = keys[:nkey] + ["score", "n_items"]
+        if "error" in schema:
+            out = out.with_columns(pl.col("error").is_not_null().cast(pl.Int64).alias("n_errors"))
+            cols.append("n_errors")
+        return out.select(cols + info + factors).sort(keys[:nkey])
+    aggs = [pl.col("score").mean().alias("score"), pl.len().cast(pl.Int64).alias("n_items")]
+    if "error" in schema:
+        aggs.append(pl.col("error").is_not_null().sum().cast(pl.Int64).alias("n_errors"))
+    out = lf.group_by(keys).agg(aggs)
+    cols = keys[:nkey] + [a.meta.output_name() for a in aggs] + info + factors
+    return out.select(cols).sort(keys[:nkey])
+
+
 def validate_units(
     frame: pl.DataFrame | pl.LazyFrame, *, check_values: bool = True
 ) -> pl.LazyFrame:
@@ -649,8 +884,6 @@ def validate_units(
     lf = as_lazy(frame)
     schema = lf.collect_schema()
     if "item" in schema:
-        from evalstats.aggregate import to_units  # local: aggregate imports schema
-
         return to_units(lf)
     if "run" not in schema:
         lf = lf.with_columns(pl.lit(0, dtype=pl.Int64).alias("run"))

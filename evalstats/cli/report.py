@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,8 @@ def _names(text: str) -> list[str]:
 
 def _value(text: str) -> Any:
     """A literal (number, bool, None, list, ...) when it parses as one; else text or a list."""
+    import ast  # here: 20 ms that `evalstats --help` need not pay
+
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):

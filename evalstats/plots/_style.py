@@ -28,6 +28,7 @@ __all__ = [
     "model_colors",
     "new_axes",
     "outside_legend",
+    "slant_xticks",
     "paper_style",
     "plain_text",
     "require_plotting",
@@ -36,12 +37,15 @@ __all__ = [
 ]
 
 #: Colours of the non-model elements, from the same colour-blind-safe palette as the models
-#: (seaborn's ``colorblind``, after Okabe and Ito). Figures draw with these, never ad-hoc names.
+#: (seaborn's ``colorblind``, after Okabe and Ito) or greys. Figures draw with these, never
+#: ad-hoc names. Lines that mark a threshold next to model curves are never a model colour.
 COLORS: dict[str, str] = {
     "accent": "#0173b2",  # the one data series of a figure without models (bars, effects)
     "accent_light": "#56b4e9",  # the same series, de-emphasised (below a null band)
     "secondary": "#029e73",  # a second series (variance next to the mean)
-    "highlight": "#d55e00",  # thresholds and critical values: epsilon, CD bar
+    # thresholds and critical values (epsilon, CD bar, a target): near-black, because every
+    # colour of the palette is some model's in a figure with ten or more models
+    "highlight": "0.15",
     "reference": "0.1",  # the default configuration's marker (a black diamond)
     "neutral": "0.25",  # text-like marks: points, pair differences, axes of a diagram
     "band": "0.85",  # null bands and other backgrounds
@@ -341,6 +345,18 @@ def tick_labels(
     longest = max((len(line) for t in wrapped for line in t.split("\n")), default=0)
     lines = max((t.count("\n") + 1 for t in wrapped), default=1)
     return wrapped, min(7.0, base + 0.055 * max(0, longest - 12)), lines
+
+
+def slant_xticks(ax: Any, angle: float = 45) -> None:
+    """Slant the x tick labels, each ending at its tick (long labels never overlap a neighbour).
+
+    matplotlib rotates a label about its centre by default, so at 45 degrees long labels of
+    neighbouring ticks cross each other; anchored at their right end they run parallel.
+    """
+    for t in ax.get_xticklabels():
+        t.set_rotation(angle)
+        t.set_horizontalalignment("right")
+        t.set_rotation_mode("anchor")
 
 
 def outside_legend(ax: Any, **kwargs: Any) -> Any:

@@ -22,6 +22,7 @@ from evalstats.plots._style import (
     plain_text,
     require_plotting,
     resolve_palette,
+    slant_xticks,
 )
 
 __all__ = ["plot_convergence", "plot_convergence_overlay", "plot_prompt_spread"]
@@ -37,6 +38,7 @@ def plot_prompt_spread(
     order: list[str] | None = None,
     col_wrap: int = 3,
     palette: Any = None,
+    orient: str = "auto",
 ) -> Any:
     """Box plots of unit scores over prompt variants, one box per model, one panel per dataset.
 
@@ -54,6 +56,10 @@ def plot_prompt_spread(
     palette : mapping of str to colour, optional
         Colour of each model (default: :func:`~evalstats.plots.model_colors` of the models
         drawn); pass one mapping to all figures to keep each model's colour.
+    orient : {'auto', 'v', 'h'}, default 'auto'
+        ``'v'``: models along the x axis; ``'h'``: models down the y axis, where many model
+        names stay readable side by side; ``'auto'``: ``'h'`` beyond
+        :data:`VERTICAL_MAX` models.
 
     Returns
     -------
@@ -73,25 +79,31 @@ def plot_prompt_spread(
         raise ParameterError(
             f"`ax` takes one panel but the table has {len(datasets)} datasets; omit `ax`."
         )
+    ordered_by_median = order is None
     if order is None:
         med = scores.group_by("model").agg(pl.col("score").median()).sort("score", "model")
         order = med["model"].to_list()
+    if orient not in ("auto", "v", "h"):
+        raise ParameterError(f"`orient` must be 'auto', 'v' or 'h', got {orient!r}.")
+    horizontal = orient == "h" or (orient == "auto" and len(order) > VERTICAL_MAX)
+    if horizontal and ordered_by_median:
+        order = order[::-1]  # the highest median at the top
     colors = resolve_palette(sorted(scores["model"].unique().to_list()), palette)
     if ax is not None:
         fig, axes = ax.figure, [ax]
     else:
         ncol = min(col_wrap, len(datasets))
         nrow = -(-len(datasets) // ncol)
+        width = 3.4 if horizontal else max(3.4, 0.22 * len(order))
+        height = spread_panel_height(len(order)) if horizontal else 2.6
         fig, grid = plt.subplots(
             nrow,
             ncol,
-            figsize=(
-                min(PAGE_WIDTH_IN, max(3.4, 0.22 * len(order)) * ncol),
-                min(PAGE_HEIGHT_IN, 2.6 * nrow),
-            ),
+            figsize=(min(PAGE_WIDTH_IN, width * ncol), min(PAGE_HEIGHT_IN, height * nrow)),
             layout="constrained",
             squeeze=False,
-            sharey=True,
+            sharex=horizontal,
+            sharey=not horizontal,
         )
         axes = list(grid.ravel())
         for extra in axes[len(datasets) :]:
@@ -103,8 +115,8 @@ def plot_prompt_spread(
         )
         sns.boxplot(
             data=sub,
-            x="model",
-            y="score",
+            x="score" if horizontal else "model",
+            y="model" if horizontal else "score",
             order=order,
             hue="model",
             hue_order=order,
@@ -116,10 +128,24 @@ def plot_prompt_spread(
             saturation=1,  # the palette's colours exactly, as in the other figures
         )
         a.set_title(ds)
-        a.set_xlabel(label("model"))
-        a.set_ylabel(label("score", units))
-        a.tick_params(axis="x", labelrotation=45)
+        if horizontal:
+            a.set_xlabel(label("score", units))
+            a.set_ylabel("")
+            a.tick_params(axis="y", labelsize="x-small" if len(order) > 16 else "small")
+        else:
+            a.set_xlabel(label("model"))
+            a.set_ylabel(label("score", units))
+            slant_xticks(a)
     return fig
+
+
+#: Up to this many models the boxes stand along the x axis; beyond, they lie down the y axis.
+VERTICAL_MAX = 6
+
+
+def spread_panel_height(n_models: int) -> float:
+    """Height (inches) of one panel of horizontal boxes: 0.17 inch a model, 0.12 beyond 16."""
+    return 0.85 + (0.17 if n_models <= 16 else 0.12) * n_models
 
 
 def _one_group(

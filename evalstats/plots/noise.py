@@ -26,7 +26,7 @@ __all__ = ["plot_noise_components", "plot_plan"]
 #: One colour per component, in the order of the stack.
 _COMPONENT_COLORS: dict[str, str] = {
     "item": COLORS["accent"],
-    "variant": COLORS["highlight"],
+    "variant": "#d55e00",  # the palette's vermillion: no model colours in this figure
     "item_variant": COLORS["secondary"],
     "residual": "0.6",
 }

@@ -24,6 +24,7 @@ from evalstats.plots._style import (
     plain_text,
     require_plotting,
     resolve_palette,
+    slant_xticks,
 )
 
 __all__ = [
@@ -130,7 +131,7 @@ def plot_tar_heatmap(
     ax.set_xlabel(label(x))
     ax.set_ylabel(label(y))
     ax.set_title(label(value))
-    ax.tick_params(axis="x", labelrotation=45)
+    slant_xticks(ax)
     ax.grid(False)
     return fig
 
@@ -308,7 +309,7 @@ def plot_correlation_heatmap(
         linewidths=0.5,
         linecolor="white",
     )
-    ax.tick_params(axis="x", labelrotation=45)
+    slant_xticks(ax)
     ax.grid(False)
     return fig
 

@@ -16,9 +16,14 @@ from evalstats.report._layout import (
     FigureSpec,
     chunks,
     datasets_of,
+    marker_legend,
     one_legend,
     paged,
+    panel_height,
+    panel_labels,
     panels,
+    panels_per_page,
+    per_dataset,
     row_pages,
     span,
 )
@@ -97,12 +102,17 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
     many = len(report.data.models) > _top_k()
     if "moments" in report:
         units = report.units
+        from evalstats.plots.moments import VERTICAL_MAX, spread_panel_height
+
         datasets = sorted(units["dataset"].unique().to_list()) if units.height else []
-        per_page = 3 if many else PANELS_PER_PAGE
+        n_models = len(report.data.models)
+        per_page = PANELS_PER_PAGE
+        if n_models > VERTICAL_MAX:  # boxes lie down the y axis: as many rows as fit a page
+            per_page = 2 * max(1, int(8.4 // spread_panel_height(n_models)))
 
         def draw_spread(page: list[str], pal: dict[str, Any]) -> Any:
             sub = units.filter(pl.col("dataset").is_in(page))
-            return plots.plot_prompt_spread(sub, palette=pal, col_wrap=1 if many else 2)
+            return plots.plot_prompt_spread(sub, palette=pal, col_wrap=2)
 
         specs += paged(
             "prompt_spread",
@@ -293,6 +303,67 @@ def _by_rank(frame: pl.DataFrame, rank: dict[str, int], *models: str) -> pl.Data
     )
 
 
+def _forest(
+    key: str, title: str, caption: str, analysis: str, t: pl.DataFrame, total: str
+) -> list[FigureSpec]:
+    """Intervals of :func:`~evalstats.plots.plot_intervals`, paged.
+
+    Several models and datasets: one panel per dataset, models in the frame's order, two
+    panels to a row. One model: a row per dataset. Otherwise one forest cut into pages of rows.
+    """
+    from evalstats import plots
+
+    datasets = list(dict.fromkeys(t["dataset"].to_list())) if "dataset" in t.columns else []
+    defaults = "default_score" in t.columns
+    if len(datasets) > 1 and t["model"].n_unique() > 1:
+        n_rows = int(t.group_by("dataset").len()["len"].max() or 1)
+        height = panel_height(n_rows)
+
+        def draw_panels(page: list[str], pal: dict[str, Any]) -> Any:
+            fig, axes = panels(len(page), width=3.5, height=height)
+            for ax, d in zip(axes, page):
+                plots.plot_intervals(t.filter(pl.col("dataset") == d), ax=ax, palette=pal)
+                panel_labels(ax, d, n_rows)
+            if defaults:  # one legend for the diamonds, below the panels
+                marker_legend(fig, axes)
+            return fig
+
+        return paged(
+            key,
+            title,
+            caption + " One panel per dataset.",
+            analysis,
+            chunks(datasets, panels_per_page(height)),
+            draw_panels,
+            span,
+            total,
+        )
+    if len(datasets) > 1:
+
+        def draw_one_model(page: pl.DataFrame, pal: dict[str, Any]) -> Any:
+            name = str(page["model"][0])
+            rows = per_dataset(page, name)
+            colour = {d: pal.get(name) for d in rows["model"].to_list()}
+            fig = plots.plot_intervals(rows, palette=colour)
+            fig.axes[0].set_title(name, fontsize="small")
+            fig.axes[0].set_ylabel("Dataset")
+            return fig
+
+        return paged(
+            key, title, caption, analysis, row_pages(t), draw_one_model, datasets_of, total
+        )
+    return paged(
+        key,
+        title,
+        caption,
+        analysis,
+        row_pages(t),
+        lambda page, pal: plots.plot_intervals(page, palette=pal),
+        datasets_of,
+        total,
+    )
+
+
 def _model_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
@@ -306,9 +377,7 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
         # the method and unit actually used (the parameters may say 'auto')
         used = ", ".join(t["method"].unique(maintain_order=True).to_list()) or "no"
         over = t["over"][0] if t.height else res.params["over"]
-        specs += paged(
-            "intervals",
-            "Mean accuracy with confidence intervals",
+        caption = (
             f"Mean accuracy per model with its {res.params['confidence_level']:.0%} "
             f"{used} interval over {over}."
             + (
@@ -316,11 +385,14 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
                 if t["ci_low"].is_nan().any()
                 else ""
             )
-            + (_GREY_NOTE if many else ""),
+            + (_GREY_NOTE if many else "")
+        )
+        specs += _forest(
             "intervals",
-            row_pages(t),
-            lambda page, pal: plots.plot_intervals(page, palette=pal),
-            datasets_of,
+            "Mean accuracy with confidence intervals",
+            caption,
+            "intervals",
+            t,
             "tables/intervals.csv",
         )
     if "compare" in report:
@@ -373,14 +445,24 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
     datasets = sorted(comps["dataset"].unique().to_list())
 
     n_models = max(1, comps.filter(pl.col("model_b").is_null())["model"].n_unique())
-    # one column of panels, as many as fit a page at 0.3 inch a bar
-    per_page = max(1, int(8.0 // (1.1 + 0.3 * n_models)))
+    one = n_models == 1
+    if one:  # one bar per dataset in one panel
+        datasets = [", ".join(datasets)] if datasets else []
+    # two columns of panels, as many rows as fit a page
+    # (one model: a dataset a row, room for a name wrapped on two lines)
+    height = 0.85 + 0.3 * comps["dataset"].n_unique() if one else panel_height(n_models)
+    per_page = panels_per_page(height)
 
     def draw_components(page: list[str], pal: dict[str, Any]) -> Any:
-        fig, axes = panels(len(page), width=7.0, height=8.0 / per_page, ncol_max=1)
+        fig, axes = panels(len(page), width=7.0 if one else 3.5, height=height)
         for ax, d in zip(axes, page):
+            if one:  # a bar per dataset, labelled by the dataset alone
+                name = str(comps["model"][0])
+                plots.plot_noise_components(per_dataset(comps, name), ax=ax)
+                panel_labels(ax, name, comps["dataset"].n_unique())
+                continue
             plots.plot_noise_components(comps.filter(pl.col("dataset") == d), ax=ax)
-            ax.set_title(d, fontsize="small")
+            panel_labels(ax, d, n_models)
         handles, labels = axes[0].get_legend_handles_labels()
         title = axes[0].get_legend().get_title().get_text() if axes[0].get_legend() else None
         for ax in axes:
@@ -437,26 +519,38 @@ def _default_figures(report: ReportContents) -> list[FigureSpec]:
         return []
     res = report["audit"].objects["audit"]
     level = f"{res.confidence_level:.0%}"
-    specs = [
-        FigureSpec(
-            "default_scores",
-            "Default configuration against all configurations",
-            f"Mean accuracy over configurations with its {level} interval (dots and bars) and "
-            "the score at the default configuration (black diamonds).",
-            "audit",
-            lambda pal: plots.plot_intervals(res, palette=pal),
+    ranked = ranked_models(report)
+    rank = {m: i for i, m in enumerate(ranked)}
+    many = len(ranked) > _top_k()
+    specs = _forest(
+        "default_scores",
+        "Default configuration against all configurations",
+        f"Mean accuracy over configurations with its {level} interval (dots and bars) and "
+        "the score at the default configuration (black diamonds)." + (_GREY_NOTE if many else ""),
+        "audit",
+        _by_rank(res.models, rank, "model"),
+        "tables/audit_models.csv",
+    )
+    pairs = res.pairs
+    note = ""
+    if many:
+        top = set(ranked[:_TOP_PAIRS])
+        pairs = pairs.filter(pl.col("model_a").is_in(top) & pl.col("model_b").is_in(top))
+        note = (
+            f" Pairs among the {_TOP_PAIRS} best models by mean score only; "
+            "tables/audit_pairs.csv has every pair."
         )
-    ]
-    if res.pairs.height:
-        specs.append(
-            FigureSpec(
-                "default_differences",
-                "Model differences: default configuration against all configurations",
-                f"Mean difference of each model pair over configurations with its {level} "
-                "interval, and the difference at the default configuration (black diamonds).",
-                "audit",
-                lambda pal: plots.plot_differences(res),
-            )
+    if pairs.height:
+        specs += paged(
+            "default_differences",
+            "Model differences: default configuration against all configurations",
+            f"Mean difference of each model pair over configurations with its {level} "
+            "interval, and the difference at the default configuration (black diamonds)." + note,
+            "audit",
+            row_pages(_by_rank(pairs, rank, "model_a", "model_b")),
+            lambda page, pal: plots.plot_differences(page),
+            datasets_of,
+            "tables/audit_pairs.csv",
         )
     return specs
 

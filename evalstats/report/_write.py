@@ -30,6 +30,12 @@ __all__ = [
     "write_report",
 ]
 
+#: matplotlib's notes about its layout engine, which name no data problem.
+_LAYOUT_NOTES = (
+    r"(?i).*(constrained_layout|tight_layout|tight layout|layout engine|glyph \d+|"
+    r"no artists with labels|creating legend with loc)"
+)
+
 #: Figure file formats ``write`` accepts.
 FIGURE_FORMATS = ("png", "pdf", "svg")
 
@@ -177,6 +183,8 @@ def _draw_one(
         # layout notes of matplotlib/seaborn are about drawing, not about the data: a
         # figure that needs one is a bug of its layout, which the figure tests catch
         warnings.filterwarnings("ignore", category=UserWarning, module="matplotlib")
+        # the same notes attributed to the line that saves the figure (savefig's layout pass)
+        warnings.filterwarnings("ignore", message=_LAYOUT_NOTES, category=UserWarning)
         for category in (DeprecationWarning, FutureWarning, PendingDeprecationWarning):
             warnings.filterwarnings("ignore", category=category, module="seaborn")
         try:

@@ -59,8 +59,20 @@ def test_style_colours_come_from_the_colour_blind_palette():
     import seaborn as sns
 
     safe = set(sns.color_palette("colorblind").as_hex())
-    for key in ("accent", "accent_light", "secondary", "highlight"):
+    for key in ("accent", "accent_light", "secondary"):
         assert COLORS[key] in safe, key
+
+
+def test_threshold_lines_are_never_a_model_colour():
+    """ε, the CD bar and targets sit next to model curves: with ten models every palette colour
+    is some model's, so a threshold in one (it was vermillion) reads as that model."""
+    from matplotlib.colors import to_hex
+
+    from evalstats.plots import model_colors
+
+    models = [f"m{i}" for i in range(10)]
+    used = {to_hex(c) for c in model_colors(models).values()}
+    assert to_hex(COLORS["highlight"]) not in used
 
 
 def test_score_labels_carry_their_unit():
