@@ -130,6 +130,14 @@ def _need_blocks(ctx: Context) -> str | None:
 def _need_noise(ctx: Context) -> str | None:
     if ctx.data.n_items is None and ctx.data.n_variants < 2:
         return "unit-level input with a single prompt variant: no variance to decompose"
+    if ctx.data.n_items is None and ctx.data.n_runs < 2:
+        # one score per prompt variant: the only variance is between prompts, so every group
+        # would read "100 % from prompt variants", which says nothing about items or runs
+        return (
+            "unit-level input with one run per prompt variant: the only variance is between "
+            "prompts (see the scores over prompt variants); splitting it into item, prompt and "
+            "run components needs item-level scores or repeated runs"
+        )
     if ctx.data.n_items is not None and ctx.data.n_variants < 2 and ctx.data.n_runs < 2:
         return "one prompt and one run per item: only the item variance is there, see intervals"
     return None

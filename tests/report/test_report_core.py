@@ -64,6 +64,25 @@ def test_every_analysis_runs_when_the_columns_support_it(full_report):
     assert all(a.reading for a in full_report.analyses)
 
 
+def test_unit_level_scores_with_one_run_skip_the_variance_components():
+    """State of What Art shape (one accuracy per model, task and paraphrase, no items, no
+    repeated runs): the only variance is between prompts, so the noise analysis would read
+    "100 % from prompt variants" in every group. It is skipped, and the reason says why."""
+    obs = pl.DataFrame(
+        {
+            "model": ["a"] * 6 + ["b"] * 6,
+            "dataset": (["t1"] * 3 + ["t2"] * 3) * 2,
+            "variant": ["p0", "p1", "p2"] * 4,
+            "score": [0.5, 0.6, 0.4, 0.3, 0.35, 0.2, 0.7, 0.6, 0.65, 0.5, 0.45, 0.4],
+        }
+    )
+    rep = audit_report(obs, options={"nstar": {"n_resamples": 100}}, skip=("converge",))
+    reasons = {s.key: s.reason for s in rep.skipped}
+    assert "noise" not in [a.key for a in rep.analyses]
+    assert "one run per prompt variant" in reasons["noise"]
+    assert "item-level scores or repeated runs" in reasons["noise"]
+
+
 def test_a_lean_table_skips_with_reasons():
     obs = observations(n_models=1, n_items=20, n_variants=5, seed=0)
     rep = audit_report(obs, options={"nstar": {"n_resamples": 100}})
