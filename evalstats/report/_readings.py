@@ -233,13 +233,21 @@ def _anova(res: AnalysisResult, data: DataSummary) -> str:
     named = [f"{r['term']} (η² = {r['eta_sq']:.3f})" for r in top.iter_rows(named=True)]
     pcol = "pvalue_perm" if t["pvalue_perm"].is_not_null().any() else "pvalue"
     sig = t.filter(pl.col(pcol) < 0.05)
-    lead = (
-        f"The terms that explain most of the variance of unit scores are {_join(named)}. "
-        if named
-        else "No term explains a visible share of the variance of unit scores (every η² < 0.0005). "
-    )
+    if named:
+        share = float(top["eta_sq"].sum())
+        many = len(named) > 1
+        lead = (
+            f"The largest term{'s' if many else ''} by share of the variance of unit scores "
+            f"{'are' if many else 'is'} {_join(named)}, explaining {100 * share:.1f} % of it"
+            f"{' together' if many else ''}. "
+        )
+    else:
+        lead = (
+            "No term explains a visible share of the variance of unit scores (every η² < 0.0005). "
+        )
     text = (
-        f"{lead}{sig.height} of {t.height} terms have "
+        f"{lead}{sig.height} of {t.height} term{'s' if t.height != 1 else ''} "
+        f"{'have' if t.height != 1 else 'has'} "
         f"{'a permutation ' if pcol == 'pvalue_perm' else 'an F-test '}p < 0.05"
     )
     if sig.height:
