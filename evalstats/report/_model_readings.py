@@ -19,6 +19,7 @@ from evalstats.report._wording import (
     _ok,
     _on,
     _pct,
+    _points,
     _pts,
     _score_word,
     _several,
@@ -220,7 +221,7 @@ def compare_reading(res: AnalysisResult, data: DataSummary) -> str:
         text += (
             f" The other {rest} pair{'s' if rest > 1 else ''} could not be told apart; with these "
             f"items the smallest difference detectable with power {p['power']:.0%} is up to "
-            f"{_pts(worst['mdd'])} points."
+            f"{_pts(worst['mdd'])}{_points()}."
         )
     return text
 

@@ -24,6 +24,7 @@ from evalstats.report._wording import (
     _ok,
     _p,
     _pct,
+    _points,
     _pts,
     _score_word,
     _several,
@@ -47,12 +48,12 @@ def _moments(res: AnalysisResult, data: DataSummary) -> str:
     wide, narrow = s.row(0, named=True), s.row(-1, named=True)
     n_var = _listed(str(v) for v in sorted(set(t["n_variants"].to_list())))
     text = (
-        f"Across {n_var} prompt variants per group, accuracy moves by up to "
-        f"{_pts(wide['spread'])} points between the best and the worst prompt "
+        f"Across {n_var} prompt variants per group, {_score_word()} moves by up to "
+        f"{_pts(wide['spread'])}{_points()} between the best and the worst prompt "
         f"({_where(wide)}: {_pct(wide['min'])} to {_pct(wide['max'])})"
     )
     if t.height > 1:
-        text += f"; the narrowest range is {_pts(narrow['spread'])} points ({_where(narrow)})"
+        text += f"; the narrowest range is {_pts(narrow['spread'])}{_points()} ({_where(narrow)})"
     text += "."
     held = _held(res.tables["moments"])
     if held:
@@ -128,10 +129,10 @@ def _converge(res: AnalysisResult, data: DataSummary) -> str:
     width = worst.get("ci_width", p["ci_width"])
     return (
         f"Replaying the sequential stopping rule (batches of {p['batch']} variants; stop when the "
-        f"mean moves less than {_pts(tol)} points and the {p['confidence_level']:.0%} "
-        f"interval is narrower than {_pts(width)} points) over {p['n_orders']} random "
+        f"mean moves less than {_pts(tol)}{_points()} and the {p['confidence_level']:.0%} "
+        f"interval is narrower than {_pts(width)}{_points()}) over {p['n_orders']} random "
         f"orders, the rule stopped early in {share} of orders; otherwise every recorded variant "
-        f"was needed. The stopped mean was at most {_pts(worst['error_max'])} points from the "
+        f"was needed. The stopped mean was at most {_pts(worst['error_max'])}{_points()} from the "
         f"mean of all variants ({_where(worst)})."
     )
 
@@ -143,8 +144,8 @@ def _stability(res: AnalysisResult, data: DataSummary) -> str:
     keys = [c for c in ("model", "dataset", "variant") if c in t.columns]
     unit = "configuration" if t.height == 1 else f"{t.height} configurations"
     text = (
-        f"Over {runs} identical runs of each of {unit}, accuracy changed between runs by up to "
-        f"{_pts(worst['spread'])} points ({_where(worst, keys[:2])}"
+        f"Over {runs} identical runs of each of {unit}, {_score_word()} changed between runs by up to "
+        f"{_pts(worst['spread'])}{_points()} ({_where(worst, keys[:2])}"
     )
     if "variant" in keys and data.n_variants > 1:
         text += f", variant {worst['variant']}"
@@ -183,7 +184,7 @@ def _normality(res: AnalysisResult, data: DataSummary) -> str:
         groups = constant.unique(subset=keys, maintain_order=True)
         text += (
             f" In {groups.height} group{'s' if groups.height > 1 else ''} every run has the same "
-            f"accuracy (constant up to rounding: "
+            f"{_score_word()} (constant up to rounding: "
             f"{_listed(_where(r) for r in groups.iter_rows(named=True))}); no test applies there."
         )
     if low:
@@ -292,7 +293,7 @@ def _attribution(res: AnalysisResult, data: DataSummary) -> str:
     if t["null_high"].is_not_null().any():
         if above.height:
             items = [
-                f"{r['factor']} ({_pts(r['mean_abs_shap'])} points)"
+                f"{r['factor']} ({_pts(r['mean_abs_shap'])}{_points()})"
                 for r in above.iter_rows(named=True)
             ]
             text += f" Factors above their null band (mean |SHAP|): {_listed(items)}."
@@ -315,7 +316,7 @@ def _ppi(res: AnalysisResult, data: DataSummary) -> str:
         parts.append(
             f"{r['model']}: {_pts(r['estimate'])} ({level} interval {_pts(r['ci_low'])}–"
             f"{_pts(r['ci_high'])}; judge alone {_pts(r['judge_mean'])}, judge bias "
-            f"{r['judge_bias'] * 100:+.1f} points on {r['n_labelled']} gold-labelled items)"
+            f"{_pts(r['judge_bias'], sign=True)}{_points()} on {r['n_labelled']} gold-labelled items)"
         )
     return (
         "Scores corrected for the judge's bias with the gold-labelled items (PPI++): "
@@ -358,7 +359,7 @@ def _audit(res: AnalysisResult, data: DataSummary) -> str:
         rev = pairs.filter(pl.col("reversal"))
         items = [
             f"{r['model_a']} − {r['model_b']}{' on ' + str(r['dataset']) if ds else ''} "
-            f"({_pts(r['default_difference'], sign=True)} points at the default, "
+            f"({_pts(r['default_difference'], sign=True)}{_points()} at the default, "
             f"{_pts(r['difference'], sign=True)} over configurations)"
             for r in rev.iter_rows(named=True)
         ]
@@ -431,7 +432,7 @@ def _providers(res: AnalysisResult, data: DataSummary) -> str:
                         f"{who + ' ' if who else ''}{_pts(r['difference'], sign=True)}"
                         f"{'' if significant else ' (n.s.)'}"
                     )
-                parts.append(f"{pa} − {pb} is {_listed(items)} points")
+                parts.append(f"{pa} − {pb} is {_listed(items)}{_points()}")
             sentences.append(f"With {policy.replace('_', ' ')}, {'; '.join(parts)}.")
         if any(len(v) > 1 for v in verdicts.values()):
             sentences.append(
@@ -447,6 +448,12 @@ _COMPONENT_NAMES = {
     "item_variant": "the item × prompt interaction",
     "residual": "run-to-run noise",
 }
+
+
+def _share_span(lo: float, hi: float) -> str:
+    """'52.7 %–83.0 %', or one value when the groups agree to the shown digit."""
+    a, b = f"{100 * lo:.1f} %", f"{100 * hi:.1f} %"
+    return a if a == b else f"{a}–{b}"
 
 
 def _noise(res: AnalysisResult, data: DataSummary) -> str:
@@ -465,7 +472,7 @@ def _noise(res: AnalysisResult, data: DataSummary) -> str:
     text = (
         f"The largest share of the variance of an item score comes from "
         f"{_COMPONENT_NAMES[main]} in {counts[main]} of {top.height} model-dataset groups "
-        f"({_pct(lo)}–{_pct(hi)} of the total)."
+        f"({_share_span(lo, hi)} of the total)."
     )
     if t["truncated"].any():
         text += (

@@ -55,6 +55,14 @@ def _pts(x: float | None, *, sign: bool = False) -> str:
     return f"{100 * x:+.1f}" if sign else f"{100 * x:.1f}"
 
 
+def _points() -> str:
+    """' points' after a difference of accuracies (percentage points), else nothing.
+
+    A difference in a metric's own units (BLEU, a log-likelihood) is not in points.
+    """
+    return " points" if _PERCENT.get() else ""
+
+
 def _score_word() -> str:
     return "accuracy" if _PERCENT.get() else "score"
 
@@ -135,7 +143,7 @@ def _ahead(a: str, b: str, diff: float, low: float, high: float, where: str = ""
     """'b ahead of a on d by 8.0 points [5.7, 10.2]' for diff = a - b < 0 (and vice versa)."""
     if diff < 0:
         a, b, diff, low, high = b, a, -diff, -high, -low
-    return f"{a} ahead of {b}{where} by {_pts(diff)} points [{_pts(low)}, {_pts(high)}]"
+    return f"{a} ahead of {b}{where} by {_pts(diff)}{_points()} [{_pts(low)}, {_pts(high)}]"
 
 
 def _several(values: Iterable[Any]) -> bool:

@@ -24,10 +24,12 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import tarfile
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import polars as pl
 import pytest
 from headline_sanity import _rows, glance, violations
@@ -248,3 +250,33 @@ def test_user_errors_exit_2_naming_the_valid_choices(tmp_path, capsys, extra, me
     assert re.search(message, err), err
     assert "Traceback" not in err
     assert not (tmp_path / "r" / "results.json").exists()
+
+
+def test_a_metric_in_its_own_units_is_not_called_accuracy_or_points(tmp_path):
+    """lm-eval truthfulqa_gen (BLEU-style scores, unbounded): two runs of one task are two
+    prompt variants. The readings quote the spread in the metric's units, not "accuracy ...
+    points", and variance shares stay percentages."""
+    rep = _report(REAL / "lm_eval" / "results__truthfulqa", tmp_path / "tqa")
+    assert rep.code == 0, rep.stderr
+    moments = rep.analyses["moments"]["reading"]
+    assert moments.startswith("Across 2 prompt variants per group, score moves by up to ")
+    assert "accuracy" not in moments and "points" not in moments
+    noise = rep.analyses["noise"]["reading"]
+    assert re.search(r"\(\d+\.\d %( |–)", noise), noise
+
+
+def test_differences_on_a_metric_in_its_own_units_are_not_points():
+    """Pairs on a mixed table (a 0/1 metric and an unbounded one): scores are quoted in the
+    metrics' units, and a difference of 0.28 is not "0.28 points"."""
+    from evalstats.report import audit_report
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for metric, scores in (("acc", lambda p: rng.binomial(1, p, 60)), ("bleu", None)):
+        for model, p in (("a", 0.8), ("b", 0.4)):
+            s = scores(p) if scores else rng.normal(10 * p, 1.0, 60)
+            rows += [(model, "d", metric, f"q{i}", float(x)) for i, x in enumerate(s)]
+    obs = pl.DataFrame(rows, schema=["model", "dataset", "metric", "item", "score"], orient="row")
+    rep = audit_report(obs, options={"compare": {"n_resamples": 99}}, skip=("ranks", "noise"))
+    reading = rep["compare"].reading
+    assert "a ahead of b" in reading and "points" not in reading, reading
