@@ -138,13 +138,19 @@ def _converge(res: AnalysisResult, data: DataSummary) -> str:
 
 
 def _stability(res: AnalysisResult, data: DataSummary) -> str:
-    t = res.tables["stability"]
+    everything = res.tables["stability"]
+    # a configuration run once has no run-to-run change to report: it is left out of the
+    # sentence (and counted), not quoted as "changed by up to 0.0 points"
+    t = everything.filter(pl.col("n_runs") >= 2)
+    single = everything.height - t.height
+    if t.height == 0:
+        return "Every configuration was run once: there is no run-to-run change to report."
     runs = _listed(str(v) for v in sorted(set(t["n_runs"].to_list())))
     worst = t.sort("spread", descending=True, nulls_last=True).row(0, named=True)
     keys = [c for c in ("model", "dataset", "variant") if c in t.columns]
-    unit = "configuration" if t.height == 1 else f"{t.height} configurations"
+    unit = "one configuration" if t.height == 1 else f"each of {t.height} configurations"
     text = (
-        f"Over {runs} identical runs of each of {unit}, {_score_word()} changed between runs by up to "
+        f"Over {runs} identical runs of {unit}, {_score_word()} changed between runs by up to "
         f"{_pts(worst['spread'])}{_points()} ({_where(worst, keys[:2])}"
     )
     if "variant" in keys and data.n_variants > 1:
@@ -153,11 +159,17 @@ def _stability(res: AnalysisResult, data: DataSummary) -> str:
     for col, what in (("tar_a", "parsed answers (TARa@N)"), ("tar_r", "raw responses (TARr@N)")):
         vals = t[col].drop_nulls().drop_nans()
         if vals.len():
-            lo, hi = vals.min(), vals.max()
+            lo, hi = _pct(vals.min()), _pct(vals.max())
+            span = f"is {lo}" if lo == hi else f"ranges from {lo} to {hi}"
             text += (
                 f" The share of items with the same {what.split(' (')[0]} in every run, "
-                f"{what.split(' (')[1][:-1]}, ranges from {_pct(lo)} to {_pct(hi)}."
+                f"{what.split(' (')[1][:-1]}, {span}."
             )
+    if single:
+        text += (
+            f" {single} configuration{'s were' if single > 1 else ' was'} run once and "
+            f"{'are' if single > 1 else 'is'} left out of these ranges."
+        )
     return text
 
 

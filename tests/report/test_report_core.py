@@ -244,3 +244,18 @@ def test_n_star_leads_with_unseen_variants_and_names_the_population(full_report)
     assert "not yet evaluated" in res.reading
     assert "recorded variants alone (pool" in res.reading
     assert res.reading.index("not yet evaluated") < res.reading.index("pool")
+
+
+def test_stability_reading_leaves_single_run_configurations_out():
+    """Inspect logs where one task has 6 epochs and two were run once: the reading said "over 1
+    and 6 identical runs ... changed by up to 0.0 points". Single runs are left out of the
+    ranges and counted."""
+    obs = observations(n_models=2, n_items=30, n_variants=1, n_runs=4, instability=0.3, seed=5)
+    obs = obs.filter((pl.col("model") == "m0") | (pl.col("run") == 0))
+    rep = audit_report(obs, options=FAST, skip=("correlation", "normality", "noise"))
+    reading = rep["stability"].reading
+    assert reading.startswith("Over 4 identical runs of one configuration, accuracy changed"), (
+        reading
+    )
+    assert "1 configuration was run once and is left out of these ranges." in reading
+    assert "1 and 4" not in reading
