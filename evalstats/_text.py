@@ -121,6 +121,14 @@ _LATEX = {
 _LATEX_UNICODE = {"–": "--", "−": "-", "η": r"$\eta$", "²": r"$^2$", "≤": r"$\le$"}
 
 
+#: Any character :func:`for_latex` changes (text without one is returned as it is).
+_LATEX_TOUCHED = re.compile(
+    "["
+    + re.escape("".join(_LATEX) + "".join(_LATEX_UNICODE))
+    + r"\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+
+
 def for_latex(text: str) -> str:
     r"""LaTeX body text that typesets as ``text``: special characters escaped, controls shown.
 
@@ -129,7 +137,10 @@ def for_latex(text: str) -> str:
     >>> for_latex(r"50% of $x_1 \input{a}")
     '50\\% of \\$x\\_1 \\textbackslash{}input\\{a\\}'
     """
-    text = _CONTROL.sub(_visible, str(text))
+    text = str(text)
+    if not _LATEX_TOUCHED.search(text):
+        return text
+    text = _CONTROL.sub(_visible, text)
     out = "".join(_LATEX.get(ch, ch) for ch in text)
     for k, v in _LATEX_UNICODE.items():
         out = out.replace(k, v)

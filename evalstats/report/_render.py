@@ -19,6 +19,7 @@ from evalstats.report._commands import command_line
 from evalstats.report._model import SCHEMA_VERSION, SECTIONS
 from evalstats.report._tables import (
     HIDDEN,
+    TEX_MAX_ROWS,
     display_frame,
     format_value,
     round_floats,
@@ -237,7 +238,11 @@ def _html_analysis(
         parts.append(
             f'<p class="tcap"><b>Table {t.number}. {_e(t.title)}.</b> {frame.height} rows; '
             f"full precision and all {frame.width} columns in <code>{_e(t.files['csv'])}</code>"
-            f" (LaTeX: <code>{_e(t.files['tex'])}</code>).</p>"
+            + (
+                f" (LaTeX: <code>{_e(t.files['tex'])}</code>).</p>"
+                if "tex" in t.files
+                else f" (no LaTeX table: over {TEX_MAX_ROWS} rows).</p>"
+            )
         )
         parts.append(_html_table(shown))
     hidden = [t for t in tables if t.analysis == res.key and (t.analysis, t.name) in HIDDEN]

@@ -19,7 +19,9 @@ from evalstats._text import for_latex
 
 __all__ = [
     "JSON_DIGITS",
+    "TEX_MAX_ROWS",
     "display_frame",
+    "dumps_document",
     "format_value",
     "round_floats",
     "table_to_dict",
@@ -302,15 +304,62 @@ def round_floats(v: Any, digits: int = JSON_DIGITS) -> Any:
     return v
 
 
+def _round_float(v: float | None, digits: int = JSON_DIGITS) -> float | None:
+    if v is None or math.isnan(v) or math.isinf(v):
+        return None
+    return float(f"{v:.{digits}g}")
+
+
 def table_to_dict(frame: pl.DataFrame) -> dict[str, Any]:
     """``{"columns": [{"name", "dtype"}], "rows": [{column: value}]}`` (as the CLI's --json).
 
-    Floats are rounded to :data:`JSON_DIGITS` significant digits; NaN becomes null.
+    Floats are rounded to :data:`JSON_DIGITS` significant digits; NaN becomes null. Float
+    columns are converted column by column (the same values as :func:`round_floats` of
+    :func:`to_jsonable`, without visiting every cell of a table of 60,000 rows recursively).
     """
+    columns: dict[str, list[Any]] = {}
+    for name, dtype in frame.schema.items():
+        values = frame[name].to_list()
+        if dtype in (pl.Float32, pl.Float64):
+            columns[name] = [_round_float(v) for v in values]
+        elif dtype.is_integer() or dtype in (pl.String, pl.Boolean, pl.Null):
+            columns[name] = values
+        else:
+            columns[name] = round_floats(to_jsonable(values))
+    names = list(columns)
     return {
         "columns": [{"name": n, "dtype": str(t)} for n, t in frame.schema.items()],
-        "rows": round_floats(to_jsonable(frame.to_dicts())),
+        "rows": [dict(zip(names, row)) for row in zip(*columns.values())]
+        if names
+        else [{} for _ in range(frame.height)],
     }
+
+
+def dumps_document(doc: Any) -> str:
+    """``doc`` as indented JSON with each table row on one line (``results.json``).
+
+    ``json.dumps(indent=...)`` runs the pure-Python encoder, which took seconds on a report
+    with 60,000 table rows; here only the outer structure is indented, and each item of a
+    ``rows`` or ``columns`` list, and every list of plain values, is written on one line by
+    the C encoder.
+    """
+
+    def one_line(v: Any) -> str:
+        return json.dumps(v, ensure_ascii=False, allow_nan=False)
+
+    def dump(v: Any, level: int, key: str | None) -> str:
+        pad = "  " * (level + 1)
+        if isinstance(v, dict) and v:
+            items = [f"{pad}{one_line(str(k))}: {dump(x, level + 1, str(k))}" for k, x in v.items()]
+        elif isinstance(v, list) and any(isinstance(x, (dict, list)) and x for x in v):
+            flat = key in ("rows", "columns")
+            items = [pad + (one_line(x) if flat else dump(x, level + 1, None)) for x in v]
+        else:
+            return one_line(v)
+        close = "  " * level + ("}" if isinstance(v, dict) else "]")
+        return ("{" if isinstance(v, dict) else "[") + "\n" + ",\n".join(items) + "\n" + close
+
+    return dump(doc, 0, None) + "\n"
 
 
 def display_frame(analysis: str, name: str, frame: pl.DataFrame) -> pl.DataFrame:
@@ -365,6 +414,12 @@ def write_csv(frame: pl.DataFrame, path: Path) -> None:
             for c in nested
         )
     frame.write_csv(path)
+
+
+#: Tables of more display rows get no ``.tex`` file (the CSV holds them): a LaTeX table that
+#: long does not fit a paper, and typesetting tens of thousands of rows (the n* curve of 165
+#: groups has 59,000) took longer than the analysis.
+TEX_MAX_ROWS = 500
 
 
 def to_latex(frame: pl.DataFrame, *, caption: str, label: str) -> str:

@@ -167,6 +167,20 @@ def _draw_in_workers(
             yield fut.result()
 
 
+def _laid_out(fig: Any, plt: Any) -> Any:
+    """Lay ``fig`` out once and return its tight bounding box (inches, padded as savefig pads).
+
+    ``savefig(bbox_inches="tight")`` draws the figure twice per file (once to measure it, once
+    to render it) and runs the layout engine each time. Measured once here, every format is
+    cut to the same box and the layout is kept as it is (layout engine off): one layout pass
+    and one render per file instead of two and two.
+    """
+    fig.draw_without_rendering()
+    bbox = fig.get_tightbbox(fig.canvas.get_renderer())
+    fig.set_layout_engine("none")
+    return bbox.padded(plt.rcParams["savefig.pad_inches"])
+
+
 def _draw_one(
     spec: FigureSpec,
     palette: dict[str, Any],
@@ -192,16 +206,17 @@ def _draw_one(
         except EvalstatsError as exc:
             return {"key": spec.key, "analysis": spec.analysis, "reason": str(exc)}
         try:
+            bbox = _laid_out(fig, plt)
             files = {}
             for fmt in formats:
                 path = out / "figures" / f"{spec.key}.{fmt}"
-                fig.savefig(path, bbox_inches="tight", metadata=_metadata(fmt))
+                fig.savefig(path, bbox_inches=bbox, metadata=_metadata(fmt))
                 files[fmt] = path.relative_to(out).as_posix()
             if "png" in formats:
                 png = (out / files["png"]).read_bytes()
             else:
                 buf = io.BytesIO()
-                fig.savefig(buf, format="png", bbox_inches="tight")
+                fig.savefig(buf, format="png", bbox_inches=bbox)
                 png = buf.getvalue()
             width, height = fig.get_size_inches()
         finally:
@@ -229,7 +244,13 @@ def _metadata(fmt: str) -> dict[str, Any]:
 
 
 def _write_tables(report: ReportContents, out: Path) -> list[RenderedTable]:
-    from evalstats.report._tables import HIDDEN, display_frame, to_latex, write_csv
+    from evalstats.report._tables import (
+        HIDDEN,
+        TEX_MAX_ROWS,
+        display_frame,
+        to_latex,
+        write_csv,
+    )
 
     (out / "tables").mkdir(parents=True, exist_ok=True)
     written = []
@@ -240,11 +261,14 @@ def _write_tables(report: ReportContents, out: Path) -> list[RenderedTable]:
             csv = out / "tables" / f"{key}.csv"
             tex = out / "tables" / f"{key}.tex"
             write_csv(frame, csv)
+            files = {"csv": f"tables/{key}.csv"}
             shown = display_frame(res.key, name, frame)
-            tex.write_text(
-                to_latex(shown, caption=title, label=f"tab:{key.replace('_', '-')}"),
-                encoding="utf-8",
-            )
+            if shown.height <= TEX_MAX_ROWS:
+                tex.write_text(
+                    to_latex(shown, caption=title, label=f"tab:{key.replace('_', '-')}"),
+                    encoding="utf-8",
+                )
+                files["tex"] = f"tables/{key}.tex"
             written.append(
                 RenderedTable(
                     number=0 if (res.key, name) in HIDDEN else len(written) + 1,
@@ -252,7 +276,7 @@ def _write_tables(report: ReportContents, out: Path) -> list[RenderedTable]:
                     analysis=res.key,
                     name=name,
                     title=title,
-                    files={"csv": f"tables/{key}.csv", "tex": f"tables/{key}.tex"},
+                    files=files,
                 )
             )
     # number the shown tables consecutively
@@ -312,6 +336,7 @@ def write_report(
     no page that looks complete), and a new report replaces every file of the earlier one.
     """
     from evalstats.report._render import render_html, render_markdown
+    from evalstats.report._tables import dumps_document
 
     formats = check_figure_formats(figure_formats)
     out = Path(out)
@@ -327,10 +352,7 @@ def write_report(
         )
         tables = _write_tables(report, staging)
         doc = results_document(report, figures, tables, failed)
-        (staging / "results.json").write_text(
-            json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-            encoding="utf-8",
-        )
+        (staging / "results.json").write_text(dumps_document(doc), encoding="utf-8")
         (staging / "report.md").write_text(
             render_markdown(report, figures, tables), encoding="utf-8"
         )
