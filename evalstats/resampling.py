@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from evalstats._kernels import first_reached, last_crossing, subset_deviations
+from evalstats._threads import parallel_map
 from evalstats.errors import (
     DegenerateDataWarning,
     InsufficientDataError,
@@ -334,6 +337,7 @@ def _analytic_sd(x: np.ndarray, moment: str) -> float:
 #: computes each group's curve once. Bounded; results are the same with or without it.
 _CURVES: OrderedDict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = OrderedDict()
 _CURVES_MAX = 4096
+_CURVES_LOCK = threading.Lock()
 
 
 def _curve_arrays(
@@ -360,10 +364,11 @@ def _curve_arrays(
         population_size,
         repr(rng.bit_generator.state),  # the generator as it is before drawing
     )
-    hit = _CURVES.get(key)
-    if hit is not None:
-        _CURVES.move_to_end(key)
-        return hit
+    with _CURVES_LOCK:
+        hit = _CURVES.get(key)
+        if hit is not None:
+            _CURVES.move_to_end(key)
+            return hit
     res = subset_deviations(
         x,
         moments=moments,
@@ -376,10 +381,31 @@ def _curve_arrays(
     out = (res.mean, res.low, res.high, res.exhaustive)
     for a in out:
         a.flags.writeable = False  # shared between calls
-    _CURVES[key] = out
-    if len(_CURVES) > _CURVES_MAX:
-        _CURVES.popitem(last=False)
+    with _CURVES_LOCK:
+        _CURVES[key] = out
+        if len(_CURVES) > _CURVES_MAX:
+            _CURVES.popitem(last=False)
     return out
+
+
+def _group_curves(
+    groups: Sequence[tuple[tuple, np.ndarray]],
+    by: tuple[str, ...],
+    seed: int,
+    **kw: Any,
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`_curve_arrays` of every group, on the usable cores (threads).
+
+    Each group draws from its own generator (``seed`` and its key), so the curves are the same
+    on any number of threads.
+    """
+    work = sum(x.size for _, x in groups) * (1 if kw["method"] == "analytic" else kw["n_resamples"])
+
+    def one(group: tuple[tuple, np.ndarray]) -> tuple[np.ndarray, ...]:
+        key, x = group
+        return _curve_arrays(x, rng=_group_seed(seed, key, by), **kw)
+
+    return parallel_map(one, groups, work=work)
 
 
 def sample_size_curve(
@@ -503,17 +529,18 @@ def sample_size_curve(
     )
     by, groups, keys = _groups(units, by, variant_factors)
     rows: list[dict] = []
-    for key, x in groups:
-        mean, low, high, exh = _curve_arrays(
-            x,
-            moments=moments,
-            delta=delta,
-            n_resamples=n_resamples,
-            method=method,
-            compat=compat,
-            population_size=population_size,
-            rng=_group_seed(seed, key, by),
-        )
+    curves = _group_curves(
+        groups,
+        by,
+        seed,
+        moments=moments,
+        delta=delta,
+        n_resamples=n_resamples,
+        method=method,
+        compat=compat,
+        population_size=population_size,
+    )
+    for (key, x), (mean, low, high, exh) in zip(groups, curves):
         N = x.size
         for j, m in enumerate(moments):
             for n in range(1, N + 1):
@@ -567,18 +594,24 @@ def _nstar_one(
     compat: str | None,
     population_size: int | None,
     rng: np.random.Generator,
+    curve: tuple[np.ndarray, ...] | None = None,
 ) -> tuple[dict[str, int | None], np.ndarray]:
-    """n* per moment plus ``overall``; also the curve's ci_high (moments x N)."""
-    _, _, high, _ = _curve_arrays(
-        x,
-        moments=moments,
-        delta=delta,
-        n_resamples=n_resamples,
-        method=method,
-        compat=compat,
-        population_size=population_size,
-        rng=rng,
-    )
+    """n* per moment plus ``overall``; also the curve's ci_high (moments x N).
+
+    ``curve``: the group's :func:`_curve_arrays` when already computed (with ``rng``).
+    """
+    if curve is None:
+        curve = _curve_arrays(
+            x,
+            moments=moments,
+            delta=delta,
+            n_resamples=n_resamples,
+            method=method,
+            compat=compat,
+            population_size=population_size,
+            rng=rng,
+        )
+    high = curve[2]
     out: dict[str, int | None] = {}
     for j, m in enumerate(moments):
         eps = epsilon[m]
@@ -711,7 +744,18 @@ def required_sample_size(
     by, groups, keys = _groups(units, by, variant_factors)
     metrics = _Metrics(units, by)
     rows = []
-    for key, x in groups:
+    curves = _group_curves(
+        groups,
+        by,
+        seed,
+        moments=moments,
+        delta=delta,
+        n_resamples=n_resamples,
+        method=method,
+        compat=compat,
+        population_size=population_size,
+    )
+    for (key, x), curve in zip(groups, curves):
         eps, rule = _epsilons(
             x, metrics.of(key), metrics, moments, epsilon, relative_epsilon, relative_to
         )
@@ -725,6 +769,7 @@ def required_sample_size(
             compat=compat,
             population_size=population_size,
             rng=_group_seed(seed, key, by),
+            curve=curve,
         )
         vacuous = _vacuity(x, eps, moments)
         for m, v in ns.items():

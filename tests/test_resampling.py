@@ -568,3 +568,24 @@ def test_real_paraphrases_bootstrap_n_star_holds_on_fresh_paraphrases(fixtures):
     )
     assert rate["bootstrap"] <= delta
     assert rate["pool"] > 2 * rate["bootstrap"]
+
+
+def test_groups_on_threads_give_the_same_tables_as_one_thread(monkeypatch):
+    # the groups' curves run on threads (parallel_map); each group draws from its own seeded
+    # generator, so the tables must be the same bit for bit on one thread and on four
+    import evalstats._threads as threads
+    from evalstats.resampling import _CURVES
+
+    units = unit_table(n_models=3, n_items=40, n_variants=25, n_datasets=3, seed=4)
+    monkeypatch.setattr(threads, "PARALLEL_MIN_WORK", 0)
+    out = {}
+    for n in ("1", "4"):
+        monkeypatch.setenv("EVALSTATS_THREADS", n)
+        _CURVES.clear()  # computed again, not read from the cache
+        out[n] = (
+            required_sample_size(units, method="bootstrap", n_resamples=500, seed=3),
+            sample_size_curve(units, method="pool", n_resamples=500, seed=3),
+        )
+    assert threads.usable_cores() == 4
+    assert out["1"][0].equals(out["4"][0])
+    assert out["1"][1].equals(out["4"][1])
