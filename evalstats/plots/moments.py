@@ -30,6 +30,64 @@ __all__ = ["plot_convergence", "plot_convergence_overlay", "plot_prompt_spread"]
 _MOMENT_COLORS = {"mean": COLORS["accent"], "variance": COLORS["secondary"]}
 
 
+def _boxes(
+    ax: Any, scores: pl.DataFrame, order: list[str], colors: dict, *, horizontal: bool
+) -> None:
+    """One box per model of ``order`` at positions 0, 1, ... in a single ``bxp`` call.
+
+    Drawn as seaborn's ``boxplot`` draws them (quartile boxes filled with the model's colour,
+    whiskers to the furthest score within 1.5 IQR, the rest as points, lines in a grey as dark
+    as the palette's darkest colour * 0.6), without its per-box calls, which took a quarter of a
+    second per panel of eleven models.
+    """
+    from colorsys import rgb_to_hls
+
+    import matplotlib as mpl
+    import numpy as np
+
+    values = {
+        m: np.asarray(v, dtype=float)
+        for m, v in scores.group_by("model").agg(pl.col("score").drop_nulls()).iter_rows()
+    }
+    drawn = [(i, m) for i, m in enumerate(order) if m in values and values[m].size]
+    stats = [mpl.cbook.boxplot_stats(values[m], whis=1.5)[0] for _, m in drawn]
+    used = [mpl.colors.to_rgb(colors[m]) for _, m in drawn]
+    lum = min((rgb_to_hls(*c)[1] for c in used), default=0.5) * 0.6
+    line = {"color": (lum, lum, lum), "linewidth": 0.8}
+    if stats:
+        artists = ax.bxp(
+            stats,
+            positions=[i for i, _ in drawn],
+            widths=0.8,
+            capwidths=0.4,
+            orientation="horizontal" if horizontal else "vertical",
+            patch_artist=True,
+            boxprops={"edgecolor": line["color"], "linewidth": 0.8},
+            medianprops={**line, "solid_capstyle": "butt"},
+            whiskerprops={**line, "solid_capstyle": "butt"},
+            capprops=line,
+            flierprops={
+                "marker": "o",
+                "markersize": 2,
+                "markerfacecolor": "none",
+                "markeredgecolor": line["color"],
+                "linestyle": "none",
+            },
+            manage_ticks=False,
+        )
+        for box, rgb in zip(artists["boxes"], used):
+            box.set_facecolor(rgb)
+    ticks, span = range(len(order)), (-0.5, len(order) - 0.5)
+    if horizontal:
+        ax.set_yticks(ticks, order)
+        ax.set_ylim(span[::-1])  # the first model at the top
+        ax.yaxis.grid(False)
+    else:
+        ax.set_xticks(ticks, order)
+        ax.set_xlim(span)
+        ax.xaxis.grid(False)
+
+
 @plain_text
 def plot_prompt_spread(
     units: pl.DataFrame | pl.LazyFrame,
@@ -72,7 +130,7 @@ def plot_prompt_spread(
     """
     from evalstats.moments import variant_scores
 
-    plt, sns = require_plotting()
+    plt, _ = require_plotting()
     scores = variant_scores(units)
     datasets = sorted(scores["dataset"].unique().to_list())
     if ax is not None and len(datasets) > 1:
@@ -109,32 +167,25 @@ def plot_prompt_spread(
         for extra in axes[len(datasets) :]:
             extra.set_visible(False)
     for a, ds in zip(axes, datasets):
-        # a plain dict: seaborn takes it without pandas' pyarrow bridge
-        sub = (
-            scores.filter(pl.col("dataset") == ds).select("model", "score").to_dict(as_series=False)
-        )
-        sns.boxplot(
-            data=sub,
-            x="score" if horizontal else "model",
-            y="model" if horizontal else "score",
-            order=order,
-            hue="model",
-            hue_order=order,
-            palette=colors,
-            ax=a,
-            legend=False,
-            fliersize=2,
-            linewidth=0.8,
-            saturation=1,  # the palette's colours exactly, as in the other figures
-        )
+        sub = scores.filter(pl.col("dataset") == ds).select("model", "score")
+        _boxes(a, sub, order, colors, horizontal=horizontal)
         a.set_title(ds)
+        # the shared score axis is labelled once: under the last panel of each column, beside
+        # the first panel of each row (the lowest panel of a column above an empty slot gets
+        # its tick labels back)
+        spec = a.get_subplotspec() if ax is None else None
         if horizontal:
-            a.set_xlabel(label("score", units))
+            below = spec is not None and spec.rowspan.stop * ncol + spec.colspan.start < len(
+                datasets
+            )
+            a.set_xlabel("" if below else label("score", units))
+            a.xaxis.set_tick_params(labelbottom=not below)
             a.set_ylabel("")
             a.tick_params(axis="y", labelsize="x-small" if len(order) > 16 else "small")
         else:
             a.set_xlabel(label("model"))
-            a.set_ylabel(label("score", units))
+            first = spec is None or spec.colspan.start == 0
+            a.set_ylabel(label("score", units) if first else "")
             slant_xticks(a)
     return fig
 

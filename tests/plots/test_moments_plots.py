@@ -27,8 +27,39 @@ def test_prompt_spread_boxes_one_panel_per_dataset(units):
     visible = [a for a in fig.axes if a.get_visible()]
     assert [a.get_title() for a in visible] == ["d0", "d1"]
     for a in visible:
-        assert [t.get_text() for t in a.get_xticklabels()] and a.get_ylabel() == "Accuracy (0–1)"
+        assert [t.get_text() for t in a.get_xticklabels()] == ["m0", "m1", "m2"]
         assert len(a.patches) == 3  # one box per model
+    # the shared score axis is labelled once per row, beside its first panel
+    assert [a.get_ylabel() for a in visible] == ["Accuracy (0–1)", ""]
+
+
+def test_prompt_spread_boxes_are_the_quartiles_and_whiskers_of_the_variant_scores(units):
+    import numpy as np
+
+    from evalstats.moments import variant_scores
+
+    one = units.filter(pl.col("dataset") == "d0")
+    fig = plot_prompt_spread(one, order=["m0", "m1", "m2"], orient="v")
+    ax = fig.axes[0]
+    scores = variant_scores(one)
+    for i, (m, box) in enumerate(zip(["m0", "m1", "m2"], ax.patches)):
+        x = np.sort(scores.filter(pl.col("model") == m)["score"].to_numpy())
+        q1, med, q3 = np.percentile(x, [25, 50, 75])
+        ys = box.get_path().vertices[:, 1]
+        assert min(ys) == pytest.approx(q1) and max(ys) == pytest.approx(q3)
+        xs = box.get_path().vertices[:, 0]
+        assert (min(xs) + max(xs)) / 2 == pytest.approx(i)  # at the model's tick
+        # whiskers end at the furthest scores within 1.5 IQR of the box
+        inside = x[(x >= q1 - 1.5 * (q3 - q1)) & (x <= q3 + 1.5 * (q3 - q1))]
+        ends = sorted(
+            y
+            for ln in ax.lines
+            if len(ln.get_xdata()) == 2 and all(v == pytest.approx(i) for v in ln.get_xdata())
+            for y in ln.get_ydata()
+        )
+        assert ends[0] == pytest.approx(inside.min()) and ends[-1] == pytest.approx(inside.max())
+        medians = [ln for ln in ax.lines if list(ln.get_ydata()) == [med, med]]
+        assert medians, f"no median line at {med} for {m}"
 
 
 def test_prompt_spread_rejects_ax_with_several_datasets(units):
