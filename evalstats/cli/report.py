@@ -179,7 +179,10 @@ def run(args: argparse.Namespace) -> int:
     """Run ``report``."""
     from evalstats.cli.audit import _pairs
     from evalstats.report import audit_report
-    from evalstats.report._write import check_figure_formats, check_output
+    from evalstats.report._parallel import resolve_workers
+    from evalstats.report._staging import check_output
+    from evalstats.report._write import check_figure_formats
+    from evalstats.report._writer import ReportWriter
 
     # check what can be checked before the (slow) read and analyses
     default = _pairs(args.default) if args.default else None
@@ -205,24 +208,33 @@ def run(args: argparse.Namespace) -> int:
     if args.on_mismatch != "error":
         loader_options["on_mismatch"] = args.on_mismatch
     progress = progress_wanted(args)
-    report = audit_report(
-        obs,
-        ingest=ingest,
-        source={"path": args.path, "format": ingest.format, "options": loader_options},
-        factors=args.factors,
-        default=default,
-        progress=progress,
-        on_mismatch=args.on_mismatch,
-        **({"variant_factors": args.variant_factors} if hasattr(args, "variant_factors") else {}),
-        **kwargs,
-    )
-    html = report.write(
-        args.out,
+    # each analysis's tables and figures are written (into a staging folder inside --out) as
+    # it finishes, the figures drawn in worker processes while the other analyses run; the
+    # pages come last, so an interrupted run leaves no report.html that looks complete
+    with ReportWriter(
+        Path(args.out),
         figure_formats=args.figure_format,
         serif=args.serif,
         progress=progress,
         force=args.force,
-        workers=args.workers,
-    )
+        workers=resolve_workers(args.workers, ingest.rows_kept),
+    ) as writer:
+        report = audit_report(
+            obs,
+            ingest=ingest,
+            source={"path": args.path, "format": ingest.format, "options": loader_options},
+            factors=args.factors,
+            default=default,
+            progress=progress,
+            on_mismatch=args.on_mismatch,
+            on_result=writer.add,
+            **(
+                {"variant_factors": args.variant_factors}
+                if hasattr(args, "variant_factors")
+                else {}
+            ),
+            **kwargs,
+        )
+        html = writer.finish(report)
     finish(report, html, args)
     return 0

@@ -10,7 +10,7 @@ package imports this module.
 from __future__ import annotations
 
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -143,7 +143,7 @@ class AuditReport(ReportContents):
         at the end, ``report.html`` last, so an interrupted run leaves the earlier report as it
         was.
         """
-        from evalstats.report._write import write_report
+        from evalstats.report._writer import write_report
 
         return write_report(
             self,
@@ -187,6 +187,7 @@ def audit_report(
     on_mismatch: Literal["error", "intersect", "keep"] = "error",
     variant_factors: Sequence[str] | str | None = None,
     workers: int | Literal["auto"] = 1,
+    on_result: Callable[[AnalysisResult, ReportContents], None] | None = None,
 ) -> AuditReport:
     """Run every analysis the observation table supports; say which were skipped and why.
 
@@ -232,6 +233,12 @@ def audit_report(
         command line's default. The report is the same whatever the number (see
         :mod:`evalstats.report._parallel`). Workers are started with ``spawn``, which imports
         the calling script again: guard a script's code with ``if __name__ == "__main__":``.
+    on_result : callable, optional
+        Called in this process with each analysis's result as it finishes and the report so
+        far (a :class:`ReportContents` of the analyses done, the data summary and the units).
+        ``evalstats report`` writes each analysis's tables and figures then
+        (:class:`~evalstats.report._writer.ReportWriter`), drawing figures while the longer
+        analyses still run.
 
     Returns
     -------
@@ -302,6 +309,7 @@ def audit_report(
                 on_mismatch=on_mismatch,
                 variant_factors=variant_factors,
                 workers=workers,
+                on_result=on_result,
             )
 
 
@@ -341,6 +349,7 @@ def _audit(
     on_mismatch: str,
     variant_factors: Sequence[str] | str | None = None,
     workers: int | str = 1,
+    on_result: Callable[[AnalysisResult, ReportContents], None] | None = None,
 ) -> AuditReport:
     """The body of :func:`audit_report`, run under its item-set rule."""
     from evalstats.aggregate import to_units
@@ -360,6 +369,7 @@ def _audit(
         variant_factors=variant_factors,
     )
     reasons: dict[str, str | None] = {}
+    units = to_units(obs).collect()
 
     def applies(key: str, ctx: Context) -> str | None:
         return "skipped on request" if key in skip else SPECS[key].applies(ctx)
@@ -367,9 +377,12 @@ def _audit(
     with Progress("report", len(ANALYSES), progress) as bar:
 
         def report(outcome: Outcome) -> None:
-            key, _, reason, seconds = outcome
+            key, result, reason, seconds = outcome
             reasons[key] = reason
             bar.finished(key, seconds, "skipped" if reason is not None else None)
+            if result is not None and on_result is not None:
+                so_far = tuple(ctx.done[s.key] for s in ANALYSES if s.key in ctx.done)
+                on_result(result, ReportContents(so_far, (), data, None, {}, {}, {}, units))
 
         run_all(
             [s.key for s in ANALYSES],
@@ -407,7 +420,7 @@ def _audit(
         source=_source(source, ingest),
         parameters=parameters,
         environment=_environment(),
-        units=to_units(obs).collect(),
+        units=units,
     )
 
 

@@ -1,7 +1,8 @@
 """The report's analyses in worker processes, with the same results as one after the other.
 
 The analyses of a report are independent (the correlations read the stability table, so they
-wait for it). With several cores they run in a pool of worker processes, the longest first;
+wait for it). With several cores they run in a pool of worker processes, the longest first
+and then the shortest (see :func:`_schedule`);
 each is the same call with the same parameters and the same seed as in the sequential run,
 so the report does not depend on how many workers there were or which finished first:
 
@@ -116,6 +117,18 @@ def _work(key: str, options: dict[str, Any], seed: int, done: dict[str, Analysis
         return run_one(key, ctx, options, seed)
 
 
+def _schedule(keys: Sequence[str], workers: int) -> list[str]:
+    """The order analyses start in: the ``workers - 1`` longest first, then shortest first.
+
+    The longest start at once so that they do not end the run late; the other worker takes the
+    short ones first, so that results (and their figures, drawn while the long ones still run)
+    come early.
+    """
+    by_cost = sorted(keys, key=lambda k: -_COST.get(k, 1))
+    first = by_cost[: max(workers - 1, 1)]
+    return first + sorted(by_cost[len(first) :], key=lambda k: _COST.get(k, 1))
+
+
 def run_all(
     keys: Sequence[str],
     ctx: Context,
@@ -144,7 +157,7 @@ def run_all(
             report(outcome)
         return
     waiting = [k for k in keys if DEPENDS.get(k) in keys]
-    ready = sorted((k for k in keys if k not in waiting), key=lambda k: -_COST.get(k, 1))
+    ready = _schedule([k for k in keys if k not in waiting], workers)
     with tempfile.TemporaryDirectory(prefix="evalstats-report-") as tmp:
         path = os.path.join(tmp, "observations.arrow")
         ctx.obs.write_ipc(path, compression="uncompressed")

@@ -86,6 +86,12 @@ class Progress:
             )
         return elapsed
 
+    def grow(self, steps: int) -> None:
+        """``steps`` more steps than first announced (figures are known as analyses finish)."""
+        if self._bar is not None:
+            self._bar.total = (self._bar.total or 0) + steps
+            self._bar.refresh()
+
     def finished(self, key: str, seconds: float, note: str | None = None) -> None:
         """A step that ran elsewhere (in a worker) ended after ``seconds``."""
         self._key = key

@@ -8,6 +8,7 @@ follow each metric's direction.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ import polars as pl
 from evalstats.report._model_readings import compare_reading, intervals_reading, ranks_reading
 from evalstats.report._wording import (
     _LIST_MAX,
+    _counts,
     _held,
     _join,
     _listed,
@@ -46,14 +48,18 @@ def _moments(res: AnalysisResult, data: DataSummary) -> str:
         return "No group has two or more variants with a score; no spread to report."
     s = t.sort("spread", descending=True)
     wide, narrow = s.row(0, named=True), s.row(-1, named=True)
-    n_var = _listed(str(v) for v in sorted(set(t["n_variants"].to_list())))
+    n_var = _counts(t["n_variants"].to_list())
+    extra = _held(t)
     text = (
         f"Across {n_var} prompt variants per group, {_score_word()} moves by up to "
         f"{_pts(wide['spread'])}{_points()} between the best and the worst prompt "
-        f"({_where(wide)}: {_pct(wide['min'])} to {_pct(wide['max'])})"
+        f"({_where(wide, extra=extra)}: {_pct(wide['min'])} to {_pct(wide['max'])})"
     )
     if t.height > 1:
-        text += f"; the narrowest range is {_pts(narrow['spread'])}{_points()} ({_where(narrow)})"
+        text += (
+            f"; the narrowest range is {_pts(narrow['spread'])}{_points()} "
+            f"({_where(narrow, extra=extra)})"
+        )
     text += "."
     held = _held(res.tables["moments"])
     if held:
@@ -91,7 +97,9 @@ def _nstar(res: AnalysisResult, data: DataSummary) -> str:
         within = f"ε = {p['epsilon']:g}"
     elif eps is not None and eps.len() and eps.n_unique() == 1 and eps[0] is not None:
         rule = t["epsilon_rule"][0] if "epsilon_rule" in t.columns else ""
-        within = f"ε = {eps[0]:.4g} ({rule})"
+        # "default 0.01 (metric 'accuracy' on [0, 1])" reads "the default for metric ..."
+        default = re.fullmatch(r"default \S+ \((.*)\)", rule)
+        within = f"ε = {eps[0]:.4g} ({f'the default for {default[1]}' if default else rule})"
     else:
         within = "the ε of each group's epsilon_rule"
     head = (
@@ -145,7 +153,7 @@ def _stability(res: AnalysisResult, data: DataSummary) -> str:
     single = everything.height - t.height
     if t.height == 0:
         return "Every configuration was run once: there is no run-to-run change to report."
-    runs = _listed(str(v) for v in sorted(set(t["n_runs"].to_list())))
+    runs = _counts(t["n_runs"].to_list())
     worst = t.sort("spread", descending=True, nulls_last=True).row(0, named=True)
     keys = [c for c in ("model", "dataset", "variant") if c in t.columns]
     unit = "one configuration" if t.height == 1 else f"each of {t.height} configurations"
@@ -183,7 +191,7 @@ def _normality(res: AnalysisResult, data: DataSummary) -> str:
     if tested.height == 0:
         text = (
             f"The {method} test could not be computed in any of the {t.height} groups: "
-            f"{_listed(str(v) for v in sorted(set(t['n'].to_list())))} runs per group are too few."
+            f"{_counts(t['n'].to_list())} runs per group are too few."
         )
     else:
         k = tested.filter(pl.col("pvalue") < alpha).height

@@ -97,11 +97,26 @@ def _listed(items: Iterable[str]) -> str:
     return _join(items[:_LIST_MAX], more=max(len(items) - _LIST_MAX, 0))
 
 
-def _where(row: dict[str, Any], keys: Sequence[str] = ("model", "dataset")) -> str:
+def _where(
+    row: dict[str, Any], keys: Sequence[str] = ("model", "dataset"), extra: Sequence[str] = ()
+) -> str:
+    """'m0 on d0' for a group; ``extra`` columns (settings held fixed) follow in parentheses,
+    so that groups that differ only in them are told apart ('m0 on d0 (temperature 0.7)').
+    """  # noqa: D205
     parts = [str(row[k]) for k in keys if k in row and row[k] is not None]
+    text = ", ".join(parts)
     if len(parts) == 2 and keys[:2] == ("model", "dataset"):
-        return f"{parts[0]} on {parts[1]}"
-    return ", ".join(parts)
+        text = f"{parts[0]} on {parts[1]}"
+    held = [f"{k} {row[k]}" for k in extra if k in row and row[k] is not None]
+    return f"{text} ({', '.join(held)})" if held else text
+
+
+def _counts(values: Iterable[Any]) -> str:
+    """Distinct counts as words: '4', '2 and 5', '2, 3 and 5', or a range '136 to 189'."""
+    distinct = sorted(set(v for v in values if v is not None))
+    if len(distinct) > 3:
+        return f"{distinct[0]} to {distinct[-1]}"
+    return _join([str(v) for v in distinct])
 
 
 def _on(keys: Sequence[str], key: Sequence[Any], table: pl.DataFrame) -> str:
@@ -171,7 +186,7 @@ def _nstar_span(rows: pl.DataFrame) -> str | None:
     if not reached.height:
         return None
     lo, hi = reached["n_star"].min(), reached["n_star"].max()
-    avail = _listed(str(v) for v in sorted(set(reached["n_available"].to_list())))
+    avail = _counts(reached["n_available"].to_list())
     span = f"{lo}" if lo == hi else f"between {lo} and {hi}"
     return f"{span} variants (n*, of {avail} available)"
 
@@ -186,13 +201,13 @@ def _nstar_moment(rows: pl.DataFrame, moment: str) -> str:
     if span is not None:
         bits.append(f"the {moment} needs {span}")
     if missed.height:
-        where = _listed(_where(r) for r in missed.iter_rows(named=True))
+        where = _listed(_where(r, extra=_held(rows)) for r in missed.iter_rows(named=True))
         bits.append(
             f"{'' if bits else f'for the {moment} '}the available variants are not enough for "
             f"{where} (n* not reached: evaluate more prompts before trusting it)"
         )
     if vac.height:
-        where = _listed(_where(r) for r in vac.iter_rows(named=True))
+        where = _listed(_where(r, extra=_held(rows)) for r in vac.iter_rows(named=True))
         bits.append(
             f"{'' if bits else f'for the {moment} '}n* is vacuous in {vac.height} of "
             f"{rows.height} groups ({where}): the {moment} over prompts is itself within ε of 0 "

@@ -1,33 +1,38 @@
-"""Writing the report folder: figures, tables, results.json, report.md and report.html."""
+"""The files of a report folder: each figure, each analysis's tables, results.json.
+
+:class:`~evalstats.report._writer.ReportWriter` calls these as the analyses finish and writes
+the pages last.
+"""
 
 from __future__ import annotations
 
 import io
-import json
-import shutil
-import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalstats.errors import EvalstatsError, OutputError, ParameterError
-from evalstats.report._model import RenderedFigure, RenderedTable, table_key, table_title
-from evalstats.report._staging import MANIFEST, check_output, move_into_place
+from evalstats.errors import EvalstatsError, ParameterError
+from evalstats.report._model import (
+    RenderedFigure,
+    RenderedTable,
+    ReportContents,
+    table_key,
+    table_title,
+)
 
 if TYPE_CHECKING:
     from evalstats.report._figures import FigureSpec
-    from evalstats.report._model import ReportContents
+    from evalstats.report._model import AnalysisResult
 
 __all__ = [
     "FIGURE_FORMATS",
-    "RenderedFigure",
-    "RenderedTable",
-    "MANIFEST",
     "check_figure_formats",
-    "check_output",
-    "write_report",
+    "draw_one",
+    "number_tables",
+    "results_document",
+    "write_tables_of",
 ]
 
 #: matplotlib's notes about its layout engine, which name no data problem.
@@ -52,121 +57,6 @@ def check_figure_formats(figure_formats: Sequence[str]) -> tuple[str, ...]:
     return formats
 
 
-def _draw_figures(
-    report: ReportContents,
-    out: Path,
-    formats: tuple[str, ...],
-    *,
-    serif: bool,
-    progress: bool | str,
-    workers: int = 1,
-) -> tuple[list[RenderedFigure], list[dict[str, str]]]:
-    from evalstats.plots._style import require_plotting
-    from evalstats.report._figures import figure_specs, report_palette
-    from evalstats.report._progress import Progress
-
-    specs = figure_specs(report)
-    (out / "figures").mkdir(parents=True, exist_ok=True)
-    drawn: dict[int, RenderedFigure | dict[str, str]] = {}
-    shipped = _for_workers(report) if workers > 1 and len(specs) > 1 else None
-    with Progress("figures", len(specs), progress) as bar:
-        if shipped is not None:
-            for i, figure, seconds in _draw_in_workers(shipped, out, formats, serif, workers):
-                drawn[i] = figure
-                bar.finished(
-                    specs[i].key, seconds, "not drawn" if isinstance(figure, dict) else None
-                )
-        else:
-            plt, _ = require_plotting()
-            palette = report_palette(report)
-            for i, spec in enumerate(specs):
-                bar.step(spec.key)
-                drawn[i] = _draw_one(spec, palette, out, formats, serif=serif, plt=plt)
-                bar.done("not drawn" if isinstance(drawn[i], dict) else None)
-    rendered: list[RenderedFigure] = []
-    failed: list[dict[str, str]] = []
-    for i in range(len(specs)):  # numbered in report order, whatever order they were drawn in
-        figure = drawn[i]
-        if isinstance(figure, dict):
-            failed.append(figure)
-        else:
-            rendered.append(replace(figure, number=len(rendered) + 1))
-    return rendered, failed
-
-
-def _for_workers(report: ReportContents) -> ReportContents | None:
-    """What the figure workers need, if it can be sent to them (else None: draw here).
-
-    The figures read the analyses, the data summary and the units, not the loader's report
-    (which may hold objects that cannot be pickled).
-    """
-    import pickle
-
-    slim = replace(report, ingest=None)
-    try:
-        pickle.dumps(slim)
-    except Exception:  # noqa: BLE001 - any object a result holds that cannot be sent
-        return None
-    return slim
-
-
-_FIGURE_WORKER: dict[str, Any] = {}
-
-
-def _figure_worker_init(
-    report: ReportContents, out: Path, formats: tuple[str, ...], serif: bool
-) -> None:
-    from evalstats._reproducible import reproducible
-    from evalstats.plots._style import require_plotting
-    from evalstats.report._figures import figure_specs, report_palette
-
-    with reproducible():
-        specs = figure_specs(report)
-        palette = report_palette(report)
-    plt, _ = require_plotting()
-    _FIGURE_WORKER.update(specs=specs, palette=palette, plt=plt, out=out)
-    _FIGURE_WORKER.update(formats=formats, serif=serif)
-
-
-def _figure_worker(i: int) -> tuple[int, RenderedFigure | dict[str, str], float]:
-    import time
-
-    from evalstats._reproducible import reproducible
-
-    w = _FIGURE_WORKER
-    start = time.perf_counter()
-    with reproducible():
-        figure = _draw_one(
-            w["specs"][i], w["palette"], w["out"], w["formats"], serif=w["serif"], plt=w["plt"]
-        )
-    return i, figure, time.perf_counter() - start
-
-
-def _draw_in_workers(
-    report: ReportContents, out: Path, formats: tuple[str, ...], serif: bool, workers: int
-) -> Iterator[tuple[int, RenderedFigure | dict[str, str], float]]:
-    """Draw the figures in ``workers`` spawned processes; yield them as they are done.
-
-    Each worker builds the figure specs from the same report (so the same figures, in the same
-    order, with the same palette) and draws the ones it is given into ``out``.
-    """
-    import concurrent.futures as cf
-    import multiprocessing as mp
-
-    from evalstats.report._figures import figure_specs
-
-    n = len(figure_specs(report))
-    with cf.ProcessPoolExecutor(
-        max_workers=min(workers, n),
-        mp_context=mp.get_context("spawn"),
-        initializer=_figure_worker_init,
-        initargs=(report, out, formats, serif),
-    ) as pool:
-        futures = [pool.submit(_figure_worker, i) for i in range(n)]
-        for fut in cf.as_completed(futures):
-            yield fut.result()
-
-
 def _laid_out(fig: Any, plt: Any) -> Any:
     """Lay ``fig`` out once and return its tight bounding box (inches, padded as savefig pads).
 
@@ -181,7 +71,7 @@ def _laid_out(fig: Any, plt: Any) -> Any:
     return bbox.padded(plt.rcParams["savefig.pad_inches"])
 
 
-def _draw_one(
+def draw_one(
     spec: FigureSpec,
     palette: dict[str, Any],
     out: Path,
@@ -243,7 +133,12 @@ def _metadata(fmt: str) -> dict[str, Any]:
     return {"Software": "evalstats"}
 
 
-def _write_tables(report: ReportContents, out: Path) -> list[RenderedTable]:
+def write_tables_of(result: AnalysisResult, out: Path) -> list[RenderedTable]:
+    """Write the CSV (and LaTeX, up to :data:`TEX_MAX_ROWS` rows) files of one analysis.
+
+    The entries are unnumbered (``number`` 1 for a shown table, 0 for a hidden one);
+    :func:`number_tables` numbers the report's tables in report order.
+    """
     from evalstats.report._tables import (
         HIDDEN,
         TEX_MAX_ROWS,
@@ -252,40 +147,34 @@ def _write_tables(report: ReportContents, out: Path) -> list[RenderedTable]:
         write_csv,
     )
 
+    one = ReportContents((result,), (), None, None, {}, {}, {})  # type: ignore[arg-type]
     (out / "tables").mkdir(parents=True, exist_ok=True)
     written = []
-    for res in report.analyses:
-        for name, frame in res.tables.items():
-            key = table_key(res.key, name)
-            title = table_title(report, res.key, name)
-            csv = out / "tables" / f"{key}.csv"
-            tex = out / "tables" / f"{key}.tex"
-            write_csv(frame, csv)
-            files = {"csv": f"tables/{key}.csv"}
-            shown = display_frame(res.key, name, frame)
-            if shown.height <= TEX_MAX_ROWS:
-                tex.write_text(
-                    to_latex(shown, caption=title, label=f"tab:{key.replace('_', '-')}"),
-                    encoding="utf-8",
-                )
-                files["tex"] = f"tables/{key}.tex"
-            written.append(
-                RenderedTable(
-                    number=0 if (res.key, name) in HIDDEN else len(written) + 1,
-                    key=key,
-                    analysis=res.key,
-                    name=name,
-                    title=title,
-                    files=files,
-                )
+    for name, frame in result.tables.items():
+        key = table_key(result.key, name)
+        title = table_title(one, result.key, name)
+        write_csv(frame, out / "tables" / f"{key}.csv")
+        files = {"csv": f"tables/{key}.csv"}
+        shown = display_frame(result.key, name, frame)
+        if shown.height <= TEX_MAX_ROWS:
+            (out / "tables" / f"{key}.tex").write_text(
+                to_latex(shown, caption=title, label=f"tab:{key.replace('_', '-')}"),
+                encoding="utf-8",
             )
-    # number the shown tables consecutively
+            files["tex"] = f"tables/{key}.tex"
+        number = 0 if (result.key, name) in HIDDEN else 1
+        written.append(RenderedTable(number, key, result.key, name, title, files))
+    return written
+
+
+def number_tables(tables: Sequence[RenderedTable]) -> list[RenderedTable]:
+    """The shown tables numbered 1, 2, ... in the order given (hidden ones keep 0)."""
     n = 0
     numbered = []
-    for t in written:
+    for t in tables:
         if t.number:
             n += 1
-            t = RenderedTable(n, t.key, t.analysis, t.name, t.title, t.files)
+            t = replace(t, number=n)
         numbered.append(t)
     return numbered
 
@@ -317,57 +206,3 @@ def results_document(
     ]
     doc["figures_skipped"] = list(failed)
     return doc
-
-
-def write_report(
-    report: ReportContents,
-    out: Path,
-    *,
-    figure_formats: Sequence[str] = ("png", "pdf"),
-    serif: bool = False,
-    progress: bool | str = False,
-    force: bool = False,
-    workers: int = 1,
-) -> Path:
-    """Write every file of the report into ``out``; return the path of ``report.html``.
-
-    Everything is first written into a hidden staging folder inside ``out`` and moved into place
-    at the end, ``report.html`` last: an interrupted run leaves the earlier report as it was (and
-    no page that looks complete), and a new report replaces every file of the earlier one.
-    """
-    from evalstats.report._render import render_html, render_markdown
-    from evalstats.report._tables import dumps_document
-
-    formats = check_figure_formats(figure_formats)
-    out = Path(out)
-    check_output(out, force=force)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".evalstats-partial-", dir=out))
-    except OSError as exc:
-        raise OutputError(f"cannot write the report into {str(out)!r}: {exc.strerror}.") from None
-    try:
-        figures, failed = _draw_figures(
-            report, staging, formats, serif=serif, progress=progress, workers=workers
-        )
-        tables = _write_tables(report, staging)
-        doc = results_document(report, figures, tables, failed)
-        (staging / "results.json").write_text(dumps_document(doc), encoding="utf-8")
-        (staging / "report.md").write_text(
-            render_markdown(report, figures, tables), encoding="utf-8"
-        )
-        (staging / "report.html").write_text(
-            render_html(report, figures, tables, failed), encoding="utf-8"
-        )
-        files = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
-        (staging / MANIFEST).write_text(
-            json.dumps({"files": [*files, MANIFEST]}, indent=1) + "\n", encoding="utf-8"
-        )
-        move_into_place(staging, out)
-    except OSError as exc:
-        raise OutputError(
-            f"cannot write the report into {str(out)!r}: {exc.strerror or exc}."
-        ) from None
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return out / "report.html"

@@ -19,7 +19,7 @@ import pytest
 from evalstats._text import MAX_LABEL_CHARS, for_latex, for_markdown, for_terminal
 from evalstats.errors import OutputError
 from evalstats.report import audit_report
-from evalstats.report._write import MANIFEST, check_output
+from evalstats.report._staging import MANIFEST, check_output
 from evalstats.simulate import observations
 
 XSS = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
