@@ -244,7 +244,13 @@ def limit_text(fig: Any, limit: int = MAX_LABEL_CHARS) -> None:
                 setter = getattr(axis, f"set_{which}_formatter")
                 inner = getter()
                 if not isinstance(inner, _ShortFormatter.kind()):
+                    # keep the axis's "default formatter" flag: an axis not drawn yet (the
+                    # next panel of the same figure) must still take the categorical
+                    # formatter its data installs (else its labels read 0, 1, ...)
+                    flag = f"isDefault_{which[:3]}fmt"
+                    default = getattr(axis, flag, False)
                     setter(_ShortFormatter.wrap(inner, limit))
+                    setattr(axis, flag, default)
 
 
 def _cut(value: str, limit: int) -> str:

@@ -134,3 +134,19 @@ def test_plot_functions_draw_into_a_given_ax(stability):
     fig, ax = plt.subplots()
     assert plot_tar_heatmap(stability, ax=ax) is fig
     assert ax.get_title() == "TARr@N"
+
+
+def test_panels_drawn_one_after_another_keep_their_category_labels(stability):
+    # the first call cut the labels of every axes of the figure by wrapping their formatters,
+    # which also marked the second (empty) axes' formatter as set by hand: matplotlib then did
+    # not install its categorical formatter there, and the panel read 0, 1, 2 for t0, t1, t2
+    import matplotlib.pyplot as plt
+
+    from evalstats.plots import plot_stability_distribution
+
+    fig, axes = plt.subplots(1, 2)
+    for ax, v in zip(axes, ["tar_a", "tar_r"]):
+        plot_stability_distribution(stability, value=v, ax=ax)
+    fig.canvas.draw()
+    assert [[t.get_text() for t in ax.get_xticklabels()] for ax in axes] == [["t0", "t1", "t2"]] * 2
+    plt.close(fig)
