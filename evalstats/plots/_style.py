@@ -162,6 +162,21 @@ def _metric_of(frame: Any) -> Any:
         return None if info.name in ("score", "accuracy", "acc") else info.name
     if "metric_low" not in names:  # the direction only
         return (info.name, info.higher_is_better)
+    if info.low is None and info.high is None:
+        # no declared range: not "unbounded" (nobody said so). An accuracy-named metric whose
+        # scores all lie in [0, 1] keeps the accuracy label, as the analyses treat it; any
+        # other metric is named with its direction only
+        if info.name in ("score", "accuracy", "acc") and info.higher_is_better:
+            if "score" in names:
+                lo, hi = (
+                    frame.lazy()
+                    .select(pl.col("score").min().alias("lo"), pl.col("score").max().alias("hi"))
+                    .collect()
+                    .row(0)
+                )
+                if lo is not None and lo >= 0 and hi <= 1:
+                    return None
+        return (info.name, info.higher_is_better)
     return info
 
 

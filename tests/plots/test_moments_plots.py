@@ -102,3 +102,26 @@ def test_overlay_one_line_per_model(units):
     assert [t.get_text() for t in ax.get_legend().get_texts()][:3] == ["m0", "m1", "m2"]
     with pytest.raises(ParameterError, match="datasets"):
         plot_convergence_overlay(curve)
+
+
+def test_axis_label_of_a_metric_without_a_declared_range_claims_no_range():
+    # the demo's metric 'score' (0/1 items, no declared range) was labelled "score (unbounded)"
+    # in the prompt-spread figure and "Accuracy (0–1)" in the others
+    from evalstats.plots._style import label
+
+    base = unit_table(n_models=2, n_items=20, n_variants=3, seed=0).with_columns(
+        pl.lit(None, dtype=pl.Float64).alias("metric_low"),
+        pl.lit(None, dtype=pl.Float64).alias("metric_high"),
+        pl.lit(True).alias("higher_is_better"),
+    )
+    assert label("score", base) == "Accuracy (0–1)"
+    wide = base.with_columns(pl.col("score") * 50, pl.lit("bleu").alias("metric"))
+    assert label("score", wide) == "bleu"
+    lower = wide.with_columns(
+        pl.lit(False).alias("higher_is_better"), pl.lit("err").alias("metric")
+    )
+    assert label("score", lower) == "err (lower is better)"
+    declared = wide.with_columns(
+        pl.lit(0.0).alias("metric_low"), pl.lit(100.0).alias("metric_high")
+    )
+    assert label("score", declared) == "bleu (range [0, 100])"
