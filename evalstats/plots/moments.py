@@ -6,6 +6,7 @@ Every number drawn comes from :func:`evalstats.moments.variant_scores`,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import polars as pl
@@ -322,6 +323,7 @@ def plot_convergence_overlay(
     epsilon: float | None = None,
     ax: Any = None,
     palette: Any = None,
+    where: Mapping[str, Any] | None = None,
 ) -> Any:
     """Several models' convergence of one moment on one dataset (ReliableEval's Figure 2).
 
@@ -340,6 +342,10 @@ def plot_convergence_overlay(
     palette : mapping of str to colour, optional
         Colour of each model (default: :func:`~evalstats.plots.model_colors` of the models
         drawn).
+    where : mapping of str to value, optional
+        Values of the other group columns of ``curve`` (settings held fixed, e.g.
+        ``{"temperature": 0.7}``) to draw; named in the title. A group left unselected is
+        drawn as a line of its own (never joined with another group of the same model).
 
     Returns
     -------
@@ -355,6 +361,17 @@ def plot_convergence_overlay(
     c = curve.filter(pl.col("moment") == moment)
     if dataset is not None:
         c = c.filter(pl.col("dataset") == dataset)
+    held = dict(where or {})
+    for col, value in held.items():
+        if col not in c.columns:
+            raise ParameterError(f"`where` names {col!r}, which is not a column of `curve`.")
+        c = c.filter(pl.col(col).eq_missing(value))
+        if nstar is not None and col in nstar.columns:
+            nstar = nstar.filter(pl.col(col).eq_missing(value))
+    # every group column but the model: one line per group, never two groups joined
+    from evalstats.resampling import CURVE_COLUMNS
+
+    lines = [col for col in c.columns if col not in (*CURVE_COLUMNS, "model", "dataset")]
     datasets = c["dataset"].unique().to_list()
     if len(datasets) != 1:
         raise ParameterError(
@@ -367,25 +384,31 @@ def plot_convergence_overlay(
     # grey (not highlighted) models first, thin and without bands, under the coloured ones
     models.sort(key=lambda m: colors[m] != OTHER_COLOR)
     for m in models:
-        cm = c.filter(pl.col("model") == m).sort("n")
         grey = colors[m] == OTHER_COLOR
-        ax.plot(
-            cm["n"].to_numpy(),
-            cm["delta_mean"].to_numpy(),
-            color=colors[m],
-            label=m,
-            linewidth=0.7 if grey else 1.3,
-            zorder=1 if grey else 2,
+        groups = (
+            c.filter(pl.col("model") == m).partition_by(lines, maintain_order=True)
+            if lines
+            else [c.filter(pl.col("model") == m)]
         )
-        if not grey:
-            ax.fill_between(
+        for i, cm in enumerate(groups):
+            cm = cm.sort("n")
+            ax.plot(
                 cm["n"].to_numpy(),
-                cm["ci_low"].to_numpy(),
-                cm["ci_high"].to_numpy(),
+                cm["delta_mean"].to_numpy(),
                 color=colors[m],
-                alpha=0.2,
-                linewidth=0,
+                label=m if i == 0 else None,
+                linewidth=0.7 if grey else 1.3,
+                zorder=1 if grey else 2,
             )
+            if not grey:
+                ax.fill_between(
+                    cm["n"].to_numpy(),
+                    cm["ci_low"].to_numpy(),
+                    cm["ci_high"].to_numpy(),
+                    color=colors[m],
+                    alpha=0.2,
+                    linewidth=0,
+                )
         if nstar is not None:
             ns = nstar.filter(
                 pl.col("model") == m,
@@ -402,7 +425,8 @@ def plot_convergence_overlay(
         )
     ax.set_xlabel(label("n"))
     ax.set_ylabel(label("delta_mean", curve))
-    ax.set_title(f"{d} · {moment}")
+    setting = ", ".join(f"{k} {v}" for k, v in held.items())
+    ax.set_title(f"{d} · {moment}" + (f" ({setting})" if setting else ""))
     _legend(ax, len(models) + (eps is not None))
     return fig
 

@@ -14,6 +14,7 @@ import polars as pl
 from evalstats.report._layout import (
     PANELS_PER_PAGE,
     FigureSpec,
+    cells_span,
     chunks,
     datasets_of,
     marker_legend,
@@ -129,14 +130,24 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
     if "nstar" in report:
         nstar = report["nstar"]
         curve, table = nstar.tables["curve"], nstar.tables["nstar"]
-        datasets = sorted(curve["dataset"].unique().to_list())
+        from evalstats.resampling import CURVE_COLUMNS
+
+        # settings held fixed (decoding, serving) are groups of their own: a panel each
+        held = [c for c in curve.columns if c not in (*CURVE_COLUMNS, "model", "dataset", "metric")]
+        cells = (
+            curve.select("dataset", *held)
+            .unique()
+            .sort(["dataset", *held], nulls_last=True)
+            .iter_rows(named=True)
+        )
+        datasets = [(r.pop("dataset"), r) for r in cells]
         ranked = ranked_models(report)
 
-        def draw(page: list[str], pal: dict[str, Any]) -> Any:
+        def draw(page: list[tuple[str, dict[str, Any]]], pal: dict[str, Any]) -> Any:
             fig, axes = panels(len(page))
-            for ax, d in zip(axes, page):
+            for ax, (d, where) in zip(axes, page):
                 plots.plot_convergence_overlay(
-                    curve, table, dataset=d, moment="mean", ax=ax, palette=pal
+                    curve, table, dataset=d, moment="mean", ax=ax, palette=pal, where=where
                 )
             one_legend(fig, axes, pal, ranked)
             return fig
@@ -154,7 +165,7 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
             "nstar",
             chunks(datasets, PANELS_PER_PAGE),
             draw,
-            span,
+            cells_span,
             "tables/nstar_curve.csv",
         )
     return specs

@@ -15,6 +15,7 @@ import polars as pl
 
 __all__ = [
     "FigureSpec",
+    "cells_span",
     "chunks",
     "datasets_of",
     "marker_legend",
@@ -130,6 +131,18 @@ def paged(
 
 def span(names: list[str]) -> str:
     return names[0] if len(names) == 1 else f"{names[0]} to {names[-1]} ({len(names)} datasets)"
+
+
+def cells_span(page: list[tuple[str, dict[str, Any]]]) -> str:
+    """'d0 to d1 (4 panels)' for panels of a dataset and the settings held fixed there."""
+    names = [
+        d + (f" ({', '.join(f'{k} {v}' for k, v in held.items())})" if held else "")
+        for d, held in page
+    ]
+    if len(names) == 1:
+        return names[0]
+    unit = "datasets" if not any(held for _, held in page) else "panels"
+    return f"{names[0]} to {names[-1]} ({len(names)} {unit})"
 
 
 def datasets_of(frame: pl.DataFrame) -> str:

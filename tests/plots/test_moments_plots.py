@@ -125,3 +125,27 @@ def test_axis_label_of_a_metric_without_a_declared_range_claims_no_range():
         pl.lit(0.0).alias("metric_low"), pl.lit(100.0).alias("metric_high")
     )
     assert label("score", declared) == "bleu (range [0, 100])"
+
+
+def test_convergence_overlay_draws_each_held_setting_as_its_own_line(units):
+    # n* groups per (model, dataset, temperature): the demo's figure joined a model's
+    # temperatures into one line sorted by n, a saw-tooth of vertical jumps
+    from evalstats.resampling import sample_size_curve
+
+    both = pl.concat(
+        [units.with_columns(pl.lit(t).alias("temperature")) for t in (0.0, 0.7)]
+    ).with_columns(pl.col("variant") + "|t=" + pl.col("temperature").cast(pl.String))
+    one = both.filter(pl.col("dataset") == "d0")
+    curve = sample_size_curve(one, n_resamples=100, moments="mean")
+    assert "temperature" in curve.columns
+    fig = plot_convergence_overlay(curve, dataset="d0")
+    curves = [ln for ln in fig.axes[0].lines if len(ln.get_xdata()) > 1]
+    assert len(curves) == 3 * 2  # a line per model and temperature
+    for ln in curves:  # no line goes back in n
+        x = list(ln.get_xdata())
+        assert x == sorted(x) and len(set(x)) == len(x)
+    fig = plot_convergence_overlay(curve, dataset="d0", where={"temperature": 0.7})
+    assert len([ln for ln in fig.axes[0].lines if len(ln.get_xdata()) > 1]) == 3
+    assert fig.axes[0].get_title() == "d0 · mean (temperature 0.7)"
+    with pytest.raises(ParameterError, match="where"):
+        plot_convergence_overlay(curve, dataset="d0", where={"top_p": 1})
