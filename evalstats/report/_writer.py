@@ -59,13 +59,25 @@ def _one(result: AnalysisResult, data: DataSummary, units: pl.DataFrame) -> Repo
 
 # --- figure workers --------------------------------------------------------------------------
 
+#: Added niceness of the figure workers (lower scheduling priority than the analyses).
+FIGURE_NICENESS = 10
+
 _WORKER: dict[str, Any] = {}
 
 
 def _worker_init(
     data: DataSummary, units: pl.DataFrame, out: Path, formats: tuple[str, ...], serif: bool
 ) -> None:
+    import os
+
     from evalstats.plots._style import require_plotting
+
+    # figures yield the cores to the analyses still running (the report waits for the last
+    # analysis, and for its figures after it); they take the idle time in between
+    try:
+        os.nice(FIGURE_NICENESS)
+    except (AttributeError, OSError):  # pragma: no cover - not on a POSIX system
+        pass
 
     plt, _ = require_plotting()
     _WORKER.update(data=data, units=units, out=out, formats=formats, serif=serif, plt=plt)
