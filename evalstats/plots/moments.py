@@ -6,7 +6,7 @@ Every number drawn comes from :func:`evalstats.moments.variant_scores`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -98,6 +98,7 @@ def plot_prompt_spread(
     col_wrap: int = 3,
     palette: Any = None,
     orient: str = "auto",
+    panel_by: Sequence[str] = (),
 ) -> Any:
     """Box plots of unit scores over prompt variants, one box per model, one panel per dataset.
 
@@ -119,6 +120,10 @@ def plot_prompt_spread(
         ``'v'``: models along the x axis; ``'h'``: models down the y axis, where many model
         names stay readable side by side; ``'auto'``: ``'h'`` beyond
         :data:`VERTICAL_MAX` models.
+    panel_by : sequence of str, default ()
+        Further columns whose values get panels of their own (settings held fixed, such as
+        ``temperature``): each panel then draws the variants of one dataset at one setting, as
+        :func:`evalstats.moments.prompt_spread` groups them, named in its title.
 
     Returns
     -------
@@ -132,11 +137,23 @@ def plot_prompt_spread(
     from evalstats.moments import variant_scores
 
     plt, _ = require_plotting()
-    scores = variant_scores(units)
-    datasets = sorted(scores["dataset"].unique().to_list())
+    from evalstats.schema import as_lazy
+
+    panel_by = [panel_by] if isinstance(panel_by, str) else list(panel_by)
+    names = as_lazy(units).collect_schema().names()
+    missing = [c for c in panel_by if c not in names]
+    if missing:
+        raise ParameterError(f"`panel_by` names {missing[0]!r}, which is not a column of `units`.")
+    scores = variant_scores(units, by=("model", "dataset", "metric", *panel_by))
+    cells = (
+        scores.select("dataset", *panel_by).unique().sort(["dataset", *panel_by], nulls_last=True)
+    )
+    datasets = cells.rows(named=True)
     if ax is not None and len(datasets) > 1:
         raise ParameterError(
-            f"`ax` takes one panel but the table has {len(datasets)} datasets; omit `ax`."
+            f"`ax` takes one panel but the table has {len(datasets)} datasets"
+            + (" and settings" if panel_by else "")
+            + "; omit `ax`."
         )
     ordered_by_median = order is None
     if order is None:
@@ -167,10 +184,12 @@ def plot_prompt_spread(
         axes = list(grid.ravel())
         for extra in axes[len(datasets) :]:
             extra.set_visible(False)
-    for a, ds in zip(axes, datasets):
-        sub = scores.filter(pl.col("dataset") == ds).select("model", "score")
+    for a, cell in zip(axes, datasets):
+        here = pl.all_horizontal([pl.col(c).eq_missing(v) for c, v in cell.items()])
+        sub = scores.filter(here).select("model", "score")
         _boxes(a, sub, order, colors, horizontal=horizontal)
-        a.set_title(ds)
+        held = ", ".join(f"{c} {cell[c]}" for c in panel_by)
+        a.set_title(cell["dataset"] + (f" ({held})" if held else ""))
         # the shared score axis is labelled once: under the last panel of each column, beside
         # the first panel of each row (the lowest panel of a column above an empty slot gets
         # its tick labels back)

@@ -28,11 +28,12 @@ from evalstats.report._layout import (
     row_pages,
     span,
 )
+from evalstats.report._palette import GREY_NOTE, ranked_models, report_palette, top_k
 
 if TYPE_CHECKING:
     from evalstats.report._model import ReportContents
 
-__all__ = ["FigureSpec", "figure_specs"]
+__all__ = ["FigureSpec", "figure_specs", "ranked_models", "report_palette"]
 
 #: At most this many panels in one figure of per-group histograms.
 _MAX_HIST_PANELS = 6
@@ -42,89 +43,59 @@ _MAX_HIST_PANELS = 6
 _TOP_PAIRS = 5
 
 
-def ranked_models(report: ReportContents) -> list[str]:
-    """The models from best to worst by mean unit score over datasets (ties by name).
-
-    The order decides which models the figures highlight when there are many; "best" follows
-    each metric's direction (``higher_is_better``, default higher).
-    """
-    units = report.units
-    if units.height == 0 or "score" not in units.columns:
-        return list(report.data.models)
-    score = pl.col("score")
-    if "higher_is_better" in units.columns:
-        score = pl.when(pl.col("higher_is_better").fill_null(True)).then(score).otherwise(-score)
-    means = (
-        units.group_by("model", "dataset")
-        .agg(score.mean().alias("s"))
-        .group_by("model")
-        .agg(pl.col("s").mean())
-        .sort(["s", "model"], descending=[True, False], nulls_last=True)
-    )
-    return means["model"].to_list()
-
-
-def report_palette(report: ReportContents) -> dict[str, Any]:
-    """One colour per model for every figure of the report.
-
-    Beyond ``TOP_K`` models only the best ``TOP_K`` keep their colours; the rest are grey.
-    """
-    from evalstats.plots import model_colors
-    from evalstats.plots._style import TOP_K, highlight_palette, require_plotting
-
-    if not report.data.models:
-        return {}
-    ranked = ranked_models(report)
-    if len(ranked) <= TOP_K:
-        return model_colors(report.data.models)
-    # the highlighted models get the distinct colour-blind-safe colours, in rank order
-    _, sns = require_plotting()
-    # (the palette's grey, its 8th colour, is left for the others)
-    colours = [c for i, c in enumerate(sns.color_palette("colorblind", 10)) if i != 7]
-    distinct = dict(zip(ranked, colours[:TOP_K]))
-    return highlight_palette(distinct | {m: None for m in ranked[TOP_K:]}, ranked)
-
-
-_GREY_NOTE = (
-    " With many models, the best (by mean score) keep their colours and the others are grey."
-)
-
-
-def _top_k() -> int:
-    from evalstats.plots._style import TOP_K
-
-    return TOP_K
-
-
 def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
     specs: list[FigureSpec] = []
-    many = len(report.data.models) > _top_k()
+    many = len(report.data.models) > top_k()
     if "moments" in report:
         units = report.units
+        from evalstats.moments import SPREAD_COLUMNS
         from evalstats.plots.moments import VERTICAL_MAX, spread_panel_height
 
-        datasets = sorted(units["dataset"].unique().to_list()) if units.height else []
+        # settings the analysis held fixed (decoding, serving) get panels of their own, so that
+        # a box holds the variants of one group of the moments table
+        held = [
+            c
+            for c in report["moments"].tables["moments"].columns
+            if c not in (*SPREAD_COLUMNS, "model", "dataset", "metric") and c in units.columns
+        ]
+        cells = (
+            [
+                (r.pop("dataset"), r)
+                for r in units.select("dataset", *held)
+                .unique()
+                .sort(["dataset", *held], nulls_last=True)
+                .iter_rows(named=True)
+            ]
+            if units.height
+            else []
+        )
         n_models = len(report.data.models)
         per_page = PANELS_PER_PAGE
         if n_models > VERTICAL_MAX:  # boxes lie down the y axis: as many rows as fit a page
             per_page = 2 * max(1, int(8.4 // spread_panel_height(n_models)))
 
-        def draw_spread(page: list[str], pal: dict[str, Any]) -> Any:
-            sub = units.filter(pl.col("dataset").is_in(page))
-            return plots.plot_prompt_spread(sub, palette=pal, col_wrap=2)
+        def draw_spread(page: list[tuple[str, dict[str, Any]]], pal: dict[str, Any]) -> Any:
+            keys = pl.DataFrame(
+                [{"dataset": d, **where} for d, where in page],
+                schema={"dataset": units.schema["dataset"], **{c: units.schema[c] for c in held}},
+            )
+            sub = units.join(keys, on=["dataset", *held], nulls_equal=True)
+            return plots.plot_prompt_spread(sub, palette=pal, col_wrap=2, panel_by=held)
 
         specs += paged(
             "prompt_spread",
             "Accuracy over prompt variants",
             "Accuracy of each prompt variant (runs averaged), one box per model, one panel "
-            "per dataset. Boxes span the quartiles, whiskers 1.5 times the interquartile "
-            "range; points beyond them are single variants." + (_GREY_NOTE if many else ""),
+            "per dataset"
+            + (f" and setting of {', '.join(held)}" if held else "")
+            + ". Boxes span the quartiles, whiskers 1.5 times the interquartile "
+            "range; points beyond them are single variants." + (GREY_NOTE if many else ""),
             "moments",
-            chunks(datasets, per_page),
+            chunks(cells, per_page),
             draw_spread,
-            span,
+            cells_span,
             "tables/moments.csv",
         )
     if "nstar" in report:
@@ -161,7 +132,7 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
             f"Mean distance |Δ(n)| between the mean {what} over n sampled variants and over "
             f"all variants, with its {1 - nstar.params['delta']:.0%} band, per model; the "
             f"dashed line is {eps} and the dots mark n*, the fewest variants whose "
-            "band stays below ε." + (_GREY_NOTE if many else ""),
+            "band stays below ε." + (GREY_NOTE if many else ""),
             "nstar",
             chunks(datasets, PANELS_PER_PAGE),
             draw,
@@ -180,7 +151,7 @@ def _stability_figures(report: ReportContents) -> list[FigureSpec]:
         values = [c for c in ("tar_a", "tar_r") if table[c].drop_nulls().drop_nans().len()]
         if values:
             one_cell = table.group_by("model", "dataset").len()["len"].max() == 1
-            many = len(report.data.models) > _top_k()
+            many = len(report.data.models) > top_k()
             if many and not one_cell:
                 # a box per model and dataset does not fit: the mean over configurations
                 means = table.group_by("model", "dataset").agg(
@@ -381,7 +352,7 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
     specs: list[FigureSpec] = []
     ranked = ranked_models(report)
     rank = {m: i for i, m in enumerate(ranked)}
-    many = len(ranked) > _top_k()
+    many = len(ranked) > top_k()
     if "intervals" in report:
         res = report["intervals"]
         t = _by_rank(res.tables["intervals"], rank, "model")
@@ -396,7 +367,7 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
                 if t["ci_low"].is_nan().any()
                 else ""
             )
-            + (_GREY_NOTE if many else "")
+            + (GREY_NOTE if many else "")
         )
         specs += _forest(
             "intervals",
@@ -532,12 +503,12 @@ def _default_figures(report: ReportContents) -> list[FigureSpec]:
     level = f"{res.confidence_level:.0%}"
     ranked = ranked_models(report)
     rank = {m: i for i, m in enumerate(ranked)}
-    many = len(ranked) > _top_k()
+    many = len(ranked) > top_k()
     specs = _forest(
         "default_scores",
         "Default configuration against all configurations",
         f"Mean accuracy over configurations with its {level} interval (dots and bars) and "
-        "the score at the default configuration (black diamonds)." + (_GREY_NOTE if many else ""),
+        "the score at the default configuration (black diamonds)." + (GREY_NOTE if many else ""),
         "audit",
         _by_rank(res.models, rank, "model"),
         "tables/audit_models.csv",

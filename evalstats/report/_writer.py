@@ -85,7 +85,7 @@ def _worker_init(
 
 def _palette(data: DataSummary, units: pl.DataFrame) -> dict[str, Any]:
     """One colour per model; it reads only the data summary and the units, never an analysis."""
-    from evalstats.report._figures import report_palette
+    from evalstats.report._palette import report_palette
 
     return report_palette(ReportContents((), (), data, None, {}, {}, {}, units))
 

@@ -149,3 +149,21 @@ def test_convergence_overlay_draws_each_held_setting_as_its_own_line(units):
     assert fig.axes[0].get_title() == "d0 · mean (temperature 0.7)"
     with pytest.raises(ParameterError, match="where"):
         plot_convergence_overlay(curve, dataset="d0", where={"top_p": 1})
+
+
+def test_prompt_spread_gives_each_held_setting_its_own_panel(units):
+    # the moments table groups by the settings held fixed; the boxes must too (the demo's
+    # boxes pooled four temperature x provider groups)
+    both = pl.concat(
+        [units.with_columns(pl.lit(t).alias("temperature")) for t in (0.0, 0.7)]
+    ).with_columns(pl.col("variant") + "|t=" + pl.col("temperature").cast(pl.String))
+    fig = plot_prompt_spread(both, panel_by=["temperature"], col_wrap=2)
+    visible = [a for a in fig.axes if a.get_visible()]
+    assert [a.get_title() for a in visible] == [
+        "d0 (temperature 0.0)",
+        "d0 (temperature 0.7)",
+        "d1 (temperature 0.0)",
+        "d1 (temperature 0.7)",
+    ]
+    with pytest.raises(ParameterError, match="panel_by"):
+        plot_prompt_spread(both, panel_by=["top_p"])
