@@ -30,6 +30,7 @@ from evalstats.report._wording import (
     _pts,
     _score_word,
     _several,
+    _variant_text,
     _where,
     method_name,
 )
@@ -162,7 +163,7 @@ def _stability(res: AnalysisResult, data: DataSummary) -> str:
         f"{_pts(worst['spread'])}{_points()} ({_where(worst, keys[:2])}"
     )
     if "variant" in keys and data.n_variants > 1:
-        text += f", variant {worst['variant']}"
+        text += f", variant {_variant_text(worst['variant'])}"
     text += ")."
     for col, what in (("tar_a", "parsed answers (TARa@N)"), ("tar_r", "raw responses (TARr@N)")):
         vals = t[col].drop_nulls().drop_nans()

@@ -111,6 +111,24 @@ def _where(
     return f"{text} ({', '.join(held)})" if held else text
 
 
+def _variant_text(variant: Any) -> str:
+    """A variant key as a reader needs it: each ``|``-separated part once.
+
+    A table whose variant column already spells its factor settings gets the factor columns
+    appended to its variant key (so rows that differ in them never merge); in a sentence the
+    settings are named once ('template=mcq|shots=5', not 'template=mcq|shots=5|template=mcq|
+    shots=5'). Parts are compared without case ('cot=False' and 'cot=false' are one).
+    """
+    parts = str(variant).split("|")
+    seen: set[str] = set()
+    kept = []
+    for part in parts:
+        if part.lower() not in seen:
+            seen.add(part.lower())
+            kept.append(part)
+    return "|".join(kept)
+
+
 def _counts(values: Iterable[Any]) -> str:
     """Distinct counts as words: '4', '2 and 5', '2, 3 and 5', or a range '136 to 189'."""
     distinct = sorted(set(v for v in values if v is not None))

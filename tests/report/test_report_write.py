@@ -151,3 +151,18 @@ def test_results_json_rows_are_one_line_each_and_read_back_as_the_table():
     one_line = [json.loads(ln.strip().rstrip(",")) for ln in text.splitlines() if '{"x"' in ln]
     assert one_line == table["rows"]  # each row on a line of its own
     assert text.endswith("}\n")
+
+
+def test_the_stability_reading_names_a_variant_setting_once(demo_results):
+    # the demo's variant column spells its factor settings and the factor columns are appended
+    # to the key: the reading named a 190-character variant with every setting twice
+    import re
+
+    from evalstats.report._wording import _variant_text
+
+    reading = next(a for a in demo_results["analyses"] if a["key"] == "stability")["reading"]
+    variant = re.search(r"variant (\S+)\)", reading)[1]
+    parts = [p.lower() for p in variant.split("|")]
+    assert len(parts) == len(set(parts)) and "template=" in variant
+    assert _variant_text("a=1|B=2|a=1|b=2|c=3") == "a=1|B=2|c=3"
+    assert _variant_text("v00") == "v00"
