@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from evalstats.attribution._common import _BLOCK
-from evalstats.attribution._permute import PermutationOutcome, exceeds, stop_points
+from evalstats.attribution._permute import PermutationOutcome, settle_chunk
 from evalstats.errors import DegenerateDataWarning, InsufficientDataError
 
 #: Budget of float64 cells of one block of sign flips.
@@ -138,18 +138,7 @@ def sign_flip_f(
             ss_err = np.maximum(total[i] - ss, 0.0)
             with np.errstate(divide="ignore", invalid="ignore"):
                 f[i] = (ss / d) / (ss_err / (d * (n_items - 1)))
-        hit = exceeds(f, observed)
-        reached, at = stop_points(hit, hits, max_exceedances)
-        for i in np.flatnonzero(alive):
-            if reached[i]:
-                f[i, at[i] :] = np.nan
-                hits[i] = max_exceedances  # type: ignore[assignment]
-                used[i] = done + at[i]
-                alive[i] = False
-                stopped[i] = True
-            else:
-                hits[i] += int(hit[i].sum())
-                used[i] = done + b
+        stopped |= settle_chunk(f, observed, alive, hits, used, done, max_exceedances)
         chunks.append(f)
         done += b
     return PermutationOutcome(np.concatenate(chunks, axis=1), observed, hits, used, stopped)

@@ -182,6 +182,38 @@ def sequential_pvalue(hits: int, used: int, stopped: bool, n_resamples: int) -> 
     return (1 + hits) / (1 + n_resamples)
 
 
+def settle_chunk(
+    f: np.ndarray,
+    observed: np.ndarray,
+    alive: np.ndarray,
+    hits: np.ndarray,
+    used: np.ndarray,
+    done: int,
+    limit: int | None,
+) -> np.ndarray:
+    """Count one chunk of permuted statistics ``f`` (terms x draws) into the running tallies.
+
+    For each term still drawing (``alive``): its exceedances are added to ``hits`` and its
+    draws to ``used``; a term whose ``limit``-th exceedance falls in this chunk stops there
+    (``hits = limit``, ``used`` up to that draw, the rest of its row set to NaN, ``alive``
+    false). Everything is updated in place; returns which terms stopped in this chunk.
+    """
+    hit = exceeds(f, observed)
+    reached, at = stop_points(hit, hits, limit)
+    stopped_now = np.zeros(len(alive), dtype=bool)
+    for i in np.flatnonzero(alive):
+        if reached[i]:
+            f[i, at[i] :] = np.nan
+            hits[i] = limit
+            used[i] = done + at[i]
+            alive[i] = False
+            stopped_now[i] = True
+        else:
+            hits[i] += int(hit[i].sum())
+            used[i] = done + f.shape[1]
+    return stopped_now
+
+
 def stop_points(
     hit: np.ndarray, before: np.ndarray, limit: int | None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -256,17 +288,7 @@ def freedman_lane(
         v, _ = permuted_projections(lay, e, rng, b)
         f = f_stats(v).T  # (k_live, b)
         f[~alive] = np.nan  # terms stopped in an earlier chunk
-        hit = exceeds(f, obs_live)
-        reached, at = stop_points(hit, h_live, max_exceedances)
-        for i in np.flatnonzero(alive):
-            if reached[i]:
-                f[i, at[i] :] = np.nan
-                h_live[i] = max_exceedances  # type: ignore[assignment]
-                used_live[i] = done + at[i]
-                alive[i] = False
-            else:
-                h_live[i] += int(hit[i].sum())
-                used_live[i] = done + b
+        settle_chunk(f, obs_live, alive, h_live, used_live, done, max_exceedances)
         chunks.append(f)
         done += b
         size *= 2
