@@ -74,6 +74,10 @@ def _asymptotic(x: np.ndarray, y: np.ndarray, method: str, alternative: str) -> 
     return float(res.statistic), float(res.pvalue)
 
 
+#: Permuted correlations this close to the observed one are ties (they differ by rounding only).
+_TIE_ATOL = 1e-12
+
+
 def _permutation(
     x: np.ndarray, y: np.ndarray, method: str, alternative: str, n_resamples: int, seed: int
 ) -> tuple[float, bool]:
@@ -96,6 +100,17 @@ def _permutation(
 
         def statistic(a: np.ndarray, axis: int = -1) -> np.ndarray:
             return np.clip(np.moveaxis(a, axis, -1) @ yc, -1.0, 1.0)
+
+    # a pairing whose r equals the observed one in exact arithmetic can differ from it in the
+    # last bits (r = 0 up to 1e-17 either side), and scipy's tie tolerance is relative to the
+    # observed value (none at r = 0): snap such pairings onto it (r is bounded by 1, so an
+    # absolute tolerance), or the exact p-value depends on which column is permuted
+    raw = statistic
+    observed = float(raw(x[np.newaxis, :])[0])
+
+    def statistic(a: np.ndarray, axis: int = -1) -> np.ndarray:  # noqa: F811
+        s = raw(a, axis)
+        return np.where(np.abs(s - observed) <= _TIE_ATOL, observed, s)
 
     batch = max(1, min(n_resamples, 2_000_000 // max(x.size * x.size, 1)))
     res = st.permutation_test(

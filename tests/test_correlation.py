@@ -289,3 +289,16 @@ def test_last_bit_differences_are_snapped_before_ranking():
         a = correlation_matrix(noisy, columns=["a", "b"], method=method).select(cols)
         b = correlation_matrix(exact, columns=["a", "b"], method=method).select(cols)
         assert a.rows() == b.rows()
+
+
+@pytest.mark.parametrize("method", ["pearson", "spearman", "kendall"])
+def test_pairings_tied_with_the_observed_r_count_as_ties_whichever_column_is_permuted(method):
+    # found by hypothesis: r = 0 here, and pairings with r = 0 in exact arithmetic came out as
+    # +-1e-17 (scipy's tie tolerance is relative to the observed value, so none at 0): the
+    # exact two-sided p-value was 2/3 with one column permuted and 1 with the other
+    t = pl.DataFrame({"a": [0.0, 0.0, 0.05], "b": [0.0, 0.1, 0.05]})
+    ab = correlation_matrix(t, columns=["a", "b"], method=method)
+    ba = correlation_matrix(t, columns=["b", "a"], method=method)
+    assert ab["perm_exact"][0] and ba["perm_exact"][0]
+    # every one of the 6 pairings has |r| >= |observed| = 0 in exact arithmetic
+    assert ab["pvalue_perm"][0] == ba["pvalue_perm"][0] == 1.0
