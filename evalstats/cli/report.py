@@ -189,6 +189,11 @@ def run(args: argparse.Namespace) -> int:
     kwargs = report_kwargs(args)
     check_figure_formats(args.figure_format)
     check_output(args.out, force=args.force)
+    if args.workers != 1:
+        from evalstats._procs import start_early
+
+        # the workers' imports (in the fork server) run while the input is read
+        start_early()
     obs, ingest = load(args)
     loader_options = {
         k: getattr(args, k)

@@ -14,13 +14,14 @@ so the report does not depend on how many workers there were or which finished f
 - results are put back in report order, whatever order they arrive in.
 
 The observation table goes to the workers once, as an Arrow IPC file they memory-map (no copy
-per worker). Workers are started with ``spawn``: polars' thread pool does not survive a fork.
+per worker). Workers are forked from a server that has the libraries imported
+(:mod:`evalstats._procs`), never from this process: polars' thread pool does not survive a
+fork.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing as mp
 import os
 import tempfile
 import time
@@ -30,6 +31,7 @@ from typing import Any
 
 import polars as pl
 
+from evalstats._procs import parent_state, worker_context
 from evalstats.report._analyses import SPECS, Context, run_analysis
 from evalstats.report._model import AnalysisResult, DataSummary
 
@@ -97,7 +99,11 @@ def _init(
     default: dict | None,
     on_mismatch: str,
     variant_factors: tuple[str, ...] | str | None = None,
+    parent: dict[str, Any] | None = None,
 ) -> None:
+    from evalstats._procs import adopt
+
+    adopt(parent)
     _WORKER["ctx"] = Context(
         obs=pl.read_ipc(path),
         data=data,
@@ -163,9 +169,16 @@ def run_all(
         ctx.obs.write_ipc(path, compression="uncompressed")
         pool = cf.ProcessPoolExecutor(
             max_workers=workers,
-            mp_context=mp.get_context("spawn"),
+            mp_context=worker_context(),
             initializer=_init,
-            initargs=(path, ctx.data, ctx.default, on_mismatch, ctx.variant_factors),
+            initargs=(
+                path,
+                ctx.data,
+                ctx.default,
+                on_mismatch,
+                ctx.variant_factors,
+                parent_state(),
+            ),
         )
         with pool:
             running: dict[cf.Future, str] = {}

@@ -66,12 +66,19 @@ _WORKER: dict[str, Any] = {}
 
 
 def _worker_init(
-    data: DataSummary, units: pl.DataFrame, out: Path, formats: tuple[str, ...], serif: bool
+    data: DataSummary,
+    units: pl.DataFrame,
+    out: Path,
+    formats: tuple[str, ...],
+    serif: bool,
+    parent: dict[str, Any] | None = None,
 ) -> None:
     import os
 
+    from evalstats._procs import adopt
     from evalstats.plots._style import require_plotting
 
+    adopt(parent)
     # figures yield the cores to the analyses still running (the report waits for the last
     # analysis, and for its figures after it); they take the idle time in between
     try:
@@ -243,14 +250,16 @@ class ReportWriter:
     def _start_pool(self, data: DataSummary, units: pl.DataFrame) -> cf.ProcessPoolExecutor:
         if self._pool is None:
             import concurrent.futures as cf
-            import multiprocessing as mp
 
-            # spawn: polars' thread pool does not survive a fork
+            from evalstats._procs import parent_state, worker_context
+
+            # forked from the server that has matplotlib imported, never from this process
+            # (polars' thread pool does not survive a fork)
             self._pool = cf.ProcessPoolExecutor(
                 max_workers=self.workers,
-                mp_context=mp.get_context("spawn"),
+                mp_context=worker_context(),
                 initializer=_worker_init,
-                initargs=(data, units, self._stage, self.formats, self.serif),
+                initargs=(data, units, self._stage, self.formats, self.serif, parent_state()),
             )
         return self._pool
 

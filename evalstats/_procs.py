@@ -1,0 +1,92 @@
+"""Worker processes of the report: forked from a server that has imported the libraries once.
+
+The report runs its analyses in one pool of worker processes and draws its figures in another.
+Started with ``spawn``, every worker is a fresh interpreter that imports numpy, polars, scipy
+and statsmodels (and matplotlib, seaborn and pandas to draw): about 2 s of CPU each, four
+times over on a two-core machine, 8-9 s of a 30 s report spent importing. With the
+``forkserver`` start method the server process imports them once (:data:`PRELOAD`) and every
+worker is a fork of it that starts with them imported.
+
+The server is started early (:func:`start_early`, before the input is read), so that its
+imports overlap the read. It never runs polars, BLAS or OpenMP code, so it has no thread
+pools to lose in the fork (polars' is why the workers were spawned, not forked, from the main
+process, which has run queries by then). Where ``forkserver`` does not exist (Windows) the
+workers are spawned as before.
+
+A forked worker has the server's environment, not the one the main process has when the pool
+starts (a variable set since, e.g. ``EVALSTATS_THREADS``): :func:`parent_state` is passed to
+each pool's initializer and :func:`adopt` applies it. The working directory is set by
+multiprocessing itself. Nothing here changes a result: the same calls run on the same data.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from multiprocessing.context import BaseContext
+from typing import Any
+
+__all__ = ["PRELOAD", "adopt", "parent_state", "start_early", "worker_context"]
+
+#: What the server imports before it forks a worker: what every analysis and figure worker
+#: would import itself. A module that is not installed is left out (multiprocessing ignores
+#: the ImportError). Not here: statsmodels and xgboost (a few analyses import a part of
+#: them; statsmodels.api alone takes a second) and anything that starts threads or loads
+#: OpenMP at import.
+PRELOAD = (
+    "numpy",
+    "polars",
+    "scipy.stats",
+    "evalstats.report._parallel",
+    "evalstats.report._writer",
+    "evalstats.report._figures",
+    "matplotlib.pyplot",
+    "seaborn",
+)
+
+
+def _forkserver_available() -> bool:
+    return "forkserver" in mp.get_all_start_methods()
+
+
+def worker_context() -> BaseContext:
+    """The start method of the report's workers: ``forkserver`` with :data:`PRELOAD`, else
+    ``spawn`` (polars' thread pool does not survive a plain fork).
+    """  # noqa: D205
+    if not _forkserver_available():  # pragma: no cover - Windows
+        return mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(list(PRELOAD))  # no effect once the server runs
+    return ctx
+
+
+def start_early() -> None:
+    """Start the fork server now, so that its imports run while the main process reads input.
+
+    Returns at once (the server imports in its own process). Safe to call more than once.
+    Nothing happens on one core, where the report never starts workers; an input too small
+    for workers (known only once read) costs the server's imports on another core.
+    """
+    from evalstats._threads import usable_cores
+
+    if not _forkserver_available() or usable_cores() < 2:
+        return
+    from multiprocessing import forkserver
+
+    worker_context()
+    forkserver.ensure_running()
+
+
+def parent_state() -> dict[str, Any]:
+    """What a forked worker must take from the main process: its environment."""
+    return {"environ": dict(os.environ)}
+
+
+def adopt(state: dict[str, Any] | None) -> None:
+    """In a worker: take the main process's environment (see :func:`parent_state`)."""
+    if not state:
+        return
+    env = state["environ"]
+    for key in [k for k in os.environ if k not in env]:
+        del os.environ[key]
+    os.environ.update(env)

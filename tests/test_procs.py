@@ -1,0 +1,49 @@
+"""The report's worker processes (evalstats._procs): forked from a server with the imports done."""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing as mp
+
+import pytest
+
+from evalstats._procs import PRELOAD, adopt, parent_state, start_early, worker_context
+
+pytestmark = pytest.mark.skipif(
+    "forkserver" not in mp.get_all_start_methods(), reason="no forkserver start method"
+)
+
+
+def _pool(initializer=None, initargs=()):
+    return cf.ProcessPoolExecutor(
+        max_workers=1, mp_context=worker_context(), initializer=initializer, initargs=initargs
+    )
+
+
+def test_workers_start_with_the_preloaded_modules():
+    start_early()
+    with _pool() as pool:
+        loaded = pool.submit(
+            eval, f"[m for m in {list(PRELOAD)!r} if m in __import__('sys').modules]"
+        )
+        assert loaded.result() == list(PRELOAD)
+
+
+def test_workers_take_the_environment_the_main_process_has_when_the_pool_starts(monkeypatch):
+    start_early()  # the server exists before the variables change
+    monkeypatch.setenv("EVALSTATS_PROBE", "set after the server started")
+    monkeypatch.delenv("HOME", raising=False)
+    probe = "(__import__('os').environ.get('EVALSTATS_PROBE'), 'HOME' in __import__('os').environ)"
+    with _pool() as pool:  # a plain fork of the server: the server's environment
+        assert pool.submit(eval, probe).result() == (None, True)
+    with _pool(adopt, (parent_state(),)) as pool:
+        assert pool.submit(eval, probe).result() == ("set after the server started", False)
+
+
+def test_adopt_without_a_state_changes_nothing(monkeypatch):
+    monkeypatch.setenv("EVALSTATS_PROBE", "x")
+    adopt(None)
+    adopt({})
+    import os
+
+    assert os.environ["EVALSTATS_PROBE"] == "x"
