@@ -16,8 +16,10 @@ memory under 2 GB, ``evalstats --help`` under 0.3 s.
 Timings on a shared machine are noisy; run it when the machine is quiet and read ratios rather
 than absolute times.
 
-CPU time (user + system of the report and its worker processes) is printed beside wall time:
-on a machine shared with other jobs it is the steadier number. ``--workers N`` passes
+CPU time (user + system of the report and all its worker processes, sampled from ``/proc``) is
+printed beside wall time: on a machine shared with other jobs it is the steadier number. Peak
+memory is the largest single process's high-water mark; the largest sum over all processes
+at once is printed besides. ``--workers N`` passes
 ``--workers`` to the new code's report (default: its own default, ``auto``); ``--record FILE``
 appends one JSON line per case (times, peak, load average, cores) for the record.
 
@@ -42,13 +44,98 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+class TreeSampler:
+    """CPU seconds and memory of a process and all its descendants, read from ``/proc``.
+
+    The report's workers are forked by a fork server (:mod:`evalstats._procs`): grandchildren
+    of the report process that ``wait4`` never reports. Every ``interval`` seconds this reads
+    each descendant's user + system time, its resident-set high-water mark (``VmHWM``) and its
+    proportional set size; CPU is the sum of the last values seen (a process's last
+    ``interval`` before it exits is lost), the peak is the largest single high-water mark and,
+    besides, the largest sum of the proportional set sizes seen at once (the memory of all the
+    processes together). Linux only; elsewhere the numbers stay 0.
+    """
+
+    def __init__(self, root: int, interval: float = 0.1) -> None:
+        self.root = root
+        self.interval = interval
+        self.cpu: dict[int, float] = {}
+        self.hwm: dict[int, float] = {}
+        self.sum_peak_mb = 0.0
+        self._stop = threading.Event()
+        self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> TreeSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _stat(self, pid: str) -> tuple[int, float] | None:
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        fields = text[text.rindex(")") + 2 :].split()
+        return int(fields[1]), (int(fields[11]) + int(fields[12])) / self._tick  # ppid, cpu
+
+    def _memory(self, pid: int) -> tuple[float, float]:
+        """High-water mark of the resident set, and the proportional set size (MB).
+
+        PSS shares each page among the processes that map it, so the PSS of forked workers
+        sums to the memory they use together (their RSS counts shared pages once each).
+        """
+        hwm = pss = 0.0
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1]) / 1024
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    pss = int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return hwm, pss
+
+    def sample(self) -> None:
+        if not Path("/proc").is_dir():
+            return
+        parent: dict[int, int] = {}
+        cpu: dict[int, float] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and (st := self._stat(entry)) is not None:
+                parent[int(entry)], cpu[int(entry)] = st
+        tree = {self.root}
+        grew = True
+        while grew:
+            new = {p for p, pp in parent.items() if pp in tree} - tree
+            tree |= new
+            grew = bool(new)
+        total = 0.0
+        for pid in tree & cpu.keys():
+            self.cpu[pid] = cpu[pid]
+            hwm, pss = self._memory(pid)
+            self.hwm[pid] = max(self.hwm.get(pid, 0.0), hwm)
+            total += pss
+        self.sum_peak_mb = max(self.sum_peak_mb, total)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+
 def run(
     args: list[str], cwd: Path, timeout: float, out: Path | None = None
 ) -> tuple[float, float, float, int]:
     """Wall seconds, CPU seconds, peak RSS (MB) and exit status of ``python -m evalstats.cli``.
 
-    CPU is user + system time of the process and of the worker processes it waited for;
-    peak RSS is the largest single one of them (``wait4``'s ``ru_maxrss``), not their sum.
+    CPU is user + system time of the process and of all its descendants (the workers and
+    the fork server that forks them; see :class:`TreeSampler`), or where ``/proc`` is missing
+    of the ones it waited for; peak RSS is the largest single one of them, not their sum
+    (the largest sum of proportional set sizes is printed besides).
     """
     env = dict(os.environ, PYTHONPATH=str(cwd))
     cmd = [sys.executable, "-m", "evalstats.cli", *args]
@@ -57,7 +144,8 @@ def run(
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
-        _, status, usage = os.wait4(proc.pid, 0)
+        with TreeSampler(proc.pid) as tree:
+            _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         timed_out = not timer.is_alive()
         timer.cancel()
@@ -66,8 +154,12 @@ def run(
         if code:
             err.seek(0)
             print(err.read().decode(errors="replace")[-2000:], file=sys.stderr)
-    cpu = usage.ru_utime + usage.ru_stime
-    return wall, cpu, usage.ru_maxrss / 1024, code
+    own = usage.ru_utime + usage.ru_stime  # the process and the children it waited for
+    cpu = max(own, sum(tree.cpu.values()))
+    peak = max([usage.ru_maxrss / 1024, *tree.hwm.values()])
+    if tree.sum_peak_mb:
+        print(f"  all processes at once: peak {tree.sum_peak_mb:6.0f} MB (sum of PSS)")
+    return wall, cpu, peak, code
 
 
 def generated_table(path: Path) -> Path:
