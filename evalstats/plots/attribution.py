@@ -99,6 +99,7 @@ def plot_anova_effects(anova: Any, *, ax: Any = None, max_terms: int | None = 20
                 fontsize=7,
             )
     ax.set_yticks(range(len(terms)), terms)
+    ax.grid(axis="y", visible=False)  # a term's grid line ran on past its bar, through the marks
     ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
     ax.set_xlabel(label("eta_sq"))
     ax.set_ylabel(label("term"))
@@ -150,6 +151,7 @@ def plot_attribution(result: Any, *, ax: Any = None) -> Any:
         label="observed",
     )
     ax.set_yticks(list(pos), factors)
+    ax.grid(axis="y", visible=False)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
     ax.set_xlabel(label("mean_abs_shap"))
     ax.set_ylabel(label("factor"))
