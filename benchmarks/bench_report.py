@@ -129,8 +129,9 @@ class TreeSampler:
 
 def run(
     args: list[str], cwd: Path, timeout: float, out: Path | None = None
-) -> tuple[float, float, float, int]:
-    """Wall seconds, CPU seconds, peak RSS (MB) and exit status of ``python -m evalstats.cli``.
+) -> tuple[float, float, float, int, float]:
+    """Wall seconds, CPU seconds, peak RSS (MB), exit status and all-process peak (MB) of
+    ``python -m evalstats.cli``.
 
     CPU is user + system time of the process and of all its descendants (the workers and
     the fork server that forks them; see :class:`TreeSampler`), or where ``/proc`` is missing
@@ -159,7 +160,7 @@ def run(
     peak = max([usage.ru_maxrss / 1024, *tree.hwm.values()])
     if tree.sum_peak_mb:
         print(f"  all processes at once: peak {tree.sum_peak_mb:6.0f} MB (sum of PSS)")
-    return wall, cpu, peak, code
+    return wall, cpu, peak, code, tree.sum_peak_mb
 
 
 def generated_table(path: Path) -> Path:
@@ -195,14 +196,15 @@ def bench(
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         new_args = [*report_args, *new_only, "--out", f"{tmp}/new", "--quiet"]
-        wall, cpu, peak, code = run(new_args, ROOT, timeout)
+        wall, cpu, peak, code, together = run(new_args, ROOT, timeout)
         print(
             f"{name}: {wall:7.1f} s wall, {cpu:7.1f} s CPU, peak {peak:6.0f} MB ({_status(code)})"
         )
         row = {"case": name, "wall_s": wall, "cpu_s": cpu, "peak_mb": peak, "status": code}
+        row["all_processes_peak_mb"] = together
         row |= {"options": list(new_only)}
         if baseline is not None:
-            bwall, bcpu, bpeak, bcode = run(
+            bwall, bcpu, bpeak, bcode, _ = run(
                 [*report_args, "--out", f"{tmp}/base", "--quiet"], baseline, timeout
             )
             print(
@@ -225,7 +227,7 @@ def bench(
 def bench_help(repeats: int = 5) -> None:
     times = []
     for _ in range(repeats):
-        wall, _, _, _ = run(["--help"], ROOT, 60)
+        wall, *_ = run(["--help"], ROOT, 60)
         times.append(wall)
     print(
         f"evalstats --help: best {min(times):.3f} s, median {sorted(times)[len(times) // 2]:.3f} s"
