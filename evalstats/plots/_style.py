@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -22,6 +23,7 @@ __all__ = [
     "PAGE_HEIGHT_IN",
     "PAGE_WIDTH_IN",
     "TOP_K",
+    "cell_label_size",
     "fit_height",
     "highlight_palette",
     "label",
@@ -33,7 +35,9 @@ __all__ = [
     "plain_text",
     "require_plotting",
     "resolve_palette",
+    "tick_label_points",
     "tick_labels",
+    "wrap_label",
 ]
 
 #: Colours of the non-model elements, from the same colour-blind-safe palette as the models
@@ -357,15 +361,70 @@ def tick_labels(
     what the longest line takes beyond 12 characters (at most 7 inches, a page), and the most
     lines of one label, so a figure with long model or level names stays readable.
     """
-    import textwrap
-
-    wrapped = [
-        "\n".join(textwrap.wrap(shorten(str(t), MAX_LABEL_CHARS), width=width)) or str(t)[:width]
-        for t in labels
-    ]
+    wrapped = ["\n".join(wrap_label(shorten(str(t), MAX_LABEL_CHARS), width)) for t in labels]
     longest = max((len(line) for t in wrapped for line in t.split("\n")), default=0)
     lines = max((t.count("\n") + 1 for t in wrapped), default=1)
     return wrapped, min(7.0, base + 0.055 * max(0, longest - 12)), lines
+
+
+#: Where a label may break besides spaces: after the separators of dataset and model names
+#: (``high_school_european_history``, ``meta-llama/Llama-3-8B``).
+_BREAK_AFTER = re.compile(r"(?<=[\s_\-/.:,])")
+
+
+def wrap_label(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken after spaces or ``_ - / . : ,``.
+
+    A name is cut inside a word only where a part between separators is longer than a line
+    (``textwrap`` breaks at spaces only, so ``high_school_european_history`` came out as
+    ``high_school_european_histo`` / ``ry``).
+
+    Examples
+    --------
+    >>> wrap_label("high_school_european_history", 26)
+    ['high_school_european_', 'history']
+    >>> wrap_label("abcdefgh", 3)
+    ['abc', 'def', 'gh']
+    """
+    lines: list[str] = []
+    line = ""
+    for part in _BREAK_AFTER.split(text):
+        if line and len(line + part.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = part.lstrip()
+        else:
+            line += part
+        while len(line.rstrip()) > width:  # a part longer than a line
+            lines.append(line[:width])
+            line = line[width:]
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    return lines
+
+
+def cell_label_size(
+    ax: Any, n_cols: int, chars: int, *, usable: float = 0.7, min_pt: float = 5.0
+) -> float | None:
+    """Font size (points) at which ``chars``-character labels fit the cells of a heatmap on ``ax``.
+
+    At most the tick labels' size; None when the cells are too narrow for ``min_pt`` (leave
+    the cells unlabelled: the colour bar reads them). The cell width is estimated before
+    layout: the axes' share of the figure's width, of which ``usable`` is left for the
+    ``n_cols`` cells once the colour bar and the tick labels have theirs; a character is
+    0.64 em wide (the digits of DejaVu Sans), with a tenth of the cell kept as margin.
+    """
+    cell_in = ax.figure.get_figwidth() * ax.get_position().width * usable / max(n_cols, 1)
+    fits = 0.9 * cell_in * 72.0 / (0.64 * max(chars, 1))
+    size = min(tick_label_points(), fits)
+    return size if size >= min_pt else None
+
+
+def tick_label_points() -> float:
+    """The size of x tick labels in points under the current style."""
+    import matplotlib as mpl
+    from matplotlib.font_manager import FontProperties
+
+    return float(FontProperties(size=mpl.rcParams["xtick.labelsize"]).get_size_in_points())
 
 
 def slant_xticks(ax: Any, angle: float = 45) -> None:

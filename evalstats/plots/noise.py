@@ -68,7 +68,8 @@ def plot_noise_components(
     Notes
     -----
     Components the design could not separate (``identified`` false) are absent from their bar;
-    the legend says so when any bar lacks one.
+    the legend says so when any bar lacks one, and names those that no bar has (they get no
+    legend key).
 
     Examples
     --------
@@ -101,6 +102,7 @@ def plot_noise_components(
     value = "share" if share else "variance"
     left = [0.0] * len(groups)
     merged = False
+    nowhere = []  # components separable in no group: named in the legend's title
     for comp, color in _COMPONENT_COLORS.items():
         vals = []
         for g in groups:
@@ -112,21 +114,31 @@ def plot_noise_components(
             merged |= not ok
             v = sel[value].item() if ok else None
             vals.append(float(v) if v is not None else 0.0)
+        drawn = any(v > 0 for v in vals)
+        if not any(
+            frame.filter(pl.col("component") == comp)["identified"].fill_null(False).to_list()
+        ):
+            nowhere.append(_COMPONENT_LABELS[comp])
         ax.barh(
             range(len(groups)),
             vals,
             left=left,
             color=color,
-            label=_COMPONENT_LABELS[comp],
+            # a component no group has (not separable, or zero everywhere) is not in the
+            # legend: a coloured key for a bar that is nowhere reads as a share of 0
+            label=_COMPONENT_LABELS[comp] if drawn else "_nolegend_",
             edgecolor="white",
             linewidth=0.4,
         )
         left = [a + b for a, b in zip(left, vals)]
     ax.set_yticks(range(len(groups)), labels)
+    ax.grid(axis="y", visible=False)  # a group's grid line ran on past its bar
     ax.invert_yaxis()
     ax.set_xlabel(label("share" if share else "component_variance"))
     ax.set_ylabel(label("pair" if pairs else "model"))
     title = "not separable components are left out" if merged else None
+    if nowhere:
+        title = f"not separable here, left out: {', '.join(nowhere)}"
     ax.legend(
         loc="lower left",
         bbox_to_anchor=(0.0, 1.0),

@@ -17,6 +17,7 @@ from evalstats.plots._style import (
     COLORS,
     PAGE_HEIGHT_IN,
     PAGE_WIDTH_IN,
+    cell_label_size,
     fit_height,
     label,
     new_axes,
@@ -25,6 +26,7 @@ from evalstats.plots._style import (
     require_plotting,
     resolve_palette,
     slant_xticks,
+    tick_label_points,
 )
 
 __all__ = [
@@ -67,7 +69,8 @@ def plot_tar_heatmap(
     ax : matplotlib.axes.Axes, optional
         Draw here instead of a new figure.
     annot : bool, default True
-        Write each cell's value (as a percentage).
+        Write each cell's value (as a percentage) where it fits: with one decimal, else as a
+        whole percentage, else (cells too narrow for 5-point text) not at all.
     cmap : str, default 'viridis'
         Colour map; the colour scale spans [0, 1].
 
@@ -114,6 +117,15 @@ def plot_tar_heatmap(
             fit_height(len(rows), per_row=0.45, extra=0.8),
         ),
     )
+    fmt, size = ".1f", None
+    if annot:
+        # one decimal where it fits at the tick labels' size, whole percentages where those
+        # fit, no numbers in cells too narrow for them (the colour bar reads them)
+        widest = 5 if np.nanmax(mat, initial=0.0) >= 0.9995 else 4
+        size = cell_label_size(ax, len(cols), widest)
+        if size is None or size < 0.8 * tick_label_points():
+            fmt, size = ".0f", cell_label_size(ax, len(cols), widest - 2)
+        annot = size is not None
     sns.heatmap(
         mat * 100,
         ax=ax,
@@ -121,7 +133,8 @@ def plot_tar_heatmap(
         vmax=100,
         cmap=cmap,
         annot=annot,
-        fmt=".1f",
+        fmt=fmt,
+        annot_kws={"fontsize": size} if annot else None,
         xticklabels=[str(c) for c in cols],
         yticklabels=[str(r) for r in rows],
         cbar_kws={"label": f"{label(value)} (%)"},
@@ -255,7 +268,8 @@ def plot_correlation_heatmap(
 
     Notes
     -----
-    The matrix is symmetric with 1 on the diagonal; the lower triangle is drawn. The variable
+    The matrix is symmetric with 1 on the diagonal; the lower triangle is drawn. A NaN
+    coefficient (a constant column) is a blank cell marked ``n/a``. The variable
     order is the order of first appearance in ``corr`` (the ``columns`` order).
 
     Examples
@@ -309,6 +323,13 @@ def plot_correlation_heatmap(
         linewidths=0.5,
         linecolor="white",
     )
+    if annot:
+        # an undefined coefficient (a constant column: correlation_matrix warned) is a blank
+        # cell to seaborn, which reads as a missing figure part: mark it
+        for i, j in zip(*np.nonzero(np.isnan(mat) & ~mask)):
+            ax.text(
+                j + 0.5, i + 0.5, "n/a", ha="center", va="center", fontsize="small", color="0.35"
+            )
     slant_xticks(ax)
     ax.grid(False)
     return fig
