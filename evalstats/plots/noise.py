@@ -101,8 +101,6 @@ def plot_noise_components(
     )
     value = "share" if share else "variance"
     left = [0.0] * len(groups)
-    merged = False
-    nowhere = []  # components separable in no group: named in the legend's title
     for comp, color in _COMPONENT_COLORS.items():
         vals = []
         for g in groups:
@@ -111,14 +109,9 @@ def plot_noise_components(
                 pl.col("component") == comp,
             )
             ok = sel.height and sel["identified"].item()
-            merged |= not ok
             v = sel[value].item() if ok else None
             vals.append(float(v) if v is not None else 0.0)
         drawn = any(v > 0 for v in vals)
-        if not any(
-            frame.filter(pl.col("component") == comp)["identified"].fill_null(False).to_list()
-        ):
-            nowhere.append(_COMPONENT_LABELS[comp])
         ax.barh(
             range(len(groups)),
             vals,
@@ -136,9 +129,7 @@ def plot_noise_components(
     ax.invert_yaxis()
     ax.set_xlabel(label("share" if share else "component_variance"))
     ax.set_ylabel(label("pair" if pairs else "model"))
-    title = "not separable components are left out" if merged else None
-    if nowhere:
-        title = f"not separable here, left out: {', '.join(nowhere)}"
+    title = components_legend_title(frame)
     ax.legend(
         loc="lower left",
         bbox_to_anchor=(0.0, 1.0),
@@ -151,6 +142,54 @@ def plot_noise_components(
         title_fontsize="x-small",
     )
     return fig
+
+
+def components_legend_title(components: pl.DataFrame) -> str | None:
+    """The legend title of a components figure: which components are left out, or None.
+
+    Components separable in no row of ``components`` are named (they have no bar and no
+    legend key); when some are missing from some bars only, the title says so generally.
+    """
+    known = components.filter(pl.col("component").is_in(list(_COMPONENT_COLORS)))
+    if known.is_empty():
+        return None
+    ok = known.group_by("component").agg(
+        pl.col("identified").fill_null(False).any().alias("any"),
+        pl.col("identified").fill_null(False).all().alias("all"),
+    )
+    nowhere = set(ok.filter(~pl.col("any"))["component"].to_list())
+    names = [_COMPONENT_LABELS[c] for c in _COMPONENT_COLORS if c in nowhere]
+    if names:
+        return f"not separable here, left out: {', '.join(names)}"
+    if not ok["all"].all():
+        return "not separable components are left out"
+    return None
+
+
+def components_legend(fig: Any, axes: Any, components: pl.DataFrame) -> None:
+    """One legend below a figure of :func:`plot_noise_components` panels, instead of theirs.
+
+    It keys every component some panel draws (a panel keys only its own), in stack order,
+    with :func:`components_legend_title`; no legend when no panel draws a bar.
+    """
+    keys: dict[str, Any] = {}
+    for ax in axes:
+        for handle, text in zip(*ax.get_legend_handles_labels()):
+            keys.setdefault(text, handle)
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    order = [t for t in _COMPONENT_LABELS.values() if t in keys]
+    if order:
+        fig.legend(
+            [keys[t] for t in order],
+            order,
+            loc="outside lower center",
+            ncol=len(order),
+            fontsize="x-small",
+            frameon=False,
+            title=components_legend_title(components),
+            title_fontsize="x-small",
+        )
 
 
 @plain_text

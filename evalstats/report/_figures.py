@@ -422,6 +422,8 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
 
     if "noise" not in report:
         return []
+    from evalstats.plots.noise import components_legend
+
     res = report["noise"]
     comps = res.tables["components"]
     datasets = sorted(comps["dataset"].unique().to_list())
@@ -445,21 +447,7 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
                 continue
             plots.plot_noise_components(comps.filter(pl.col("dataset") == d), ax=ax)
             panel_labels(ax, d, n_models)
-        handles, labels = axes[0].get_legend_handles_labels()
-        title = axes[0].get_legend().get_title().get_text() if axes[0].get_legend() else None
-        for ax in axes:
-            if ax.get_legend() is not None:
-                ax.get_legend().remove()
-        fig.legend(
-            handles,
-            labels,
-            loc="outside lower center",
-            ncol=len(handles),
-            fontsize="x-small",
-            frameon=False,
-            title=title or None,
-            title_fontsize="x-small",
-        )
+        components_legend(fig, axes, comps.filter(pl.col("model_b").is_null()))
         return fig
 
     specs = paged(

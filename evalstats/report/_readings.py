@@ -478,35 +478,78 @@ def _share_span(lo: float, hi: float) -> str:
 
 
 def _noise(res: AnalysisResult, data: DataSummary) -> str:
-    t = res.tables["components"].filter(pl.col("model_b").is_null() & pl.col("identified"))
-    keys = [c for c in ("model", "dataset", "metric") if c in t.columns]
-    top = (
-        t.sort("share", descending=True, nulls_last=True)
-        .group_by(keys, maintain_order=True)
-        .first()
-    )
-    counts: dict[str, int] = {}
-    for r in top.iter_rows(named=True):
-        counts[r["component"]] = counts.get(r["component"], 0) + 1
-    lo, hi = top["share"].min(), top["share"].max()
-    main = max(counts, key=lambda k: counts[k])
-    text = (
-        f"The largest share of the variance of an item score comes from "
-        f"{_COMPONENT_NAMES[main]} in {counts[main]} of {top.height} model-dataset groups "
-        f"({_share_span(lo, hi)} of the total)."
-    )
-    if t["truncated"].any():
-        text += (
-            f" {int(t['truncated'].sum())} negative ANOVA estimate(s) were set to 0 "
-            "(a component smaller than its noise)."
+    comps = res.tables["components"].filter(pl.col("model_b").is_null())
+    keys = [c for c in ("model", "dataset", "metric") if c in comps.columns]
+    groups = comps.partition_by(keys, maintain_order=True) if keys else [comps]
+    # a group says where its variance comes from only with two or more separable components
+    # and some variance: constant scores have none to split, and a single separable
+    # component holds 100 % by construction (one prompt and one run per item: the items)
+    informative, constant, single = [], 0, 0
+    for g in groups:
+        ok = g.filter(pl.col("identified"))
+        total = ok["variance"].fill_nan(None).drop_nulls().sum()
+        if not total > 0:
+            constant += 1
+        elif ok.height < 2:
+            single += 1
+        else:
+            informative.append(ok)
+    n = len(groups)
+    sentences = []
+    if informative:
+        t = pl.concat(informative)
+        top = (
+            t.sort("share", descending=True, nulls_last=True)
+            .group_by(keys, maintain_order=True)
+            .first()
         )
-    merged = res.tables["components"].filter(~pl.col("identified"))["component"].unique()
-    if merged.len():
-        text += (
-            " Not separable in this design: "
-            + _listed(_COMPONENT_NAMES[c] for c in sorted(merged.to_list()))
-            + " (merged into the neighbouring term)."
+        counts: dict[str, int] = {}
+        for r in top.iter_rows(named=True):
+            counts[r["component"]] = counts.get(r["component"], 0) + 1
+        main = max(counts, key=lambda k: counts[k])
+        where = (
+            f"{counts[main]} of {n} model-dataset groups"
+            if top.height == n
+            else f"{counts[main]} of the {top.height} model-dataset groups (of {n}) where "
+            "scores vary and two or more components are separable"
         )
+        sentences.append(
+            f"The largest share of the variance of an item score comes from "
+            f"{_COMPONENT_NAMES[main]} in {where} "
+            f"({_share_span(top['share'].min(), top['share'].max())} of the total)."
+        )
+        if t["truncated"].any():
+            sentences.append(
+                f"{int(t['truncated'].sum())} negative ANOVA estimate(s) were set to 0 "
+                "(a component smaller than its noise)."
+            )
+    else:
+        sentences.append(
+            f"No model-dataset group (of {n}) has scores that vary and two or more separable "
+            "components: there is no variance to split."
+        )
+    if constant:
+        sentences.append(f"{constant} of {n} group(s) have constant scores (no variance).")
+    if single:
+        sentences.append(
+            f"In {single} of {n} group(s) only one component is separable; it holds all the "
+            "variance by construction, so they are left out of the count."
+        )
+    absent = (
+        comps.group_by("component")
+        .agg((~pl.col("identified").fill_null(False)).sum().alias("k"))
+        .filter(pl.col("k") > 0)
+        .sort("component")
+    )
+    if absent.height:
+        parts = [
+            _COMPONENT_NAMES.get(c, c) + ("" if k == n else f" (in {k} of {n} groups)")
+            for c, k in absent.iter_rows()
+        ]
+        sentences.append(
+            f"Not separable in this design: {_listed(parts)} (merged into the neighbouring term)."
+        )
+    text = " ".join(sentences)
     plan = res.tables.get("plan")
     if plan is None:
         return text + " No plan: the metric has no declared range to set a default target."

@@ -259,3 +259,19 @@ def test_stability_reading_leaves_single_run_configurations_out():
     )
     assert "1 configuration was run once and is left out of these ranges." in reading
     assert "1 and 4" not in reading
+
+
+def test_noise_reading_counts_only_groups_with_variance_to_split():
+    """Inspect logs (three models, one task each, one run except one task): the reading said
+    "the largest share ... comes from items in 2 of 3 groups (100.0 %)" of a group with constant
+    scores and one whose only separable component was the items, then "not separable: items"."""
+    obs = observations(n_models=3, n_items=30, n_variants=1, n_runs=3, instability=0.3, seed=2)
+    obs = obs.with_columns(  # m1: constant scores; m2: run once (only the items separable)
+        score=pl.when(pl.col("model") == "m1").then(1.0).otherwise(pl.col("score"))
+    ).filter((pl.col("model") != "m2") | (pl.col("run") == 0))
+    rep = audit_report(obs, options=FAST, skip=tuple(a.key for a in ANALYSES if a.key != "noise"))
+    reading = rep["noise"].reading
+    assert "1 of the 1 model-dataset groups (of 3) where scores vary" in reading, reading
+    assert "1 of 3 group(s) have constant scores" in reading
+    assert "In 1 of 3 group(s) only one component is separable" in reading
+    assert "run-to-run noise (in 1 of 3 groups)" in reading
