@@ -130,3 +130,23 @@ def test_noise_legend_names_components_no_group_has_and_gives_them_no_key():
     keys = [t.get_text() for t in leg.get_texts()]
     assert "prompt variant" not in keys and "item" in keys
     assert "prompt variant" in leg.get_title().get_text()
+
+
+def test_a_page_of_component_panels_without_any_bar_has_no_legend_and_no_error():
+    # Inspect logs: constant scores and single runs, no panel draws a bar (the report's
+    # figure legend was built with ncol=0 and matplotlib raised)
+    from evalstats.noise import variance_components
+    from evalstats.plots.noise import components_legend
+    from evalstats.simulate import observations
+
+    obs = observations(n_models=2, n_items=20, n_variants=1, n_runs=2, seed=0).with_columns(
+        score=pl.lit(1.0)
+    )
+    with pytest.warns(Warning):
+        comps = variance_components(obs)
+    fig, axes = matplotlib.pyplot.subplots(1, 2)
+    for ax, m in zip(axes, ("m0", "m1")):
+        plots.plot_noise_components(comps.filter(pl.col("model") == m), ax=ax)
+    components_legend(fig, axes, comps)
+    assert fig.legends == [] and all(ax.get_legend() is None for ax in axes)
+    matplotlib.pyplot.close(fig)
