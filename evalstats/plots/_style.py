@@ -23,7 +23,6 @@ __all__ = [
     "PAGE_HEIGHT_IN",
     "PAGE_WIDTH_IN",
     "TOP_K",
-    "cell_label_size",
     "fit_height",
     "highlight_palette",
     "label",
@@ -400,23 +399,6 @@ def wrap_label(text: str, width: int) -> list[str]:
     if line.strip() or not lines:
         lines.append(line.rstrip())
     return lines
-
-
-def cell_label_size(
-    ax: Any, n_cols: int, chars: int, *, usable: float = 0.7, min_pt: float = 5.0
-) -> float | None:
-    """Font size (points) at which ``chars``-character labels fit the cells of a heatmap on ``ax``.
-
-    At most the tick labels' size; None when the cells are too narrow for ``min_pt`` (leave
-    the cells unlabelled: the colour bar reads them). The cell width is estimated before
-    layout: the axes' share of the figure's width, of which ``usable`` is left for the
-    ``n_cols`` cells once the colour bar and the tick labels have theirs; a character is
-    0.64 em wide (the digits of DejaVu Sans), with a tenth of the cell kept as margin.
-    """
-    cell_in = ax.figure.get_figwidth() * ax.get_position().width * usable / max(n_cols, 1)
-    fits = 0.9 * cell_in * 72.0 / (0.64 * max(chars, 1))
-    size = min(tick_label_points(), fits)
-    return size if size >= min_pt else None
 
 
 def tick_label_points() -> float:

@@ -126,6 +126,22 @@ def plot_noise_components(
         left = [a + b for a, b in zip(left, vals)]
     ax.set_yticks(range(len(groups)), labels)
     ax.grid(axis="y", visible=False)  # a group's grid line ran on past its bar
+    if not any(t > 0 for t in left):
+        # constant scores or nothing separable: an empty panel with a negative variance axis
+        # looked like a drawing failure
+        ax.set_xlim(0.0, 1.0)
+        ax.text(
+            0.5,
+            0.5,
+            "no variance to split",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize="small",
+            color="0.35",
+        )
+    else:
+        ax.set_xlim(left=0.0)
     ax.invert_yaxis()
     ax.set_xlabel(label("share" if share else "component_variance"))
     ax.set_ylabel(label("pair" if pairs else "model"))

@@ -7,6 +7,7 @@ these functions only arrange and draw it (the llm-stability paper's Figures 2 to
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,6 @@ from evalstats.plots._style import (
     COLORS,
     PAGE_HEIGHT_IN,
     PAGE_WIDTH_IN,
-    cell_label_size,
     fit_height,
     label,
     new_axes,
@@ -27,9 +27,11 @@ from evalstats.plots._style import (
     resolve_palette,
     slant_xticks,
     tick_label_points,
+    tick_labels,
 )
 
 __all__ = [
+    "fit_heatmap_cells",
     "plot_correlation_heatmap",
     "plot_run_distribution",
     "plot_stability_distribution",
@@ -70,7 +72,8 @@ def plot_tar_heatmap(
         Draw here instead of a new figure.
     annot : bool, default True
         Write each cell's value (as a percentage) where it fits: with one decimal, else as a
-        whole percentage, else (cells too narrow for 5-point text) not at all.
+        whole percentage, else (cells too narrow for 5-point text) not at all. Rows and
+        columns without any value (configurations run once have no TAR) are left out.
     cmap : str, default 'viridis'
         Colour map; the colour scale spans [0, 1].
 
@@ -110,6 +113,13 @@ def plot_tar_heatmap(
     ci = {v: i for i, v in enumerate(cols)}
     for ry, cx, v in stability.select(y, x, value).iter_rows():
         mat[ri[ry], ci[cx]] = np.nan if v is None else float(v)
+    has = np.isfinite(mat)
+    if has.any():  # rows and columns without a value (run once: no TAR) take no room
+        keep_r, keep_c = has.any(axis=1), has.any(axis=0)
+        mat = mat[keep_r][:, keep_c]
+        rows = [r for r, k in zip(rows, keep_r) if k]
+        cols = [c for c, k in zip(cols, keep_c) if k]
+    row_labels, _, _ = tick_labels(rows)
     fig, ax = new_axes(
         ax,
         figsize=(
@@ -117,26 +127,15 @@ def plot_tar_heatmap(
             fit_height(len(rows), per_row=0.45, extra=0.8),
         ),
     )
-    fmt, size = ".1f", None
-    if annot:
-        # one decimal where it fits at the tick labels' size, whole percentages where those
-        # fit, no numbers in cells too narrow for them (the colour bar reads them)
-        widest = 5 if np.nanmax(mat, initial=0.0) >= 0.9995 else 4
-        size = cell_label_size(ax, len(cols), widest)
-        if size is None or size < 0.8 * tick_label_points():
-            fmt, size = ".0f", cell_label_size(ax, len(cols), widest - 2)
-        annot = size is not None
     sns.heatmap(
         mat * 100,
         ax=ax,
         vmin=0,
         vmax=100,
         cmap=cmap,
-        annot=annot,
-        fmt=fmt,
-        annot_kws={"fontsize": size} if annot else None,
+        annot=False,
         xticklabels=[str(c) for c in cols],
-        yticklabels=[str(r) for r in rows],
+        yticklabels=row_labels,
         cbar_kws={"label": f"{label(value)} (%)"},
         linewidths=0.5,
         linecolor="white",
@@ -144,9 +143,99 @@ def plot_tar_heatmap(
     ax.set_xlabel(label(x))
     ax.set_ylabel(label(y))
     ax.set_title(label(value))
-    slant_xticks(ax)
+    ax.tick_params(axis="y", rotation=0)
     ax.grid(False)
+    _CELLS[ax] = {"values": mat * 100, "cmap": cmap, "annot": annot, "texts": []}
+    fit_heatmap_cells(fig)
     return fig
+
+
+#: Cell values of each TAR heatmap drawn, for :func:`fit_heatmap_cells`.
+_CELLS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def fit_heatmap_cells(fig: Any) -> None:
+    """Size the cell numbers and column labels of every TAR heatmap in ``fig`` to its cells.
+
+    The figure is laid out first (as it will be saved), so the cell size is measured, not
+    guessed: numbers with one decimal where they fit at the tick labels' size, whole numbers
+    where those fit at 5 points or more, none in narrower cells (the colour bar reads them);
+    column labels slanted, or upright where slanted ones would touch. Text colour follows the
+    cell's luminance, as seaborn's own annotations.
+
+    All panels of the figure get one format and size (the largest that fits every one).
+    :func:`plot_tar_heatmap` calls it for its own figure; a figure of several panels calls it
+    again once every panel is drawn (a later panel's labels and colour bar take room from the
+    earlier ones: the first panel's numbers were sized for cells wider than they end up).
+    """
+    import matplotlib as mpl
+    from matplotlib.font_manager import FontProperties
+    from seaborn.utils import relative_luminance
+
+    axes = [ax for ax in fig.axes if ax in _CELLS]
+    if not axes:
+        return
+    for ax in axes:
+        for t in _CELLS[ax]["texts"]:
+            t.remove()
+        _CELLS[ax]["texts"] = []
+        slant_xticks(ax, 45)  # laid out slanted: upright labels (below) only widen the cells
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    tick = tick_label_points()
+    line = 1.2 * tick * fig.dpi / 72.0
+
+    def width(text: str) -> float:
+        w, _, _ = renderer.get_text_width_height_descent(
+            text, FontProperties(size=tick), ismath=False
+        )
+        return w
+
+    measured = []  # (axes, cells, cell width, cell height, finite cells)
+    for ax in axes:
+        cells = _CELLS[ax]
+        (x0, y0), (x1, y1) = ax.transData.transform([(0.0, 0.0), (1.0, 1.0)])
+        cell_w, cell_h = abs(x1 - x0), abs(y1 - y0)
+        if cell_w < 1.45 * line:
+            slant_xticks(ax, 90)
+        finite = np.argwhere(np.isfinite(cells["values"]))
+        if cells["annot"] and finite.size:
+            measured.append((ax, cells, cell_w, cell_h, finite))
+    if not measured:
+        return
+    # one format and size for all panels of the figure: the largest that fits every one
+    size, fmt = None, ""
+    for fmt, least in ((".1f", 0.8 * tick), (".0f", 5.0)):
+        fits = min(
+            tick
+            * min(
+                1.0,
+                0.8 * w / max(max(width(format(c["values"][i, j], fmt)) for i, j in f), 1e-9),
+                0.8 * h / line,
+            )
+            for _, c, w, h, f in measured
+        )
+        if fits >= least:
+            size = fits
+            break
+    if size is None:
+        return
+    for ax, cells, _, _, finite in measured:
+        colours = mpl.colormaps[cells["cmap"]]
+        for i, j in finite:
+            v = cells["values"][i, j]
+            dark = relative_luminance(colours(np.clip(v / 100.0, 0.0, 1.0))) <= 0.408
+            cells["texts"].append(
+                ax.text(
+                    j + 0.5,
+                    i + 0.5,
+                    format(v, fmt),
+                    ha="center",
+                    va="center",
+                    fontsize=size,
+                    color="w" if dark else ".15",
+                )
+            )
 
 
 @plain_text

@@ -144,6 +144,7 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
 
 def _stability_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
+    from evalstats.plots.stability import fit_heatmap_cells
 
     specs = []
     if "stability" in report:
@@ -163,6 +164,7 @@ def _stability_figures(report: ReportContents) -> list[FigureSpec]:
                     fig, axes = panels(len(values), width=7.0, height=4.4, ncol_max=1)
                     for ax, v in zip(axes, values):
                         plots.plot_tar_heatmap(means, value=v, ax=ax, annot=small)
+                    fit_heatmap_cells(fig)  # to the cells as all panels leave them
                     return fig
 
                 caption = (
@@ -177,6 +179,7 @@ def _stability_figures(report: ReportContents) -> list[FigureSpec]:
                     fig, axes = panels(len(values))
                     for ax, v in zip(axes, values):
                         plots.plot_tar_heatmap(table, value=v, ax=ax)
+                    fit_heatmap_cells(fig)
                     return fig
 
                 caption = (

@@ -13,6 +13,7 @@ import pytest  # noqa: E402
 
 from evalstats import plots  # noqa: E402
 from evalstats.plots._style import tick_labels, wrap_label  # noqa: E402
+from evalstats.plots.stability import fit_heatmap_cells  # noqa: E402
 
 MMLU = [
     "college_mathematics",
@@ -88,6 +89,9 @@ def test_heatmap_cell_numbers_never_overlap_and_fit_their_cells(n_datasets):
         fig, axes = matplotlib.pyplot.subplots(1, 2, figsize=(7.0, 3.0), layout="constrained")
         for ax, v in zip(axes, ("tar_a", "tar_r")):
             plots.plot_tar_heatmap(table, value=v, ax=ax)
+        fit_heatmap_cells(fig)  # as the report does once every panel is drawn
+        sizes = {t.get_fontsize() for ax in axes for t in ax.texts}
+        assert len(sizes) <= 1  # the panels' numbers alike (the first was sized alone)
         for ax in axes:
             assert not _overlaps(fig, ax)
             renderer = fig.canvas.get_renderer()
@@ -102,6 +106,47 @@ def test_heatmap_cell_numbers_never_overlap_and_fit_their_cells(n_datasets):
     if n_datasets == 25:
         assert texts == []  # too narrow: the colour bar reads the cells
     matplotlib.pyplot.close(fig)
+
+
+def test_the_llm_stability_heatmap_numbers_fit_in_both_panels():
+    # one model, seven MMLU tasks, TARa and TARr side by side: the first panel's numbers were
+    # sized before the second panel took its room, and ran together ("47.092.789.2")
+    table = pl.DataFrame(
+        {
+            "model": ["gpt-4o_OAI"] * 7,
+            "dataset": MMLU,
+            "tar_a": [0.47, 0.927, 0.892, 0.6, 0.642, 0.773, 0.916],
+            "tar_r": [0.45, 0.927, 0.892, 0.6, 0.638, 0.773, 0.916],
+        }
+    )
+    from evalstats.report._layout import panels
+
+    with plots.paper_style():
+        fig, axes = panels(2)
+        for ax, v in zip(axes, ("tar_a", "tar_r")):
+            plots.plot_tar_heatmap(table, value=v, ax=ax)
+        fit_heatmap_cells(fig)
+        for ax in axes:
+            assert len(ax.texts) == 7 and not _overlaps(fig, ax)
+            renderer = fig.canvas.get_renderer()
+            assert max(t.get_window_extent(renderer).width for t in ax.texts) < _cell_width_px(ax)
+    matplotlib.pyplot.close(fig)
+
+
+def test_rows_and_columns_without_a_value_take_no_room():
+    # Inspect logs: only one task was run more than once; the others have no TAR
+    table = pl.DataFrame(
+        {
+            "model": ["a", "b", "c"],
+            "dataset": ["oxdna", "mmlu", "class_eval"],
+            "tar_a": [1.0, None, None],
+            "tar_r": [0.0, None, None],
+        }
+    )
+    ax = plots.plot_tar_heatmap(table, value="tar_a").axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["oxdna"]
+    assert [t.get_text() for t in ax.texts] == ["100.0"]
 
 
 def test_undefined_correlations_are_marked_not_blank():
