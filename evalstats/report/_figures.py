@@ -14,6 +14,7 @@ import polars as pl
 from evalstats.report._layout import (
     PANELS_PER_PAGE,
     FigureSpec,
+    by_metric,
     cells_span,
     chunks,
     datasets_of,
@@ -400,7 +401,7 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
             "difference." + note,
             "compare",
             row_pages(t),
-            lambda page, pal: plots.plot_differences(page),
+            lambda page, pal: by_metric(page, plots.plot_differences),
             datasets_of,
             "tables/compare.csv",
         )
@@ -521,7 +522,7 @@ def _default_figures(report: ReportContents) -> list[FigureSpec]:
             "interval, and the difference at the default configuration (black diamonds)." + note,
             "audit",
             row_pages(_by_rank(pairs, rank, "model_a", "model_b")),
-            lambda page, pal: plots.plot_differences(page),
+            lambda page, pal: by_metric(page, plots.plot_differences),
             datasets_of,
             "tables/audit_pairs.csv",
         )

@@ -241,3 +241,40 @@ def marker_legend(fig: Any, axes: list[Any]) -> None:
             fontsize="x-small",
             frameon=False,
         )
+
+
+def by_metric(page: pl.DataFrame, draw_one: Callable[..., Any]) -> Any:
+    """``draw_one(page)``, or with several metrics one stacked panel per metric.
+
+    A difference in BLEURT and one in accuracy are not on one scale: drawn on one axis (its
+    label "score (2 metrics)") they read as comparable. Panels share the page's height in
+    proportion to their rows.
+    """
+    from evalstats.plots._style import (
+        PAGE_HEIGHT_IN,
+        PAGE_WIDTH_IN,
+        require_plotting,
+        tick_labels,
+    )
+
+    if "metric" not in page.columns or page["metric"].n_unique() < 2:
+        return draw_one(page)
+    plt, _ = require_plotting()
+    parts = [g for _, g in page.group_by("metric", maintain_order=True)]
+    # a row per pair, as tall as its wrapped label ("a − b (dataset)")
+    dataset = pl.col("dataset") if "dataset" in page.columns else pl.lit("")
+    label = pl.format("{} − {} ({})", "model_a", "model_b", dataset)
+    _, _, lines = tick_labels(page.select(label)[:, 0].to_list())
+    heights = [0.7 + 0.3 * lines * g.height for g in parts]
+    fig, axes = plt.subplots(
+        len(parts),
+        1,
+        figsize=(PAGE_WIDTH_IN, min(PAGE_HEIGHT_IN, sum(heights))),
+        height_ratios=heights,
+        squeeze=False,
+        layout="constrained",
+    )
+    for ax, part in zip(axes[:, 0], parts):
+        draw_one(part, ax=ax)
+        ax.set_title(str(part["metric"][0]), fontsize="small")
+    return fig

@@ -195,3 +195,23 @@ def test_a_page_of_component_panels_without_any_bar_has_no_legend_and_no_error()
     components_legend(fig, axes, comps)
     assert fig.legends == [] and all(ax.get_legend() is None for ax in axes)
     matplotlib.pyplot.close(fig)
+
+
+def test_differences_in_two_metrics_get_a_panel_each():
+    # lm-eval SlurmEvals: BLEURT and accuracy differences shared one axis, "score (2 metrics)"
+    from evalstats.compare import compare_models
+    from evalstats.report._layout import by_metric
+    from evalstats.simulate import observations
+
+    a = observations(n_models=3, n_items=40, n_variants=1, seed=0).with_columns(
+        metric=pl.lit("acc")
+    )
+    b = a.with_columns(metric=pl.lit("bleurt_max"), dataset=pl.lit("truthfulqa"))
+    cmp = compare_models(pl.concat([a, b], how="diagonal_relaxed"), n_resamples=99)
+    fig = by_metric(cmp, plots.plot_differences)
+    labels = [ax.get_xlabel() for ax in fig.axes]
+    assert len(labels) == 2 and "metrics" not in " ".join(labels), labels
+    assert {ax.get_title() for ax in fig.axes} == set(cmp["metric"].unique().to_list())
+    # one metric: the plain figure, one axes
+    one = by_metric(cmp.filter(pl.col("metric") == "bleurt_max"), plots.plot_differences)
+    assert len(one.axes) == 1
