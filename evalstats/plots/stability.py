@@ -57,6 +57,7 @@ def plot_tar_heatmap(
     ax: Any = None,
     annot: bool = True,
     cmap: str = "viridis",
+    row_order: list[str] | None = None,
 ) -> Any:
     """Heatmap of TARr@N or TARa@N, models by tasks (the paper's Figures 3 and 4).
 
@@ -76,6 +77,9 @@ def plot_tar_heatmap(
         columns without any value (configurations run once have no TAR) are left out.
     cmap : str, default 'viridis'
         Colour map; the colour scale spans [0, 1].
+    row_order : list of str, optional
+        Order of the rows (e.g. models best first, as the report's other figures); rows not
+        in it follow by name. Default: by name.
 
     Returns
     -------
@@ -107,6 +111,9 @@ def plot_tar_heatmap(
             f"stability.filter(pl.col('variant') == ...)."
         )
     rows = sorted(stability[y].unique().to_list(), key=str)
+    if row_order is not None:
+        place = {r: i for i, r in enumerate(row_order)}
+        rows.sort(key=lambda r: (place.get(r, len(place)), str(r)))
     cols = sorted(stability[x].unique().to_list(), key=str)
     mat = np.full((len(rows), len(cols)), np.nan)
     ri = {v: i for i, v in enumerate(rows)}

@@ -160,11 +160,12 @@ def _stability_figures(report: ReportContents) -> list[FigureSpec]:
                     pl.col(v).drop_nans().mean() for v in values
                 )
                 small = means["dataset"].n_unique() <= 10 and means["model"].n_unique() <= 24
+                order = ranked_models(report)  # best first, as in the other figures
 
                 def draw(pal: dict[str, Any]) -> Any:
                     fig, axes = panels(len(values), width=7.0, height=4.4, ncol_max=1)
                     for ax, v in zip(axes, values):
-                        plots.plot_tar_heatmap(means, value=v, ax=ax, annot=small)
+                        plots.plot_tar_heatmap(means, value=v, ax=ax, annot=small, row_order=order)
                     fit_heatmap_cells(fig)  # to the cells as all panels leave them
                     return fig
 

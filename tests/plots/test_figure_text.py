@@ -215,3 +215,13 @@ def test_differences_in_two_metrics_get_a_panel_each():
     # one metric: the plain figure, one axes
     one = by_metric(cmp.filter(pl.col("metric") == "bleurt_max"), plots.plot_differences)
     assert len(one.axes) == 1
+
+
+def test_heatmap_rows_follow_a_given_order_then_names():
+    table = _stability(3, ["d0", "d1"]).with_columns(
+        model=pl.col("model").replace({"m0": "m10", "m1": "m2", "m2": "m9"})
+    )
+    ax = plots.plot_tar_heatmap(table, value="tar_a", row_order=["m9", "m2"]).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["m9", "m2", "m10"]
+    ax = plots.plot_tar_heatmap(table, value="tar_a").axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["m10", "m2", "m9"]
