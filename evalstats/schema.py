@@ -12,6 +12,7 @@ column                  dtype      meaning
 ``dataset``             String     benchmark / task
 ``metric``              String     the metric's name (``acc``, ``bleu_max``, ``mae``, ...)
 ``item``                String     item id within the dataset (absent for unit-level input)
+``cluster``             String     a group of items whose scores are correlated (a passage, ...)
 ``variant``             String     one point of the perturbation / configuration space
 ``run``                 Int64      index of an identical repeated run (0 if absent)
 ``score``               Float64    the score on the metric's own scale: any finite real
@@ -116,6 +117,7 @@ OBSERVATION_COLUMNS: dict[str, pl.DataType] = {
     "dataset": pl.String(),
     "metric": pl.String(),
     "item": pl.String(),
+    "cluster": pl.String(),
     "variant": pl.String(),
     "run": pl.Int64(),
     "score": pl.Float64(),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from evalstats.errors import ParameterError
 from evalstats.io._pipeline import MetricRange, metric_options
@@ -112,6 +112,7 @@ def read(
     metric_range: MetricRange | Mapping[str, MetricRange] | None = None,
     higher_is_better: bool | Mapping[str, bool] | None = None,
     metrics: Sequence[str] | None = None,
+    copies: Literal["set_aside", "keep"] = "set_aside",
     **options: Any,
 ) -> Ingest:
     r"""Read ``path`` with the loader named by ``format`` (``auto`` detects it).
@@ -137,6 +138,12 @@ def read(
         Keep only the rows of these metrics (the others are set aside as ``other_metric`` and
         counted). To choose which metric an lm-eval log is read for, use its ``metric=``
         option; for an Inspect log, ``scorer=``.
+    copies : {'set_aside', 'keep'}, default 'set_aside'
+        A file whose bytes equal those of an earlier file read (under another name or folder)
+        is a copy, not another run, model or dataset: its rows are set aside as
+        ``duplicate_file`` and counted, and a note names both files. ``'keep'`` reads it like
+        any file (two runs of a perfectly deterministic model in a format that records no run
+        time are byte-for-byte equal too; lm-eval's results file tells its runs apart).
     **options
         Passed to the loader (``columns``, ``on_invalid``, ``score_scale``, ...).
 
@@ -168,7 +175,10 @@ def read(
             f"`format` must be 'auto' or one of {', '.join(map(repr, FORMATS))}, got {format!r}."
         )
     with metric_options(
-        metric_range=metric_range, higher_is_better=higher_is_better, metrics=metrics
+        metric_range=metric_range,
+        higher_is_better=higher_is_better,
+        metrics=metrics,
+        copies=copies,
     ):
         return read_routed(path, format, options, _read_one)
 
@@ -219,7 +229,14 @@ def read_routed(
 
 
 #: Options every format takes (through :func:`read` and its metric declarations).
-_READ_OPTIONS = ("on_invalid", "score_scale", "metric_range", "higher_is_better", "metrics")
+_READ_OPTIONS = (
+    "on_invalid",
+    "score_scale",
+    "metric_range",
+    "higher_is_better",
+    "metrics",
+    "copies",
+)
 
 
 def _unread(ingest: Any, routing: Any, format: str) -> Any:

@@ -95,6 +95,8 @@ class Plan:
     source_names: Mapping[str, str]
     notes: tuple[str, ...]
     extra_read: Mapping[str, int] = field(default_factory=dict)
+    #: the loader's decisions about source columns (see IngestReport.columns)
+    column_rules: tuple = ()
 
     @cached_property
     def code_expr(self) -> pl.Expr:

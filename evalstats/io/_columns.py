@@ -6,12 +6,22 @@ from collections.abc import Mapping, Sequence
 
 from evalstats.errors import ParameterError, SchemaError
 
-__all__ = ["ALIASES", "ROLES", "parse_mapping", "resolve_roles"]
+__all__ = ["ALIASES", "FACTOR_ROLES", "IGNORE_ROLES", "ROLES", "parse_mapping", "resolve_roles"]
 
 #: Canonical roles and the source column names recognised for each, in order of preference.
 ALIASES: dict[str, tuple[str, ...]] = {
     "model": ("model", "model_name", "model_id"),
-    "dataset": ("dataset", "task", "benchmark", "task_name", "dataset_name"),
+    "dataset": (
+        "dataset",
+        "task",
+        "benchmark",
+        "task_name",
+        "dataset_name",
+        "benchmark_id",
+        "benchmark_name",
+        "dataset_id",
+        "subset",
+    ),
     "item": (
         "item",
         "item_id",
@@ -24,6 +34,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "question_id",
         "id",
     ),
+    "cluster": ("cluster", "cluster_id"),
     "variant": (
         "variant",
         "prompt",
@@ -74,8 +85,14 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "error": ("error", "error_type", "failure"),
 }
 
-#: Roles a user may name in an explicit mapping, besides the canonical ones.
-ROLES = (*ALIASES, "factor", "ignore")
+#: Roles a user may name in an explicit mapping, besides the canonical ones: ``factor`` and
+#: ``prompt`` (a prompt dimension), ``setting`` (a decoding or serving setting, held fixed),
+#: ``ignore``, ``text`` and ``metadata`` (read by no analysis).
+ROLES = (*ALIASES, "factor", "prompt", "setting", "ignore", "text", "metadata")
+
+#: Mapping roles that keep a column as a factor column, and those that leave it out.
+FACTOR_ROLES = frozenset({"factor", "prompt", "setting"})
+IGNORE_ROLES = frozenset({"ignore", "text", "metadata"})
 
 #: Source columns never used as factors unless mapped explicitly (row ids, timestamps, blobs).
 IGNORED_BY_DEFAULT = frozenset(
@@ -169,7 +186,7 @@ def resolve_roles(
     renames: dict[str, str] = {}
     taken: dict[str, str] = {}
     for src, role in mapping.items():
-        if role in ("factor", "ignore"):
+        if role in FACTOR_ROLES or role in IGNORE_ROLES:
             continue
         if role in taken:
             raise SchemaError(f"{where}both {taken[role]!r} and {src!r} are mapped to {role!r}.")
@@ -189,7 +206,7 @@ def resolve_roles(
         n
         for n in names
         if n not in renames
-        and mapping.get(n) != "ignore"
-        and (mapping.get(n) == "factor" or n not in IGNORED_BY_DEFAULT)
+        and mapping.get(n) not in IGNORE_ROLES
+        and (mapping.get(n) in FACTOR_ROLES or n not in IGNORED_BY_DEFAULT)
     ]
     return renames, factors

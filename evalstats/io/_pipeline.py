@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
+from evalstats._column_rules import ColumnRule
 from evalstats.errors import IngestError, ParameterError
 from evalstats.io._report import Ingest, IngestReport, SetAsideExample
 from evalstats.io._rows import Check, parse_score, read_error, whole_run
@@ -143,6 +144,8 @@ def finalize(
     extra_read: Mapping[str, int] | None = None,
     variant: pl.Expr | None = None,
     metric: MetricInfo | str | None = None,
+    column_rules: Sequence[ColumnRule] = (),
+    companions: Sequence[str | None] | None = None,
 ) -> Ingest:
     """Validate and account for rows from ``parts``; return the observation table and report.
 
@@ -181,6 +184,13 @@ def finalize(
         How the loader derives ``variant`` from the factor columns, when the frames carry no
         ``variant`` column (default: :func:`evalstats.schema.variant_key` of ``factors``). The
         expression is evaluated per unit, not per row, when the unit table is built directly.
+    column_rules : sequence of ColumnRule
+        What the loader decided about source columns (left out, or a factor, and why); kept on
+        the report for the design (:mod:`evalstats.design`).
+    companions : sequence of str or None, optional
+        Per part, a fingerprint of the files the format writes beside it (see
+        :func:`copied_files`). A file whose bytes (and companion) equal an earlier file's is a
+        copy: its rows are set aside as ``duplicate_file``.
     metric : MetricInfo or str, optional
         The metric of rows whose frame has no ``metric`` column (default ``"score"``,
         undeclared: unbounded, higher is better), with the bounds and direction the format
@@ -209,6 +219,8 @@ def finalize(
         extra_read=extra_read,
         variant=variant,
         metric=metric,
+        column_rules=column_rules,
+        companions=companions,
     )
     if _PLANNING.get():
         raise _Planned(plan)
@@ -218,6 +230,51 @@ def finalize(
     if acc.first_invalid is not None:
         raise_invalid(plan, acc.first_invalid)
     return Ingest(observations(plan, acc.scale, acc.ids), report_of(plan, acc))
+
+
+def copied_files(
+    paths: Sequence[str], companions: Sequence[str | None] | None = None
+) -> dict[int, int]:
+    """``{i: j}`` for each file ``paths[i]`` whose bytes equal those of an earlier ``paths[j]``.
+
+    Only files of equal size are hashed (SHA-256, streamed), so a folder of distinct files costs
+    one ``stat`` per file. Paths that are not plain files (archive members) are never copies.
+    ``companions[i]``, when given, is a fingerprint of what the format writes beside file ``i``
+    (lm-eval's results file of the same run): two runs of a deterministic model can write the
+    same samples bytes, but never the same results file (it holds the run's times), so files
+    are copies only when their companions agree too.
+    """
+    import hashlib
+    import os
+
+    by_size: dict[int, list[int]] = {}
+    for i, p in enumerate(paths):
+        try:
+            if os.path.isfile(p):
+                by_size.setdefault(os.path.getsize(p), []).append(i)
+        except OSError:
+            continue
+    out: dict[int, int] = {}
+    for idx in by_size.values():
+        if len(idx) < 2:
+            continue
+        first: dict[str, int] = {}
+        for i in idx:
+            h = hashlib.sha256()
+            try:
+                with open(paths[i], "rb") as fh:
+                    for chunk in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                        h.update(chunk)
+            except OSError:
+                continue
+            digest = h.hexdigest() + ("" if companions is None else f":{companions[i]}")
+            if digest in first and os.path.realpath(paths[i]) != os.path.realpath(
+                paths[first[digest]]
+            ):
+                out[i] = first[digest]
+            else:
+                first.setdefault(digest, i)
+    return out
 
 
 def prepare(
@@ -235,6 +292,8 @@ def prepare(
     extra_read: Mapping[str, int] | None = None,
     variant: pl.Expr | None = None,
     metric: MetricInfo | str | None = None,
+    column_rules: Sequence[ColumnRule] = (),
+    companions: Sequence[str | None] | None = None,
 ) -> Plan:
     """The :class:`~evalstats.io._accounting.Plan` of :func:`finalize`'s arguments; reads no rows.
 
@@ -329,6 +388,23 @@ def prepare(
 
     # --- reasons -------------------------------------------------------------------------
     rules: list[Check] = list(checks)
+    copies = copied_files(paths, companions) if user.get("copies") != "keep" else {}
+    if copies:
+        rules.insert(
+            0,
+            Check(
+                "duplicate_file",
+                pl.col("__src").is_in(sorted(copies)),
+                quirk=True,
+                message="the file is a byte-for-byte copy of an earlier file read",
+            ),
+        )
+        for i, j in sorted(copies.items()):
+            notes.append(
+                f"{paths[i]} is a byte-for-byte copy of {paths[j]}: its rows are set aside as "
+                "duplicate_file (the same rows under another name are not another run, model or "
+                "dataset)"
+            )
     if keep_metrics is not None:
         rules.insert(
             0,
@@ -424,6 +500,7 @@ def prepare(
         source_names=source_names,
         notes=tuple(notes),
         extra_read=dict(extra_read or {}),
+        column_rules=tuple(column_rules),
     )
 
 
@@ -459,6 +536,7 @@ def report_of(plan: Plan, acc: Accounting) -> IngestReport:
         examples=tuple(examples),
         notes=tuple(notes),
         metrics=tuple(metrics),
+        columns=plan.column_rules,
     )
 
 
@@ -550,6 +628,7 @@ def metric_options(
     metric_range: MetricRange | Mapping[str, MetricRange] | None = None,
     higher_is_better: bool | Mapping[str, bool] | None = None,
     metrics: Sequence[str] | None = None,
+    copies: Literal["set_aside", "keep"] | None = None,
 ) -> Iterator[None]:
     """Declare metric bounds and direction for every loader called in the ``with`` block.
 
@@ -566,8 +645,13 @@ def metric_options(
     metrics : sequence of str, optional
         Keep only the rows of these metrics; the others are set aside as ``other_metric`` and
         counted.
+    copies : {'set_aside', 'keep'}, optional
+        Files that are byte-for-byte copies of an earlier file: set their rows aside as
+        ``duplicate_file`` (the default) or read them like any file.
     """
     validate_metric_options(metric_range, higher_is_better)
+    if copies is not None and copies not in ("set_aside", "keep"):
+        raise ParameterError(f"`copies` must be 'set_aside' or 'keep', got {copies!r}.")
     if metrics is not None:
         if isinstance(metrics, str):
             metrics = [metrics]
@@ -580,6 +664,7 @@ def metric_options(
             ("metric_range", metric_range),
             ("higher_is_better", higher_is_better),
             ("metrics", metrics),
+            ("copies", copies),
         )
         if v is not None
     }

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 import polars as pl
 
+from evalstats._column_rules import ColumnRule
 from evalstats.schema import MetricInfo
 
 __all__ = ["FormatCount", "Ingest", "IngestReport", "SetAsideExample"]
@@ -84,6 +85,10 @@ class IngestReport:
     by_format : tuple of FormatCount
         Files and rows per format, in reading order: one entry, unless a folder mixed formats
         (``format`` is then ``mixed``).
+    columns : tuple of ColumnRule
+        What the loader decided about source columns beyond their canonical roles (a column of
+        free text left out, a task configuration that makes variants), each with its
+        evidence; :func:`evalstats.design.infer_design` starts from these.
     """
 
     format: str
@@ -95,6 +100,7 @@ class IngestReport:
     notes: tuple[str, ...] = ()
     metrics: tuple[MetricInfo, ...] = ()
     by_format: tuple[FormatCount, ...] = ()
+    columns: tuple[ColumnRule, ...] = ()
 
     def __post_init__(self) -> None:
         clean = {k: int(v) for k, v in sorted(self.set_aside.items()) if int(v) > 0}
@@ -134,6 +140,9 @@ class IngestReport:
             "notes": list(self.notes),
             "metrics": [m.to_dict() for m in self.metrics],
             "by_format": [c.to_dict() for c in self.by_format],
+            "columns": [
+                {"column": c.column, "role": c.role, "evidence": c.evidence} for c in self.columns
+            ],
         }
 
     def to_json(self) -> str:
@@ -182,6 +191,7 @@ class IngestReport:
             examples=tuple(e for r in reports for e in r.examples),
             notes=tuple(n for r in reports for n in r.notes),
             metrics=tuple({m.name: m for r in reports for m in r.metrics}.values()),
+            columns=tuple({c.column: c for r in reports for c in r.columns}.values()),
         )
 
 

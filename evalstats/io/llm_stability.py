@@ -401,8 +401,8 @@ def read_llm_stability(
     --------
     >>> import os, tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> rows = os.linesep.join(["gt,raw_response", "(A),The answer is (A).", "Yes,No", ""])
-    >>> for run in (0, 1):
+    >>> for run, last in enumerate(["No", "Yes"]):
+    ...     rows = os.linesep.join(["gt,raw_response", "(A),The answer is (A).", f"Yes,{last}", ""])
     ...     _ = (d / f"gpt-4o_navigate_{run}.csv").write_text(rows)
     >>> obs, report = read_llm_stability(d)
     >>> obs.select("model", "dataset", "item", "run", "answer", "score").collect().rows()[:2]

@@ -7,8 +7,15 @@ from pathlib import Path
 
 import polars as pl
 
+from evalstats._column_rules import ColumnRule, classify, normal_name
 from evalstats.errors import IngestError, ParameterError
-from evalstats.io._columns import ALIASES, parse_mapping, resolve_roles
+from evalstats.io._columns import (
+    ALIASES,
+    FACTOR_ROLES,
+    IGNORE_ROLES,
+    parse_mapping,
+    resolve_roles,
+)
 from evalstats.io._files import expand_paths, scan_file, skipped_note, table_suffix
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
@@ -93,9 +100,10 @@ def read_table(
     factor_order: list[str] = []
     row_cols: list[str] = []
     source_names: dict[str, str] = {}
+    opened = []
     for f in files:
         lf = scan_file(
-            f, text_columns=[k for k, v in mapping.items() if v not in ("factor", "ignore")]
+            f, text_columns=[k for k, v in mapping.items() if v not in FACTOR_ROLES | IGNORE_ROLES]
         )
         names = lf.collect_schema().names()
         flagged = "__bad_json" in names
@@ -110,6 +118,21 @@ def read_table(
                     row=1,
                 )
         renames, factors = resolve_roles(names, mapping, path=str(f))
+        opened.append((f, lf, names, flagged, renames, factors))
+    decided, rules = _leftover_roles(opened, mapping, dataset)
+    notes.extend(_role_notes(rules, decided))
+    explicit_variant = next((k for k, v in mapping.items() if v == "variant"), None)
+    varying = (
+        _varying_within(opened, explicit_variant, decided)
+        if explicit_variant is not None
+        else set()
+    )
+    for f, lf, names, flagged, renames, factors in opened:
+        renames = dict(renames)
+        for src, role in decided.items():  # outputs named like answer/gold take a free role
+            if src in names and role in ALIASES and src not in renames:
+                renames[src] = role
+        factors = [c for c in factors if decided.get(c, "factor") == "factor"]
         alias = next((k for k, v in renames.items() if v == "variant"), None)
         if alias is not None and factors and alias not in mapping and alias.lower() != "variant":
             # `template` next to `shots`: both are factors of the variant, by name
@@ -136,16 +159,23 @@ def read_table(
         for c in (*read_cols, *factors):
             if c not in row_cols:
                 row_cols.append(c)
-        if "variant" in renames.values() and factors:
-            # the factor columns are part of the variant, always: a table with a variant column
-            # and `shots` must not merge (or call duplicates) rows that differ in `shots`
+        appended = factors
+        if "variant" in renames.values() and explicit_variant is not None:
+            # an explicit variant column is the variant: a factor joins its key only where it
+            # takes several values within one variant (else two rows would be one unit)
+            appended = [c for c in factors if c in varying]
+        if "variant" in renames.values() and appended:
+            # the factor columns are part of the variant: a table with a variant column and
+            # `shots` must not merge (or call duplicates) rows that differ in `shots`
             lf = lf.with_columns(
                 pl.concat_str(
-                    [pl.col("variant").cast(pl.String).fill_null("null"), variant_key(factors)],
+                    [pl.col("variant").cast(pl.String).fill_null("null"), variant_key(appended)],
                     separator="|",
                 ).alias("variant")
             )
-            note = f"variant = {source_names.get('variant', 'variant')} | {', '.join(factors)}"
+            note = f"variant = {source_names.get('variant', 'variant')} | {', '.join(appended)}"
+            if appended is not factors:
+                note += " (they vary within it)"
             if note not in notes:
                 notes.append(note)
         for col, new in clash.items():  # not `f`: that is the file being read
@@ -157,8 +187,9 @@ def read_table(
             lf = lf.with_columns(pl.lit(name, dtype=pl.String).alias("dataset"))
         if "model" not in renames.values() and model is not None:
             lf = lf.with_columns(pl.lit(model, dtype=pl.String).alias("model"))
-        if "item" in renames.values():
-            lf = lf.with_columns(pl.col("item").cast(pl.String))
+        for key in ("item", "cluster"):
+            if key in renames.values():
+                lf = lf.with_columns(pl.col(key).cast(pl.String))
         if "metric" in renames.values():
             if metric is not None:
                 raise ParameterError(
@@ -207,7 +238,171 @@ def read_table(
         else [],
         notes=[*notes, *filter(None, [skipped_note(_hidden)])],
         source_names=source_names,
+        column_rules=_rename_rules(source_names, mapping, rules)
+        + _given_rules(mapping)
+        + _report_rules(rules, decided),
     )
+
+
+def _leftover_roles(
+    opened: list, mapping: Mapping[str, str], dataset: str | None
+) -> tuple[dict[str, str], dict[str, ColumnRule]]:
+    """Decide, over all files at once, what each unmapped leftover column is.
+
+    Returns ``{column: 'factor' | 'drop' | <canonical role>}`` and the rule (with its evidence)
+    of each column classified (see :mod:`evalstats._column_rules`). A column named like an
+    output or a reference takes the canonical role ``answer``, ``response`` or ``gold`` when no
+    other column of every file has it; other text and metadata are left out of the table.
+    """
+    candidates: list[str] = []
+    for _f, _lf, _names, _flagged, _renames, factors in opened:
+        for c in factors:
+            if c not in mapping and c not in candidates:
+                candidates.append(c)
+    if not candidates:
+        return {}, {}
+    frames = []
+    for f, lf, _names, _flagged, renames, factors in opened:
+        back = {v: k for k, v in renames.items()}
+        keys = [
+            (pl.col(back[k]).cast(pl.String) if k in back else pl.lit(None, dtype=pl.String)).alias(
+                f"__k_{k}"
+            )
+            for k in ("model", "item")
+        ]
+        ds = (
+            pl.col(back["dataset"]).cast(pl.String)
+            if "dataset" in back
+            else pl.lit(dataset if dataset is not None else _stem(f), dtype=pl.String)
+        )
+        frames.append(
+            lf.select(*keys, ds.alias("__k_dataset"), *[c for c in candidates if c in factors])
+        )
+    frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
+    has_item = any("item" in r.values() for *_, r, _fs in opened)
+    try:
+        rules = classify(
+            frame,
+            candidates,
+            item="__k_item" if has_item else None,
+            within=("__k_model", "__k_dataset"),
+        )
+    except pl.exceptions.PolarsError:
+        # an unreadable file (bad UTF-8, a broken line): the accounting pass that follows
+        # names its file and row; until then every leftover column stays a factor
+        return {}, {}
+    taken = set.intersection(*(set(r.values()) for *_, r, _fs in opened))
+    decided: dict[str, str] = {}
+    for c, rule in rules.items():
+        if rule.role in ("prompt", "setting"):
+            decided[c] = "factor"
+            continue
+        decided[c] = "drop"
+        if rule.role == "text" and rule.n_values is None:  # by name: an output or a reference
+            role = _output_role(c)
+            if role is not None and role not in taken:
+                decided[c] = role
+                taken.add(role)
+    return decided, rules
+
+
+def _rename_rules(
+    source_names: Mapping[str, str], mapping: Mapping[str, str], rules: Mapping[str, ColumnRule]
+) -> list[ColumnRule]:
+    """A rule for each source column read under a canonical name (``question_id`` -> item)."""
+    out = []
+    for role, src in source_names.items():
+        if src in rules:  # an output named like answer/gold: its own rule says why
+            continue
+        if src in mapping:
+            why = "given (--columns or --roles)"
+        elif src == role or role == "input_text" and src.lower() == role:
+            why = "its name"
+        else:
+            why = f"a documented alias of {role}"
+        out.append(ColumnRule(src, role, why))
+    return out
+
+
+def _given_rules(mapping: Mapping[str, str]) -> list[ColumnRule]:
+    """The roles given for columns kept as factors or left out (``--columns x=setting``)."""
+    out = []
+    for src, role in mapping.items():
+        if role in FACTOR_ROLES:
+            out.append(ColumnRule(src, "setting" if role == "setting" else "prompt", _GIVEN))
+        elif role in IGNORE_ROLES:
+            out.append(ColumnRule(src, "metadata" if role == "metadata" else "text", _GIVEN))
+    return out
+
+
+_GIVEN = "given (--columns or --roles)"
+
+
+def _report_rules(rules: Mapping[str, ColumnRule], decided: Mapping[str, str]) -> list[ColumnRule]:
+    """The rules as the report keeps them: a column given a canonical role says so."""
+    out = []
+    for c, rule in rules.items():
+        how = decided.get(c, "factor")
+        if how in ("factor", "drop"):
+            out.append(rule)
+        else:
+            out.append(ColumnRule(c, how, f"{rule.evidence}; read as {how!r}", rule.n_values))
+    return out
+
+
+def _output_role(name: str) -> str | None:
+    words = set(normal_name(name).split("_"))
+    if words & {"gold", "label", "target", "reference", "expected", "solution"}:
+        return "gold"
+    if words & {"answer", "pred", "prediction", "predicted"}:
+        return "answer"
+    if words & {"response", "output", "completion", "generation", "generated"}:
+        return "response"
+    return None
+
+
+def _role_notes(rules: Mapping[str, ColumnRule], decided: Mapping[str, str]) -> list[str]:
+    notes = []
+    guessed = [
+        f"{c} ({rule.n_values} values)"
+        for c, rule in rules.items()
+        if decided.get(c) == "factor" and "not a known name" in rule.evidence
+    ]
+    if guessed:
+        notes.append(
+            "taken as prompt dimensions (names evalstats does not know, few values that vary "
+            f"within items): {', '.join(guessed)}; say otherwise with --roles NAME=setting|text"
+        )
+    dropped = [
+        f"{c} ({rule.role}: {rule.evidence})"
+        for c, rule in rules.items()
+        if decided.get(c) == "drop"
+    ]
+    if dropped:
+        notes.append(f"left out (no analysis reads them): {'; '.join(dropped)}")
+    return notes
+
+
+def _varying_within(opened: list, variant: str, decided: Mapping[str, str]) -> set[str]:
+    """Factor columns that take several values within one value of the ``variant`` column."""
+    frames = []
+    factors: list[str] = []
+    for _f, lf, names, _flagged, _renames, fs in opened:
+        mine = [c for c in fs if decided.get(c, "factor") == "factor" and c != variant]
+        factors += [c for c in mine if c not in factors]
+        if variant in names:
+            frames.append(lf.select(pl.col(variant).cast(pl.String), *mine))
+    if not frames or not factors:
+        return set()
+    frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
+    row = (
+        frame.group_by(variant)
+        .agg(pl.col(c).n_unique() for c in factors)
+        .select(pl.col(c).max() for c in factors)
+        .collect()
+        .row(0, named=True)
+    )
+    return {c for c in factors if (row[c] or 0) > 1}
 
 
 def _stem(path: Path) -> str:

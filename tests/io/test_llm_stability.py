@@ -428,7 +428,8 @@ def test_identical_configurations_in_two_run_folders_are_two_run_sets(tmp_path):
     for folder in ("prompt_2025-01-01", "prompt_long_2025-01-02"):
         for run in (0, 1):
             rows = [{"rubric_id": i, "run": run} for i in range(3)]
-            _v3_file(tmp_path / folder / f"m-navigate-{run}.csv", rows)
+            # run on another day: the files are not byte-for-byte copies (those are set aside)
+            _v3_file(tmp_path / folder / f"m-navigate-{run}.csv", rows, date=folder[-10:])
     obs, report = read_llm_stability(tmp_path)
     df = obs.collect()
     assert report.rows_read == report.rows_kept == 12
