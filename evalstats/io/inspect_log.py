@@ -7,6 +7,7 @@ chosen scorer's value the score, ``eval.model`` the model and ``eval.task`` the 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -19,6 +20,7 @@ from typing import Any
 
 import polars as pl
 
+from evalstats._column_rules import ColumnRule
 from evalstats.errors import IngestError, MissingDependencyError, ParameterError
 from evalstats.io._files import (
     expand_paths,
@@ -267,10 +269,15 @@ def read_inspect(
         logs.append((f, *log))
     logs, superseded, retry_notes = _latest_per_task(logs)
     notes.extend(retry_notes)
-    for f, header, samples, header_note in logs:
+    solvers, offsets, rules = _configurations(logs, notes)
+    for k, (f, header, samples, header_note) in enumerate(logs):
         if header_note:
             notes.append(f"{f}: {header_note}")
         frame, chosen, scored, file_notes = _frame(f, header, samples, scorer)
+        if solvers is not None:
+            frame = frame.with_columns(pl.lit(solvers[k], dtype=pl.String).alias("solver"))
+        if offsets[k]:
+            frame = frame.with_columns(pl.col("run") + offsets[k])
         n_scored += scored
         if chosen is not None and chosen not in chosen_all:
             chosen_all.append(chosen)
@@ -319,7 +326,82 @@ def read_inspect(
         source_names={"score": _score_source(chosen_all), "item": "id", "run": "epoch"},
         notes=notes + ["run = epoch - 1 (Inspect epochs start at 1)"],
         extra_read={"superseded_log": superseded} if superseded else None,
+        column_rules=rules,
     )
+
+
+def _plan_steps(header: dict) -> list[tuple[str, str]]:
+    plan = header.get("plan") if isinstance(header.get("plan"), dict) else {}
+    steps = plan.get("steps") if isinstance(plan.get("steps"), list) else []
+    out = []
+    for step in steps:
+        if isinstance(step, dict):
+            params = json.dumps(step.get("params"), sort_keys=True, default=str)
+            out.append((str(step.get("solver")), params))
+    return out
+
+
+def _configurations(
+    logs: list[tuple[Path, dict, list[dict], str | None]], notes: list[str]
+) -> tuple[list[str] | None, list[int], list[ColumnRule]]:
+    """Variants and runs of several logs of one (model, task).
+
+    Logs whose solver plan differs are prompt variants: a ``solver`` factor names the plan
+    (its steps joined by ``+``, with a fingerprint of their parameters when two plans share
+    the steps). Logs whose plan, task arguments and generate config agree are repeated runs of
+    one configuration: their epochs are numbered on, log after log, by completion time.
+    Returns the solver label of each log (None when no two logs of a task differ in plan),
+    the run offset of each log, and the design rule when plans differ.
+    """
+    groups: dict[tuple[str, str], list[int]] = {}
+    for k, (_f, header, _s, _n) in enumerate(logs):
+        ev = header.get("eval") if isinstance(header.get("eval"), dict) else {}
+        groups.setdefault((str(ev.get("model")), str(ev.get("task"))), []).append(k)
+    labels = [""] * len(logs)
+    offsets = [0] * len(logs)
+    differ = 0
+    for (model, task), idx in groups.items():
+        plans = {k: _plan_steps(logs[k][1]) for k in idx}
+        names = {k: "+".join(s for s, _ in p) or "none" for k, p in plans.items()}
+        distinct = {json.dumps(p) for p in plans.values()}
+        for k in idx:
+            clash = {json.dumps(plans[j]) for j in idx if names[j] == names[k]}
+            digest = hashlib.sha256(json.dumps(plans[k]).encode()).hexdigest()[:6]
+            labels[k] = names[k] if len(clash) == 1 else f"{names[k]}#{digest}"
+        if len(distinct) > 1:
+            differ += 1
+            notes.append(
+                f"warning: {model} / {task}: {len(idx)} logs with {len(distinct)} solver plans "
+                f"({', '.join(sorted({labels[k] for k in idx}))}): read as solver variants, "
+                "not as repeated runs"
+            )
+        same: dict[str, list[int]] = {}
+        for k in idx:
+            key = json.dumps([plans[k], _factors(logs[k][1])], sort_keys=True, default=str)
+            same.setdefault(key, []).append(k)
+        for members in same.values():
+            if len(members) < 2:
+                continue
+            members.sort(key=lambda k: (_log_time(logs[k][1]), logs[k][0].name))
+            offset = 0
+            for k in members:
+                offsets[k] = offset
+                epochs = [s.get("epoch") for s in logs[k][2] if type(s.get("epoch")) is int]
+                offset += max(epochs, default=1)
+            notes.append(
+                f"{model} / {task}: {len(members)} logs of the same configuration (solver, task "
+                "arguments, generate config) read as repeated runs: their epochs numbered on, "
+                "log after log, oldest first"
+            )
+    if not differ:
+        return None, offsets, []
+    rule = ColumnRule(
+        "solver",
+        "prompt",
+        f"logs of one task differ in their solver plan ({differ} model x task group(s)): "
+        "prompt variants, not repeated runs",
+    )
+    return labels, offsets, [rule]
 
 
 def _log_time(header: dict) -> str:

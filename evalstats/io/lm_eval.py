@@ -9,6 +9,7 @@ model from the results file (or the folder name), one metric to the score, and r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -310,6 +311,9 @@ def read_lm_eval(
     keys: list[tuple[str, str, Any, str]] = []
     metrics_used: list[str] = []
     metric_of_task: dict[str, str] = {}
+    prints: list[dict[str, str]] = []
+    companions: list[str | None] = []
+    configs: dict[str, dict] = {}
     for f, layout in files:
         if layout == "samples":
             task, date = _task_and_date(f, layout, None)
@@ -336,9 +340,13 @@ def read_lm_eval(
             if note not in notes:
                 notes.append(note)
         shots = _shots(results, task)
-        frame, used, file_notes = _read_samples(
+        frame, used, file_notes, print_ = _read_samples(
             f, task, model, shots, _for_task(metric, task), _for_task(filter, task), on_invalid
         )
+        task_config = ((results or {}).get("configs") or {}).get(task)
+        if isinstance(task_config, dict):
+            print_ = {**print_, "config": _digest(task_config)}
+            configs[_digest(task_config)] = task_config
         if used is not None:
             info = metric_info(used, results, task)
             factor = score_factor(score_scale)
@@ -356,6 +364,8 @@ def read_lm_eval(
         metric_of_task.setdefault(task, used)
         parts.append((str(f), frame))
         keys.append((model, task, shots, date or ""))
+        prints.append(print_)
+        companions.append(_digest(results) if results is not None else None)
     if isinstance(metric, Mapping):
         tasks = {k[1] for k in keys}
         unknown = [t for t in metric if t not in tasks]
@@ -364,7 +374,7 @@ def read_lm_eval(
                 f"`metric` names the task {unknown[0]!r}, which is not in the logs (tasks: "
                 f"{', '.join(sorted(tasks))})."
             )
-    parts, doc_sets = _number_runs(parts, keys, notes)
+    parts, doc_sets, config_rule = _number_runs(parts, keys, notes, prints, configs)
     checks = [
         Check(
             "other_filter",
@@ -387,7 +397,12 @@ def read_lm_eval(
         on_invalid=on_invalid,
         score_scale=score_scale,
         checks=checks,
-        factors=["shots", "doc_set"] if doc_sets else ["shots"],
+        factors=["shots"]
+        + (["doc_set"] if doc_sets else [])
+        + (["task_config"] if config_rule is not None else []),
+        column_rules=([config_rule] if config_rule is not None else [])
+        + ([_doc_set_rule()] if doc_sets else []),
+        companions=companions,
         source_names={
             "score": metrics_used[0]
             if len(metrics_used) == 1
@@ -701,7 +716,34 @@ def _read_samples(
     frame = pl.DataFrame(cols, schema=schema).with_columns(
         pl.lit(shots, dtype=pl.Int64).alias("shots")
     )
-    return frame, used, notes
+    return frame, used, notes, _fingerprint(mine, chosen_filter)
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _fingerprint(records: list[dict], chosen_filter: str) -> dict[str, str]:
+    """What makes two samples files of one task the same configuration, from the records.
+
+    The prompt of each document (``prompt_hash``, else the prompt text), its gold (``target``)
+    and the filter read: two files that differ in any of them are not repeated runs.
+    """
+    prompts = []
+    targets = []
+    for r in records:
+        doc = str(r.get("doc_id"))
+        prompt = r.get("prompt_hash")
+        if prompt is None:
+            args = r.get("arguments")
+            prompt = _digest(args) if args is not None else None
+        prompts.append((doc, prompt))
+        targets.append((doc, r.get("target_hash") or r.get("target", r.get("truth"))))
+    return {
+        "prompts": _digest(sorted(prompts, key=str)),
+        "gold": _digest(sorted(targets, key=str)),
+        "filter": chosen_filter,
+    }
 
 
 def _per_document(records: list[dict], metric: str, n: int = 50) -> bool:
@@ -738,19 +780,27 @@ def _doc_set(df: pl.DataFrame) -> frozenset:
     return frozenset(mine.get_column("item").drop_nulls().to_list())
 
 
-def _number_runs(parts, keys, notes):
-    """Number samples files of the same (model, task, shots) as runs 0, 1, ... by date.
+def _number_runs(parts, keys, notes, prints, configs):
+    """Number samples files of the same (model, task, shots) and configuration as runs 0, 1, ...
 
     Files whose document sets differ (a full run and a ``--limit`` run) are not repeated runs
     of one configuration: they are kept apart by a ``doc_set`` factor (``"<n> docs"``), each
-    set numbered on its own, and a note says so. Returns the parts and whether any set differs.
+    set numbered on its own, and a note says so. Files of one document set whose configuration
+    differs (the task config of their results file, the prompt or gold of a document, the
+    filter read) are not repeated runs either: they are prompt variants, told apart by a
+    ``task_config`` factor (a short fingerprint of the configuration). Only files of the same
+    configuration are numbered as runs, by date. Returns the parts, whether any document set
+    differs, and the rule (with its evidence) when configurations differ.
     """
     groups: dict[tuple, list[int]] = {}
     for i, (model, task, shots, _date) in enumerate(keys):
         groups.setdefault((model, task, shots), []).append(i)
     run_of = [0] * len(parts)
     set_of: list[str | None] = [None] * len(parts)
+    config_of: list[str | None] = [None] * len(parts)
     any_split = False
+    differs: dict[str, None] = {}
+    n_variant_groups = 0
     for (model, task, _), idx in groups.items():
         idx.sort(key=lambda i: keys[i][3])
         sets: dict[frozenset, list[int]] = {}
@@ -771,17 +821,82 @@ def _number_runs(parts, keys, notes):
                 "--limit run are not repeats)"
             )
         for members in sets.values():
-            for r, i in enumerate(members):
-                run_of[i] = r
-            if len(members) > 1:
+            same: dict[str, list[int]] = {}
+            for i in members:
+                same.setdefault(_digest(prints[i]), []).append(i)
+            if len(same) > 1:
+                n_variant_groups += 1
+                what = _what_differs([prints[m[0]] for m in same.values()], configs)
+                differs.update(dict.fromkeys(what))
+                for key, runs in same.items():
+                    for i in runs:
+                        config_of[i] = key[:8]
                 notes.append(
-                    f"{model} / {task}: {len(members)} samples files with the same documents and "
-                    f"different dates read as runs 0-{len(members) - 1} (oldest first)"
+                    f"warning: {model} / {task}: {len(members)} samples files are {len(same)} "
+                    f"configurations ({'; '.join(what)} differ): read as task_config variants, "
+                    "not as repeated runs; only files of the same configuration are runs"
                 )
+            for runs in same.values():
+                for r, i in enumerate(runs):
+                    run_of[i] = r
+                if len(runs) > 1:
+                    notes.append(
+                        f"{model} / {task}: {len(runs)} samples files with the same documents and "
+                        f"different dates read as runs 0-{len(runs) - 1} (oldest first; the same "
+                        "configuration)"
+                    )
+    rule = None
+    if differs:
+        from evalstats._column_rules import ColumnRule
+
+        rule = ColumnRule(
+            "task_config",
+            "prompt",
+            f"samples files of one task differ in {'; '.join(differs)} "
+            f"({n_variant_groups} model x task group(s)): prompt variants, not repeated runs",
+        )
     out = []
     for i, (p, df) in enumerate(parts):
         df = df.with_columns(pl.lit(run_of[i], dtype=pl.Int64).alias("run"))
         if any_split:
             df = df.with_columns(pl.lit(set_of[i], dtype=pl.String).alias("doc_set"))
+        if rule is not None:
+            df = df.with_columns(pl.lit(config_of[i], dtype=pl.String).alias("task_config"))
         out.append((p, df))
-    return out, any_split
+    return out, any_split, rule
+
+
+def _doc_set_rule():
+    from evalstats._column_rules import ColumnRule
+
+    return ColumnRule(
+        "doc_set",
+        "setting",
+        "samples files of one task cover different documents (a full run and a --limit run): "
+        "held apart and analysed per document set, neither a prompt variant nor a repeated run",
+    )
+
+
+def _what_differs(prints: list[dict[str, str]], configs: Mapping[str, dict]) -> list[str]:
+    """What the configurations ``prints`` differ in, for the note and the design's evidence."""
+    what = []
+    cfgs = [configs.get(p.get("config", "")) for p in prints]
+    if len({p.get("config") for p in prints}) > 1:
+        keys = sorted(
+            {
+                k
+                for c in cfgs
+                if c
+                for k in c
+                if len({json.dumps((d or {}).get(k), sort_keys=True, default=str) for d in cfgs})
+                > 1
+            }
+        )
+        what.append("task config" + (f" ({', '.join(keys)})" if keys else ""))
+    if len({p["prompts"] for p in prints}) > 1:
+        what.append("prompts (prompt_hash)")
+    if len({p["gold"] for p in prints}) > 1:
+        what.append("gold (target)")
+    if len({p["filter"] for p in prints}) > 1:
+        what.append("filter")
+    return what or ["configuration"]

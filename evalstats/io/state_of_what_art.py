@@ -98,6 +98,28 @@ def _accuracy_files(
     return [f for f in files if META_FOLDER not in f.parts]
 
 
+def _release_note(path: str | Path | Sequence[str | Path]) -> str | None:
+    """What a release folder holds besides the accuracy tables and their metadata (not read)."""
+    if isinstance(path, (list, tuple)) or not Path(path).is_dir():
+        return None
+    root = Path(path)
+    if not (root / ACC_FOLDER).is_dir():
+        return None
+    other: dict[str, int] = {}
+    for f in root.rglob("*"):
+        rel = f.relative_to(root).parts
+        if not f.is_file() or rel[0] in (ACC_FOLDER, META_FOLDER) or rel[-1].startswith("."):
+            continue
+        other[rel[0]] = other.get(rel[0], 0) + 1
+    if not other:
+        return None
+    listed = ", ".join(f"{k}/ ({n} file{'s' if n != 1 else ''})" for k, n in sorted(other.items()))
+    return (
+        f"release folder: read {ACC_FOLDER}/ (with {META_FOLDER}/ as metadata); not needed and "
+        f"not read: {listed}"
+    )
+
+
 def _metadata_file(acc: Path, metadata: str | Path | None) -> Path | None:
     if metadata is not None:
         m = Path(metadata)
@@ -223,7 +245,7 @@ def read_state_of_what_art(
     _hidden: list[Path] = []
     files = _accuracy_files(path, _hidden)
     parts = []
-    notes: list[str] = []
+    notes: list[str] = [n for n in [_release_note(path)] if n]
     use_meta = metadata is not False
     explicit = metadata if isinstance(metadata, (str, Path)) else None
     missing_meta = 0
