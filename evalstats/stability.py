@@ -99,6 +99,20 @@ def _text(col: str, present: bool, normalize: str) -> pl.Expr:
     return e
 
 
+def _effective_answer(has_a: bool, has_r: bool, normalize: str) -> pl.Expr:
+    """The answer compared by TARa: an unparsed answer stands for its raw response.
+
+    A parser is a function of the raw response, so identical responses give identical answers,
+    unparsed ones included: an unparsed answer is keyed by its response, and agrees with another
+    unparsed answer exactly when their responses agree. This keeps TARa >= TARr (every item
+    whose responses agree has agreeing answers); without responses, unparsed never agrees.
+    """
+    answer = _text("answer", has_a, normalize)
+    if not (has_a and has_r):
+        return answer
+    return pl.coalesce(answer, pl.lit("\x00unparsed:") + _text("response", has_r, normalize))
+
+
 def _describe(group: dict) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in group.items())
 
@@ -131,6 +145,7 @@ def _prepare(
         pl.col("score"),
         _text("answer", has_a, normalize).alias("__a"),
         _text("response", has_r, normalize).alias("__r"),
+        _effective_answer(has_a, has_r, normalize).alias("__ae"),
         *[pl.col(c) for c in lens],
         (pl.col("gold") if "gold" in schema else pl.lit(None, dtype=pl.String)).alias("__gold"),
     )
@@ -254,8 +269,10 @@ def stability_table(
         or analyse the items present in every run and warn with what was left out.
     all_unparsed : {'disagree', 'agree'}, default 'disagree'
         Whether an item whose answers are unparsed (null) in *every* run counts as agreeing in
-        TARa. ``'agree'`` is the convention of the authors' ``evaluate.py``; use it to reproduce
-        their ``TARa`` column. ``n_all_unparsed`` reports how many items this concerns.
+        TARa. With ``'disagree'`` unparsed answers agree only where their raw responses agree
+        (identical responses parse identically, so TARa >= TARr always); ``'agree'`` is the
+        convention of the authors' ``evaluate.py``; use it to reproduce their ``TARa`` column.
+        ``n_all_unparsed`` reports how many items this concerns.
 
     Returns
     -------
@@ -345,7 +362,7 @@ def stability_table(
     keys = list(by)
     none_bool = pl.lit(None, dtype=pl.Boolean)
     none_unparsed = pl.col("__a").null_count() == pl.len()
-    agree_a = _agree("__a") | none_unparsed if all_unparsed == "agree" else _agree("__a")
+    agree_a = _agree("__ae") | none_unparsed if all_unparsed == "agree" else _agree("__ae")
     item_aggs = [
         pl.col("score").max().alias("__best"),
         pl.col("score").min().alias("__worst"),
@@ -553,7 +570,7 @@ def tar_curve(
     keys = list(by)
     text = [
         (name, col)
-        for name, col, present in (("tar_a", "__a", has_a), ("tar_r", "__r", has_r))
+        for name, col, present in (("tar_a", "__ae", has_a), ("tar_r", "__r", has_r))
         if present
     ]
 
@@ -689,7 +706,7 @@ def unstable_items(
         if has_r
         else none_int.alias("n_responses"),
         pl.col("score").mean().alias("share_correct"),
-        _agree("__a").alias("answer_agree") if has_a else none_bool.alias("answer_agree"),
+        _agree("__ae").alias("answer_agree") if has_a else none_bool.alias("answer_agree"),
         _agree("__r").alias("response_agree") if has_r else none_bool.alias("response_agree"),
         pl.col("__gold").drop_nulls().first().alias("gold"),
         pl.col("__a").sort_by("run").alias("answers")

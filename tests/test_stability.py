@@ -157,16 +157,24 @@ def test_tar_curve_large_n_is_finite():
 # --- decisions and planted truth -------------------------------------------------------------
 
 
-def test_all_unparsed_item_never_agrees():
-    # the authors' evaluate.py adds only the first unparsed row of an item to its answer set, so
-    # an item with N unparsed answers counts as agreeing there; here an unparsed answer never
-    # agrees (issue 4), so the item counts 0 for tar_a. Its raw responses may still agree.
-    obs = _obs([[None, None, None], ["A", "A", "A"]]).with_columns(
+def test_unparsed_answers_agree_only_where_their_responses_agree():
+    # an unparsed answer stands for its raw response (issue 26): identical responses parse
+    # identically, so an item whose N responses agree agrees in TARa too and TARa >= TARr; with
+    # different responses N unparsed answers do not agree (the authors' evaluate.py counts any
+    # item with N unparsed answers as agreeing: all_unparsed='agree')
+    same = _obs([[None, None, None], ["A", "A", "A"]]).with_columns(
         pl.lit("same text").alias("response")
     )
-    row = stability_table(obs).row(0, named=True)
-    assert row["tar_a"] == 0.5
-    assert row["tar_r"] == 1.0
+    row = stability_table(same).row(0, named=True)
+    assert row["tar_a"] == 1.0 and row["tar_r"] == 1.0
+    differ = _obs([[None, None, None], ["A", "A", "A"]]).with_columns(
+        pl.Series("response", ["x", "y", "z", "a", "a", "a"])
+    )
+    row = stability_table(differ).row(0, named=True)
+    assert row["tar_a"] == 0.5 and row["tar_r"] == 0.5
+    assert stability_table(differ, all_unparsed="agree")["tar_a"].item() == 1.0
+    curve = tar_curve(differ)
+    assert (curve["tar_a"] >= curve["tar_r"]).all()
 
 
 def test_normalize_applies_to_responses():

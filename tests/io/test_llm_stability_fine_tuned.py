@@ -88,9 +88,22 @@ def test_every_row_of_the_authors_csv(archive, folder, reference):
         for key in ("temperature", "seed", "top_p_k", "even_model"):
             if key in ref["model_config"]:
                 assert cfg[key] == ref["model_config"][key]
-        # the strict TARa differs from the authors' by exactly the all-unparsed items
+        # the strict TARa differs from the authors' by exactly the all-unparsed items whose raw
+        # responses differ (unparsed answers with identical responses agree: TARa >= TARr)
         srow = strict.filter(where).row(0, named=True)
-        assert round((row["tar_a"] - srow["tar_a"]) * i) == row["n_all_unparsed"]
+        per_item = (
+            obs.filter(where)
+            .group_by("item")
+            .agg(
+                (pl.col("answer").null_count() == pl.len()).alias("unparsed"),
+                (
+                    (pl.col("response").null_count() == 0) & (pl.col("response").n_unique() == 1)
+                ).alias("same"),
+            )
+        )
+        differ = per_item.filter(pl.col("unparsed") & ~pl.col("same")).height
+        assert round((row["tar_a"] - srow["tar_a"]) * i) == differ
+        assert srow["tar_a"] >= srow["tar_r"]
     notes = "\n".join(report.notes)
     assert "rubric_counter" in notes and "left out of the configuration" in notes
     assert "skipped 1 hidden file(s) (1 macOS AppleDouble" in notes
@@ -100,9 +113,13 @@ def test_every_row_of_the_authors_csv(archive, folder, reference):
 def test_all_unparsed_counts_of_the_cross_trained_runs(archive):
     obs, _ = read_llm_stability(archive / "cross_trained")
     t = stability_table(obs).sort("dataset")
-    # 33 and 2 items never yield an answer: the authors count them as agreeing
+    # 33 and 2 items never yield an answer: the authors count them as agreeing. Here an
+    # unparsed answer stands for its raw response; the responses of these items agree in every
+    # run, so they agree in TARa too (before issue 26 they never did: TARa 216 and 247 of 250,
+    # below TARr, which cannot happen for identical runs)
     assert t["n_all_unparsed"].to_list() == [33, 2]
-    assert [round(v * 250) for v in t["tar_a"]] == [216, 247]
+    assert [round(v * 250) for v in t["tar_a"]] == [249, 249]
+    assert (t["tar_a"] >= t["tar_r"]).all()
 
 
 def test_whole_archive_with_default_grouping(archive):
@@ -144,10 +161,19 @@ def test_partial_reruns_stop_the_report_with_the_flag(archive, tmp_path, capsys)
             (part / f.name).write_bytes(f.read_bytes())
     head = pl.read_csv(run, infer_schema=False).head(100)
     head.write_csv(part / run.name)
-    assert main(["report", str(part.parent), "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    argv = ["report", str(part.parent), "--out", str(tmp_path / "r"), "--quiet"]
+    assert main([*argv, "--on-mismatch", "error"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("evalstats: error: the runs of model='gpt-35_OAI'")
     assert "run 3 has 100 of 250 items" in err[-1] and "--on-mismatch intersect" in err[-1]
+    # by default the report proceeds and says by which rule: run means over each run's own
+    # items, TAR over the 100 items every run scored
+    skip = "attribution,anova,correlation,converge,nstar,noise"
+    assert main([*argv, "--skip", skip]) == 0
+    page = (tmp_path / "r" / "report.md").read_text()
+    assert "cover different items" in page and "mismatch='auto'): each run's mean" in page
+    stability = pl.read_csv(tmp_path / "r" / "tables" / "stability.csv")
+    assert stability["n_items"].to_list() == [100]
 
 
 def test_stability_command_with_the_authors_convention(archive, capsys):
