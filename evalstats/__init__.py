@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         subset_rankings,
     )
     from evalstats.correlation import correlation_matrix, spearman_matrix
+    from evalstats.design import Design, apply_design, infer_design
     from evalstats.errors import (
         ClusterError,
         DegenerateDataWarning,
@@ -87,6 +88,7 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "align_item_sets": "evalstats.aggregate",
     "AnovaResult": "evalstats.attribution",
+    "apply_design": "evalstats.design",
     "attribute": "evalstats.attribution",
     "AttributionResult": "evalstats.attribution",
     "audit_report": "evalstats.report",
@@ -96,12 +98,14 @@ _LAZY: dict[str, str] = {
     "convergence": "evalstats.compare",
     "correlation_matrix": "evalstats.correlation",
     "DegenerateDataWarning": "evalstats.errors",
+    "Design": "evalstats.design",
     "DesignWarning": "evalstats.errors",
     "EvalstatsError": "evalstats.errors",
     "EvalstatsWarning": "evalstats.errors",
     "factor_anova": "evalstats.attribution",
     "format_stability_table": "evalstats.stability",
     "friedman_nemenyi": "evalstats.compare",
+    "infer_design": "evalstats.design",
     "Ingest": "evalstats.io",
     "IngestError": "evalstats.errors",
     "IngestReport": "evalstats.io",
@@ -172,6 +176,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AnovaResult",
     "align_item_sets",
+    "apply_design",
     "attribute",
     "audit_report",
     "AttributionResult",
@@ -182,12 +187,14 @@ __all__ = [
     "convergence",
     "correlation_matrix",
     "DegenerateDataWarning",
+    "Design",
     "DesignWarning",
     "EvalstatsError",
     "EvalstatsWarning",
     "factor_anova",
     "format_stability_table",
     "friedman_nemenyi",
+    "infer_design",
     "Ingest",
     "IngestError",
     "IngestReport",

@@ -20,6 +20,7 @@ __all__ = ["main"]
 #: Subcommand modules, in the order ``evalstats --help`` lists them.
 COMMANDS: tuple[str, ...] = (
     "ingest",
+    "design",
     "demo",
     "report",
     "anova",
@@ -69,7 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from evalstats._reproducible import reproducible
         from evalstats.aggregate import item_set_rule
 
-        with item_set_rule(getattr(args, "on_mismatch", "error")), reproducible():
+        rule = getattr(args, "on_mismatch", "error")
+        with item_set_rule("keep" if rule == "auto" else rule), reproducible():
             return int(args.run(args) or 0)
     except EvalstatsError as exc:
         if args.debug:

@@ -47,7 +47,9 @@ FORMAT_NAMES: tuple[str, ...] = (
 )
 
 
-def add_input_arguments(parser: argparse.ArgumentParser, *, item_sets: bool = True) -> None:
+def add_input_arguments(
+    parser: argparse.ArgumentParser, *, item_sets: bool = True, mismatch: str = "error"
+) -> None:
     """PATH and the loader options every analysis command takes (same as ``ingest``).
 
     With ``item_sets`` (every analysis command and the report) also ``--on-mismatch``, the one
@@ -117,14 +119,55 @@ def add_input_arguments(parser: argparse.ArgumentParser, *, item_sets: bool = Tr
         help="analyse only these metrics (lm-eval: the metric to read, for every task or per "
         "task as boolq=acc,truthfulqa_gen=bleu_acc; Inspect: the scorer)",
     )
+    parser.add_argument(
+        "--roles",
+        dest="roles",
+        default=argparse.SUPPRESS,
+        metavar="COL=ROLE,...",
+        help="the role of a column, over every rule: model, dataset, item, cluster, variant, "
+        "prompt, setting, run, score, answer, response, gold, text, metadata (e.g. "
+        "prompt_id=variant,passage=cluster,request_timeout=setting,ticket=text); see "
+        "`evalstats design`",
+    )
+    parser.add_argument(
+        "--design",
+        dest="design_file",
+        type=Path,
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help="a design file (`evalstats design PATH --out design.toml`, edited): its [roles] "
+        "apply; --roles wins over it",
+    )
+    parser.add_argument(
+        "--model",
+        dest="model_name",
+        default=argparse.SUPPRESS,
+        metavar="NAME",
+        help="the model of a table without a model column",
+    )
+    parser.add_argument(
+        "--keep-copies",
+        dest="copies",
+        action="store_const",
+        const="keep",
+        default=argparse.SUPPRESS,
+        help="read files that are byte-for-byte copies of an earlier file like any file "
+        "(default: their rows are set aside as duplicate_file)",
+    )
     if item_sets:
         parser.add_argument(
             "--on-mismatch",
             dest="on_mismatch",
-            choices=["error", "intersect", "keep"],
-            default="error",
-            help="repeated runs of a configuration that cover different items: stop (default), "
-            "analyse the items every run scored (biases TAR upward), or keep each run's own items",
+            choices=["error", "intersect", "keep", *(["auto"] if mismatch == "auto" else [])],
+            default=mismatch,
+            help="repeated runs of a configuration that cover different items: stop, analyse "
+            "the items every run scored (biases TAR upward), or keep each run's own items"
+            + (
+                "; auto (the default): run means over each run's own items, TAR and the "
+                "stability table over the items every run scored, and the report says so"
+                if mismatch == "auto"
+                else " (default: stop)"
+            ),
         )
 
 
@@ -207,11 +250,45 @@ def loader_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def load(args: argparse.Namespace):
-    """Read ``args.path`` with the loader options the user set; print the report to stderr."""
-    from evalstats.io import read
+def roles_of(args: argparse.Namespace) -> dict[str, str]:
+    """The explicit roles: the design file's ``[roles]``, then ``--roles`` over them."""
+    from evalstats.design import parse_roles, read_design_file
 
-    ingest = read(args.path, format=args.format, **loader_options(args))
+    roles: dict[str, str] = {}
+    if getattr(args, "design_file", None) is not None:
+        roles.update(read_design_file(args.design_file))
+    if getattr(args, "roles", None):
+        roles.update(parse_roles(args.roles))
+    return roles
+
+
+def load(args: argparse.Namespace):
+    """Read ``args.path`` with the loader options the user set, and apply its design.
+
+    Prints the ingest report and the design's one-line account to stderr; the design is kept
+    as ``args.design`` (the report opens with it; the prompt analyses take their prompt
+    factors from it).
+    """
+    from evalstats.design import loader_columns
+    from evalstats.io import detect_format, read
+    from evalstats.io._columns import parse_mapping
+
+    options = loader_options(args)
+    roles = roles_of(args)
+    fmt = args.format
+    if fmt == "auto" and (roles or hasattr(args, "model_name")):
+        fmt = detect_format(args.path) if not isinstance(args.path, list) else "table"
+    design_roles = roles
+    if roles and fmt == "table":
+        # a table is read with the roles: a text column is never read, an alias not applied
+        mapping = parse_mapping(options.get("columns"))
+        options["columns"] = {**loader_columns(roles), **mapping}
+        design_roles = {c: r for c, r in roles.items() if r in ("prompt", "setting")}
+    if hasattr(args, "model_name"):
+        options["model"] = args.model_name
+    if hasattr(args, "copies"):
+        options["copies"] = args.copies
+    ingest = read(args.path, format=args.format, **options)
     if not getattr(args, "quiet", False):
         print(ingest.report.summary(), file=sys.stderr)
     report = ingest.report
@@ -225,8 +302,9 @@ def load(args: argparse.Namespace):
             + ").",
             path=", ".join(map(str, args.path)) if isinstance(args.path, list) else str(args.path),
         )
+    ingest = _applied(ingest, design_roles, args)
     rule = getattr(args, "on_mismatch", None)
-    if rule is not None:
+    if rule is not None and rule != "auto":
         import warnings
 
         from evalstats.aggregate import align_item_sets
@@ -239,6 +317,17 @@ def load(args: argparse.Namespace):
             print(f"evalstats: warning: {w.message}", file=sys.stderr)
         ingest = Ingest(obs, ingest.report)
     return ingest
+
+
+def _applied(ingest, roles, args):
+    from evalstats.design import design_and_table, headline
+    from evalstats.io import Ingest
+
+    design, table = design_and_table(ingest.observations, ingest=ingest.report, roles=roles)
+    args.design = design
+    if not getattr(args, "quiet", False):
+        print(f"design: {headline(design)} (evalstats design PATH shows it)", file=sys.stderr)
+    return Ingest(table, ingest.report)
 
 
 def warned(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
@@ -284,8 +373,28 @@ def add_variant_factors_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def params_from(args: argparse.Namespace, *names: str) -> dict[str, Any]:
-    """The options among ``names`` that the user set (unset ones are not passed on)."""
-    return {n: getattr(args, n) for n in names if hasattr(args, n) and getattr(args, n) is not None}
+    """The options among ``names`` that the user set (unset ones are not passed on).
+
+    ``variant_factors`` the user did not set comes from the design (``args.design``): the
+    prompt factors it decided, when the table has factor columns that vary.
+    """
+    out = {n: getattr(args, n) for n in names if hasattr(args, n) and getattr(args, n) is not None}
+    if "variant_factors" in names and "variant_factors" not in out:
+        chosen = design_variant_factors(getattr(args, "design", None))
+        if chosen is not None:
+            out["variant_factors"] = chosen
+    return out
+
+
+def design_variant_factors(design: Any) -> list[str] | None:
+    """The prompt factors of ``design`` as ``variant_factors``, when it holds settings fixed.
+
+    Without varying settings or explicit roles the analyses' own rule gives the same groups,
+    and nothing is passed (the recorded parameters stay the user's).
+    """
+    if design is None or not (design.held or design.roles):
+        return None
+    return list(design.prompt_factors)
 
 
 def _jsonable(v: Any) -> Any:

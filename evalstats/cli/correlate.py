@@ -87,20 +87,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register the subcommand."""
     p = sub.add_parser(
         "correlate",
-        conflict_handler="resolve",  # our --columns replaces the loader's (see --roles)
+        conflict_handler="resolve",  # our --columns replaces the loader's (use --roles)
         help="correlations (Spearman, Kendall, Pearson) between stability measures across groups",
         description="Build the stability table (one row per model, dataset and variant) and "
         "correlate its columns across groups, with permutation p-values (exact for up to "
         "7 groups with the default --n-resamples).",
     )
-    add_input_arguments(p)
-    p.add_argument(
-        "--roles",
-        dest="columns",
-        default=argparse.SUPPRESS,
-        metavar="SRC=ROLE,...",
-        help="explicit column roles for the loader, e.g. prompt_id=variant,acc=score",
-    )
+    add_input_arguments(p)  # its --roles give the loader's column roles (--columns is ours)
     p.add_argument(
         "--columns",
         dest="corr_columns",

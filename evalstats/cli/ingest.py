@@ -73,6 +73,16 @@ def run(args: argparse.Namespace) -> int:
         if args.out:
             _sink(obs, Path(args.out))
             print(f"wrote {report.rows_kept} observations rows to {args.out}", file=sys.stderr)
+    elif any(hasattr(args, k) for k in ("roles", "design_file", "model_name", "copies")):
+        # the design decides what the units are: read through it, then aggregate
+        from evalstats.aggregate import to_units
+
+        args.quiet = quiet
+        obs, report = load(args)
+        units = to_units(obs).collect(engine="streaming")
+        if args.out:
+            write_table(units, Path(args.out))
+            print(f"wrote {units.height} units rows to {args.out}", file=sys.stderr)
     else:
         options = loader_options(args)
         for name in ("engine", "scheduler", "progress"):

@@ -106,7 +106,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "report.html (self-contained), report.md, results.json, figures/ and tables/ into "
         "--out. Analyses the data does not support are listed with the reason.",
     )
-    add_input_arguments(p)
+    add_input_arguments(p, mismatch="auto")
     p.add_argument(
         "--factors",
         type=_names,
@@ -210,8 +210,11 @@ def run(args: argparse.Namespace) -> int:
     }
     if hasattr(args, "metric_filter"):
         loader_options["metric_filter"] = args.metric_filter
-    if args.on_mismatch != "error":
+    if args.on_mismatch != "auto":
         loader_options["on_mismatch"] = args.on_mismatch
+    for name in ("roles", "design_file", "model_name", "copies"):
+        if hasattr(args, name):
+            loader_options[name] = str(getattr(args, name))
     progress = progress_wanted(args)
     # each analysis's tables and figures are written (into a staging folder inside --out) as
     # it finishes, the figures drawn in worker processes while the other analyses run; the
@@ -233,6 +236,7 @@ def run(args: argparse.Namespace) -> int:
             progress=progress,
             on_mismatch=args.on_mismatch,
             on_result=writer.add,
+            design=args.design,
             **(
                 {"variant_factors": args.variant_factors}
                 if hasattr(args, "variant_factors")

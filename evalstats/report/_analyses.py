@@ -36,6 +36,7 @@ from evalstats.report._applies import (
     _need_stability,
     _need_variants,
     _variants_fixed,
+    stability_fixed,
 )
 from evalstats.report._commands import _names_an_option, option_spelling
 from evalstats.report._model import (
@@ -339,6 +340,7 @@ ANALYSES: tuple[Spec, ...] = (
         "stability",
         _need_runs,
         _run_stability,
+        stability_fixed,
     ),
     Spec(
         "normality",

@@ -24,6 +24,43 @@ class Context:
     done: dict[str, AnalysisResult]
     #: The factor columns that make the prompt variants (None: the prompt dimensions).
     variant_factors: tuple[str, ...] | str | None = None
+    #: The rule for runs over different items (``auto``: unit scores over each run's own
+    #: items, the stability table over the items every run scored).
+    item_rule: str = "error"
+    #: The design the report uses (:class:`evalstats.design.Design`; None in the workers).
+    design: Any = None
+
+
+#: The analysis of the design (:attr:`evalstats.design.Design.supports`) that decides whether
+#: a report analysis has data to stand on.
+DESIGN_GATE = {
+    "moments": "moments",
+    "nstar": "nstar",
+    "converge": "moments",
+    "stability": "stability",
+    "normality": "normality",
+    "correlation": "stability",
+    "intervals": "intervals",
+    "compare": "compare",
+    "ranks": "compare",
+    "friedman": "friedman",
+    "ppi": "intervals",
+}
+
+
+def design_gate(key: str, ctx: Context) -> str | None:
+    """Why the design does not support analysis ``key`` (None when it does or is silent)."""
+    if ctx.design is None or key not in DESIGN_GATE:
+        return None
+    support = ctx.design.supports_analysis(DESIGN_GATE[key])
+    if support is None or support.supported:
+        return None
+    return f"the design does not support it: {support.reason}"
+
+
+def stability_fixed(ctx: Context) -> dict[str, Any]:
+    """Under the ``auto`` rule, TAR is over the items every run of a configuration scored."""
+    return {"on_mismatch": "intersect"} if ctx.item_rule == "auto" else {}
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,6 +81,10 @@ _LOADER_FLAGS = {
     "lower_is_better": "--lower-is-better",
     "on_mismatch": "--on-mismatch",
     "metric_filter": "--metric",
+    "roles": "--roles",
+    "design_file": "--design",
+    "model_name": "--model",
+    "copies": "--keep-copies",  # a switch: no value
 }
 
 
@@ -115,6 +119,9 @@ def command_line(result: AnalysisResult, source: dict[str, Any]) -> str | None:
     for name, value in (source.get("options") or {}).items():
         if name not in _LOADER_FLAGS:
             return None
+        if name == "copies":
+            parts.append(_LOADER_FLAGS[name])
+            continue
         for v in value if name == "metric_range" else [value]:
             parts += [_LOADER_FLAGS[name], shlex.quote(_text(v))]
     signature = inspect.signature(resolve(result.function)).parameters

@@ -19,6 +19,7 @@ import polars as pl
 
 from evalstats.errors import ParameterError, SchemaError
 from evalstats.report._analyses import ANALYSES, SPECS, Context, check_options
+from evalstats.report._applies import design_gate
 from evalstats.report._model import (
     SCHEMA_VERSION,
     SECTIONS,
@@ -32,6 +33,7 @@ from evalstats.report._parallel import Outcome, resolve_workers, run_all
 from evalstats.report._progress import Progress
 
 if TYPE_CHECKING:
+    from evalstats.design import Design
     from evalstats.io import IngestReport
 
 __all__ = [
@@ -184,10 +186,12 @@ def audit_report(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     skip: Sequence[str] = (),
     progress: bool | str = False,
-    on_mismatch: Literal["error", "intersect", "keep"] = "error",
+    on_mismatch: Literal["auto", "error", "intersect", "keep"] = "auto",
     variant_factors: Sequence[str] | str | None = None,
     workers: int | Literal["auto"] = 1,
     on_result: Callable[[AnalysisResult, ReportContents], None] | None = None,
+    design: Design | None = None,
+    roles: str | Mapping[str, str] | None = None,
 ) -> AuditReport:
     """Run every analysis the observation table supports; say which were skipped and why.
 
@@ -217,11 +221,20 @@ def audit_report(
     progress : bool or {'bar', 'lines'}, default False
         Progress on stderr, one step per analysis: a bar on a terminal, else (and with
         ``'lines'``) one line per analysis with its time.
-    on_mismatch : {'error', 'intersect', 'keep'}, default 'error'
-        Repeated runs of a configuration that cover different items, for every analysis of
-        the report alike (:func:`evalstats.aggregate.align_item_sets`): stop, analyse the
-        items every run scored (biases TAR upward), or keep each run over its own items (the
-        stability analyses then say they could not run).
+    on_mismatch : {'auto', 'error', 'intersect', 'keep'}, default 'auto'
+        Repeated runs of a configuration that cover different items
+        (:func:`evalstats.aggregate.align_item_sets`). ``'auto'``: each run's mean is over its
+        own items, and the stability table (TAR) is over the items every run scored; the
+        report's design section says so. ``'error'`` stops, ``'intersect'`` analyses the items
+        every run scored everywhere (biases TAR upward), ``'keep'`` keeps each run over its own
+        items everywhere (the stability analyses then say they could not run).
+    design : Design, optional
+        The design to use (:func:`evalstats.design.infer_design`), already applied to
+        ``observations`` (as ``evalstats report`` does). Default: inferred from
+        ``observations`` here, with ``roles``, and applied.
+    roles : str or mapping, optional
+        Explicit column roles for the inferred design (``{"passage": "cluster"}``); with
+        ``design`` given, they are already in it.
     variant_factors : sequence of str or 'all', optional
         The factor columns whose combinations are the prompt variants of the prompt-sensitivity
         analyses (moments, n*). Default: the prompt dimensions; decoding settings
@@ -270,18 +283,19 @@ def audit_report(
     Examples
     --------
     >>> from evalstats.simulate import observations
-    >>> obs = observations(n_models=2, n_items=20, n_variants=4, seed=0)
+    >>> obs = observations(n_models=2, n_items=20, n_variants=6, seed=0)
     >>> rep = audit_report(obs, options={"nstar": {"n_resamples": 200}})
     >>> [a.key for a in rep.analyses]
     ['moments', 'nstar', 'intervals', 'compare', 'ranks', 'noise']
     >>> reasons = {s.key: s.reason for s in rep.skipped}
-    >>> reasons["stability"]
-    'each configuration was run once: run-to-run stability needs repeated runs'
+    >>> reasons["stability"]  # the design's reason
+    'the design does not support it: each configuration was run once: run-to-run stability needs repeated runs'
     >>> reasons["converge"]  # the analysis's own message
-    "the stopping rule needs at least 2 batches (20 configurations); model='m0', dataset='d0', metric='score' has 4. Lower `--option converge.batch`."
+    "the stopping rule needs at least 2 batches (20 configurations); model='m0', dataset='d0', metric='score' has 6. Lower `--option converge.batch`."
     """
     from evalstats._reproducible import reproducible
     from evalstats.aggregate import align_item_sets, item_set_rule
+    from evalstats.design import design_and_table, parse_roles
     from evalstats.schema import validate_observations
 
     checked = check_options(options)
@@ -294,8 +308,17 @@ def audit_report(
     # the in-memory engine makes every group mean the same from run to run (ties stay ties; see
     # evalstats._reproducible)
     with reproducible():
-        obs = align_item_sets(validate_observations(observations), on_mismatch=on_mismatch)
-        with item_set_rule(on_mismatch):  # every analysis aggregating to units applies it too
+        obs = validate_observations(observations)
+        if design is not None and roles:
+            raise ParameterError("give `roles` or `design`, not both: a design holds its roles.")
+        given = dict(design.roles) if design is not None else parse_roles(roles)
+        chosen = _variant_roles(obs, variant_factors)
+        if design is None or any(given.get(k) != v for k, v in chosen.items()):
+            # the variant factors asked for are roles of the design: prompt or setting
+            design, obs = design_and_table(obs, ingest=ingest, roles={**given, **chosen})
+        rule = "keep" if on_mismatch == "auto" else on_mismatch
+        obs = align_item_sets(obs, on_mismatch=rule)
+        with item_set_rule(rule):  # every analysis aggregating to units applies it too
             return _audit(
                 obs.collect(),
                 factors=factors,
@@ -310,7 +333,33 @@ def audit_report(
                 variant_factors=variant_factors,
                 workers=workers,
                 on_result=on_result,
+                design=design,
             )
+
+
+def _variant_roles(
+    obs: pl.LazyFrame, variant_factors: Sequence[str] | str | None
+) -> dict[str, str]:
+    """``variant_factors`` as design roles: the named factors prompt, the other factors setting."""
+    from evalstats.schema import factor_columns
+
+    if variant_factors is None:
+        return {}
+    factors = factor_columns(obs.collect_schema().names())
+    if variant_factors == "all":
+        return dict.fromkeys(factors, "prompt")
+    named = (
+        [v.strip() for v in variant_factors.split(",") if v.strip()]
+        if isinstance(variant_factors, str)
+        else list(variant_factors)
+    )
+    unknown = [f for f in named if f not in factors]
+    if unknown:
+        raise SchemaError(
+            f"`variant_factors` names {unknown[0]!r}, which is not a factor column of the "
+            f"table (factor columns: {', '.join(factors) or 'none'})."
+        )
+    return {f: "prompt" if f in named else "setting" for f in factors}
 
 
 def _check_default(obs: pl.DataFrame, default: Mapping[str, Any] | None) -> None:
@@ -350,6 +399,7 @@ def _audit(
     variant_factors: Sequence[str] | str | None = None,
     workers: int | str = 1,
     on_result: Callable[[AnalysisResult, ReportContents], None] | None = None,
+    design: Design | None = None,
 ) -> AuditReport:
     """The body of :func:`audit_report`, run under its item-set rule."""
     from evalstats.aggregate import to_units
@@ -358,6 +408,8 @@ def _audit(
     n_workers = resolve_workers(workers, obs.height)
     data = summarise(obs, factors)
     _check_default(obs, default)
+    if variant_factors is None and design is not None and (design.held or design.roles):
+        variant_factors = tuple(design.prompt_factors)  # the design's prompt factors
     if variant_factors is not None and not isinstance(variant_factors, str):
         variant_factors = tuple(variant_factors)
     held_factors(obs.head(0), variant_factors=variant_factors)  # names checked before any work
@@ -367,12 +419,16 @@ def _audit(
         default=dict(default) if default else None,
         done={},
         variant_factors=variant_factors,
+        item_rule=on_mismatch,
+        design=design,
     )
     reasons: dict[str, str | None] = {}
     units = to_units(obs).collect()
 
     def applies(key: str, ctx: Context) -> str | None:
-        return "skipped on request" if key in skip else SPECS[key].applies(ctx)
+        if key in skip:
+            return "skipped on request"
+        return design_gate(key, ctx) or SPECS[key].applies(ctx)
 
     with Progress("report", len(ANALYSES), progress) as bar:
 
@@ -382,7 +438,7 @@ def _audit(
             bar.finished(key, seconds, "skipped" if reason is not None else None)
             if result is not None and on_result is not None:
                 so_far = tuple(ctx.done[s.key] for s in ANALYSES if s.key in ctx.done)
-                on_result(result, ReportContents(so_far, (), data, None, {}, {}, {}, units))
+                on_result(result, ReportContents(so_far, (), data, None, {}, {}, {}, units, design))
 
         run_all(
             [s.key for s in ANALYSES],
@@ -421,6 +477,7 @@ def _audit(
         parameters=parameters,
         environment=_environment(),
         units=units,
+        design=design,
     )
 
 

@@ -273,6 +273,8 @@ class ReportContents:
     units : polars.DataFrame
         The unit table (:func:`evalstats.to_units` of the observations), for the figures that
         draw every unit score; not serialised.
+    design : Design or None
+        The design the report used (:mod:`evalstats.design`): the report opens with it.
     """
 
     analyses: tuple[AnalysisResult, ...]
@@ -283,6 +285,7 @@ class ReportContents:
     parameters: dict[str, Any]
     environment: dict[str, Any]
     units: pl.DataFrame = field(default_factory=pl.DataFrame, repr=False, compare=False)
+    design: Any = field(default=None, repr=False, compare=False)
 
     def __getitem__(self, key: str) -> AnalysisResult:
         for a in self.analyses:

@@ -110,8 +110,9 @@ def _init(
         default=default,
         done={},
         variant_factors=variant_factors,
+        item_rule=on_mismatch,
     )
-    _WORKER["on_mismatch"] = on_mismatch
+    _WORKER["on_mismatch"] = "keep" if on_mismatch == "auto" else on_mismatch
 
 
 def _work(key: str, options: dict[str, Any], seed: int, done: dict[str, AnalysisResult]) -> Outcome:

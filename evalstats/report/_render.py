@@ -16,6 +16,7 @@ import polars as pl
 
 from evalstats._text import for_markdown as md
 from evalstats.report._commands import command_line
+from evalstats.report._design import html_design, md_design
 from evalstats.report._model import SCHEMA_VERSION, SECTIONS
 from evalstats.report._tables import (
     HIDDEN,
@@ -381,6 +382,8 @@ def _html_reproduce(report: ReportContents) -> str:
 
 def _html_toc(report: ReportContents, failed: Sequence[dict[str, str]]) -> str:
     items = ['<li><a href="#overview">At a glance</a></li>', '<li><a href="#data">Data</a></li>']
+    if report.design is not None:
+        items.insert(0, '<li><a href="#design">Design</a></li>')
     for key, title in SECTIONS.items():
         sub = [a for a in report.analyses if a.section == key]
         if not sub:
@@ -402,7 +405,7 @@ def render_html(
     """The self-contained HTML page."""
     version = report.environment["packages"].get("evalstats") or ""
     name = _source_name(report)
-    body = [_html_overview(report), _html_data(report)]
+    body = [html_design(report, _e, _html_table), _html_overview(report), _html_data(report)]
     for key, title in SECTIONS.items():
         sub = [a for a in report.analyses if a.section == key]
         if not sub:
@@ -460,10 +463,9 @@ def render_markdown(
         f"and {d.n_runs} runs per configuration, {d.n_rows:,} scored outputs. Seed "
         f"{report.parameters['seed']}; evalstats "
         f"{report.environment['packages'].get('evalstats')}.",
-        "",
-        "## At a glance",
-        "",
     ]
+    out += md_design(report, _md_table)
+    out += ["", "## At a glance", ""]
     out += [f"- **{md(a.title)}**: {md(_first_sentence(a.reading))}" for a in report.analyses]
     if report.ingest is not None:
         ing = report.ingest
@@ -537,6 +539,7 @@ def report_document(report: ReportContents) -> dict[str, Any]:
         "evalstats_version": report.environment["packages"].get("evalstats"),
         "source": to_jsonable(report.source),
         "ingest": report.ingest.to_dict() if report.ingest is not None else None,
+        "design": to_jsonable(report.design.to_dict()) if report.design is not None else None,
         "data": report.data.to_dict(),
         "parameters": to_jsonable(report.parameters),
         "environment": to_jsonable(report.environment),

@@ -1,0 +1,70 @@
+"""The vocabulary of the design: roles, their meanings, the design file version (no imports)."""
+
+from __future__ import annotations
+
+__all__ = ["DESIGN_VERSION", "ROLE_MEANING", "ROLE_ORDER", "USER_ROLES"]
+
+#: Version of the design file layout (``evalstats design --out design.toml``).
+DESIGN_VERSION = 1
+
+#: Roles a user may give a column (``--roles NAME=ROLE``), with their synonyms.
+USER_ROLES: dict[str, str] = {
+    "model": "model",
+    "dataset": "dataset",
+    "metric": "metric",
+    "item": "item",
+    "cluster": "cluster",
+    "variant": "variant",
+    "prompt": "prompt",
+    "factor": "prompt",
+    "setting": "setting",
+    "run": "run",
+    "score": "score",
+    "answer": "answer",
+    "response": "response",
+    "gold": "gold",
+    "input_text": "input_text",
+    "latency_s": "latency_s",
+    "error": "error",
+    "text": "text",
+    "ignore": "text",
+    "metadata": "metadata",
+}
+
+#: Every role a column can have, in display order.
+ROLE_ORDER = (
+    "model",
+    "dataset",
+    "metric",
+    "item",
+    "cluster",
+    "variant",
+    "prompt",
+    "setting",
+    "run",
+    "score",
+    "output",
+    "metric_info",
+    "item_attribute",
+    "text",
+    "metadata",
+)
+
+#: What each role means, for the terminal table and docs/design.md.
+ROLE_MEANING = {
+    "model": "the evaluated object",
+    "dataset": "benchmark or task",
+    "metric": "the metric's name",
+    "item": "item id within the dataset",
+    "cluster": "items sharing a passage, document or family: analysed as dependent",
+    "variant": "one prompt variant (with the settings held fixed)",
+    "prompt": "a prompt dimension: what defines a variant",
+    "setting": "a decoding or serving setting: held fixed, analysed per value",
+    "run": "an identical repeated run",
+    "score": "the item score",
+    "output": "model output or reference (answers, responses, lengths, errors)",
+    "metric_info": "the metric's bounds and direction",
+    "item_attribute": "the same on every row of an item: not a prompt dimension",
+    "text": "free text or model output: no analysis reads it",
+    "metadata": "timings, sizes, harness settings: no analysis reads it",
+}
