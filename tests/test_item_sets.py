@@ -72,7 +72,11 @@ def test_audit_report_applies_one_rule():
 
     obs = _obs()
     with pytest.raises(SchemaError, match="--on-mismatch intersect"):
-        audit_report(obs)
+        audit_report(obs, on_mismatch="error")
+    # the default proceeds by a stated rule: each run over its own items for unit scores
+    auto = audit_report(obs, skip=("attribution", "anova"))
+    assert auto.parameters["on_mismatch"] == "auto"
+    assert auto.units.filter(pl.col("model") == "a").sort("run")["n_items"].to_list() == [4, 2]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rep = audit_report(obs, on_mismatch="intersect", skip=("attribution", "anova"))

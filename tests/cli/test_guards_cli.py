@@ -21,7 +21,7 @@ def test_moments_hold_temperature_and_provider_fixed(capsys):
     out, err = capsys.readouterr()
     frame = pl.read_csv(io.StringIO(out))
     assert {"temperature", "provider"} <= set(frame.columns)
-    assert "not prompt dimensions" in err
+    assert "settings held fixed: temperature, provider" in err  # the design says so
     assert main(["moments", str(DEMO), "--variant-factors", "all"]) == 0
     frame_all = pl.read_csv(io.StringIO(capsys.readouterr().out))
     assert "temperature" not in frame_all.columns

@@ -203,7 +203,7 @@ def test_correlate_columns_do_not_reach_the_loader_and_roles_do():
     args = parser.parse_args(["correlate", "x.csv", "--columns", "tar_a,spread"])
     assert args.corr_columns == ("tar_a", "spread") and not hasattr(args, "columns")
     args = parser.parse_args(["correlate", "x.csv", "--roles", "acc=score"])
-    assert args.columns == "acc=score"
+    assert args.roles == "acc=score"  # the design's roles, which a table's loader applies
 
 
 def test_correlate_plot_is_written(stability, tmp_path, capsys):

@@ -12,7 +12,11 @@ never reaches the process that reads the logs. Writes:
 - ``dict/dictscore.eval``: a scorer whose value is a dictionary ``{"correct", "words"}``
   (``words`` counts words: not a proportion);
 - ``evalset/``: an eval-set-like folder, a failed (status ``error``) log holding 2 samples and
-  its successful retry with the same task id, both written by inspect_ai's writer.
+  its successful retry with the same task id, both written by inspect_ai's writer;
+- ``design/``: five logs of one task ``qa`` with task arguments ``template`` (a prompt),
+  ``agent_url`` and ``timeout`` (serving settings): ``plain`` at two URLs and timeouts, ``cot``,
+  ``plain`` with a chain-of-thought solver, and ``plain`` at the first URL again (the same
+  configuration twice: repeated runs); 2 epochs each.
 """
 
 from __future__ import annotations
@@ -21,12 +25,12 @@ import sys
 import zipfile
 from pathlib import Path
 
-from inspect_ai import Task, eval
+from inspect_ai import Task, eval, task
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalError, write_eval_log
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import Score, Target, match, mean, scorer
-from inspect_ai.solver import generate
+from inspect_ai.solver import chain_of_thought, generate
 
 #: mockllm answers "Default output from mockllm/model": targets 1 and 3 match, 2 and 4 do not.
 TARGETS = ["Default", "nope", "mockllm", "zzz"]
@@ -87,5 +91,33 @@ def main(out: Path) -> None:
     write_eval_log(log, str(out / "evalset" / "2025-01-01T00-05-00_arith_retry.eval"))
 
 
+@task
+def qa(
+    template: str = "plain", agent_url: str = "http://a:8000", timeout: int = 30, cot: bool = False
+):
+    """A task whose arguments mix a prompt (template) with serving settings (URL, timeout)."""
+    data = [Sample(id=i, input=f"[{template}] Say {t}", target=t) for i, t in enumerate(TARGETS, 1)]
+    solver = [chain_of_thought(), generate()] if cot else generate()
+    return Task(dataset=data, solver=solver, scorer=match("any"), epochs=2)
+
+
+def design(out: Path) -> None:
+    model = get_model("mockllm/model", custom_outputs=reply)
+    runs = [
+        ("plain_a", {"template": "plain", "agent_url": "http://a:8000", "timeout": 30}),
+        ("plain_b", {"template": "plain", "agent_url": "http://b:9000", "timeout": 60}),
+        ("cot_template", {"template": "cot", "agent_url": "http://a:8000", "timeout": 30}),
+        (
+            "cot_solver",
+            {"template": "plain", "agent_url": "http://a:8000", "timeout": 30, "cot": True},
+        ),
+        ("plain_a_again", {"template": "plain", "agent_url": "http://a:8000", "timeout": 30}),
+    ]
+    for name, args in runs:
+        log = eval(qa(**args), model=model, display="none", log_dir=str(out / "raw"))[0]
+        write_eval_log(log, str(out / "design" / f"{name}.eval"))
+
+
 if __name__ == "__main__":
     main(Path(sys.argv[1]))
+    design(Path(sys.argv[1]))

@@ -139,3 +139,37 @@ def test_metric_flag_picks_the_inspect_scorer_key(logs, tmp_path, capsys):
     df = pl.read_csv(out)
     assert df["metric"].unique().to_list() == ["two_keys.words"]
     assert df["score"].to_list() == [4.0, 4.0, 4.0, 4.0]
+
+
+def test_serving_settings_are_not_prompts_and_the_same_configuration_is_runs(logs):
+    """Five logs of one task written by inspect_ai (issue 26): task arguments mix a prompt
+    (``template``) with serving settings (``agent_url``, ``timeout``); one log runs another
+    solver plan; one repeats the first configuration."""
+    from evalstats.design import design_and_table
+
+    obs, report = read_inspect(logs / "design")
+    design, table = design_and_table(obs, ingest=report)
+    assert report.rows_read == report.rows_kept == 5 * 4 * 2
+    assert set(design.prompt_factors) >= {"template", "solver"}
+    for setting in ("agent_url", "timeout"):
+        assert design.role(setting) in ("setting", "metadata"), setting
+        assert setting not in design.prompt_factors
+    solver = next(c for c in design.columns if c.column == "solver")
+    assert solver.source == "loader" and "differ in their solver plan" in solver.evidence
+    df = table.collect()
+    # the repeated configuration: two logs x two epochs numbered as runs 0-3 of one variant
+    plain = df.filter(
+        (pl.col("template") == "plain")
+        & (pl.col("agent_url") == "http://a:8000")
+        & (pl.col("solver") == "generate")
+    )
+    assert sorted(plain["run"].unique()) == [0, 1, 2, 3]
+    assert plain["variant"].n_unique() == 1
+    assert any("read as repeated runs" in n for n in report.notes)
+    # prompt sensitivity is over template x solver at each serving setting, never over URLs
+    from evalstats.moments import prompt_spread
+
+    spread = prompt_spread(table, variant_factors=list(design.prompt_factors))
+    assert "agent_url" in spread.columns
+    at_a = spread.filter(pl.col("agent_url") == "http://a:8000")
+    assert at_a["n_variants"].to_list() == [3]  # plain, cot template, cot solver

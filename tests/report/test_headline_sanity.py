@@ -253,10 +253,13 @@ def test_user_errors_exit_2_naming_the_valid_choices(tmp_path, capsys, extra, me
 
 
 def test_a_metric_in_its_own_units_is_not_called_accuracy_or_points(tmp_path):
-    """lm-eval truthfulqa_gen (BLEU-style scores, unbounded): two runs of one task are two
-    prompt variants. The readings quote the spread in the metric's units, not "accuracy ...
-    points", and variance shares stay percentages."""
-    rep = _report(REAL / "lm_eval" / "results__truthfulqa", tmp_path / "tqa")
+    """lm-eval truthfulqa_gen (BLEU-style scores, unbounded): two runs of one task over
+    different documents, declared prompt variants (the design holds document sets apart as a
+    setting; --roles makes them variants). The readings quote the spread in the metric's
+    units, not "accuracy ... points", and variance shares stay percentages."""
+    rep = _report(
+        REAL / "lm_eval" / "results__truthfulqa", tmp_path / "tqa", "--roles", "doc_set=prompt"
+    )
     assert rep.code == 0, rep.stderr
     moments = rep.analyses["moments"]["reading"]
     assert moments.startswith("Across 2 prompt variants per group, score moves by up to ")

@@ -35,13 +35,19 @@ FAST = {
 @pytest.fixture(scope="module")
 def full_obs() -> pl.DataFrame:
     """Every column the report can use: factors, runs, providers, errors, latency."""
+    # 8 prompt variants and 3 datasets: the design supports n* (5 or more prompt variants) and
+    # a ranking across datasets (3 or more)
     return observations(
         n_models=3,
-        n_datasets=2,
+        n_datasets=3,
         n_items=20,
-        n_variants=8,
+        n_variants=16,
         n_runs=4,
-        factors={"shots": {0: 0.0, 5: 0.1}, "cot": {False: 0.0, True: 0.05}},
+        factors={
+            "shots": {0: 0.0, 5: 0.1},
+            "cot": {False: 0.0, True: 0.05},
+            "template": {"plain": 0.0, "quoted": -0.03},
+        },
         instability=0.1,
         raw_instability=0.1,
         providers=("a", "b"),
@@ -134,7 +140,7 @@ def test_tables_are_the_public_functions_results(full_obs, full_report):
     )
     anova = factor_anova(
         full_obs,
-        factors=["shots", "cot", "provider"],
+        factors=["shots", "cot", "template", "provider"],
         block=("model", "dataset"),  # the report blocks on models and datasets when several
         n_resamples=99,
         seed=3,
@@ -157,7 +163,7 @@ def test_params_record_every_default_and_the_seed(full_report):
         if "seed" in a.params:
             assert a.params["seed"] == 3, a.key
     assert full_report.parameters["seed"] == 3
-    assert full_report.parameters["factors"] == ["shots", "cot", "provider"]
+    assert full_report.parameters["factors"] == ["shots", "cot", "template", "provider"]
 
 
 def test_same_seed_gives_identical_results(full_obs, full_report):

@@ -26,7 +26,7 @@ FAST = {"nstar": {"n_resamples": 50}, "compare": {"n_resamples": 19}, "ranks": {
 
 @pytest.fixture(scope="module")
 def obs():
-    return observations(n_models=3, n_items=20, n_variants=4, n_runs=2, seed=0)
+    return observations(n_models=3, n_items=20, n_variants=5, n_runs=2, seed=0)  # n* needs 5
 
 
 def _files(folder):

@@ -42,7 +42,6 @@ def test_demo_runs_every_analysis_and_says_where_it_wrote(demo_run, demo_results
         "intervals",
         "compare",
         "ranks",
-        "friedman",
         "noise",
         "audit",
         "providers",
@@ -50,7 +49,10 @@ def test_demo_runs_every_analysis_and_says_where_it_wrote(demo_run, demo_results
     assert [(s["key"], "3 runs" in s["reason"]) for s in demo_results["skipped"]] == [
         ("normality", True),
         ("ppi", False),  # the demo has no gold scores
+        ("friedman", False),  # two datasets: the design supports no ranking across datasets
     ]
+    friedman = next(s for s in demo_results["skipped"] if s["key"] == "friedman")
+    assert "2 dataset(s)" in friedman["reason"] and "3 or more datasets" in friedman["reason"]
     assert demo_results["parameters"]["default"] == {"template": "plain", "shots": 0, "cot": False}
 
 
