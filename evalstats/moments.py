@@ -316,7 +316,8 @@ def prompt_spread(
     scaling a metric by ``c`` scales them by ``c`` (``c**2``).
 
     Checked against: the authors' published ``bbh {AvgP,MaxP,CPS} (no filtering).csv`` for all
-    15 BBH tasks and 11 models to 1e-9 (fixtures/reference/state_of_what_art/); skewness and
+    15 BBH tasks and 11 models to 1e-9 (``metric results/`` of the release in
+    ../shared/data/state-of-what-art/, read in place by tests/test_moments.py); skewness and
     kurtosis against scipy.stats in tests/test_moments.py.
 
     References

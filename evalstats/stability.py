@@ -334,7 +334,8 @@ def stability_table(
 
     Checked against: the authors' ``strict_json_schema_stability_eval.csv``,
     ``fine_tuned_stability_eval.csv`` and ``fine_tuned_stability_eval_cross_trained.csv``
-    (fixtures/reference/llm_stability/): ``n_runs``, ``n_items``, ``tar_a`` (with
+    (in ../shared/data/llm-stability/ beside the project, read in place by the tests):
+    ``n_runs``, ``n_items``, ``tar_a`` (with
     ``all_unparsed='agree'``), ``tar_r``, ``best_possible``, ``worst_possible``,
     ``possible_spread`` and the per-run counts agree for every row.
 

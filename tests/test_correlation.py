@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import math
 
 import numpy as np
@@ -23,18 +24,45 @@ AUTHOR_COLUMNS = ["tar_a", "tar_r", "spread", "acc_mean", "best_possible", "wors
 def reference(fixtures):
     base = fixtures / "reference" / "correlation"
     return {
-        "authors": pl.read_csv(base / "input_authors.csv"),
         "sim": pl.read_csv(base / "input_sim.csv"),
         "expected": pl.read_csv(base / "expected.csv"),
     }
 
 
+def _pct(text: str) -> float:
+    return float(text.rstrip("%")) / 100
+
+
+@pytest.fixture
+def authors_table(shared_data) -> pl.DataFrame:
+    """One row per task of the authors' strict_json_schema_stability_eval.csv (read in place from
+    ../shared/data/llm-stability), as fixtures/reference/correlation/make_reference.py builds it:
+    percentages as fractions, ``acc_mean = mean(correct_count_per_run) / num_questions``."""
+    ref = pl.read_csv(shared_data / "llm-stability" / "strict_json_schema_stability_eval.csv")
+    rows = []
+    for r in ref.iter_rows(named=True):
+        counts = ast.literal_eval(r["correct_count_per_run"])
+        rows.append(
+            {
+                "model": r["model"],
+                "dataset": r["task"],
+                "tar_a": _pct(r["TARa"]),
+                "tar_r": _pct(r["TARr"]),
+                "spread": _pct(r["spread"]),
+                "acc_mean": float(np.mean(counts)) / int(r["num_questions"]),
+                "best_possible": _pct(r["best_possible_accuracy"]),
+                "worst_possible": _pct(r["worst_possible_accuracy"]),
+            }
+        )
+    return pl.DataFrame(rows)
+
+
 @pytest.mark.parametrize("method", ["spearman", "kendall", "pearson"])
-def test_matches_scipy_on_the_authors_stability_table(reference, method):
+def test_matches_scipy_on_the_authors_stability_table(authors_table, reference, method):
     """fixtures/reference/correlation/: scipy spearmanr/kendalltau/pearsonr and the exact
     permutation_test (7 tasks, 7! = 5040 pairings) on the authors' metrics; see PROVENANCE.
     Same formulas, so agreement is to rounding (rtol 1e-10)."""
-    out = correlation_matrix(reference["authors"], columns=AUTHOR_COLUMNS, method=method)
+    out = correlation_matrix(authors_table, columns=AUTHOR_COLUMNS, method=method)
     exp = reference["expected"].filter(pl.col("input") == "authors", pl.col("method") == method)
     assert out.select("x", "y").rows() == exp.select("x", "y").rows()
     assert_allclose(out["statistic"], exp["statistic"], rtol=1e-10, atol=1e-14)

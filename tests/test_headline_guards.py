@@ -1,9 +1,10 @@
 """Issue 15 guards in the analysis modules, each on a small real-shaped fixture.
 
 - n* is vacuous where the moment itself is below epsilon (State of What Art paraphrases,
-  fixtures/dumps/state_of_what_art, CDLA-Permissive-2.0, see its NOTICE);
+  ../shared/data/state-of-what-art, CDLA-Permissive-2.0);
 - constant inputs are detected with a tolerance (llm-stability fine-tuned runs, Apache-2.0,
-  fixtures/dumps/llm_stability/LICENSE: gpt-35-turbo on navigate scores 0.96 in all ten runs);
+  ../shared/data/llm-stability/fine_tuned_data.tgz: gpt-35-turbo on navigate scores 0.96 in all
+  ten runs);
 - prompt variants are prompt dimensions, decoding settings are held fixed;
 - factors aliased with the model or another factor are left out of ANOVA and attribution, and a
   cross-validated R² <= 0 is flagged (llm-stability: ``top_p_k`` differs by model only);
@@ -12,9 +13,7 @@
 
 from __future__ import annotations
 
-import tarfile
 import warnings
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -40,14 +39,14 @@ from evalstats.resampling import (
     required_sample_size,
     sample_size_uncertainty,
 )
+from tests.conftest import needs_shared_data, shared
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-SOWA = FIXTURES / "dumps/state_of_what_art/paraphrases accuracies/BBH"
-FINE_TUNED = FIXTURES / "dumps/llm_stability/fine_tuned/fine_tuned_data.tgz"
+#: State of What Art paraphrase accuracies, all 15 BBH tasks, read in place.
+SOWA = shared("state-of-what-art", "paraphrases accuracies", "BBH")
 
 
 @pytest.fixture(scope="module")
-def sowa() -> pl.DataFrame:
+def sowa(shared_data) -> pl.DataFrame:
     """Three BBH tasks x 11 models x 136-188 instruction paraphrases (unit level)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -56,13 +55,10 @@ def sowa() -> pl.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def fine_tuned(tmp_path_factory) -> pl.DataFrame:
-    root = tmp_path_factory.mktemp("fine_tuned")
-    with tarfile.open(FINE_TUNED) as tar:
-        tar.extractall(root, filter="data")
+def fine_tuned(fine_tuned_data) -> pl.DataFrame:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return read(root / "runs").observations.collect()
+        return read(fine_tuned_data / "runs").observations.collect()
 
 
 # --- n* vacuity ---------------------------------------------------------------------------------
@@ -296,6 +292,7 @@ def test_negative_cross_validated_r_sq_is_flagged():
 # --- Friedman dropped blocks --------------------------------------------------------------------
 
 
+@needs_shared_data
 def test_friedman_names_the_blocks_it_drops():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

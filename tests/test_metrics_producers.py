@@ -1,7 +1,9 @@
 """Issue 14 on real and producer-written files: metrics that are not accuracies.
 
-- ``fixtures/dumps/lm_eval_real/``: real lm-eval truthfulqa_gen logs (BLEU/ROUGE on 0-100, 0/1
-  ``*_acc``, signed ``*_diff``); see its README for provenance and licence.
+- real lm-eval truthfulqa_gen logs (BLEU/ROUGE on 0-100, 0/1 ``*_acc``, signed ``*_diff``),
+  read from ../shared/data/real-logs/lm-eval/results__truthfulqa (MIT; see SOURCES.md there):
+  the first 60 documents of the full run and the 20-document ``--limit`` run, derived at test
+  time by the ``lm_eval_subsets`` fixture (tests/conftest.py); skipped without ../shared/data.
 - ``fixtures/dumps/inspect_written/``: logs written by inspect_ai's own eval loop and log writer
   (``make_logs.py``): a count of passed tests (0-3) and an absolute error (lower is better) on
   which model ``b`` is planted better, over four prompt templates ("terse" planted worse).
@@ -28,7 +30,6 @@ from evalstats.io.lm_eval import read_lm_eval
 from evalstats.schema import MetricInfo
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "dumps"
-TQA = FIX / "lm_eval_real" / "truthfulqa"
 INSPECT = FIX / "inspect_written" / "logs"
 METRICS = [
     f"{m}_{k}" for m in ("bleu", "rouge1", "rouge2", "rougeL") for k in ("max", "acc", "diff")
@@ -45,12 +46,18 @@ def _records(folder: Path) -> dict[str, list[dict]]:
 # --- real lm-eval logs: BLEU/ROUGE and signed differences ----------------------------------
 
 
+@pytest.fixture
+def tqa(lm_eval_subsets) -> Path:
+    """The two truthfulqa_gen sample files (60 + 20 documents) in one folder."""
+    return lm_eval_subsets / "results__truthfulqa"
+
+
 @pytest.mark.parametrize("metric", METRICS)
-def test_real_truthfulqa_keeps_every_finite_row_and_the_per_task_mean_is_lm_evals(metric):
+def test_real_truthfulqa_keeps_every_finite_row_and_the_per_task_mean_is_lm_evals(tqa, metric):
     """lm-eval aggregates these metrics by ``mean`` over documents (truthfulqa_gen.yaml); no
     results file was published with the logs, so the summary is recomputed from the records."""
-    records = _records(TQA)
-    obs, report = read_lm_eval(TQA, metric=metric)
+    records = _records(tqa)
+    obs, report = read_lm_eval(tqa, metric=metric)
     n = sum(len(r) for r in records.values())
     finite = sum(math.isfinite(float(x[metric])) for r in records.values() for x in r)
     assert report.rows_read == n == 80 and report.rows_kept == finite == 80
@@ -67,16 +74,16 @@ def test_real_truthfulqa_keeps_every_finite_row_and_the_per_task_mean_is_lm_eval
     assert units["metric"].unique().to_list() == [metric]
 
 
-def test_real_signed_differences_are_kept_negative_and_not_rescaled():
-    obs, _ = read_lm_eval(TQA, metric="bleu_diff")
+def test_real_signed_differences_are_kept_negative_and_not_rescaled(tqa):
+    obs, _ = read_lm_eval(tqa, metric="bleu_diff")
     scores = obs.collect()["score"]
     assert (scores < 0).sum() > 0 and (scores > 1).sum() > 0  # neither set aside nor divided
-    raw = [float(x["bleu_diff"]) for r in _records(TQA).values() for x in r]
+    raw = [float(x["bleu_diff"]) for r in _records(tqa).values() for x in r]
     assert_allclose(sorted(scores.to_list()), sorted(raw), rtol=0)
 
 
-def test_real_bleu_analyses_on_their_scale_and_accuracy_only_methods_refuse():
-    obs = read_lm_eval(TQA, metric="bleu_max").observations.collect()
+def test_real_bleu_analyses_on_their_scale_and_accuracy_only_methods_refuse(tqa):
+    obs = read_lm_eval(tqa, metric="bleu_max").observations.collect()
     it = ev.intervals(obs, over="items", method="t")
     row = it
     assert row["mean"][0] > 1  # BLEU points, not a fraction
@@ -84,14 +91,14 @@ def test_real_bleu_analyses_on_their_scale_and_accuracy_only_methods_refuse():
         ev.intervals(
             obs.filter(pl.col("variant").str.contains("60")), over="items", method="wilson"
         )
-    acc = read_lm_eval(TQA, metric="bleu_acc").observations.collect()
+    acc = read_lm_eval(tqa, metric="bleu_acc").observations.collect()
     assert ev.intervals(
         acc.filter(pl.col("variant").str.contains("60")), over="items", method="wilson"
     ).height
 
 
-def test_cli_refuses_accuracy_only_methods_with_one_line_and_exit_2(capsys):
-    code = main(["intervals", str(TQA), "--format", "lm-eval", "--metric", "bleu_max",
+def test_cli_refuses_accuracy_only_methods_with_one_line_and_exit_2(tqa, capsys):
+    code = main(["intervals", str(tqa), "--format", "lm-eval", "--metric", "bleu_max",
                  "--over", "items", "--method", "wilson"])  # fmt: skip
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if ln.startswith("evalstats: error:")]

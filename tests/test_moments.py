@@ -15,17 +15,18 @@ from evalstats.io.state_of_what_art import read_state_of_what_art
 from evalstats.moments import SPREAD_COLUMNS, prompt_spread
 from evalstats.simulate import observations, unit_table
 
-SOWA = "dumps/state_of_what_art"
 
+def test_prompt_spread_matches_published_state_of_what_art_metrics(shared_data):
+    """avg_p, max_p, cps vs the authors' "bbh {AvgP,MaxP,CPS} (no filtering).csv".
 
-def test_prompt_spread_matches_published_state_of_what_art_metrics(fixtures):
-    """avg_p, max_p, cps vs the authors' "bbh {AvgP,MaxP,CPS} (no filtering).csv"; see PROVENANCE.
-
-    Tolerance 1e-9: the published values are float64 means of the same two-decimal accuracies.
+    Both read in place from ../shared/data/state-of-what-art (SLAB-NLP/Multi-Prompt-LLM-Evaluation,
+    CDLA-Permissive-2.0): the paraphrase accuracies of all 15 BBH tasks and the authors'
+    published tables in ``metric results/``. Tolerance 1e-9: the published values are float64
+    means of the same two-decimal accuracies.
     """
-    obs, _ = read_state_of_what_art(fixtures / SOWA, metadata=False)
+    obs, _ = read_state_of_what_art(shared_data / "state-of-what-art", metadata=False)
     out = prompt_spread(obs)
-    ref_dir = fixtures / "reference/state_of_what_art"
+    ref_dir = shared_data / "state-of-what-art" / "metric results"
     checked = 0
     for metric, col in (("AvgP", "avg_p"), ("MaxP", "max_p"), ("CPS", "cps")):
         ref = pl.read_csv(ref_dir / f"bbh {metric} (no filtering).csv")
@@ -162,12 +163,12 @@ def test_by_names_a_missing_column():
         )
 
 
-def test_cli_moments_json_and_plot(fixtures, tmp_path, capsys):
+def test_cli_moments_json_and_plot(shared_data, tmp_path, capsys):
     import json
 
     from evalstats.cli import main
 
-    f = fixtures / SOWA / "paraphrases accuracies/BBH/snarks.csv"
+    f = shared_data / "state-of-what-art/paraphrases accuracies/BBH/snarks.csv"
     png = tmp_path / "box.png"
     assert main(["moments", str(f), "--json", "--plot", str(png)]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -176,10 +177,10 @@ def test_cli_moments_json_and_plot(fixtures, tmp_path, capsys):
     assert png.stat().st_size > 0
 
 
-def test_cli_moments_bad_by_exits_2(fixtures, capsys):
+def test_cli_moments_bad_by_exits_2(shared_data, capsys):
     from evalstats.cli import main
 
-    f = fixtures / SOWA / "paraphrases accuracies/BBH/snarks.csv"
+    f = shared_data / "state-of-what-art/paraphrases accuracies/BBH/snarks.csv"
     assert main(["moments", str(f), "--by", "model,prompt"]) == 2
     err = capsys.readouterr().err
     assert "evalstats: error: `--by` names 'prompt'" in err

@@ -355,11 +355,12 @@ def test_predicted_variance_follows_the_design_formula():
 # --- real dumps: the decomposition against the resampling machinery -------------------------------
 
 
-def test_state_of_what_art_prompt_variance_agrees_with_nstar_machinery(fixtures):
+def test_state_of_what_art_prompt_variance_agrees_with_nstar_machinery(shared_data):
     """State of What Art (unit-level accuracies over ~150-190 paraphrases): the variance of the
     mean over prompts from the components against ReliableEval's Delta(n) bootstrap."""
-    obs = read(fixtures / "dumps/state_of_what_art", format="state-of-what-art").observations
-    obs = obs.filter(pl.col("dataset").is_in(["snarks", "navigate", "hyperbaton"]))
+    bbh = shared_data / "state-of-what-art" / "paraphrases accuracies" / "BBH"
+    tasks = [bbh / f"{t}.csv" for t in ("snarks", "navigate", "hyperbaton")]
+    obs = read(tasks, format="state-of-what-art").observations
     comps = variance_components(obs)
     assert comps["level"].unique().to_list() == ["units"]
     assert comps.filter(pl.col("component") == "variant")["identified"].all()
@@ -373,11 +374,11 @@ def test_state_of_what_art_prompt_variance_agrees_with_nstar_machinery(fixtures)
     assert abs(float(check["z"].mean())) < 1.0
 
 
-def test_llm_stability_item_variance_agrees_with_item_bootstrap(fixtures):
+def test_llm_stability_item_variance_agrees_with_item_bootstrap(llm_stability_runs):
     """llm-stability gpt-4o runs (one prompt, 5 runs): items and runs are separated; the
     variance of the mean over items agrees with the item bootstrap. With one prompt there is no
     variance over prompts to compare with n*."""
-    obs = read(fixtures / "dumps/llm_stability/strict_json_schema").observations
+    obs = read(llm_stability_runs).observations
     comps = variance_components(obs)
     ident = comps.group_by("component").agg(pl.col("identified").all())
     assert dict(ident.rows()) == {

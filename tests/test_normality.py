@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import csv
 import json
 import math
@@ -15,6 +16,7 @@ from numpy.testing import assert_allclose
 from evalstats.errors import DegenerateDataWarning, ParameterError, SchemaError
 from evalstats.normality import run_distribution, run_normality
 from evalstats.simulate import observations, unit_table
+from tests.conftest import needs_shared_data
 
 
 def _stability_frame(groups: dict[str, list[float]]) -> pl.DataFrame:
@@ -41,12 +43,31 @@ def _units_from(groups: dict[str, list[float]]) -> pl.DataFrame:
     )
 
 
-@pytest.fixture
-def reference(fixtures):
+def _authors_groups(shared_data) -> dict[str, list[float]]:
+    """The per-run accuracies ``correct_count_per_run / num_questions`` of the authors'
+    strict_json_schema_stability_eval.csv (read in place from ../shared/data/llm-stability), as
+    fixtures/reference/normality/make_reference.py computes them."""
+    path = shared_data / "llm-stability" / "strict_json_schema_stability_eval.csv"
+    with open(path, newline="") as f:
+        return {
+            f"{r['model']}|{r['task']}": [
+                c / int(r["num_questions"]) for c in ast.literal_eval(r["correct_count_per_run"])
+            ]
+            for r in csv.DictReader(f)
+        }
+
+
+@pytest.fixture(params=[pytest.param("authors", marks=needs_shared_data), "sim"])
+def reference(request, fixtures):
+    """(groups, expected rows) of one input: the authors' run accuracies or seeded samples."""
     base = fixtures / "reference" / "normality"
-    with open(base / "input.csv", newline="") as f:
-        groups = {r["group"]: json.loads(r["values"]) for r in csv.DictReader(f)}
-    expected = pl.read_csv(base / "expected.csv")
+    if request.param == "authors":
+        groups = _authors_groups(request.getfixturevalue("shared_data"))
+    else:
+        with open(base / "input_sim.csv", newline="") as f:
+            groups = {r["group"]: json.loads(r["values"]) for r in csv.DictReader(f)}
+    expected = pl.read_csv(base / "expected.csv").filter(pl.col("group").is_in(list(groups)))
+    assert expected.height == 4 * len(groups)  # every group of the input has its 4 tests
     return groups, expected
 
 
@@ -62,8 +83,9 @@ def _compare(out: pl.DataFrame, expected: pl.DataFrame) -> None:
 def test_run_normality_matches_scipy_statsmodels_reference(reference):
     """fixtures/reference/normality/: statsmodels lilliefors/normal_ad, scipy shapiro/kstest.
 
-    Inputs are the authors' five run accuracies per llm-stability task plus seeded samples;
-    see PROVENANCE. Same libraries, so agreement is to rounding (rtol 1e-12).
+    Inputs are the authors' five run accuracies per llm-stability task (derived at test time
+    from ../shared/data) or the seeded samples of input_sim.csv; see PROVENANCE. Same libraries,
+    so agreement is to rounding (rtol 1e-12).
     """
     groups, expected = reference
     out = run_normality(_stability_frame(groups), method="all")
@@ -294,19 +316,20 @@ def test_run_distribution_rejects_bad_quantiles():
         run_distribution(_stability_frame({"m|d": [0.1, 0.2]}), quantiles=(0.95, 0.05))
 
 
-def test_real_llm_stability_runs_reproduce_the_reference(fixtures, reference):
-    """End to end on the authors' real runs (fixtures/dumps/llm_stability, 7 tasks x 5 runs):
+def test_real_llm_stability_runs_reproduce_the_reference(fixtures, llm_stability_runs):
+    """End to end on the authors' real runs (../shared/data/llm-stability, 7 tasks x 5 runs):
     loader -> stability_table -> run_normality equals the scipy/statsmodels values computed from
     the authors' own per-run counts (fixtures/reference/normality/expected.csv). rtol 1e-9: the
     accuracies are means of 0/1 scores here and count / n there (last-bit differences)."""
     from evalstats.io import read
     from evalstats.stability import stability_table
 
-    obs, _ = read(fixtures / "dumps" / "llm_stability" / "strict_json_schema")
+    obs, _ = read(llm_stability_runs)
     out = run_normality(stability_table(obs), method="all")
     assert out.height == 7 * 4 and (out["n"] == 5).all() and out["low_power"].all()
     got = out.with_columns(group=pl.concat_str("model", pl.lit("|"), "dataset"))
-    joined = got.join(reference[1], on=["group", "method"], how="inner", suffix="_ref")
+    expected = pl.read_csv(fixtures / "reference" / "normality" / "expected.csv")
+    joined = got.join(expected, on=["group", "method"], how="inner", suffix="_ref")
     assert joined.height == out.height
     assert_allclose(joined["statistic"], joined["statistic_ref"], rtol=1e-9)
     assert_allclose(joined["pvalue"], joined["pvalue_ref"], rtol=1e-9)

@@ -21,24 +21,34 @@ from evalstats.aggregate import read_units, to_units
 from evalstats.errors import IngestError, ParameterError
 from evalstats.io import read
 from evalstats.io._pipeline import plan_of
+from tests.conftest import needs_shared_data
 
 REL_TOL = 1e-12
 
+#: Dumps relative to fixtures/, or (``shared:``) real data read in place from ../shared/data.
 FIXTURE_DUMPS = [
     ("dumps/dove/lite", {}),
     ("dumps/dove/nested", {}),
     ("dumps/dove/shots_dir", {}),
     ("dumps/dove/n_shots", {}),
     ("dumps/dove/lite", {"exclude_correct_position": True}),
-    ("dumps/llm_stability/strict_json_schema", {}),
+    pytest.param("shared:llm_stability_runs", {}, marks=needs_shared_data),
     ("dumps/llm_stability/older_layout", {}),
     ("dumps/lm_eval/output", {}),
-    ("dumps/inspect/real", {}),
+    pytest.param("shared:inspect-logs", {}, marks=needs_shared_data),
     ("dumps/inspect/synthetic", {}),
     ("dumps/reliable_eval/results", {}),
     ("dumps/reliable_eval/predictions", {"on_invalid": "skip"}),
-    ("dumps/state_of_what_art/paraphrases accuracies", {}),
+    pytest.param("shared:state-of-what-art/paraphrases accuracies", {}, marks=needs_shared_data),
 ]
+
+
+def _dump(request, fixtures, dump: str) -> Path:
+    if dump == "shared:llm_stability_runs":  # the strict_json_schema archive, extracted
+        return request.getfixturevalue("llm_stability_runs")
+    if dump.startswith("shared:"):
+        return request.getfixturevalue("shared_data") / dump.removeprefix("shared:")
+    return fixtures / dump
 
 
 def reference(path, **options) -> tuple[pl.DataFrame, dict]:
@@ -63,8 +73,8 @@ def assert_same(path, *, partition_rows: int | None = None, **options) -> pl.Dat
 
 
 @pytest.mark.parametrize(("dump", "options"), FIXTURE_DUMPS)
-def test_read_units_equals_read_then_to_units_on_every_fixture(fixtures, dump, options):
-    assert_same(fixtures / dump, **options)
+def test_read_units_equals_read_then_to_units_on_every_fixture(request, fixtures, dump, options):
+    assert_same(_dump(request, fixtures, dump), **options)
 
 
 @pytest.mark.parametrize("partition_rows", [1, 7, 40])

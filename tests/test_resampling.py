@@ -236,20 +236,21 @@ def test_bad_parameters(kwargs, match):
 # --- issue 18: n* reached only when it means something ------------------------------------
 
 
-def _sowa_first(fixtures, task, k):
-    """The first ``k`` paraphrases of a State of What Art BBH task, one group per model."""
-    path = fixtures / f"dumps/state_of_what_art/paraphrases accuracies/BBH/{task}.csv"
+def _sowa_first(shared_data, task, k):
+    """The first ``k`` paraphrases of a State of What Art BBH task, one group per model
+    (read in place from ../shared/data/state-of-what-art)."""
+    path = shared_data / f"state-of-what-art/paraphrases accuracies/BBH/{task}.csv"
     frame = pl.read_csv(path).head(k)
     return _units({c.removesuffix("_acc"): frame[c].to_numpy() for c in frame.columns[1:]})
 
 
-def test_pool_n_star_is_not_reached_when_only_the_full_set_qualifies(fixtures):
+def test_pool_n_star_is_not_reached_when_only_the_full_set_qualifies(shared_data):
     """Point 10: Delta(N) = 0 by construction, so n* = N 'reached' claimed nothing.
 
     First 12 paraphrases of causal_judgement: for every model whose pool bound at n = 11 is
     above epsilon, n* used to be 12 with reached = True.
     """
-    units = _sowa_first(fixtures, "causal_judgement", 12)
+    units = _sowa_first(shared_data, "causal_judgement", 12)
     curve = sample_size_curve(units, moments="mean")
     above = curve.filter(pl.col("n") == 11, pl.col("ci_high") > 0.01)["model"].to_list()
     assert len(above) >= 3
@@ -406,17 +407,18 @@ def test_bootstrap_and_analytic_n_star_keep_the_guarantee_full():
 # --- command line ---------------------------------------------------------------------------------
 
 
-def _sowa(fixtures):
-    return str(fixtures / "dumps/state_of_what_art/paraphrases accuracies/BBH/snarks.csv")
+def _sowa(shared_data):
+    """State of What Art's snarks accuracies, read in place from ../shared/data."""
+    return str(shared_data / "state-of-what-art/paraphrases accuracies/BBH/snarks.csv")
 
 
-def test_cli_nstar_json(fixtures, capsys):
+def test_cli_nstar_json(shared_data, capsys):
     from evalstats.cli import main
 
     code = main(
         [
             "nstar",
-            _sowa(fixtures),
+            _sowa(shared_data),
             "--epsilon",
             "0.02",
             "--moments",
@@ -434,13 +436,13 @@ def test_cli_nstar_json(fixtures, capsys):
     assert list(doc["rows"][0]) == ["model", "dataset", "metric", *NSTAR_COLUMNS]
 
 
-def test_cli_nstar_reference_model_and_plot(fixtures, tmp_path, capsys):
+def test_cli_nstar_reference_model_and_plot(shared_data, tmp_path, capsys):
     from evalstats.cli import main
 
     small = tmp_path / "snarks.csv"  # two models keep the figure small
-    pl.read_csv(_sowa(fixtures)).select("paraphrase idx", "flan-t5-xxl_acc", "t0pp_acc").write_csv(
-        small
-    )
+    pl.read_csv(_sowa(shared_data)).select(
+        "paraphrase idx", "flan-t5-xxl_acc", "t0pp_acc"
+    ).write_csv(small)
     png = tmp_path / "conv.png"
     code = main(
         [
@@ -464,10 +466,10 @@ def test_cli_nstar_reference_model_and_plot(fixtures, tmp_path, capsys):
     assert set(out["model"]) == {"flan-t5-xxl", "t0pp"}
 
 
-def test_cli_nstar_bad_delta_exits_2(fixtures, capsys):
+def test_cli_nstar_bad_delta_exits_2(shared_data, capsys):
     from evalstats.cli import main
 
-    assert main(["nstar", _sowa(fixtures), "--delta", "10"]) == 2
+    assert main(["nstar", _sowa(shared_data), "--delta", "10"]) == 2
     err = capsys.readouterr().err
     assert (
         "evalstats: error: `--delta` must be in (0, 1), got 10.0" in err and "Traceback" not in err
@@ -522,7 +524,7 @@ def test_a_groups_n_star_does_not_depend_on_the_other_groups():
 
 
 @pytest.mark.slow
-def test_real_paraphrases_bootstrap_n_star_holds_on_fresh_paraphrases(fixtures):
+def test_real_paraphrases_bootstrap_n_star_holds_on_fresh_paraphrases(shared_data):
     """State of What Art BBH: each model's ~170 paraphrase accuracies are the perturbation space.
 
     40 paraphrases are the recorded set; n* is computed on them, and n* fresh paraphrases are
@@ -535,7 +537,7 @@ def test_real_paraphrases_bootstrap_n_star_holds_on_fresh_paraphrases(fixtures):
     rng = np.random.default_rng(0)
     fail: dict[str, list[float]] = {"pool": [], "bootstrap": [], "analytic": []}
     sizes: dict[str, list[int]] = {m: [] for m in fail}
-    base = fixtures / "dumps/state_of_what_art/paraphrases accuracies/BBH"
+    base = shared_data / "state-of-what-art/paraphrases accuracies/BBH"
     for path in sorted(base.glob("*.csv")):
         frame = pl.read_csv(path)
         for col in frame.columns[1:]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -22,19 +21,17 @@ from evalstats.stability import (
     unstable_items,
 )
 
-ROOT = Path(__file__).resolve().parents[1] / "fixtures"
+
+@pytest.fixture(scope="module")
+def real_obs(llm_stability_runs) -> pl.DataFrame:
+    """The authors' strict_json_schema runs, read in place from ../shared/data."""
+    return read_llm_stability(llm_stability_runs).observations.collect()
 
 
 @pytest.fixture(scope="module")
-def real_obs() -> pl.DataFrame:
-    return read_llm_stability(
-        ROOT / "dumps/llm_stability/strict_json_schema"
-    ).observations.collect()
-
-
-@pytest.fixture(scope="module")
-def reference() -> pl.DataFrame:
-    ref = pl.read_csv(ROOT / "reference/llm_stability/strict_json_schema_stability_eval.csv")
+def reference(shared_data) -> pl.DataFrame:
+    """The authors' evaluate.py output for the same runs (../shared/data/llm-stability)."""
+    ref = pl.read_csv(shared_data / "llm-stability/strict_json_schema_stability_eval.csv")
     return ref.with_columns(
         pl.col("correct_count_per_run").map_elements(
             ast.literal_eval, return_dtype=pl.List(pl.Int64)

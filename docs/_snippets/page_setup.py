@@ -2,17 +2,25 @@
 
 ``table(frame)`` prints a polars frame as a Markdown table; ``show(fig)`` embeds a matplotlib
 figure as a PNG image. Both only format: every number and figure comes from evalstats.
+``shared(...)`` and ``llm_stability_runs()`` locate the real public data, which are read in place
+from ``../shared/data`` beside the project (see ``shared_data.py``).
 """
 
 import base64
 import io
+import sys
 import warnings
+from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import polars as pl  # noqa: E402
+
+if str(Path("docs/_snippets").resolve()) not in sys.path:
+    sys.path.insert(0, str(Path("docs/_snippets").resolve()))
+from shared_data import llm_stability_runs, shared  # noqa: E402, F401
 
 # Deprecation notices of third-party libraries (seaborn on newer matplotlib) are not
 # evalstats output; keep them out of the build log.
@@ -46,11 +54,12 @@ def show(fig, *, alt="figure drawn by evalstats", dpi=110):
     print()
 
 
-def cli(command, *, max_lines=15):
+def cli(command, *, max_lines=15, cwd=None):
     """Run ``evalstats COMMAND`` in-process; print the command line and the start of stdout.
 
     The build fails if the command exits with a non-zero status, so the command lines shown
-    on the site stay valid.
+    on the site stay valid. ``cwd``: the folder the command runs in (relative paths in the
+    command are relative to it), e.g. where an archive of the shared data was extracted.
     """
     import contextlib
     import shlex
@@ -58,7 +67,8 @@ def cli(command, *, max_lines=15):
     from evalstats.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    where = contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext()
+    with where, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = main(shlex.split(command))
     if status != 0:
         raise RuntimeError(f"`evalstats {command}` exited with {status}: {err.getvalue()}")

@@ -233,7 +233,8 @@ def read_inspect(
     scorer missing, or a NaN value, Inspect's "unscored") are set aside as ``unscored``, and
     samples that ended in an error as ``sample_error``; both are counted, never an error.
     Samples are numbered (the report's ``row``) in Inspect's order: by epoch, then id.
-    Checked against: the real logs in ``fixtures/dumps/inspect/`` (inspect_ai's test fixtures)
+    Checked against: real logs read in place from ../shared/data (``inspect-logs/``,
+    inspect_ai's test fixtures, and ``real-logs/inspect/``), logs written by inspect_ai itself
     and hand-written logs in the documented schema, ``tests/io/test_inspect_log.py``.
 
     Examples

@@ -395,7 +395,8 @@ def read_llm_stability(
     Both are counted in the report's notes. The authors count such rows as incorrect too.
 
     Checked against: the authors' ``correct_count_per_run`` in
-    ``fixtures/reference/llm_stability/strict_json_schema_stability_eval.csv``.
+    ``../shared/data/llm-stability/strict_json_schema_stability_eval.csv`` (read in place by
+    tests/io/test_llm_stability.py).
 
     Examples
     --------

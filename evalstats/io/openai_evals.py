@@ -128,7 +128,7 @@ def read_openai_evals(
     unreadable lines), in file order. The log's ``final_report`` (the eval's own aggregate, e.g. ``accuracy``) is quoted in the
     report's notes, so the mean of the scores can be checked against it. Checked against: the
     record log pasted in Significant-Gravitas/Auto-GPT-Benchmarks' README
-    (``fixtures/dumps/openai_evals/``): mean score 1/3 = its ``final_report`` accuracy.
+    (``../shared/data/real-logs/openai-evals/``): mean score 1/3 = its ``final_report`` accuracy.
 
     Examples
     --------

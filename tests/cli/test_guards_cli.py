@@ -13,7 +13,6 @@ from evalstats.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "fixtures" / "demo" / "demo_observations.parquet"
-SOWA = ROOT / "fixtures" / "dumps" / "headline" / "state_of_what_art"
 
 
 def test_moments_hold_temperature_and_provider_fixed(capsys):
@@ -35,8 +34,8 @@ def test_moments_hold_temperature_and_provider_fixed(capsys):
     )
 
 
-def test_nstar_names_vacuous_groups(capsys):
-    assert main(["nstar", str(SOWA), "--moments", "variance", "--n-resamples", "200"]) == 0
+def test_nstar_names_vacuous_groups(sowa_headline, capsys):
+    assert main(["nstar", str(sowa_headline), "--moments", "variance", "--n-resamples", "200"]) == 0
     out, err = capsys.readouterr()
     frame = pl.read_csv(io.StringIO(out))
     n_vac = frame.filter(pl.col("vacuous") & (pl.col("moment") == "variance")).height
@@ -44,8 +43,9 @@ def test_nstar_names_vacuous_groups(capsys):
     assert f"vacuous in {n_vac} of " in err
 
 
-def test_friedman_lists_dropped_blocks(capsys):
-    assert main(["friedman", str(SOWA)]) == 0
+def test_friedman_lists_dropped_blocks(sowa_headline, capsys):
+    """State of What Art, 4 BBH tasks, minotaur-15b missing from hyperbaton (tests/conftest.py)."""
+    assert main(["friedman", str(sowa_headline)]) == 0
     err = capsys.readouterr().err
     assert "ranks over 3 of 4 blocks" in err
     assert "hyperbaton/accuracy: no minotaur-15b" in err

@@ -8,6 +8,7 @@ import pytest
 
 from evalstats.cli import main
 from evalstats.io import FORMATS
+from tests.conftest import needs_shared_data, shared
 
 D = Path(__file__).resolve().parents[2] / "fixtures" / "dumps"
 
@@ -16,12 +17,20 @@ INPUTS = {
     "dove": D / "dove" / "lite",
     "llm-stability": D / "llm_stability" / "older_layout",
     "lm-eval": D / "lm_eval" / "output",
-    "inspect": D / "inspect" / "real",
+    "inspect": shared("inspect-logs"),
     "reliable-eval": D / "reliable_eval" / "results" / "gpqa_results.json",
-    "state-of-what-art": D / "state_of_what_art" / "paraphrases accuracies",
-    "openai-evals": D / "real_logs" / "openai_evals",
+    "state-of-what-art": shared("state-of-what-art", "paraphrases accuracies"),
+    "openai-evals": shared("real-logs", "openai-evals"),
     "table": None,  # a CSV written by the test
 }
+
+#: Formats whose input is real public data read in place from ../shared/data.
+SHARED = {"inspect", "state-of-what-art", "openai-evals"}
+
+
+def _formats() -> list:
+    return [pytest.param(f, marks=needs_shared_data) if f in SHARED else f for f in FORMATS]
+
 
 FLAGS = [
     [],
@@ -57,13 +66,14 @@ def _clean(code: int, err: str) -> None:
 
 
 @pytest.mark.parametrize("flags", FLAGS, ids=lambda f: " ".join(f) or "none")
-@pytest.mark.parametrize("fmt", list(FORMATS))
+@pytest.mark.parametrize("fmt", _formats())
 def test_format_by_flag_fails_cleanly(fmt, flags, tmp_path, capsys):
     path = _input(fmt, tmp_path)
     code = main(["ingest", str(path), "--format", fmt, "--level", "observations", *flags])
     _clean(code, capsys.readouterr().err)
 
 
+@needs_shared_data
 @pytest.mark.parametrize("fmt", list(FORMATS))
 def test_each_format_on_every_other_formats_input(fmt, tmp_path, capsys):
     for other in FORMATS:
@@ -72,6 +82,7 @@ def test_each_format_on_every_other_formats_input(fmt, tmp_path, capsys):
         _clean(code, capsys.readouterr().err)
 
 
+@needs_shared_data
 def test_state_of_what_art_columns_is_one_line(capsys):
     path = INPUTS["state-of-what-art"]
     assert main(["ingest", str(path), "--format", "state-of-what-art", "--columns", "a=b"]) == 2

@@ -231,8 +231,8 @@ def test_correlate_unknown_column_exits_2(stability, tmp_path, capsys):
     assert "`--columns` names 'bogus'" in err and "Traceback" not in err
 
 
-def test_normality_on_the_real_llm_stability_runs(fixtures, capsys):
-    path = fixtures / "dumps" / "llm_stability" / "strict_json_schema"
+def test_normality_on_the_real_llm_stability_runs(llm_stability_runs, capsys):
+    path = llm_stability_runs
     assert main(["normality", str(path), "--method", "all"]) == 0
     frame = _csv(capsys.readouterr().out)
     assert frame.height == 7 * 4

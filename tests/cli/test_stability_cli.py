@@ -12,12 +12,12 @@ from evalstats.cli import main
 from evalstats.stability import STABILITY_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[2]
-REAL = ROOT / "fixtures/dumps/llm_stability/strict_json_schema"
 OLD = ROOT / "fixtures/dumps/llm_stability/older_layout"
 
 
-def test_json_rows_have_the_documented_columns(capsys):
-    assert main(["stability", str(REAL), "--json"]) == 0
+def test_json_rows_have_the_documented_columns(llm_stability_runs, capsys):
+    """The authors' strict_json_schema runs (../shared/data/llm-stability)."""
+    assert main(["stability", str(llm_stability_runs), "--json"]) == 0
     out = capsys.readouterr()
     doc = json.loads(out.out)
     assert doc["command"] == "stability" and doc["params"] == {}
@@ -29,12 +29,12 @@ def test_json_rows_have_the_documented_columns(capsys):
     assert out.err == ""  # --json keeps the report off stderr too
 
 
-def test_table_markdown_and_latex(capsys):
-    assert main(["stability", str(REAL), "--table", "markdown"]) == 0
+def test_table_markdown_and_latex(llm_stability_runs, capsys):
+    assert main(["stability", str(llm_stability_runs), "--table", "markdown"]) == 0
     out = capsys.readouterr()
     assert "| ruin_names | 89.6 (90.8) 91.2; 91.6, 91.6 |" in out.out
     assert "7035 rows read" in out.err
-    assert main(["stability", str(REAL), "--table", "latex"]) == 0
+    assert main(["stability", str(llm_stability_runs), "--table", "latex"]) == 0
     assert r"college\_mathematics & 43.0 (45.0) 52.0; 47.0, 45.0 \\" in capsys.readouterr().out
 
 
@@ -131,12 +131,13 @@ def test_user_errors_exit_2_with_one_line(tmp_path, capsys, argv, message):
     assert not any("Traceback" in line for line in err)
 
 
-def test_plot_writes_a_heatmap(tmp_path, capsys):
+def test_plot_writes_a_heatmap(llm_stability_runs, tmp_path, capsys):
+    real = str(llm_stability_runs)
     out = tmp_path / "tar.png"
-    assert main(["stability", str(REAL), "--plot", str(out), "--plot-value", "tar_a"]) == 0
+    assert main(["stability", real, "--plot", str(out), "--plot-value", "tar_a"]) == 0
     assert out.stat().st_size > 0
     assert f"wrote {out}" in capsys.readouterr().err
-    assert main(["stability", str(REAL), "--view", "curve", "--plot", str(out)]) == 2
+    assert main(["stability", real, "--view", "curve", "--plot", str(out)]) == 2
     assert "`--plot` draws the stability table" in capsys.readouterr().err
 
 

@@ -1,8 +1,9 @@
-"""Issue 18, points 5-9, on real-shaped fixtures; each test fails on the code before the fix.
+"""Issue 18, points 5-9, on real data; each test fails on the code before the fix.
 
-Data: the real llm-stability runs in fixtures/dumps/llm_stability (gpt-4o, 5 identical runs,
-0/1 item scores; Apache-2.0) and the State of What Art paraphrase accuracies in
-fixtures/dumps/state_of_what_art (CDLA-Permissive-2.0). Comparing the five *runs* of one model
+Data, read in place from ../shared/data (skipped without it): the real llm-stability runs
+(llm-stability/strict_json_schema_runs.tgz; gpt-4o, 5 identical runs, 0/1 item scores;
+Apache-2.0) and the State of What Art paraphrase accuracies (state-of-what-art/;
+CDLA-Permissive-2.0). Comparing the five *runs* of one model
 with ``column='run'`` gives real paired 0/1 data with real item difficulty.
 """
 
@@ -23,23 +24,18 @@ from evalstats.errors import DesignWarning
 from evalstats.io import read
 from evalstats.io.state_of_what_art import read_state_of_what_art
 
-RUNS = "dumps/llm_stability/strict_json_schema"
-HISTORY = RUNS + "/gpt-4o_OAI-0.0-high_school_european_history-few_2025-03-02_08-48-33"
-NAVIGATE = RUNS + "/gpt-4o_OAI-0.0-navigate-few_2025-03-01_10-58-34"
+HISTORY = "gpt-4o_OAI-0.0-high_school_european_history-few_2025-03-02_08-48-33"
+NAVIGATE = "gpt-4o_OAI-0.0-navigate-few_2025-03-01_10-58-34"
 
 
 @pytest.fixture(scope="module")
-def history():
-    from tests.conftest import FIXTURES
-
-    return read(FIXTURES / HISTORY).observations.collect()
+def history(llm_stability_runs):
+    return read(llm_stability_runs / HISTORY).observations.collect()
 
 
 @pytest.fixture(scope="module")
-def all_tasks():
-    from tests.conftest import FIXTURES
-
-    return read(FIXTURES / RUNS).observations.collect()
+def all_tasks(llm_stability_runs):
+    return read(llm_stability_runs).observations.collect()
 
 
 def _first_items(obs: pl.DataFrame, n: int, run: int = 0) -> pl.DataFrame:
@@ -145,12 +141,10 @@ def test_global_family_over_real_tasks_can_reject_where_the_floor_would_forbid(a
 # --- point 7: mid-p McNemar and the MDD of the test used ------------------------------------
 
 
-def test_midp_mcnemar_and_mdd_of_the_mcnemar_test():
+def test_midp_mcnemar_and_mdd_of_the_mcnemar_test(llm_stability_runs):
     """Runs 0 and 3 of gpt-4o on navigate (250 items, 61 discordant). Before the fix:
     'mcnemar-midp' did not exist and the MDD came from t-test power."""
-    from tests.conftest import FIXTURES
-
-    navigate = read(FIXTURES / NAVIGATE).observations.collect()
+    navigate = read(llm_stability_runs / NAVIGATE).observations.collect()
     r0 = _first_items(navigate, 250, run=0)["score"].to_numpy()
     r1 = _first_items(navigate, 250, run=3)["score"].to_numpy()
     n10 = int(np.sum((r0 == 1) & (r1 == 0)))
@@ -193,9 +187,9 @@ def test_midp_mcnemar_size_is_closer_to_nominal_than_exact():
 # --- point 8: Iman-Davenport, independent blocks, items as blocks ---------------------------
 
 
-def test_friedman_reports_iman_davenport_on_real_tasks(fixtures):
+def test_friedman_reports_iman_davenport_on_real_tasks(shared_data):
     """State of What Art: 15 BBH tasks as blocks. Before the fix: chi-square only."""
-    units = read_state_of_what_art(fixtures / "dumps/state_of_what_art", metadata=False)
+    units = read_state_of_what_art(shared_data / "state-of-what-art", metadata=False)
     units = units.observations.collect()
     res = friedman_nemenyi(units)
     wide = (

@@ -25,13 +25,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalstats.cli import main
+from tests.conftest import needs_shared_data
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+#: Seeds named ``shared:<path>`` are real files read in place from ../shared/data;
+#: ``lm-eval-subset:<path>`` are derived from them at test time (tests/conftest.py).
+SHARED_PREFIXES = ("shared:", "lm-eval-subset:")
 
 #: A seed written by :func:`write_zip` (the Zstandard twin of arith_rubric.eval).
 ZSTD_SEED = "zstd:dumps/inspect/synthetic/arith_rubric.eval"
 
-#: One small valid file per format: (format, path relative to fixtures/).
+#: One small valid file per format: (format, path relative to fixtures/, or real data).
 SEEDS: list[tuple[str, str]] = [
     ("table", "fuzz/table.csv"),
     ("table", "fuzz/table.jsonl"),
@@ -39,23 +44,23 @@ SEEDS: list[tuple[str, str]] = [
         "lm-eval",
         "dumps/lm_eval/output/EleutherAI__pythia-160m/samples_arc_easy_2024-06-11T09-15-32.417823.jsonl",
     ),
-    ("inspect", "dumps/inspect/real/popularity1.eval"),
+    ("inspect", "shared:inspect-logs/popularity1.eval"),
     ("inspect", "dumps/inspect/synthetic/arith_two_scorers.json"),
     ("reliable-eval", "dumps/reliable_eval/results/gpqa_results.json"),
-    ("state-of-what-art", "dumps/state_of_what_art/paraphrases accuracies/BBH/snarks.csv"),
+    ("state-of-what-art", "shared:state-of-what-art/paraphrases accuracies/BBH/snarks.csv"),
     ("llm-stability", "dumps/llm_stability/older_layout/gpt-3.5-turbo_navigate_0.csv"),
     ("dove", "dumps/dove/lite/Llama-3.2-1B-Instruct/en/0_shot/mmlu.global_facts.parquet"),
     ("dove", "dumps/dove/nested/mmlu.global_facts.parquet"),
     (
         "openai-evals",
-        "dumps/real_logs/openai_evals/"
+        "shared:real-logs/openai-evals/"
         "Significant-Gravitas+Auto-GPT-Benchmarks__README_oaieval_230417220821DPM75QNS.jsonl",
     ),
     (
         "lm-eval",
         "dumps/lm_eval/output/EleutherAI__pythia-160m/results_2024-06-11T09-15-32.417823.json",
     ),
-    ("lm-eval", "dumps/real_logs/lm_eval/SlurmEvals/llama/winogrande_write_out_info.json"),
+    ("lm-eval", "lm-eval-subset:SlurmEvals/llama/winogrande_write_out_info.json"),
     ("reliable-eval", "dumps/reliable_eval/predictions/gpqa_combined.json"),
     ("reliable-eval", "dumps/reliable_eval/data/gpqa/predictions/GPT-4o_predictions.json"),
     # written at test time with Zstandard members (zip method 93), as current inspect_ai does
@@ -230,11 +235,38 @@ def write_zip(dst: Path, members: dict[str, bytes], *, zstd: bool) -> None:
     dst.write_bytes(bytes(out + central + end))
 
 
-def _seed(rel: str, tmp: Path) -> Path:
-    """The seed file: a fixture, or its Zstandard twin for ``zstd:`` seeds."""
+def _is_shared(rel: str) -> bool:
+    return rel.removeprefix("zstd:").startswith(SHARED_PREFIXES)
+
+
+def _params(seeds: list[tuple[str, str]]) -> list:
+    """``parametrize`` values: seeds of real data carry the ``shared_data`` marker."""
+    return [
+        pytest.param(
+            fmt,
+            rel,
+            id=f"{fmt}:{rel[:5] if rel.startswith('zstd:') else ''}{Path(rel).name}",
+            marks=needs_shared_data if _is_shared(rel) else (),
+        )
+        for fmt, rel in seeds
+    ]
+
+
+def _resolve(rel: str, request) -> Path:
+    """The seed's readable file (for ``zstd:`` seeds, the file its twin is written from)."""
+    rel = rel.removeprefix("zstd:")
+    if rel.startswith("shared:"):
+        return request.getfixturevalue("shared_data") / rel.removeprefix("shared:")
+    if rel.startswith("lm-eval-subset:"):
+        return request.getfixturevalue("lm_eval_subsets") / rel.removeprefix("lm-eval-subset:")
+    return FIXTURES / rel
+
+
+def _seed(rel: str, plain: Path, tmp: Path) -> Path:
+    """The seed file: ``plain``, or its Zstandard twin for ``zstd:`` seeds."""
     if not rel.startswith("zstd:"):
-        return FIXTURES / rel
-    src = FIXTURES / rel.removeprefix("zstd:")
+        return plain
+    src = plain
     with zipfile.ZipFile(src) as z:
         members = {i.filename: z.read(i) for i in z.infolist()}
     out = tmp / "seed" / src.name
@@ -243,13 +275,12 @@ def _seed(rel: str, tmp: Path) -> Path:
     return out
 
 
-def _fuzz_one(fmt: str, rel: str, data, tmp: Path) -> None:
-    src = _seed(rel, tmp)
+def _fuzz_one(fmt: str, rel: str, plain: Path, data, tmp: Path) -> None:
+    src = _seed(rel, plain, tmp)
     dst = tmp / src.name
     how = data.draw(st.sampled_from(["bytes", "structure"]))
     if how == "structure" and src.suffix == ".eval":
-        zstd = rel.startswith("zstd:")
-        plain = FIXTURES / rel.removeprefix("zstd:") if zstd else src  # members readable here
+        zstd = rel.startswith("zstd:")  # members are readable in ``plain``
         _write_mutated_zip(plain, dst, data, zstd=zstd)
     elif how == "structure" and src.suffix in (".json", ".jsonl"):
         text = src.read_text(encoding="utf-8")
@@ -266,36 +297,30 @@ def _fuzz_one(fmt: str, rel: str, data, tmp: Path) -> None:
     check_outcome(dst, given_format)
 
 
-def _run(fmt, rel, tmp_path_factory, budget):
+def _run(fmt, rel, request, tmp_path_factory, budget):
+    plain = _resolve(rel, request)
+
     @budget
     @given(data=st.data())
     def inner(data):
         tmp = tmp_path_factory.mktemp("fuzz")
         try:
-            _fuzz_one(fmt, rel, data, tmp)
+            _fuzz_one(fmt, rel, plain, data, tmp)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
     inner()
 
 
-@pytest.mark.parametrize(
-    ("fmt", "rel"),
-    SEEDS,
-    ids=[f"{f}:{r[:5] if r.startswith('zstd:') else ''}{Path(r).name}" for f, r in SEEDS],
-)
-def test_mutated_files_fail_cleanly_or_add_up(fmt, rel, tmp_path_factory):
-    _run(fmt, rel, tmp_path_factory, FAST)
+@pytest.mark.parametrize(("fmt", "rel"), _params(SEEDS))
+def test_mutated_files_fail_cleanly_or_add_up(fmt, rel, request, tmp_path_factory):
+    _run(fmt, rel, request, tmp_path_factory, FAST)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("fmt", "rel"),
-    SEEDS,
-    ids=[f"{f}:{r[:5] if r.startswith('zstd:') else ''}{Path(r).name}" for f, r in SEEDS],
-)
-def test_mutated_files_fail_cleanly_or_add_up_long(fmt, rel, tmp_path_factory):
-    _run(fmt, rel, tmp_path_factory, LONG)
+@pytest.mark.parametrize(("fmt", "rel"), _params(SEEDS))
+def test_mutated_files_fail_cleanly_or_add_up_long(fmt, rel, request, tmp_path_factory):
+    _run(fmt, rel, request, tmp_path_factory, LONG)
 
 
 @FAST
@@ -356,21 +381,21 @@ def test_report_on_mutated_or_any_bytes_fails_cleanly(data, tmp_path_factory):
 #: Seeds of different formats put side by side in one folder (single files, no folder rules).
 MIXED = [
     "fuzz/table.csv",
-    "dumps/real_logs/openai_evals/"
+    "shared:real-logs/openai-evals/"
     "Significant-Gravitas+Auto-GPT-Benchmarks__README_oaieval_230417220821DPM75QNS.jsonl",
-    "dumps/inspect/real/popularity1.eval",
+    "shared:inspect-logs/popularity1.eval",
     "dumps/lm_eval/output/EleutherAI__pythia-160m/samples_arc_easy_2024-06-11T09-15-32.417823.jsonl",
-    "dumps/state_of_what_art/paraphrases accuracies/BBH/snarks.csv",
+    "shared:state-of-what-art/paraphrases accuracies/BBH/snarks.csv",
 ]
 
 
-def _fuzz_folder(data, tmp: Path) -> None:
+def _fuzz_folder(data, tmp: Path, sources: list[Path]) -> None:
     folder = tmp / "mix"
     folder.mkdir()
-    chosen = data.draw(st.lists(st.sampled_from(MIXED), min_size=2, max_size=4, unique=True))
-    for rel in chosen:
-        shutil.copy(FIXTURES / rel, folder / Path(rel).name)
-    victim = folder / Path(data.draw(st.sampled_from(chosen))).name
+    chosen = data.draw(st.lists(st.sampled_from(sources), min_size=2, max_size=4, unique=True))
+    for src in chosen:
+        shutil.copy(src, folder / src.name)
+    victim = folder / data.draw(st.sampled_from(chosen)).name
     victim.write_bytes(data.draw(byte_mutations(victim.read_bytes())))
     if data.draw(st.booleans()):
         (folder / data.draw(st.sampled_from(["README.md", "notes.json", "x.eval"]))).write_bytes(
@@ -379,15 +404,17 @@ def _fuzz_folder(data, tmp: Path) -> None:
     check_outcome(folder, None)
 
 
-def test_mixed_folder_fails_cleanly_or_adds_up(tmp_path_factory):
+@needs_shared_data
+def test_mixed_folder_fails_cleanly_or_adds_up(request, tmp_path_factory):
     """A folder of several formats with one file damaged: read whole, or one line, never lost."""
+    sources = [_resolve(rel, request) for rel in MIXED]
 
     @FAST
     @given(data=st.data())
     def inner(data):
         tmp = tmp_path_factory.mktemp("mixfuzz")
         try:
-            _fuzz_folder(data, tmp)
+            _fuzz_folder(data, tmp, sources)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
@@ -395,13 +422,16 @@ def test_mixed_folder_fails_cleanly_or_adds_up(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_mixed_folder_fails_cleanly_or_adds_up_long(tmp_path_factory):
+@needs_shared_data
+def test_mixed_folder_fails_cleanly_or_adds_up_long(request, tmp_path_factory):
+    sources = [_resolve(rel, request) for rel in MIXED]
+
     @LONG
     @given(data=st.data())
     def inner(data):
         tmp = tmp_path_factory.mktemp("mixfuzz")
         try:
-            _fuzz_folder(data, tmp)
+            _fuzz_folder(data, tmp, sources)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

@@ -15,6 +15,7 @@ import pytest
 from evalstats.cli import main
 from evalstats.errors import IngestError
 from evalstats.io import read, read_table
+from tests.conftest import needs_shared_data, shared
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,9 +134,10 @@ def test_state_of_what_art_quoted_header_with_comma_keeps_models_apart(tmp_path)
 
 DUMPS = ROOT / "fixtures" / "dumps"
 LM_EVAL = DUMPS / "lm_eval" / "output"
-INSPECT = DUMPS / "inspect" / "real"
-OPENAI = DUMPS / "real_logs" / "openai_evals"
-SOWA = DUMPS / "state_of_what_art"
+# real logs and tables, read in place from ../shared/data (tests marked needs_shared_data)
+INSPECT = shared("inspect-logs")
+OPENAI = shared("real-logs", "openai-evals")
+SOWA = shared("state-of-what-art")
 
 
 def _copy(src: Path, dst: Path) -> None:
@@ -179,6 +181,7 @@ def test_lm_eval_folder_with_a_csv_reads_every_file_by_its_own_format(tmp_path):
     assert not any("match no format" in n for n in report.notes)
 
 
+@needs_shared_data
 def test_mixed_folder_of_three_formats_keeps_every_row_and_units_agree(tmp_path):
     from evalstats.aggregate import read_units, to_units
 
@@ -208,10 +211,13 @@ def test_mixed_folder_of_three_formats_keeps_every_row_and_units_agree(tmp_path)
     assert got_units.equals(expect.sort(key).select(*key, "n_items", "score"))
 
 
+@needs_shared_data
 def test_item_and_unit_level_formats_join_as_units_and_refuse_as_observations(tmp_path):
     from evalstats.aggregate import read_units
 
-    _copy(SOWA, tmp_path / "sowa")  # the release layout, metadata folder included
+    # the release layout, metadata folder included (not the authors' metric tables beside it)
+    for part in ("paraphrases accuracies", "automatic paraphrases"):
+        _copy(SOWA / part, tmp_path / "sowa" / part)
     _csv(tmp_path / "extra.csv")
     with pytest.raises(IngestError, match=r"mixes item-level files \(table\) with unit-level"):
         read(tmp_path)
@@ -245,6 +251,7 @@ def test_explicit_format_notes_the_files_of_other_formats(tmp_path):
     )
 
 
+@needs_shared_data
 def test_same_observation_in_two_formats_is_an_error_or_set_aside(tmp_path):
     _copy(OPENAI, tmp_path)
     obs = read(tmp_path).observations.collect()
@@ -261,6 +268,7 @@ def test_same_observation_in_two_formats_is_an_error_or_set_aside(tmp_path):
     assert report.rows_read == report.rows_kept + report.rows_set_aside
 
 
+@needs_shared_data
 def test_one_metric_declared_differently_by_two_formats_is_one_line(tmp_path):
     _copy(OPENAI, tmp_path)
     obs = read(tmp_path).observations.collect()

@@ -1,4 +1,4 @@
-"""Inspect AI logs: real .eval fixtures, hand-written logs in the documented schema, bad input."""
+"""Inspect AI logs: real .eval logs (../shared/data), hand-written logs in the documented schema, bad input."""
 
 from __future__ import annotations
 
@@ -24,9 +24,11 @@ LETTERS = {"C": 1.0, "P": 0.5, "I": 0.0, "N": 0.0}
 
 
 @pytest.fixture
-def real(fixtures) -> Path:
-    """inspect_ai's own test logs (MIT; see real/NOTICE.md)."""
-    return fixtures / "dumps" / "inspect" / "real"
+def real(shared_data) -> Path:
+    """inspect_ai's own test logs (UKGovernmentBEIS/inspect_ai, MIT), read in place from
+    ../shared/data/inspect-logs: ``mmlu-summary-choices.eval`` (inspect_ai 0.3.154, one MMLU
+    sample scored ``I``) and ``popularity1.eval`` (0.3.58, 10 samples written without scores)."""
+    return shared_data / "inspect-logs"
 
 
 @pytest.fixture

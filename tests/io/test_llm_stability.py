@@ -37,16 +37,16 @@ V3_COLUMNS = [
 
 
 @pytest.fixture(scope="module")
-def real(request) -> tuple[pl.DataFrame, object]:
-    root = Path(__file__).resolve().parents[2] / "fixtures"
-    obs, report = read_llm_stability(root / "dumps/llm_stability/strict_json_schema")
+def real(llm_stability_runs) -> tuple[pl.DataFrame, object]:
+    """The authors' strict_json_schema runs, read in place from ../shared/data."""
+    obs, report = read_llm_stability(llm_stability_runs)
     return obs.collect(), report
 
 
 @pytest.fixture(scope="module")
-def reference() -> pl.DataFrame:
-    root = Path(__file__).resolve().parents[2] / "fixtures"
-    ref = pl.read_csv(root / "reference/llm_stability/strict_json_schema_stability_eval.csv")
+def reference(shared_data) -> pl.DataFrame:
+    """The authors' evaluate.py output for the same runs (../shared/data/llm-stability)."""
+    ref = pl.read_csv(shared_data / "llm-stability/strict_json_schema_stability_eval.csv")
     return ref.with_columns(
         pl.col("correct_count_per_run").map_elements(
             ast.literal_eval, return_dtype=pl.List(pl.Int64)
@@ -135,21 +135,22 @@ def test_real_runs_parsing_decisions(real):
     assert i_rows["answer"].unique().to_list() == ["(I)"] and i_rows["item"].n_unique() == 1
 
 
-def test_plain_csv_reads_like_the_gzipped_fixture(fixtures, tmp_path):
-    src = next(
-        (fixtures / "dumps/llm_stability/strict_json_schema").rglob("*navigate-few-0.csv.gz")
-    )
-    plain = tmp_path / src.name.removesuffix(".gz")
-    with gzip.open(src, "rb") as fin, open(plain, "wb") as fout:
+def test_gzipped_csv_reads_like_the_plain_run(llm_stability_runs, tmp_path):
+    plain = next(llm_stability_runs.rglob("*navigate-few-0.csv"))
+    packed = tmp_path / (plain.name + ".gz")
+    with open(plain, "rb") as fin, gzip.open(packed, "wb") as fout:
         shutil.copyfileobj(fin, fout)
     a = read_llm_stability(plain).observations.collect()
-    b = read_llm_stability(src).observations.collect()
+    b = read_llm_stability(packed).observations.collect()
     assert a.equals(b) and a.height == 250
+
+
+def test_detection_of_the_real_runs(llm_stability_runs):
+    assert detect_format(llm_stability_runs) == "llm-stability"
 
 
 def test_detection_and_read_dispatch(fixtures, tmp_path):
     folder = fixtures / "dumps/llm_stability"
-    assert detect_format(folder / "strict_json_schema") == "llm-stability"
     assert detect_format(folder / "older_layout") == "llm-stability"
     generic = tmp_path / "t.csv"
     generic.write_text("model,item,score\na,1,1\n")

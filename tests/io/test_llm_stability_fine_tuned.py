@@ -5,12 +5,14 @@ Every row of ``fine_tuned_stability_eval.csv`` and ``fine_tuned_stability_eval_c
 correct counts, TARr, TARa (with ``all_unparsed='agree'``, the authors' convention), best and
 worst possible counts and their spread. The archive holds macOS AppleDouble files and a per-row
 ``rubric_counter`` in ``model_config``.
+
+Read in place from ../shared/data/llm-stability (Apache-2.0): ``fine_tuned_data.tgz``, extracted
+once per session (tests/conftest.py), and the authors' CSVs beside it.
 """
 
 from __future__ import annotations
 
 import ast
-import tarfile
 from pathlib import Path
 
 import polars as pl
@@ -19,22 +21,17 @@ import pytest
 from evalstats.io import detect_format, read
 from evalstats.io.llm_stability import read_llm_stability
 from evalstats.stability import stability_table
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-ARCHIVE = FIXTURES / "dumps/llm_stability/fine_tuned/fine_tuned_data.tgz"
-REFERENCE = FIXTURES / "reference/llm_stability"
+from tests.conftest import shared
 
 
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("fine_tuned")
-    with tarfile.open(ARCHIVE) as tar:
-        tar.extractall(root, filter="data")
-    return root
+def archive(fine_tuned_data) -> Path:
+    """../shared/data/llm-stability/fine_tuned_data.tgz, extracted once per session."""
+    return fine_tuned_data
 
 
 def _authors(name: str) -> list[dict]:
-    ref = pl.read_csv(REFERENCE / name)
+    ref = pl.read_csv(shared("llm-stability", name))
     rows = []
     for r in ref.iter_rows(named=True):
         r["model_config"] = ast.literal_eval(r["model_config"])

@@ -1,11 +1,15 @@
-"""Real logs from public repositories (fixtures/dumps/real_logs/, see SOURCES.md), one test per
-file family: each ingests, and its mean equals the producer's own summary where one exists."""
+"""Real logs from public repositories, one test per file family: each ingests, and its mean
+equals the producer's own summary where one exists.
+
+Read in place from ../shared/data/real-logs (see SOURCES.md there; skipped without it); the
+lm-eval subsets (first records of the large files) are derived at test time by the
+``lm_eval_subsets`` fixture of tests/conftest.py.
+"""
 
 from __future__ import annotations
 
 import json
 import zipfile
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -14,13 +18,19 @@ from evalstats.cli import main
 from evalstats.errors import IngestError
 from evalstats.io import detect_format, read
 from evalstats.io.lm_eval import read_lm_eval
+from tests.conftest import needs_shared_data, shared
 
-ROOT = Path(__file__).resolve().parents[2] / "fixtures" / "dumps" / "real_logs"
-INSPECT = sorted((ROOT / "inspect").glob("*.eval"))
+REAL = shared("real-logs")
+INSPECT = [
+    "METR+inspect-action__2025-12-13T23-15-44+00-00_class-eval_XDtHXBaqEHGUBoFoinn2wS.eval",
+    "METR+inspect-action__small.eval",
+    "vhong-aisi+inspect_demo__2025-07-30T18-42-38+00-00_mmlu_ZYEnfbu3nstBuwzjiAGzuG.eval",
+]
 
 
-@pytest.mark.parametrize("path", INSPECT, ids=[p.name[:30] for p in INSPECT])
-def test_inspect_logs_match_their_header_summary(path):
+@pytest.mark.parametrize("name", INSPECT, ids=[n[:30] for n in INSPECT])
+def test_inspect_logs_match_their_header_summary(shared_data, name):
+    path = shared_data / "real-logs" / "inspect" / name
     with zipfile.ZipFile(path) as z:
         header = json.loads(z.read("header.json"))
     (score,) = header["results"]["scores"]
@@ -37,14 +47,16 @@ def test_inspect_logs_match_their_header_summary(path):
     assert df["score"].mean() == pytest.approx(summary)
 
 
+@needs_shared_data
 def test_inspect_epochs_are_runs():
-    small = ROOT / "inspect" / "METR+inspect-action__small.eval"
+    small = REAL / "inspect" / "METR+inspect-action__small.eval"
     df = read(small).observations.collect()
     assert sorted(df["run"].to_list()) == [0, 1, 2, 3, 4, 5] and df["item"].n_unique() == 1
 
 
+@needs_shared_data
 def test_oaieval_record_log_matches_its_final_report(capsys):
-    folder = ROOT / "openai_evals"
+    folder = REAL / "openai-evals"
     assert detect_format(folder) == "openai-evals"
     obs, report = read(folder)
     df = obs.collect().sort("item")
@@ -90,8 +102,9 @@ def test_oaieval_several_match_events_per_sample_are_runs(tmp_path):
     assert report.set_aside == {"invalid_json": 1} and report.rows_read == 5
 
 
-def test_lm_eval_03_write_out_layout():
-    folder = ROOT / "lm_eval" / "SlurmEvals"
+def test_lm_eval_03_write_out_layout(lm_eval_subsets):
+    """The first 100 records of two SlurmEvals/llama files (the 0.3 --write_out layout)."""
+    folder = lm_eval_subsets / "SlurmEvals"
     assert detect_format(folder) == "lm-eval"
     path = folder / "llama" / "winogrande_write_out_info.json"
     obs, report = read_lm_eval(path)
@@ -120,16 +133,17 @@ def test_lm_eval_03_write_out_layout():
     assert main(argv) == 0
 
 
-def test_lm_eval_corpus_metric_only_is_refused_in_one_line(capsys):
-    folder = ROOT / "lm_eval" / "african_nlp_benchmarks"
+def test_lm_eval_corpus_metric_only_is_refused_in_one_line(lm_eval_subsets, capsys):
+    folder = lm_eval_subsets / "african_nlp_benchmarks"
     assert main(["ingest", str(folder)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "Traceback" not in err[0]
     assert "metric 'f1' of task 'masakhaner_luo_prompt_2' is corpus-level" in err[0]
 
 
-def test_lm_eval_full_and_limit_runs_are_kept_apart():
-    folder = ROOT / "lm_eval" / "results__truthfulqa"
+def test_lm_eval_full_and_limit_runs_are_kept_apart(lm_eval_subsets):
+    """The first 60 documents of the full truthfulqa_gen run and the 20-document --limit run."""
+    folder = lm_eval_subsets / "results__truthfulqa"
     obs, report = read_lm_eval(folder, metric="bleu_acc")
     df = obs.collect()
     sets = df.group_by("doc_set").agg(pl.len(), pl.col("run").n_unique().alias("runs"))

@@ -13,8 +13,14 @@ from evalstats.errors import IngestError
 from evalstats.io import detect_format, read
 from evalstats.io.state_of_what_art import detect_state_of_what_art, read_state_of_what_art
 
-SOWA = "dumps/state_of_what_art"
 ACC = "paraphrases accuracies/BBH"
+
+
+@pytest.fixture
+def sowa(shared_data):
+    """The State of What Art release folder, read in place from ../shared/data (CDLA-Permissive-2.0):
+    all 15 BBH tasks, 11 models, and the paraphrase metadata of every task."""
+    return shared_data / "state-of-what-art"
 
 
 def _independent_units(folder):
@@ -29,10 +35,10 @@ def _independent_units(folder):
     return out
 
 
-def test_reads_the_release_folder_with_accounting_and_same_unit_scores(fixtures):
-    obs, report = read_state_of_what_art(fixtures / SOWA)
+def test_reads_the_release_folder_with_accounting_and_same_unit_scores(sowa):
+    obs, report = read_state_of_what_art(sowa)
     df = obs.collect()
-    expected = _independent_units(fixtures / SOWA / ACC)
+    expected = _independent_units(sowa / ACC)
     assert report.rows_read == report.rows_kept + report.rows_set_aside
     assert report.rows_read == len(expected) == df.height == 28765
     assert report.format == "state-of-what-art" and len(report.sources) == 15
@@ -43,48 +49,61 @@ def test_reads_the_release_folder_with_accounting_and_same_unit_scores(fixtures)
     assert units.height == df.height  # already unit level
 
 
-def test_metadata_is_joined_as_factor_columns(fixtures):
-    df = read_state_of_what_art(fixtures / SOWA)[0].collect()
+def test_metadata_is_joined_as_factor_columns(sowa, tmp_path):
+    df = read_state_of_what_art(sowa)[0].collect()
     assert {"method", "correct"} <= set(df.columns)
     snarks = df.filter(pl.col("dataset") == "snarks")
     assert snarks["method"].null_count() == 0
     assert set(snarks["method"]) == {"default", "rephrase", "meta_desc", "meta_cot"}
-    meta = pl.read_csv(fixtures / SOWA / "automatic paraphrases/BBH/snarks.csv")
+    meta = pl.read_csv(sowa / "automatic paraphrases/BBH/snarks.csv")
     first = meta.filter(pl.col("prompt idx") == 2).row(0, named=True)
     row = snarks.filter(pl.col("variant") == "2").row(0, named=True)
     assert row["method"] == first["method"] and row["correct"] == bool(first["correct"])
-    # tasks without a metadata file in the fixture keep null factors
-    assert df.filter(pl.col("dataset") == "hyperbaton")["method"].null_count() > 0
+    # a task without a metadata file keeps null factors, and the report says so
+    release = tmp_path / "release"
+    (release / ACC).mkdir(parents=True)
+    (release / "automatic paraphrases/BBH").mkdir(parents=True)
+    for task in ("snarks", "hyperbaton"):
+        shutil.copy(sowa / ACC / f"{task}.csv", release / ACC / f"{task}.csv")
+    shutil.copy(
+        sowa / "automatic paraphrases/BBH/snarks.csv", release / "automatic paraphrases/BBH"
+    )
+    obs, report = read_state_of_what_art(release)
+    part = obs.collect()
+    assert part.filter(pl.col("dataset") == "snarks")["method"].null_count() == 0
+    hyperbaton = part.filter(pl.col("dataset") == "hyperbaton")
+    assert hyperbaton.height > 0 and hyperbaton["method"].null_count() == hyperbaton.height
+    assert any("hyperbaton.csv: no paraphrase metadata found" in n for n in report.notes)
 
 
-def test_uncertain_correct_mark_is_null_and_reported(fixtures):
-    obs, report = read_state_of_what_art(fixtures / SOWA)
+def test_uncertain_correct_mark_is_null_and_reported(sowa):
+    obs, report = read_state_of_what_art(sowa)
     lds = obs.filter(pl.col("dataset") == "logical_deduction_seven_objects").collect()
     assert lds["correct"].null_count() == 11  # one paraphrase marked '0?', 11 models
     assert any("'0?'" in n for n in report.notes)
 
 
-def test_metadata_false_and_single_file(fixtures):
-    f = fixtures / SOWA / ACC / "navigate.csv"
+def test_metadata_false_and_single_file(sowa):
+    f = sowa / ACC / "navigate.csv"
     obs, report = read_state_of_what_art(f, metadata=False)
     df = obs.collect()
     assert "method" not in df.columns and set(df["dataset"]) == {"navigate"}
     assert report.rows_read == 170 * 11
 
 
-def test_explicit_metadata_folder(tmp_path, fixtures):
-    shutil.copy(fixtures / SOWA / ACC / "snarks.csv", tmp_path / "snarks.csv")
+def test_explicit_metadata_folder(tmp_path, sowa):
+    shutil.copy(sowa / ACC / "snarks.csv", tmp_path / "snarks.csv")
     obs, _ = read_state_of_what_art(
-        tmp_path / "snarks.csv", metadata=fixtures / SOWA / "automatic paraphrases"
+        tmp_path / "snarks.csv", metadata=sowa / "automatic paraphrases"
     )
     assert obs.collect()["method"].null_count() == 0
 
 
-def test_detection_and_read_dispatch(fixtures):
-    assert detect_format(fixtures / SOWA) == "state-of-what-art"
-    assert detect_format(fixtures / SOWA / ACC / "snarks.csv") == "state-of-what-art"
-    assert not detect_state_of_what_art(fixtures / SOWA / "automatic paraphrases/BBH/snarks.csv")
-    assert read(fixtures / SOWA / ACC / "snarks.csv").report.rows_read == 162 * 11
+def test_detection_and_read_dispatch(sowa):
+    assert detect_format(sowa) == "state-of-what-art"
+    assert detect_format(sowa / ACC / "snarks.csv") == "state-of-what-art"
+    assert not detect_state_of_what_art(sowa / "automatic paraphrases/BBH/snarks.csv")
+    assert read(sowa / ACC / "snarks.csv").report.rows_read == 162 * 11
 
 
 def test_missing_cell_is_an_error_naming_file_row_and_column(tmp_path):
@@ -122,8 +141,8 @@ def test_not_an_accuracy_file(tmp_path):
         read_state_of_what_art(f)
 
 
-def test_cli_ingest_report_adds_up(fixtures, capsys):
-    code = main(["ingest", str(fixtures / SOWA / ACC / "snarks.csv"), "--json"])
+def test_cli_ingest_report_adds_up(sowa, capsys):
+    code = main(["ingest", str(sowa / ACC / "snarks.csv"), "--json"])
     assert code == 0
     report = json.loads(capsys.readouterr().out)["report"]
     assert report["format"] == "state-of-what-art"

@@ -1,17 +1,14 @@
 """Headline sanity: ``evalstats report`` on real dumps says nothing a statistician would not sign.
 
-Each dump below is a small real-shaped subset kept in fixtures/ with its licence notice:
+The real dumps are read in place from ../shared/data (skipped without it; its README gives
+each source and licence), small subsets derived at test time (tests/conftest.py):
 
-- State of What Art BBH paraphrases (fixtures/dumps/headline/state_of_what_art, CDLA-Permissive-2.0,
-  see fixtures/dumps/headline/NOTICE): 4 tasks x 5 models x 30 paraphrases, one model missing
-  from one task. Made from fixtures/dumps/state_of_what_art with::
-
-      t = pl.read_csv(src / f"{task}.csv").select("paraphrase idx", *model_columns).head(30)
-
-- llm-stability (Apache-2.0, fixtures/dumps/llm_stability/LICENSE): strict_json_schema (gpt-4o,
-  7 tasks x 5 runs) and the fine-tuned runs archive (2 models x 2 tasks, 6-10 runs; ``top_p_k``
-  differs by model only; gpt-35-turbo scores 0.96 in all ten navigate runs);
-- lm-evaluation-harness and Inspect logs (MIT, fixtures/dumps/real_logs/SOURCES.md);
+- State of What Art BBH paraphrases (CDLA-Permissive-2.0; ``sowa_headline``): 4 tasks x 5
+  models x the first 30 paraphrases, one model missing from one task;
+- llm-stability (Apache-2.0): strict_json_schema (gpt-4o, 7 tasks x 5 runs) and the fine-tuned
+  runs archive (2 models x 2 tasks, 6-10 runs; ``top_p_k`` differs by model only; gpt-35-turbo
+  scores 0.96 in all ten navigate runs);
+- lm-evaluation-harness and Inspect logs (MIT, real-logs/SOURCES.md; ``lm_eval_subsets``);
 - the bundled demo (simulated, shared with the other report tests).
 
 :func:`headline_sanity.violations` states the rules. Beyond the suite, each defect listed at the
@@ -25,7 +22,6 @@ import contextlib
 import io
 import json
 import re
-import tarfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -37,9 +33,6 @@ from headline_sanity import _rows, glance, violations
 from evalstats.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-DUMPS = ROOT / "fixtures" / "dumps"
-SOWA = DUMPS / "headline" / "state_of_what_art"
-REAL = DUMPS / "real_logs"
 
 #: Fewer resamples where they only change Monte Carlo precision (not the tests' power).
 OPTIONS = (
@@ -71,22 +64,21 @@ def _report(path: Path, out: Path, *extra: str) -> SimpleNamespace:
 
 
 @pytest.fixture(scope="module")
-def fine_tuned_runs(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("fine_tuned")
-    with tarfile.open(DUMPS / "llm_stability/fine_tuned/fine_tuned_data.tgz") as tar:
-        tar.extractall(root, filter="data")
-    return root / "runs"
-
-
-@pytest.fixture(scope="module")
-def reports(tmp_path_factory, fine_tuned_runs) -> dict[str, SimpleNamespace]:
+def reports(
+    tmp_path_factory,
+    shared_data,
+    sowa_headline,
+    llm_stability_runs,
+    fine_tuned_data,
+    lm_eval_subsets,
+) -> dict[str, SimpleNamespace]:
     """One report per dump, written once for the module."""
-    inspect_log = next((REAL / "inspect").glob("vhong-aisi*mmlu*.eval"))
+    inspect_log = next((shared_data / "real-logs" / "inspect").glob("vhong-aisi*mmlu*.eval"))
     dumps = {
-        "state_of_what_art": SOWA,
-        "llm_stability_strict": DUMPS / "llm_stability/strict_json_schema",
-        "llm_stability_fine_tuned": fine_tuned_runs,
-        "lm_eval_winogrande": REAL / "lm_eval/SlurmEvals/llama/winogrande_write_out_info.json",
+        "state_of_what_art": sowa_headline,
+        "llm_stability_strict": llm_stability_runs,
+        "llm_stability_fine_tuned": fine_tuned_data / "runs",
+        "lm_eval_winogrande": lm_eval_subsets / "SlurmEvals/llama/winogrande_write_out_info.json",
         "inspect_mmlu": inspect_log,
     }
     base = tmp_path_factory.mktemp("headline")
@@ -138,9 +130,9 @@ def test_vacuous_nstar_is_not_hidden_in_the_summary(reports):
         )
 
 
-def test_decoding_settings_are_not_prompt_variants(tmp_path):
+def test_decoding_settings_are_not_prompt_variants(tmp_path, sowa_headline):
     """A real-shaped table whose variants are paraphrases at two temperatures."""
-    obs = pl.read_csv(SOWA / "paraphrases accuracies/BBH/snarks.csv")
+    obs = pl.read_csv(sowa_headline / "paraphrases accuracies/BBH/snarks.csv")
     long = obs.unpivot(index="paraphrase idx", variable_name="model", value_name="score")
     long = long.with_columns(
         pl.col("model").str.replace("_acc$", ""),
@@ -178,13 +170,13 @@ def test_factor_aliased_with_the_model_is_skipped_with_the_reason(reports):
         assert "top_p_k" in rep.skipped[key]
 
 
-def test_attribution_with_cv_r_sq_at_most_zero_is_skipped(tmp_path):
+def test_attribution_with_cv_r_sq_at_most_zero_is_skipped(tmp_path, shared_data):
     """State of What Art, flan-t5-xl on snarks: the paraphrase method predicts nothing.
 
     Out of fold the xgboost model does worse than the mean (cross-validated R² = -0.03; -0.13
     for OLS), so its importances would rank noise.
     """
-    sowa = DUMPS / "state_of_what_art"
+    sowa = shared_data / "state-of-what-art"
     acc = pl.read_csv(sowa / "paraphrases accuracies/BBH/snarks.csv")
     meta = pl.read_csv(sowa / "automatic paraphrases/BBH/snarks.csv")
     obs = (
@@ -252,13 +244,13 @@ def test_user_errors_exit_2_naming_the_valid_choices(tmp_path, capsys, extra, me
     assert not (tmp_path / "r" / "results.json").exists()
 
 
-def test_a_metric_in_its_own_units_is_not_called_accuracy_or_points(tmp_path):
+def test_a_metric_in_its_own_units_is_not_called_accuracy_or_points(tmp_path, lm_eval_subsets):
     """lm-eval truthfulqa_gen (BLEU-style scores, unbounded): two runs of one task over
     different documents, declared prompt variants (the design holds document sets apart as a
     setting; --roles makes them variants). The readings quote the spread in the metric's
     units, not "accuracy ... points", and variance shares stay percentages."""
     rep = _report(
-        REAL / "lm_eval" / "results__truthfulqa", tmp_path / "tqa", "--roles", "doc_set=prompt"
+        lm_eval_subsets / "results__truthfulqa", tmp_path / "tqa", "--roles", "doc_set=prompt"
     )
     assert rep.code == 0, rep.stderr
     moments = rep.analyses["moments"]["reading"]
