@@ -239,6 +239,7 @@ def copied_files(
 
     Only files of equal size are hashed (SHA-256, streamed), so a folder of distinct files costs
     one ``stat`` per file. Paths that are not plain files (archive members) are never copies.
+    Of identical files the oldest (then the first read) is the original, the others copies.
     ``companions[i]``, when given, is a fingerprint of what the format writes beside file ``i``
     (lm-eval's results file of the same run): two runs of a deterministic model can write the
     same samples bytes, but never the same results file (it holds the run's times), so files
@@ -258,7 +259,7 @@ def copied_files(
     for idx in by_size.values():
         if len(idx) < 2:
             continue
-        first: dict[str, int] = {}
+        groups: dict[str, list[int]] = {}
         for i in idx:
             h = hashlib.sha256()
             try:
@@ -268,13 +269,28 @@ def copied_files(
             except OSError:
                 continue
             digest = h.hexdigest() + ("" if companions is None else f":{companions[i]}")
-            if digest in first and os.path.realpath(paths[i]) != os.path.realpath(
-                paths[first[digest]]
-            ):
-                out[i] = first[digest]
-            else:
-                first.setdefault(digest, i)
+            groups.setdefault(digest, []).append(i)
+        for members in groups.values():
+            real = {}
+            for i in members:  # the same file named twice (a link) is not a copy
+                real.setdefault(os.path.realpath(paths[i]), i)
+            if len(real) < 2:
+                continue
+            # the original is the oldest file (a copy is written later), then the first read
+            keep = min(real.values(), key=lambda i: (_mtime(paths[i]), i))
+            for i in real.values():
+                if i != keep:
+                    out[i] = keep
     return out
+
+
+def _mtime(path: str) -> float:
+    import os
+
+    try:
+        return os.path.getmtime(path)
+    except OSError:
+        return float("inf")
 
 
 def prepare(
