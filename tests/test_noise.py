@@ -571,3 +571,23 @@ def test_metrics_are_decomposed_separately_and_never_mixed():
     # a score on its own scale: variances scale with its square
     ref = variance_components(bleu.with_columns(score=pl.col("score") / 100), seed=0)
     assert_allclose(alone["variance"].to_numpy(), ref["variance"].to_numpy() * 1e4, rtol=1e-9)
+
+
+def test_constant_scores_of_an_unbalanced_group_have_zero_components():
+    """REML on a group whose scores are all 0 (the GPQA diamond subset under four prompts, one
+    of them run twice) returned a third of an arbitrary total per component."""
+    from evalstats.errors import DegenerateDataWarning
+
+    rows = [
+        ("m", "d", str(i), f"v{v}", r, 0.0)
+        for i in range(9)
+        for v in range(4)
+        for r in range(1 + (v == 0))
+    ]
+    obs = pl.DataFrame(
+        rows, schema=["model", "dataset", "item", "variant", "run", "score"], orient="row"
+    )
+    with pytest.warns(DegenerateDataWarning, match="constant scores"):
+        out = variance_components(obs)
+    assert out["variance"].to_list() == [0.0] * 4
+    assert out["share"].is_null().all()

@@ -336,12 +336,18 @@ def _group_rows(
             stacklevel=3,
         )
         fit = Fit(*(np.full(4, math.nan),) * 5, method="none")
+    elif _constant(c) and (opts["method"] == "reml" or not c.balanced):
+        # constant scores: every component is 0. REML's likelihood is flat there (no residual
+        # to scale it), and its optimiser returned 1/3 of an arbitrary total per component
+        # (a GPQA group of all-zero scores read "item 0.333, prompt 0.333, item x prompt 0.333")
+        zero = np.zeros(4)
+        fit = Fit(zero, zero, zero, zero, np.full(4, math.nan), method="reml")
     else:
         fit = _fit(
             c, opts["method"], opts["level"], opts["n_resamples"], _group_rng(opts["seed"], key)
         )
     total = float(np.nansum(fit.estimate))
-    if fit.method == "anova" and total == 0 and ident.any():
+    if total == 0 and ident.any():
         warnings.warn(
             f"group {key!r}: constant scores, all components are 0.",
             DegenerateDataWarning,
@@ -369,6 +375,13 @@ def _group_rows(
             }
         )
     return rows
+
+
+def _constant(c: CellData) -> bool:
+    """Whether every score of the group is the same (up to rounding)."""
+    scale = max(1.0, abs(c.grand))
+    spread = float(np.ptp(c.mean)) if c.mean.size else 0.0
+    return c.ss_within <= 1e-18 * scale * c.n_obs and spread <= 1e-12 * scale
 
 
 def _num(x: float) -> float | None:

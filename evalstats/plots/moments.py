@@ -188,7 +188,7 @@ def plot_prompt_spread(
         here = pl.all_horizontal([pl.col(c).eq_missing(v) for c, v in cell.items()])
         sub = scores.filter(here).select("model", "score")
         _boxes(a, sub, order, colors, horizontal=horizontal)
-        held = ", ".join(f"{c} {cell[c]}" for c in panel_by)
+        held = ", ".join(f"{c} {'–' if cell[c] is None else cell[c]}" for c in panel_by)
         a.set_title(cell["dataset"] + (f" ({held})" if held else ""))
         # the shared score axis is labelled once: under the last panel of each column, beside
         # the first panel of each row (the lowest panel of a column above an empty slot gets

@@ -252,13 +252,22 @@ def plot_plan(result: Any, *, group: dict | None = None, ax: Any = None) -> Any:
         raise SchemaError(f"the plan has no group {group!r}.")
     b = best.filter(*sel, pl.col("scope") == "group").row(0, named=True)
     fig, ax = new_axes(ax, figsize=(5.4, 3.0))
+    title = ", ".join(str(v) for v in group.values() if v is not None)
+    if not (cur["width"].fill_nan(None).drop_nulls() > 0).any():
+        # constant scores: every design has a zero-width interval (nothing on a log axis)
+        ax.text(0.5, 0.5, "constant scores: no variance to plan for", ha="center", va="center",
+                transform=ax.transAxes, fontsize="small")  # fmt: skip
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(title, fontsize="small")
+        return fig
     allocs = cur["allocation"].unique(maintain_order=True).to_list()
     palette = sns.color_palette("colorblind", n_colors=max(len(allocs), 1))
     for color, alloc in zip(palette, allocs):
         c = cur.filter(pl.col("allocation") == alloc)
         style = "o" if c.height == 1 else "-"
         ax.plot(c["cost"].to_list(), c["width"].to_list(), style, color=color, label=alloc, lw=1.2)
-    z_width = b["target_se"] * (b["width"] / b["se"]) if b["feasible"] else None
+    z_width = b["target_se"] * (b["width"] / b["se"]) if b["feasible"] and b["se"] else None
     if z_width is not None:
         ax.axhline(z_width, color=COLORS["highlight"], lw=0.9, ls="--", label="target")
         ax.plot(b["cost"], b["width"], "D", color=COLORS["reference"], ms=6, label="recommended")
@@ -267,6 +276,5 @@ def plot_plan(result: Any, *, group: dict | None = None, ax: Any = None) -> Any:
     ax.set_xlabel(label("cost"))
     ax.set_ylabel(label("width"))
     ax.legend(fontsize="x-small", frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    title = ", ".join(str(v) for v in group.values() if v is not None)
     ax.set_title(title, fontsize="small")
     return fig

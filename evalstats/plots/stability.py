@@ -31,6 +31,7 @@ from evalstats.plots._style import (
 )
 
 __all__ = [
+    "fit_category_labels",
     "fit_heatmap_cells",
     "plot_correlation_heatmap",
     "plot_run_distribution",
@@ -296,6 +297,9 @@ def plot_stability_distribution(
     """
     _, sns = require_plotting()
     _need(stability, [value, x, "model"], "stability table")
+    # configurations run once have no TAR (NaN): their levels would take an empty slot
+    drawn = stability.filter(pl.col(value).is_not_null() & ~pl.col(value).cast(pl.Float64).is_nan())
+    stability = drawn if drawn.height else stability
     models = sorted(stability["model"].unique().to_list(), key=str)
     levels = sorted(stability[x].unique().to_list(), key=str)
     colors = resolve_palette(models, palette)
@@ -323,7 +327,42 @@ def plot_stability_distribution(
     ax.set_ylabel(label(value))
     if ax.get_legend() is not None:
         outside_legend(ax, title=label("model"), fontsize="small", title_fontsize="small")
+    _CATEGORIES[ax] = [str(v) for v in levels]
+    fit_category_labels(fig)
     return fig
+
+
+#: Category levels of each stability box plot drawn, for :func:`fit_category_labels`.
+_CATEGORIES: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
+
+
+def fit_category_labels(fig: Any) -> None:
+    """Wrap the category labels of every stability box plot in ``fig`` to its slots.
+
+    Neighbouring labels ran together (two GPQA subsets' names were printed over each other).
+    The figure is laid out first (as it will be saved) and each label is wrapped, narrower, until
+    it fits the width its category gets. :func:`plot_stability_distribution` calls it for its
+    own figure; a figure of several panels calls it again once every panel is drawn (a later
+    panel takes room from the earlier ones).
+    """
+    axes = [ax for ax in fig.axes if ax in _CATEGORIES]
+    chars = dict.fromkeys(axes, 40)
+    for _ in range(6):
+        for ax in axes:
+            ax.set_xticks(range(len(_CATEGORIES[ax])))
+            ax.set_xticklabels(tick_labels(_CATEGORIES[ax], width=chars[ax])[0])
+        fig.draw_without_rendering()
+        renderer = fig.canvas.get_renderer()
+        done = True
+        for ax in axes:
+            slot = ax.get_window_extent(renderer).width / max(len(_CATEGORIES[ax]), 1)
+            labels = ax.get_xticklabels()
+            widest = max((t.get_window_extent(renderer).width for t in labels), default=0)
+            if widest > 0.92 * slot and chars[ax] > 6:
+                chars[ax] = max(6, int(chars[ax] * 0.9 * slot / widest))
+                done = False
+        if done:
+            return
 
 
 @plain_text

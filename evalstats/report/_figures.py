@@ -145,7 +145,7 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
 
 def _stability_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
-    from evalstats.plots.stability import fit_heatmap_cells
+    from evalstats.plots.stability import fit_category_labels, fit_heatmap_cells
 
     specs = []
     if "stability" in report:
@@ -194,6 +194,7 @@ def _stability_figures(report: ReportContents) -> list[FigureSpec]:
                     fig, axes = panels(len(values))
                     for ax, v in zip(axes, values):
                         plots.plot_stability_distribution(table, value=v, ax=ax, palette=pal)
+                    fit_category_labels(fig)  # to the slots as all panels leave them
                     return fig
 
                 caption = (
@@ -468,8 +469,15 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
         "tables/noise_components.csv",
     )
     plan = res.objects.get("plan")
-    if plan is not None and plan.best.filter(pl.col("scope") == "group")["feasible"].any():
-        first = plan.best.filter(pl.col("scope") == "group", pl.col("feasible")).row(0, named=True)
+    # the first group with a plan to draw: feasible, and with variance (a group of constant
+    # scores has zero-width intervals at any cost)
+    shown = (
+        plan.best.filter(pl.col("scope") == "group", pl.col("feasible"), pl.col("se") > 0)
+        if plan is not None
+        else None
+    )
+    if shown is not None and shown.height:
+        first = shown.row(0, named=True)
         keys = plan.curves.columns[: plan.curves.columns.index("allocation")]
         group = {k: first[k] for k in keys}
         specs.append(

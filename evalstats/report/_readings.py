@@ -44,7 +44,8 @@ __all__ = ["READINGS", "method_name"]
 
 
 def _moments(res: AnalysisResult, data: DataSummary) -> str:
-    t = res.tables["moments"].filter(pl.col("spread").is_not_nan())
+    t = res.tables["moments"].filter(pl.col("spread").is_not_nan() & (pl.col("n_variants") >= 2))
+    single = res.tables["moments"].filter(pl.col("n_variants") < 2).height
     if t.height == 0:
         return "No group has two or more variants with a score; no spread to report."
     s = t.sort("spread", descending=True)
@@ -62,12 +63,18 @@ def _moments(res: AnalysisResult, data: DataSummary) -> str:
             f"({_where(narrow, extra=extra)})"
         )
     text += "."
+    if single:
+        text += (
+            f" {single} group{'s have' if single != 1 else ' has'} a single prompt variant and "
+            "no spread (left out here)."
+        )
     held = _held(res.tables["moments"])
     if held:
         text += (
             f" The variants are prompt variants only: {_listed(held)} "
-            f"{'is a decoding or serving setting' if len(held) == 1 else 'are decoding or serving settings'}, "
-            "so each value is analysed on its own (a group column; --variant-factors changes this)."
+            f"{'is a setting' if len(held) == 1 else 'are settings'}, not a prompt dimension, "
+            "so each value is analysed on its own (a group column; --roles or "
+            "--variant-factors changes this)."
         )
     if "prompt_variance_low" in t.columns and t["prompt_variance_low"].is_not_null().any():
         known = t.filter(pl.col("prompt_variance_low").is_not_null())

@@ -264,7 +264,7 @@ def _html_overview(report: ReportContents) -> str:
         ("models", len(d.models)),
         ("datasets", len(d.datasets)),
         ("items", d.n_items if d.n_items is not None else "–"),
-        ("variants", d.n_variants),
+        ("prompt variants", _prompt_variants(report)),
         ("runs", d.n_runs),
         ("factors", len(d.factors)),
         ("rows", f"{d.n_rows:,}"),
@@ -289,6 +289,14 @@ def _html_overview(report: ReportContents) -> str:
         f"<p>{len(report.analyses)} analyses ran on what the data holds.{skipped}</p>"
         f'<ul class="findings">{findings}</ul></section>'
     )
+
+
+def _prompt_variants(report: ReportContents) -> int:
+    """Most prompt variants of a group: the design's count (settings held apart), else the data's."""
+    design = report.design
+    if design is not None and design.groups.height:
+        return int(design.groups["n_variants"].max())
+    return report.data.n_variants
 
 
 def _html_data(report: ReportContents) -> str:
@@ -459,7 +467,7 @@ def render_markdown(
         f"# Audit report: {md(name)}",
         "",
         f"{len(d.models)} models ({md(', '.join(d.models))}), {len(d.datasets)} datasets, "
-        f"{d.n_items if d.n_items is not None else 'no'} items, up to {d.n_variants} variants "
+        f"{d.n_items if d.n_items is not None else 'no'} items, up to {_prompt_variants(report)} prompt variants "
         f"and {d.n_runs} runs per configuration, {d.n_rows:,} scored outputs. Seed "
         f"{report.parameters['seed']}; evalstats "
         f"{report.environment['packages'].get('evalstats')}.",
