@@ -416,8 +416,10 @@ def classify(
             out[c] = ColumnRule(
                 c,
                 "prompt",
-                f"not a known name; {_fmt(k)} values that vary within items: taken as a prompt "
-                f"dimension (say otherwise with --roles {c}=setting or {c}=text)",
+                f"not a known name; {_values(k)}"
+                + (" that vary within items" if check_items else "")
+                + f": taken as a prompt dimension (say otherwise with --roles {c}=setting or "
+                f"{c}=text)",
                 k,
             )
     return {c: out[c] for c in columns}

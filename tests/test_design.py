@@ -285,7 +285,7 @@ def test_a_broken_design_file_names_the_file_and_column(tmp_path, prompts_csv, c
     bad.write_text('version = 1\n[roles]\nprompt_id = "nonsense"\n')
     assert main(["design", str(prompts_csv), "--design", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert f"{bad}, [roles], column 'prompt_id': 'nonsense' is not a role" in err
+    assert f"{bad}, [roles], column 'prompt_id': the role 'nonsense', which is not a role" in err
     bad.write_text("[roles\n")
     assert main(["design", str(prompts_csv), "--design", str(bad)]) == 2
     assert "not valid TOML" in capsys.readouterr().err

@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from evalstats.design._roles import DESIGN_VERSION, USER_ROLES
+from evalstats.design._roles import DESIGN_VERSION, user_role
 from evalstats.errors import ParameterError
 
 __all__ = ["design_toml", "read_design_file"]
@@ -115,10 +115,5 @@ def read_design_file(path: str | Path) -> dict[str, str]:
             continue  # canonical columns, written for the reader
         if role == "item_attribute":
             role = "metadata"
-        if role not in USER_ROLES:
-            raise ParameterError(
-                f"{p}, [roles], column {column!r}: {role!r} is not a role (roles: "
-                f"{', '.join(dict.fromkeys(USER_ROLES))})."
-            )
-        out[column] = USER_ROLES[role]
+        out[column] = user_role(role, f"{p}, [roles], column {column!r}: the role")
     return out

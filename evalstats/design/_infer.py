@@ -24,8 +24,8 @@ from evalstats.design._model import (
     Design,
     Support,
 )
-from evalstats.design._roles import USER_ROLES
-from evalstats.errors import ParameterError, SchemaError
+from evalstats.design._roles import USER_ROLES, user_role
+from evalstats.errors import SchemaError
 from evalstats.schema import (
     METRIC_INFO_COLUMNS,
     OBSERVATION_COLUMNS,
@@ -67,31 +67,14 @@ def parse_roles(spec: str | Mapping[str, str] | None) -> dict[str, str]:
     """
     if spec is None:
         return {}
-    items: list[tuple[str, str]]
     if isinstance(spec, str):
-        items = []
-        for part in spec.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            if "=" not in part:
-                raise ParameterError(
-                    f"`roles` entry {part!r} is not of the form column=role "
-                    "(for example prompt_id=variant or passage=cluster)."
-                )
-            col, role = (x.strip() for x in part.split("=", 1))
-            items.append((col, role))
+        from evalstats.io._columns import split_pairs
+
+        form = "column=role (for example prompt_id=variant or passage=cluster)"
+        items = split_pairs(spec, "roles", form)
     else:
         items = [(str(k), str(v)) for k, v in spec.items()]
-    out: dict[str, str] = {}
-    for col, role in items:
-        if role not in USER_ROLES:
-            raise ParameterError(
-                f"`roles` gives {col!r} the role {role!r}, which is not a role (roles: "
-                f"{', '.join(dict.fromkeys(USER_ROLES))})."
-            )
-        out[col] = USER_ROLES[role]
-    return out
+    return {col: user_role(role, f"`roles` gives {col!r} the role") for col, role in items}
 
 
 def loader_columns(roles: Mapping[str, str]) -> dict[str, str]:
@@ -327,33 +310,22 @@ def _groups(lf: pl.LazyFrame, settings: Sequence[str]) -> pl.DataFrame:
         & (pl.col("cells_observed").is_null() | (pl.col("cells_observed") >= 1.0))
     )
     out = out.with_columns(structure.alias("structure"), balanced.alias("balanced"))
-    cols = [
-        *keys,
-        "n_items",
-        "n_clusters",
-        "n_variants",
-        "runs_min",
-        "runs_max",
-        "variants_per_item_min",
-        "variants_per_item_max",
-        "cells_observed",
-        "structure",
-        "balanced",
-        "runs_cover_same_items",
-    ]
-    casts = {
-        c: pl.Int64
-        for c in (
-            "n_items",
-            "n_clusters",
-            "n_variants",
-            "runs_min",
-            "runs_max",
-            "variants_per_item_min",
-            "variants_per_item_max",
-        )
-    }
+    cols = [*keys, *_COUNTS, *_SHAPE]
+    casts = dict.fromkeys(_COUNTS, pl.Int64)
     return out.select(cols).cast(casts).sort(keys, nulls_last=True)  # type: ignore[arg-type]
+
+
+#: The count columns of the groups table, and its structure columns.
+_COUNTS = (
+    "n_items",
+    "n_clusters",
+    "n_variants",
+    "runs_min",
+    "runs_max",
+    "variants_per_item_min",
+    "variants_per_item_max",
+)
+_SHAPE = ("cells_observed", "structure", "balanced", "runs_cover_same_items")
 
 
 def _count(frame: pl.DataFrame, expr: pl.Expr) -> int:

@@ -1,8 +1,8 @@
-"""The vocabulary of the design: roles, their meanings, the design file version (no imports)."""
+"""The vocabulary of the design: roles, their meanings, the design file version."""
 
 from __future__ import annotations
 
-__all__ = ["DESIGN_VERSION", "ROLE_MEANING", "ROLE_ORDER", "USER_ROLES"]
+__all__ = ["DESIGN_VERSION", "ROLE_MEANING", "ROLE_ORDER", "USER_ROLES", "user_role"]
 
 #: Version of the design file layout (``evalstats design --out design.toml``).
 DESIGN_VERSION = 1
@@ -68,3 +68,20 @@ ROLE_MEANING = {
     "text": "free text or model output: no analysis reads it",
     "metadata": "timings, sizes, harness settings: no analysis reads it",
 }
+
+
+def user_role(role: str, where: str) -> str:
+    """The role ``role`` names (synonyms resolved); ``where`` starts the error message.
+
+    Raises
+    ------
+    ParameterError
+        ``role`` is not a role: ``"<where> 'x', which is not a role (roles: ...)."``
+    """
+    if role not in USER_ROLES:
+        from evalstats.errors import ParameterError
+
+        raise ParameterError(
+            f"{where} {role!r}, which is not a role (roles: {', '.join(dict.fromkeys(USER_ROLES))})."
+        )
+    return USER_ROLES[role]

@@ -6,7 +6,15 @@ from collections.abc import Mapping, Sequence
 
 from evalstats.errors import ParameterError, SchemaError
 
-__all__ = ["ALIASES", "FACTOR_ROLES", "IGNORE_ROLES", "ROLES", "parse_mapping", "resolve_roles"]
+__all__ = [
+    "ALIASES",
+    "FACTOR_ROLES",
+    "IGNORE_ROLES",
+    "ROLES",
+    "parse_mapping",
+    "resolve_roles",
+    "split_pairs",
+]
 
 #: Canonical roles and the source column names recognised for each, in order of preference.
 ALIASES: dict[str, tuple[str, ...]] = {
@@ -116,6 +124,31 @@ IGNORED_BY_DEFAULT = frozenset(
 )
 
 
+def split_pairs(text: str, name: str, form: str) -> list[tuple[str, str]]:
+    """``"a=b, c=d"`` as ``[("a", "b"), ("c", "d")]``; ``name`` and ``form`` word the error.
+
+    Raises
+    ------
+    ParameterError
+        An entry has no ``=``.
+
+    Examples
+    --------
+    >>> split_pairs("prompt_id=variant, acc = score", "columns", "source=role")
+    [('prompt_id', 'variant'), ('acc', 'score')]
+    """
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise ParameterError(f"`{name}` entry {part!r} is not of the form {form}.")
+        key, value = (x.strip() for x in part.split("=", 1))
+        out.append((key, value))
+    return out
+
+
 def parse_mapping(spec: str | Mapping[str, str] | None) -> dict[str, str]:
     """Parse ``"prompt_id=variant,acc=score"`` (or a mapping) into ``{source: role}``.
 
@@ -132,19 +165,7 @@ def parse_mapping(spec: str | Mapping[str, str] | None) -> dict[str, str]:
     if spec is None:
         return {}
     if isinstance(spec, str):
-        out: dict[str, str] = {}
-        for part in spec.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            if "=" not in part:
-                raise ParameterError(
-                    f"`columns` entry {part!r} is not of the form source=role "
-                    "(for example prompt_id=variant)."
-                )
-            src, role = (x.strip() for x in part.split("=", 1))
-            out[src] = role
-        spec = out
+        spec = dict(split_pairs(spec, "columns", "source=role (for example prompt_id=variant)"))
     mapping = dict(spec)
     for src, role in mapping.items():
         if role not in ROLES:
