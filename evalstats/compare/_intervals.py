@@ -24,12 +24,20 @@ from evalstats.results import (
 )
 from evalstats.schema import validate_by, validate_observations, validate_units
 
-__all__ = ["MIN_VARIANTS", "default_over", "intervals", "mean_interval", "scores_over"]
+__all__ = [
+    "MIN_VARIANTS",
+    "cluster_candidates",
+    "default_over",
+    "intervals",
+    "mean_interval",
+    "scores_over",
+    "warn_cluster_candidates",
+]
 
 _METHODS = ("auto", "t", "logit", "bootstrap", "bca", "percentile", "wilson", "cluster")
 #: smallest sample at which the bootstrap intervals are documented to be usable
 _BOOTSTRAP_MIN_N = 20
-_OVER = ("auto", "variants", "items", "runs")
+_OVER = ("auto", "recorded-prompts", "variants", "items", "runs")
 
 #: ``over='auto'`` on a table without items resamples variants only in groups with at least
 #: this many. Below it an interval over variants says little: its width is set by the t
@@ -51,6 +59,8 @@ _SCHEMA_TAIL = {
     "ci_low": pl.Float64,
     "ci_high": pl.Float64,
     "note": pl.String,
+    "n_prompts": pl.Int64,
+    "df": pl.Float64,
 }
 
 
@@ -314,6 +324,7 @@ def intervals(
     n_resamples: int = 9999,
     seed: int = 0,
     by: Sequence[str] = ("model", "dataset", "metric"),
+    variant_factors: Sequence[str] | str | None = None,
 ) -> pl.DataFrame:
     r"""Mean score per group with a confidence interval over items, variants or runs.
 
@@ -321,43 +332,58 @@ def intervals(
     ----------
     frame : polars.DataFrame or polars.LazyFrame
         Observation table (needed for ``over='items'``) or unit table; see :mod:`evalstats.schema`.
-    over : {'auto', 'items', 'variants', 'runs'}, default 'auto'
-        The sampling unit: scores are averaged over everything else first, so ``'items'``
-        gives the usual benchmark-sampling interval (clustered by item: an item's variants and
-        runs are averaged into one score), ``'variants'`` the interval of the mean over the
-        configuration space (evaluatology), ``'runs'`` the run-to-run interval. ``'auto'``
-        (:func:`default_over`): items when the table has an ``item`` column, else variants in
-        groups with at least :data:`MIN_VARIANTS` (20) of them; a group with fewer gets no
-        interval (NaN) and says why in ``note``.
+    over : {'auto', 'recorded-prompts', 'items', 'variants', 'runs'}, default 'auto'
+        The target and its sampling units. ``'auto'`` on an item-level table is the design's
+        interval (see Notes): items are the sampling unit (in clusters when the table has a
+        ``cluster`` column or ``cluster`` names one), and when a group has two or more prompt
+        variants the target is the **mean over the prompt space** (prompts random, the
+        ReliableEval view), so the interval also carries the prompt-to-prompt variance;
+        ``over`` in the result says ``items``, ``clusters``, ``items+prompts`` or
+        ``clusters+prompts``. ``'recorded-prompts'`` is the same interval conditional on the
+        recorded prompts (the target is their mean). The explicit units keep their plain
+        intervals: ``'items'`` (each item the mean of its variants and runs, items
+        independent), ``'variants'`` (the mean over the configuration space, evaluatology),
+        ``'runs'``. On a table without items ``'auto'`` is ``'variants'`` in groups with at
+        least :data:`MIN_VARIANTS` (20) of them; a group with fewer gets no interval (NaN) and
+        says why in ``note``.
     method : {'auto', 't', 'logit', 'bootstrap', 'percentile', 'wilson', 'cluster'}, default 'auto'
-        ``'auto'`` is Wilson when every unit score of the group is 0 or 1 (items with one
-        variant and one run), ``logit`` for other scores of a metric with two bounds, and ``t``
-        for an unbounded metric; the ``method`` column says which. ``'logit'`` is the t
-        interval of the logit of the mean (rescaled to the metric's bounds; delta-method SE),
-        mapped back, so it never leaves the bounds. ``'bootstrap'`` is the BCa bootstrap,
-        ``'percentile'`` the percentile bootstrap (both :func:`scipy.stats.bootstrap`, with a
-        warning below 20 units); ``'wilson'`` the Wilson score interval for 0/1 scores;
-        ``'cluster'`` a cluster-robust (CR1) interval for items that share a cluster.
+        ``'auto'`` is Wilson for 0/1 scores, ``logit`` for other scores of a metric with two
+        bounds, and ``t`` for an unbounded metric; the ``method`` column says which. With the
+        design's variance (``over='auto'`` or ``'recorded-prompts'``) ``wilson`` uses the
+        design's effective sample size and ``logit``/``t`` its variance and degrees of freedom
+        (``df``). ``'logit'`` is the t interval of the logit of the mean (rescaled to the
+        metric's bounds; delta-method SE), mapped back, so it never leaves the bounds.
+        ``'bootstrap'`` is the BCa bootstrap, ``'percentile'`` the percentile bootstrap (both
+        :func:`scipy.stats.bootstrap`, with a warning below 20 units, over explicit units);
+        ``'cluster'`` the CR1 interval over explicit units with ``cluster``.
     confidence_level : float, default 0.95
         Confidence level of the interval.
     cluster : str, optional
-        Column naming the cluster of each unit (``method='cluster'``), e.g. a passage id.
+        Column naming the cluster of each item, e.g. a passage id (default: the ``cluster``
+        column when the table has one; the design gives it, ``--roles passage=cluster``). A
+        factor column named like a cluster and constant within items, with none declared, gets
+        a :class:`~evalstats.errors.DesignWarning`.
     n_resamples : int, default 9999
         Number of bootstrap resamples.
     seed : int, default 0
         Seed of the random generator; the same seed gives the same result.
     by : tuple of str, default ('model', 'dataset', 'metric')
         Columns that define the groups.
+    variant_factors : sequence of str, str or None, default None
+        Which factor columns make the prompt variants of the prompt facet; settings (decoding,
+        serving) are averaged at their recorded values, not treated as prompts (see
+        :mod:`evalstats.factors`; the report passes the design's prompt factors).
 
     Returns
     -------
     polars.DataFrame
         One row per group in ``by`` with ``over, method, confidence_level, n, n_clusters,
-        n_rows, mean, se, ci_low, ci_high, note`` (``over`` the unit used; ``method`` the
-        method used: ``wilson``, ``logit`` or ``t`` for ``'auto'``, ``bca`` for
-        ``'bootstrap'``; ``n_rows`` the table rows averaged into the ``n`` units; ``note`` why
-        an interval is missing, else null), sorted by ``by``. Bounds never leave the metric's
-        bounds (see Notes).
+        n_rows, mean, se, ci_low, ci_high, note, n_prompts, df`` (``over`` the target and unit
+        used; ``method`` the method used: ``wilson``, ``logit`` or ``t`` for ``'auto'``,
+        ``bca`` for ``'bootstrap'``; ``n`` the items (or units); ``n_rows`` the table rows
+        averaged into them; ``note`` why an interval is missing, else null; ``n_prompts`` the
+        prompt variants of the design's interval; ``df`` the degrees of freedom of a t-based
+        interval), sorted by ``by``. Bounds never leave the metric's bounds (see Notes).
 
     Raises
     ------
@@ -385,6 +411,19 @@ def intervals(
       ``use_t=True``).
     - ``bootstrap``/``percentile``: :func:`scipy.stats.bootstrap` of the mean.
 
+    **The design's interval** (``over='auto'`` with items; :mod:`evalstats.compare._design_var`):
+    the estimate is the mean over items of each item's mean over its (item, prompt) cells, and
+    its variance is the item part (:math:`s^2/I` on :math:`I-1` df, or with clusters the CR2
+    cluster-robust variance with Bell-McCaffrey df: CR1 with :math:`G-1` df under-covers with
+    few or unequal clusters) plus, for the prompt-space target, the prompt part
+    :math:`\hat\sigma^2_P \sum_p w_p^2` (on a complete grid :math:`\hat\sigma^2_P/P`, the
+    whole variance then being :math:`(MS_I + MS_P - MS_{IP})/(IP)`); Satterthwaite df. Sparse
+    grids and unequal runs use the cells observed. Binary scores get a Wilson interval with
+    the design's effective sample size (Korn and Graubard 1998), never of zero width. A group
+    with one prompt and no clusters gets the plain interval over items, as ``'items'``.
+    Coverage (docs/methods/compare.md): 0.935-0.965 for clustered items (cluster sd 0 to 1.5
+    on the logit scale), crossed items x 5 prompts x 3 runs and sparse grids.
+
     **Bounds.** A metric's bounds are the declared ones (``metric_low``, ``metric_high``); a
     metric that declares none but whose scores all lie in [0, 1] is taken as on [0, 1] (as
     :func:`evalstats.schema.unit_interval_metrics`). Wilson and logit intervals stay inside
@@ -404,9 +443,11 @@ def intervals(
     --------
     >>> from evalstats.simulate import observations, unit_table
     >>> obs = observations(n_models=2, n_items=50, n_variants=4, seed=0)
-    >>> out = intervals(obs)  # items, each the mean of its 4 variants: logit on [0, 1]
-    >>> out.select("model", "over", "method", "n", "n_rows").rows()
-    [('m0', 'items', 'logit', 50, 200), ('m1', 'items', 'logit', 50, 200)]
+    >>> out = intervals(obs)  # 50 items x 4 prompts: the mean over the prompt space
+    >>> out.select("model", "over", "method", "n", "n_prompts", "n_rows").rows()
+    [('m0', 'items+prompts', 'wilson', 50, 4, 200), ('m1', 'items+prompts', 'wilson', 50, 4, 200)]
+    >>> intervals(obs, over="items").select("over", "method").row(0)  # items, prompts averaged
+    ('items', 'logit')
     >>> units = unit_table(n_models=2, n_items=50, n_variants=3, seed=0)
     >>> intervals(units).select("over", "ci_low", "note").row(0)  # 3 variants: too few
     ('variants', nan, 'only 3 variants (an interval over variants needs at least 20) and no item column: give the item-level table for an interval over items')
@@ -419,6 +460,30 @@ def intervals(
     if method == "cluster" and cluster is None:
         raise ParameterError("`method='cluster'` needs `cluster`, the column naming clusters.")
     by = (by,) if isinstance(by, str) else tuple(by)
+    lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+    names = lf.collect_schema().names()
+    design = over in ("auto", "recorded-prompts") and "item" in names
+    if design and method in ("auto", "t", "logit", "wilson"):
+        if cluster is None and "cluster" in names:
+            cluster = "cluster"
+        elif cluster is None:
+            warn_cluster_candidates(lf)
+        return _design_intervals(
+            lf,
+            by=by,
+            method=method,
+            level=level,
+            cluster=cluster,
+            prompt_space=over == "auto",
+            variant_factors=variant_factors,
+        )
+    if over == "recorded-prompts":
+        raise ParameterError(
+            "`over='recorded-prompts'` is the design's interval over items (an item column) with "
+            f"method 'auto', 't', 'logit' or 'wilson'; got method={method!r}"
+            + ("" if "item" in names else " on a table without items")
+            + ". Use over='items' for the other methods."
+        )
     auto_over = over == "auto"
     if auto_over:
         over = default_over(frame)[0]
@@ -450,20 +515,8 @@ def intervals(
             )
             mean = float(np.mean(x)) if x.size else math.nan
             rows.append(
-                (
-                    *key,
-                    over,
-                    recorded,
-                    level,
-                    int(x.size),
-                    n_clusters,
-                    n_rows,
-                    mean,
-                    math.nan,
-                    math.nan,
-                    math.nan,
-                    note,
-                )
+                (*key, over, recorded, level, int(x.size), n_clusters, n_rows, mean)
+                + (math.nan, math.nan, math.nan, note, None, None)
             )
             continue
         mean, se, low, high = mean_interval(
@@ -480,24 +533,248 @@ def intervals(
             note = _missing_reason(x, used)
         # bounds never leave the score range (t and bootstrap intervals can pass 0 and 1)
         low, high = _clip(low, lo_b, hi_b), _clip(high, lo_b, hi_b)
+        df = {"t": x.size - 1, "logit": x.size - 1, "cluster": (n_clusters or 0) - 1}.get(used)
         rows.append(
-            (
-                *key,
-                over,
-                recorded,
-                level,
-                int(x.size),
-                n_clusters,
-                n_rows,
-                mean,
-                se,
-                low,
-                high,
-                note,
-            )
+            (*key, over, recorded, level, int(x.size), n_clusters, n_rows, mean, se, low, high)
+            + (note, None, None if df is None else float(df))
         )
     schema = {b: data.schema[b] for b in by} | _SCHEMA_TAIL
     return pl.DataFrame(rows, schema=schema, orient="row").sort(list(by))
+
+
+#: Column names that suggest items sharing a passage, a document or a family (checked only on
+#: columns constant within every item: see :func:`warn_cluster_candidates`).
+_CLUSTER_WORDS = (
+    "passage",
+    "document",
+    "doc",
+    "article",
+    "story",
+    "context",
+    "paragraph",
+    "source",
+    "repo",
+    "repository",
+    "file",
+    "conversation",
+    "dialogue",
+    "topic",
+    "subject",
+    "category",
+    "family",
+    "group",
+    "cluster",
+    "image",
+    "video",
+    "table",
+)
+
+
+def cluster_candidates(frame: pl.DataFrame | pl.LazyFrame) -> list[str]:
+    """Factor columns named like a cluster of items whose value is the same on every item row."""
+    from evalstats._column_rules import normal_name
+    from evalstats.schema import factor_columns
+
+    lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+    names = lf.collect_schema().names()
+    if "item" not in names:
+        return []
+    cands = [
+        c
+        for c in factor_columns(names)
+        if any(w in _CLUSTER_WORDS for w in normal_name(c).split("_"))
+    ]
+    if not cands:
+        return []
+    keys = [k for k in ("dataset", "item") if k in names]
+    row = (
+        lf.group_by(keys)
+        .agg(pl.col(c).n_unique() for c in cands)
+        .select(pl.col(c).max() for c in cands)
+        .collect()
+        .row(0)
+    )
+    counts = lf.select(pl.col(c).n_unique() for c in cands).collect().row(0)
+    return [c for c, within, total in zip(cands, row, counts) if within == 1 and total > 1]
+
+
+def warn_cluster_candidates(frame: pl.DataFrame | pl.LazyFrame) -> None:
+    """Warn when a column looks like a cluster of items and none is declared."""
+    found = cluster_candidates(frame)
+    if found:
+        warnings.warn(
+            f"column {found[0]!r} looks like a cluster of items (named like one, the same on "
+            "every row of an item) but no cluster is declared: items that share it are treated "
+            f"as independent, which makes intervals too narrow. Declare it with "
+            f"--roles {found[0]}=cluster (Python: cluster={found[0]!r}, or roles=) if its items "
+            "are dependent.",
+            DesignWarning,
+            stacklevel=3,
+        )
+
+
+def _prompt_id(lf: pl.LazyFrame, by: Sequence[str], variant_factors) -> pl.Expr:
+    """The prompt variant of a row: ``variant`` without settings and item attributes.
+
+    Settings held fixed (decoding, serving: :mod:`evalstats.factors`) are not prompts, and a
+    factor column whose value is the same on every row of an item (a passage, a subject) is an
+    attribute of the item, not a prompt: neither makes a prompt variant. Without factor
+    columns the ``variant`` column is the prompt variant.
+    """
+    from evalstats.factors import held_factors
+    from evalstats.schema import factor_columns, variant_key
+
+    names = lf.collect_schema().names()
+    factors = factor_columns(names)
+    if not factors:
+        return pl.col("variant").cast(pl.String)
+    held = set(held_factors(lf, variant_factors=variant_factors, by=by))
+    if variant_factors is None:
+        keys = [k for k in ("dataset", "item") if k in names]
+        within = (
+            lf.group_by(keys)
+            .agg(pl.col(f).n_unique() for f in factors)
+            .select(pl.col(f).max() for f in factors)
+            .collect()
+            .row(0)
+        )
+        held |= {f for f, k in zip(factors, within) if k <= 1}
+    if not held:
+        return pl.col("variant").cast(pl.String)
+    prompts = [f for f in factors if f not in held]
+    return variant_key(prompts) if prompts else pl.lit("default", dtype=pl.String)
+
+
+def _design_intervals(
+    lf: pl.LazyFrame,
+    *,
+    by: tuple[str, ...],
+    method: str,
+    level: float,
+    cluster: str | None,
+    prompt_space: bool,
+    variant_factors,
+) -> pl.DataFrame:
+    """Intervals over items (in clusters) and, when a group has several, prompt variants."""
+    from evalstats.compare._design_var import design_variance, wilson_effective
+
+    lf = validate_observations(lf, require_item=True)
+    names = lf.collect_schema().names()
+    by = validate_by(names, by, table="observation table")
+    if cluster is not None and cluster not in names:
+        raise SchemaError(
+            f"`cluster` names {cluster!r}, which is not a column of the observation table."
+        )
+    item_key = pl.concat_str(
+        [pl.col("dataset").cast(pl.String), pl.col("item").cast(pl.String)], separator="\x1f"
+    )
+    cells = (
+        lf.with_columns(item_key.alias("__item"), _prompt_id(lf, by, variant_factors).alias("__p"))
+        .group_by([*by, "__item", "__p"])
+        .agg(
+            pl.col("score").mean().alias("__y"),
+            pl.len().alias("__rows"),
+            ((pl.col("score") == 0) | (pl.col("score") == 1)).all().alias("__binary"),
+            *([pl.col(cluster).first().cast(pl.String).alias("__g")] if cluster else []),
+            *([pl.col(cluster).n_unique().alias("__gn")] if cluster else []),
+        )
+        .sort([*by, "__item", "__p"])
+        .collect()
+    )
+    if cluster and cells.height and int(cells["__gn"].max()) > 1:
+        raise SchemaError(
+            f"column {cluster!r} varies within one item; clusters must contain whole items."
+        )
+    bounds_of = _metric_bounds(lf, by)
+    rows = []
+    groups = cells.partition_by(list(by), maintain_order=True, as_dict=True) if by else {(): cells}
+    for key, g in groups.items():
+        y = g["__y"].to_numpy().astype(float)
+        mv = design_variance(
+            g["__item"].to_numpy(),
+            g["__p"].to_numpy(),
+            y,
+            clusters=g["__g"].to_numpy() if cluster else None,
+            prompt_space=prompt_space,
+        )
+        n_rows = int(g["__rows"].sum())
+        lo_b, hi_b = bounds_of(key)
+        if mv.n_prompts < 2 and not cluster:
+            # one prompt, independent items: the interval over item scores, as before
+            x = y  # one cell per item: the item's mean over its runs
+            used = _auto_method(x, (lo_b, hi_b)) if method == "auto" else method
+            mean, se, low, high = mean_interval(
+                x, method=used, confidence_level=level, bounds=(lo_b, hi_b)
+            )
+            note = _missing_reason(x, used) if math.isnan(low) else None
+            low, high = _clip(low, lo_b, hi_b), _clip(high, lo_b, hi_b)
+            df = None if used == "wilson" else float(x.size - 1)
+            rows.append(
+                (*key, "items", used, level, int(x.size), None, n_rows, mean, se, low, high)
+                + (note, 1, df)
+            )
+            continue
+        binary = bool(g["__binary"].all())
+        used = method
+        if method == "auto":
+            if binary:
+                used = "wilson"
+            elif math.isfinite(lo_b) and math.isfinite(hi_b):
+                used = "logit"
+            else:
+                used = "t"
+        over = ("clusters" if cluster else "items") + (
+            "+prompts" if prompt_space and mv.n_prompts >= 2 else ""
+        )
+        mean, var, df = mv.mean, mv.var, mv.df
+        se = math.sqrt(var) if var >= 0 else math.nan
+        note = None
+        top = mv.n_clusters if cluster else mv.n_items
+        if top is None or top < 2 or not math.isfinite(var):
+            low = high = math.nan
+            note = f"{top or 0} {'cluster' if cluster else 'item'}(s): an interval needs at least 2"
+        elif used == "wilson":
+            if not binary:
+                _check_binary(y)
+            low, high = wilson_effective(
+                mean, var, df, n_min=float(top), n_max=float(n_rows), confidence_level=level
+            )
+        elif var <= 0:
+            low = high = math.nan
+            note = f"all {mv.n_cells} cell scores are equal ({mean:g}): no spread to estimate from"
+        elif used == "logit":
+            if not (math.isfinite(lo_b) and math.isfinite(hi_b)):
+                raise ParameterError(
+                    "`method='logit'` needs a metric with two finite bounds; "
+                    f"{key!r} has [{lo_b}, {hi_b}]. Declare them (metric_range) or use 't'."
+                )
+            low, high = _logit_interval(mean, se, df, level, (lo_b, hi_b))
+        else:
+            q = float(stats.t.isf((1 - level) / 2, df))
+            low, high = _clip(mean - q * se, lo_b, hi_b), _clip(mean + q * se, lo_b, hi_b)
+        rows.append(
+            (*key, over, used, level, mv.n_items, mv.n_clusters, n_rows, mean, se, low, high)
+            + (note, mv.n_prompts, float(df) if math.isfinite(df) else None)
+        )
+    schema = {b: cells.schema[b] for b in by} | _SCHEMA_TAIL
+    return pl.DataFrame(rows, schema=schema, orient="row").sort(list(by))
+
+
+def _logit_interval(
+    mean: float, se: float, df: float, level: float, bounds: tuple[float, float]
+) -> tuple[float, float]:
+    """T interval of the logit of the mean (delta-method SE), mapped back inside ``bounds``."""
+    lo_b, hi_b = bounds
+    width = hi_b - lo_b
+    m01 = (mean - lo_b) / width
+    if not 0 < m01 < 1:
+        return mean, mean
+    q = float(stats.t.isf((1 - level) / 2, df))
+    half = q * (se / width) / (m01 * (1 - m01))
+    centre = math.log(m01 / (1 - m01))
+    lo01 = 1 / (1 + math.exp(-(centre - half)))
+    hi01 = 1 / (1 + math.exp(-(centre + half)))
+    return lo_b + width * lo01, lo_b + width * hi01
 
 
 def _missing_reason(x: np.ndarray, method: str) -> str:

@@ -19,13 +19,20 @@ from evalstats.compare._multiplicity import (
     interval_kind,
     local_levels,
 )
-from evalstats.compare._pairtests import make_test, mcnemar_mdd, resampling_family, t_mdd
+from evalstats.compare._pairtests import (
+    DesignT,
+    make_test,
+    mcnemar_mdd,
+    resampling_family,
+    t_mdd,
+)
 from evalstats.errors import (
     DegenerateDataWarning,
     DesignWarning,
     InsufficientDataError,
     MetricScaleError,
     ParameterError,
+    SchemaError,
 )
 from evalstats.results import (
     ConfidenceInterval,
@@ -166,7 +173,7 @@ def _check_method(method: str, correction: str) -> None:
 def _min_p(test, j: int) -> float:
     """Smallest p-value pair ``j``'s test can reach (for the below-minimum-size warning)."""
     name = test.name
-    if name == "t":
+    if name in ("t", "t-design"):
         return 0.0
     if name.startswith("mcnemar"):
         k = int(test.n[j])
@@ -196,6 +203,12 @@ def _mdd(test, j: int, level: float, power: float) -> float:
             test.alternative,
             test.name.endswith("midp"),
         )
+    if test.name == "t-design":  # a t test on the design's df: its n is df + 1
+        df = float(test.df[j])
+        if not math.isfinite(df) or df < 1:
+            return math.nan
+        es = t_mdd(max(2, int(round(df)) + 1), round(float(level), 15), power, test.alternative)
+        return es * float(test.sd[j])
     es = t_mdd(int(test.n[j]), round(float(level), 15), power, test.alternative)
     return es * float(test.sd[j])
 
@@ -229,6 +242,17 @@ def _run_family(
         xa, xb = x[:, ia], x[:, ib]
         pm = mask[:, ia] & mask[:, ib]
         xa, xb = np.where(pm, xa, 0.0), np.where(pm, xb, 0.0)
+        if blk.get("design") is not None and correction not in RESAMPLING_CORRECTIONS:
+            mv = blk["design"]
+            test = DesignT(
+                np.array([v.mean for v in mv]),
+                np.array([v.var for v in mv]),
+                np.array([v.df for v in mv]),
+                np.array([v.n_items for v in mv]),
+                alternative,
+            )
+            tests.append((bi, np.arange(len(pairs)), test))
+            continue
         if correction in RESAMPLING_CORRECTIONS:
             kinds = np.array(["bootstrap"] * len(pairs))
         elif method == "auto":
@@ -475,6 +499,78 @@ def _paired_wide(frame, paired_on: str, by: Sequence[str], column: str) -> dict:
     return out
 
 
+def _design_cells(
+    frame, by: Sequence[str], column: str, cluster: str | None, variant_factors
+) -> dict:
+    """Per group: the (value of ``column``, item, prompt variant) cells with their mean scores.
+
+    Only built when the design needs them: a cluster column (declared, or ``cluster``), or two
+    or more prompt variants in a group. Returns ``{}`` otherwise.
+    """
+    from evalstats.compare._intervals import _prompt_id, warn_cluster_candidates
+    from evalstats.schema import validate_observations
+
+    lf = validate_observations(frame, require_item=True)
+    names = lf.collect_schema().names()
+    if cluster is None and "cluster" in names:
+        cluster = "cluster"
+    elif cluster is None:
+        warn_cluster_candidates(lf)
+    if cluster is not None and cluster not in names:
+        raise SchemaError(f"`cluster` names {cluster!r}, which is not a column of the table.")
+    prompt = _prompt_id(lf, (*by, column), variant_factors)
+    item_key = pl.concat_str(
+        [pl.col("dataset").cast(pl.String), pl.col("item").cast(pl.String)], separator="\x1f"
+    )
+    cells = (
+        lf.with_columns(item_key.alias("__item"), prompt.alias("__p"))
+        .group_by([*by, column, "__item", "__p"])
+        .agg(
+            pl.col("score").mean().alias("__y"),
+            *([pl.col(cluster).first().cast(pl.String).alias("__g")] if cluster else []),
+        )
+        .sort([*by, column, "__item", "__p"])  # the same sums in the same order, every run
+        .collect()
+    )
+    if not cluster and cells.group_by(list(by)).agg(pl.col("__p").n_unique())["__p"].max() < 2:
+        return {}  # one prompt, independent items: the plain paired tests
+    groups = cells.partition_by(list(by), as_dict=True, maintain_order=True) if by else {(): cells}
+    return {k: (v, cluster is not None) for k, v in groups.items()}
+
+
+def _pair_designs(cells, models: list[str], pairs, prompt_space: bool) -> list | None:
+    """The design's mean difference and variance of each pair (None: the plain tests apply)."""
+    from evalstats.compare._design_var import design_variance
+
+    if cells is None:
+        return None
+    table, clustered = cells
+    column = [c for c in table.columns if c not in ("__item", "__p", "__y", "__g")][-1]
+    if not clustered and (not prompt_space or table["__p"].n_unique() < 2):
+        return None
+    per = {
+        str(k[0]): v.drop(column)
+        for k, v in table.partition_by([column], as_dict=True, maintain_order=True).items()
+    }
+    out = []
+    for i, j in pairs:
+        a, b = per[models[i]], per[models[j]]
+        both = a.join(b.select("__item", "__p", "__y"), on=["__item", "__p"], suffix="_b").sort(
+            "__item", "__p"
+        )
+        d = (both["__y"] - both["__y_b"]).to_numpy()
+        out.append(
+            design_variance(
+                both["__item"].to_numpy(),
+                both["__p"].to_numpy(),
+                d,
+                clusters=both["__g"].to_numpy() if clustered else None,
+                prompt_space=prompt_space,
+            )
+        )
+    return out
+
+
 def _item_set_rule(frame: pl.DataFrame | pl.LazyFrame, on_mismatch: str | None) -> pl.LazyFrame:
     """The item-set rule at the boundary: runs of one configuration over different items."""
     from evalstats.aggregate import _ITEM_SET_RULE, align_item_sets  # the one boundary rule
@@ -499,6 +595,9 @@ def compare_models(
     column: str = "model",
     on_mismatch: str | None = None,
     stop_after: int | None = STOP_AFTER,
+    over: str = "auto",
+    cluster: str | None = None,
+    variant_factors: Sequence[str] | str | None = None,
 ) -> pl.DataFrame:
     r"""Every pair of models: paired difference, test, corrected p-value and a matching interval.
 
@@ -660,6 +759,12 @@ def compare_models(
         raise ParameterError(f"`column` {column!r} is also in `by`; compare it or group by it.")
     frame = _item_set_rule(frame, on_mismatch)
     wide = _paired_wide(frame, paired_on, by, column)
+    check_choice("over", over, ("auto", "recorded-prompts"))
+    cells = (
+        _design_cells(frame, by, column, cluster, variant_factors)
+        if paired_on == "items" and method in ("auto", "t")
+        else {}
+    )
     blocks = []
     for key, (w, cnt) in wide.items():
         unit = [c for c in ("dataset", "item", "variant") if c in w.columns and c not in by]
@@ -684,8 +789,17 @@ def compare_models(
                     f"{models[i]!r} and {models[j]!r} share {shared} unit(s)"
                     f"{' in ' + where if where else ''}; a paired comparison needs at least 2."
                 )
+        design = _pair_designs(cells.get(key), models, pairs, over == "auto")
         blocks.append(
-            {"key": key, "models": models, "x": x, "mask": mask, "pairs": pairs, "inc": incomplete}
+            {
+                "key": key,
+                "models": models,
+                "x": x,
+                "mask": mask,
+                "pairs": pairs,
+                "inc": incomplete,
+                "design": design,
+            }
         )
     families = [blocks] if family == "global" else [[b] for b in blocks]
     rows = []

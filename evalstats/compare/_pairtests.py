@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import optimize, stats
 
-__all__ = ["Bootstrap", "McNemar", "SignFlip", "TTest", "make_test"]
+__all__ = ["Bootstrap", "DesignT", "McNemar", "SignFlip", "TTest", "make_test"]
 
 #: values of one memory chunk (rows x columns) of the resampling matrices
 _CHUNK_VALUES = 4_000_000
@@ -80,6 +80,51 @@ class TTest(_Base):
         q = stats.t.isf(tail, df)
         low, high = self.diff - q * self.se, self.diff + q * self.se
         return _sided(low, high, self.alternative)
+
+
+class DesignT:
+    r"""The paired t test with the design's variance (clustered items, prompts as a facet).
+
+    Built from precomputed per-pair ``diff``, ``var`` and ``df``
+    (:func:`evalstats.compare._design_var.design_variance` of the paired cell differences):
+    :math:`t = \bar d / \sqrt V` on Satterthwaite (or Bell-McCaffrey) df; the interval at a
+    pair's level inverts it.
+    """
+
+    name = "t-design"
+
+    def __init__(
+        self, diff: np.ndarray, var: np.ndarray, df: np.ndarray, n: np.ndarray, alternative: str
+    ) -> None:
+        self.alternative = alternative
+        self.diff = np.asarray(diff, dtype=float)
+        self.se = np.sqrt(np.asarray(var, dtype=float))
+        self.df = np.asarray(df, dtype=float)
+        self.n = np.asarray(n, dtype=np.int64)
+        # the SD of an item difference the SE corresponds to (for the mdd)
+        self.sd = self.se * np.sqrt(self.df + 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.statistic = self.diff / self.se
+        t = self.statistic
+        if alternative == "two-sided":
+            p = 2 * stats.t.sf(np.abs(t), self.df)
+        elif alternative == "greater":
+            p = stats.t.sf(t, self.df)
+        else:
+            p = stats.t.cdf(t, self.df)
+        self.pvalue = np.minimum(p, 1.0)
+
+    @property
+    def n_resamples(self) -> int | None:
+        return None
+
+    def at_floor(self) -> np.ndarray:
+        return np.zeros(self.n.size, dtype=bool)
+
+    def interval(self, levels: np.ndarray, reject: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        tail = levels / 2 if self.alternative == "two-sided" else levels
+        q = stats.t.isf(tail, self.df)
+        return _sided(self.diff - q * self.se, self.diff + q * self.se, self.alternative)
 
 
 def _sided(low: np.ndarray, high: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndarray]:

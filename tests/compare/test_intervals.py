@@ -100,6 +100,8 @@ def test_intervals_columns_fixed_and_sorted(units):
         "ci_low",
         "ci_high",
         "note",
+        "n_prompts",
+        "df",
     ]
     assert a.equals(b)
 

@@ -64,7 +64,7 @@ def test_models_59_points_apart_differ_after_holm_over_378_pairs(crux):
     """Was: 9,999 sign flips floor p at 1e-4 and Holm over 378 pairs lifts it to 0.0378+."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", DesignWarning)  # no pair is blocked by construction
-        out = compare_models(crux)
+        out = compare_models(crux, over="recorded-prompts")  # the t test on item means
     assert out.height == 378 and (out["family_size"] == 378).all()
     assert set(out["method"]) == {"t"}  # 60 item means (12 rows each): analytic p-values
     assert out["can_reject"].all() and (out["min_pvalue"] == 0).all()

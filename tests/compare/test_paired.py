@@ -69,7 +69,8 @@ def test_compare_models_holm_matches_multipletests():
 
     obs = observations(n_models=4, n_items=40, n_variants=3, seed=4)
     for correction, sm in (("holm", "holm"), ("bh", "fdr_bh")):
-        out = compare_models(obs, correction=correction, n_resamples=999)
+        # conditional on the 3 recorded prompts: the paired t test on item means
+        out = compare_models(obs, correction=correction, n_resamples=999, over="recorded-prompts")
         assert_allclose(out["pvalue_corrected"], multipletests(out["pvalue"], method=sm)[1])
     assert out.height == 6 and (out["method"] == "t").all()  # 40 items: auto is t
 
@@ -86,10 +87,15 @@ def test_compare_models_single_run_binary_items_use_mcnemar():
 
 def test_compare_models_finds_planted_gap_and_renaming_invariance():
     obs = observations(n_models=2, n_items=150, n_variants=4, model_accuracy=(0.6, 0.7), seed=9)
-    out = compare_models(obs, n_resamples=1999).row(0, named=True)
+    kw = {"n_resamples": 1999, "over": "recorded-prompts"}  # the gap on the 4 recorded prompts
+    out = compare_models(obs, **kw).row(0, named=True)
     assert out["ci_high"] < 0 and out["pvalue"] < 0.01
+    # over the prompt space the model x prompt interaction widens it: 4 prompts say less
+    space = compare_models(obs, n_resamples=1999).row(0, named=True)
+    assert space["method"] == "t-design" and space["se"] > out["se"]
+    assert_allclose(space["difference"], out["difference"], rtol=1e-12)
     renamed = obs.with_columns(pl.col("model").replace({"m0": "z", "m1": "a"}))
-    swapped = compare_models(renamed, n_resamples=1999).row(0, named=True)
+    swapped = compare_models(renamed, **kw).row(0, named=True)
     assert (swapped["model_a"], swapped["model_b"]) == ("a", "z")
     assert_allclose(swapped["difference"], -out["difference"], rtol=1e-12)
     assert_allclose(swapped["pvalue"], out["pvalue"], atol=2e-3)

@@ -1,0 +1,247 @@
+r"""The variance of a mean under the design: items (in clusters), prompt variants, runs.
+
+One variance model serves the interval of a mean score and of a paired difference. A group's
+scores are cells: item ``i`` (in cluster ``g``) under prompt variant ``p``, each cell the mean of
+its runs. The estimate is the mean over items of each item's mean over its cells,
+:math:`\bar y = \frac1I \sum_i \bar y_i`. Under the crossed random-effects model
+
+.. math:: y_{ipr} = \mu + c_g + a_i + b_p + (ab)_{ip} + e_{ipr}
+
+(clusters, items, prompts, their interaction and runs random) its variance is the sum of two
+parts:
+
+* the **item part** :math:`\mathrm{Var}(\bar y \mid \text{prompts})`: estimated from the item
+  means :math:`\bar y_i` alone, by :math:`s^2/I` with :math:`I-1` degrees of freedom for
+  independent items, or, with clusters, by the CR2 cluster-robust estimator with the
+  Bell-McCaffrey degrees of freedom (small-sample corrected; CR1 with :math:`G-1` df
+  under-covers with few or unequal clusters). It carries the cluster, item, interaction and run
+  variance;
+* the **prompt part** (when the target is the mean over the prompt space, the ReliableEval
+  view): :math:`\sigma^2_P \sum_p w_p^2`, :math:`w_p = \sum_{i \ni p} 1/(k_i I)` (:math:`1/P`
+  when every item has every prompt). :math:`\sigma^2_P` is a moment estimate from the additive
+  two-way fit of the cells (item and prompt effects): the variance of the prompt effects less
+  their estimation noise, truncated at 0. On a complete grid it is the ANOVA estimate
+  :math:`(MS_P - MS_{IP})/I`, and the whole variance is
+  :math:`(MS_I + MS_P - MS_{IP})/(IP)`, the textbook unbiased estimate.
+
+Degrees of freedom: Satterthwaite over the parts. Only the cells observed are used: sparse grids
+(an item under some of the prompts) and runs of different lengths need no dropping.
+
+**Binary scores.** The Wilson-type interval keeps its boundary behaviour with the design's
+variance through an effective sample size :math:`n_{eff} = \hat p(1-\hat p)/V` scaled by
+:math:`(z/t_\nu)^2` (Korn and Graubard 1998); at :math:`\hat p` = 0 or 1 the number of top
+units (clusters, else items) stands in for :math:`n_{eff}`, so no interval has zero width.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = [
+    "MeanVariance",
+    "cr2_variance",
+    "design_variance",
+    "prompt_part",
+    "wilson_effective",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class MeanVariance:
+    """Estimate, variance and degrees of freedom of a mean under the design."""
+
+    mean: float
+    var: float
+    df: float
+    var_items: float
+    var_prompts: float
+    n_items: int
+    n_clusters: int | None
+    n_prompts: int
+    n_cells: int
+
+    @property
+    def se(self) -> float:
+        """Standard error (NaN when the variance is)."""
+        return math.sqrt(self.var) if self.var >= 0 else math.nan
+
+
+def cr2_variance(y: np.ndarray, clusters: np.ndarray) -> tuple[float, float, int]:
+    r"""CR2 variance of the mean of ``y`` with clusters, its Bell-McCaffrey df, and ``G``.
+
+    For the mean (an intercept-only regression) the CR2 adjustment of cluster ``g`` of size
+    :math:`n_g` is the factor :math:`a_g = (1 - n_g/n)^{-1/2}` on its residual sum, so
+    :math:`V = \sum_g a_g^2 (\sum_{i \in g} e_i)^2 / n^2`; the Bell-McCaffrey df is
+    :math:`(\mathrm{tr} M)^2/\mathrm{tr}(M^2)` with
+    :math:`n^2 M = \mathrm{diag}(a_g^2 n_g) - u u^T/n`, :math:`u_g = a_g n_g`. With clusters of
+    one item each it is :math:`s^2/n` on :math:`n-1` df.
+
+    Examples
+    --------
+    >>> y = np.array([0.2, 0.4, 0.9, 0.7, 0.1, 0.3])
+    >>> v, df, g = cr2_variance(y, np.arange(6))
+    >>> bool(np.isclose(v, y.var(ddof=1) / 6)), float(df), g
+    (True, 5.0, 6)
+    """
+    y = np.asarray(y, dtype=float)
+    n = y.size
+    _, codes = np.unique(clusters, return_inverse=True)
+    g = int(codes.max()) + 1 if n else 0
+    if g < 2:
+        return math.nan, math.nan, g
+    sizes = np.bincount(codes, minlength=g).astype(float)
+    sums = np.bincount(codes, weights=y - y.mean(), minlength=g)
+    a2 = 1.0 / (1.0 - sizes / n)
+    var = float(np.sum(a2 * sums**2)) / n**2
+    s = a2 * sizes
+    u2 = a2 * sizes**2
+    trace = float(np.sum(s) - np.sum(u2) / n)
+    frob = float(np.sum(s**2) - 2.0 * np.sum(s * u2) / n + np.sum(u2) ** 2 / n**2)
+    df = trace**2 / frob if frob > 0 else math.nan
+    return var, df, g
+
+
+def _additive_fit(
+    item: np.ndarray, prompt: np.ndarray, y: np.ndarray, n_i: int, n_p: int, iters: int = 200
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Item and prompt effects of the additive two-way model (alternating means), residual SS."""
+    grand = float(y.mean())
+    a = np.zeros(n_i)
+    b = np.zeros(n_p)
+    cnt_i = np.bincount(item, minlength=n_i).astype(float)
+    cnt_p = np.bincount(prompt, minlength=n_p).astype(float)
+    prev = math.inf
+    for _ in range(iters):
+        a = np.bincount(item, weights=y - grand - b[prompt], minlength=n_i) / cnt_i
+        b = np.bincount(prompt, weights=y - grand - a[item], minlength=n_p) / cnt_p
+        b -= b.mean()
+        rss = float(np.sum((y - grand - a[item] - b[prompt]) ** 2))
+        if abs(prev - rss) <= 1e-14 * max(1.0, rss):
+            break
+        prev = rss
+    return a, b, rss
+
+
+def prompt_part(
+    item: np.ndarray, prompt: np.ndarray, y: np.ndarray
+) -> tuple[float, float, float, int]:
+    r"""The prompt part of the variance of the mean, and its Satterthwaite pieces.
+
+    Returns ``(var, piece_effects, piece_residual, n_prompts)``: ``var`` is
+    :math:`\hat\sigma^2_P \sum_p w_p^2` (0 when the estimate is negative), the pieces are
+    :math:`(W\,\widehat{\mathrm{var}}(b))^2/(P-1)` and
+    :math:`(W\,\overline{\hat\sigma^2_{res}/m_p})^2/\nu_{res}`, whose sum divides
+    :math:`V^2` in the Satterthwaite df (:math:`W = \sum_p w_p^2`).
+    """
+    _, item = np.unique(item, return_inverse=True)
+    _, prompt = np.unique(prompt, return_inverse=True)
+    n_i, n_p = int(item.max()) + 1, int(prompt.max()) + 1
+    if n_p < 2 or n_i < 2:
+        return 0.0, 0.0, 0.0, n_p
+    _, b, rss = _additive_fit(item, prompt, y, n_i, n_p)
+    m_p = np.bincount(prompt, minlength=n_p).astype(float)
+    k_i = np.bincount(item, minlength=n_i).astype(float)
+    df_res = y.size - n_i - n_p + 1
+    w = np.bincount(prompt, weights=1.0 / (k_i[item] * n_i), minlength=n_p)
+    big_w = float(np.sum(w**2))
+    var_b = float(np.var(b, ddof=1))
+    noise = float(np.mean((rss / df_res) / m_p)) if df_res > 0 else 0.0
+    sigma2 = var_b - noise
+    if not sigma2 > 0:
+        return 0.0, 0.0, 0.0, n_p
+    piece_b = (big_w * var_b) ** 2 / (n_p - 1)
+    piece_r = (big_w * noise) ** 2 / df_res if df_res > 0 else 0.0
+    return big_w * sigma2, piece_b, piece_r, n_p
+
+
+def design_variance(
+    item: np.ndarray,
+    prompt: np.ndarray,
+    y: np.ndarray,
+    *,
+    clusters: np.ndarray | None = None,
+    prompt_space: bool = True,
+) -> MeanVariance:
+    """The mean of the item means of cells ``y`` and its variance under the design.
+
+    Parameters
+    ----------
+    item, prompt : numpy.ndarray
+        Item and prompt-variant label of each cell (one cell per observed pair).
+    y : numpy.ndarray
+        Cell scores (each the mean of the cell's runs).
+    clusters : numpy.ndarray, optional
+        Cluster label of each cell (constant within an item).
+    prompt_space : bool, default True
+        Whether the target is the mean over the prompt space (prompts random: the prompt part
+        is added) or over the recorded prompts (conditional on them: the item part alone).
+    """
+    y = np.asarray(y, dtype=float)
+    _, ic = np.unique(item, return_inverse=True)
+    n_i = int(ic.max()) + 1 if y.size else 0
+    k_i = np.bincount(ic, minlength=n_i).astype(float)
+    item_means = np.bincount(ic, weights=y, minlength=n_i) / k_i
+    mean = float(item_means.mean()) if n_i else math.nan
+    n_prompts = int(np.unique(prompt).size) if y.size else 0
+    n_clusters = None
+    if clusters is not None:
+        first = np.full(n_i, -1, dtype=np.int64)
+        _, cc = np.unique(clusters, return_inverse=True)
+        first[ic] = cc
+        var_i, df_i, n_clusters = cr2_variance(item_means, first)
+    elif n_i >= 2:
+        var_i, df_i = float(np.var(item_means, ddof=1)) / n_i, float(n_i - 1)
+    else:
+        var_i, df_i = math.nan, math.nan
+    var_p = pieces = 0.0
+    if prompt_space and n_prompts >= 2 and n_i >= 2:
+        var_p, piece_b, piece_r, _ = prompt_part(item, prompt, y)
+        pieces = piece_b + piece_r
+    var = var_i + var_p
+    denom = (var_i**2 / df_i if df_i and df_i > 0 else 0.0) + pieces
+    df = var**2 / denom if denom > 0 else df_i
+    return MeanVariance(
+        mean=mean,
+        var=var,
+        df=float(df),
+        var_items=var_i,
+        var_prompts=var_p,
+        n_items=n_i,
+        n_clusters=n_clusters,
+        n_prompts=n_prompts,
+        n_cells=int(y.size),
+    )
+
+
+def wilson_effective(
+    p: float, var: float, df: float, *, n_min: float, n_max: float, confidence_level: float
+) -> tuple[float, float]:
+    r"""Wilson interval of a proportion with the design's variance (Korn and Graubard 1998).
+
+    The effective sample size :math:`n_{eff} = \hat p(1-\hat p)/V`, at most ``n_max`` (the
+    scored outputs) and, at :math:`\hat p` = 0 or 1 or a zero variance, ``n_min`` (the top
+    units); scaled by :math:`(z/t_\nu)^2`, so few degrees of freedom widen it as a t would.
+
+    Examples
+    --------
+    >>> lo, hi = wilson_effective(0.5, 0.25 / 100, 99, n_min=100, n_max=100, confidence_level=0.95)
+    >>> round(lo, 3), round(hi, 3)
+    (0.403, 0.597)
+    """
+    alpha = 1.0 - confidence_level
+    z = float(stats.norm.isf(alpha / 2))
+    t = float(stats.t.isf(alpha / 2, df)) if df and math.isfinite(df) and df > 0 else z
+    if 0.0 < p < 1.0 and var > 0:
+        n_eff = min(p * (1.0 - p) / var, n_max)
+    else:
+        n_eff = n_min
+    n = n_eff * (z / t) ** 2
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low = 0.0 if p <= 0.0 else max(0.0, centre - half)
+    high = 1.0 if p >= 1.0 else min(1.0, centre + half)
+    return low, high
