@@ -107,6 +107,13 @@ PROXY_COLUMNS = (
 # --- validation ----------------------------------------------------------------------------------
 
 
+def _default_method(method: str | None, compat: str | None) -> str:
+    """``method`` as given, else bootstrap (pool when reproducing the reference script)."""
+    if method is not None:
+        return method
+    return "pool" if compat is not None else "bootstrap"
+
+
 def _validate(
     *,
     moments: Sequence[str] | str,
@@ -414,7 +421,7 @@ def sample_size_curve(
     moments: Sequence[str] | str = ("mean", "variance"),
     delta: float = 0.1,
     n_resamples: int = 5000,
-    method: str = "pool",
+    method: str | None = None,
     compat: str | None = None,
     population_size: int | None = None,
     seed: int = 0,
@@ -436,11 +443,14 @@ def sample_size_curve(
     n_resamples : int, default 5000
         Subsets per size ``n`` when they are not enumerated (pool: enumerated when
         ``C(N, n) <= n_resamples``).
-    method : {'pool', 'bootstrap', 'analytic'}, default 'pool'
-        ``pool``: the paper's definition, subsets of the N observed variants without replacement
-        and the reference is the pool (Delta(N) = 0). ``bootstrap``: the N variants are a sample of
-        a larger perturbation space; samples of size n drawn with replacement, deviation from the
-        pool value. ``analytic``: normal approximation (see Notes).
+    method : {'bootstrap', 'pool', 'analytic'}, optional
+        Default ``'bootstrap'`` (``'pool'`` with ``compat='reliable-eval'``). ``bootstrap``
+        (a claim about prompt variants not yet evaluated, as n* is read): the N variants are a sample of a larger perturbation space; samples of size n
+        drawn with replacement, deviation from the pool value. ``pool``: the paper's
+        definition, subsets of the N observed variants without replacement and the reference is
+        the pool (Delta(N) = 0): a claim about the recorded variants only; read as a claim about
+        fresh prompts its failure rate is about twice the promised delta/2 (measured in
+        docs/methods/moments.md). ``analytic``: normal approximation (see Notes).
     compat : {None, 'reliable-eval'}, default None
         ``'reliable-eval'`` reproduces the published reference script: only ``n <= 2`` enumerated,
         integer-truncated percentiles (and, in :func:`required_sample_size`, a strict ``<``).
@@ -513,12 +523,13 @@ def sample_size_curve(
     --------
     >>> from evalstats.simulate import unit_table
     >>> units = unit_table(n_models=1, n_items=50, n_variants=6, seed=0)
-    >>> curve = sample_size_curve(units, moments="mean")
+    >>> curve = sample_size_curve(units, moments="mean", method="pool")
     >>> curve.select("n", "exhaustive").rows()[:2]
     [(1, True), (2, True)]
-    >>> curve.filter(pl.col("n") == 6)["delta_mean"].item()
+    >>> curve.filter(pl.col("n") == 6)["delta_mean"].item()  # pool: Delta(N) = 0
     0.0
     """
+    method = _default_method(method, compat)
     moments = _validate(
         moments=moments,
         delta=delta,
@@ -639,7 +650,7 @@ def required_sample_size(
     delta: float = 0.1,
     moments: Sequence[str] | str = ("mean", "variance"),
     n_resamples: int = 5000,
-    method: str = "pool",
+    method: str | None = None,
     compat: str | None = None,
     population_size: int | None = None,
     seed: int = 0,
@@ -728,9 +739,14 @@ def required_sample_size(
     >>> from evalstats.simulate import unit_table
     >>> units = unit_table(n_models=2, n_items=100, n_variants=30, prompt_sd=0.03, seed=0)
     >>> out = required_sample_size(units, epsilon=0.01, moments="mean", n_resamples=2000)
-    >>> out.select("model", "moment", "n_star", "reached").rows()
+    >>> out.select("model", "moment", "n_star", "reached").rows()  # fresh prompts: 30 are too few
+    [('m0', 'mean', None, False), ('m0', 'overall', None, False), ('m1', 'mean', None, False), ('m1', 'overall', None, False)]
+    >>> pool = required_sample_size(units, epsilon=0.01, moments="mean", n_resamples=2000,
+    ...                             method="pool")  # a subset of the 30 recorded prompts
+    >>> pool.select("model", "moment", "n_star", "reached").rows()
     [('m0', 'mean', 25, True), ('m0', 'overall', 25, True), ('m1', 'mean', 26, True), ('m1', 'overall', 26, True)]
     """
+    method = _default_method(method, compat)
     moments = _validate(
         moments=moments,
         delta=delta,
@@ -849,7 +865,7 @@ def sample_size_uncertainty(
     n_bootstrap: int = 200,
     confidence_level: float = 0.9,
     n_resamples: int = 1000,
-    method: str = "pool",
+    method: str | None = None,
     compat: str | None = None,
     population_size: int | None = None,
     seed: int = 0,
@@ -894,10 +910,11 @@ def sample_size_uncertainty(
     >>> from evalstats.simulate import unit_table
     >>> units = unit_table(n_models=1, n_items=100, n_variants=20, prompt_sd=0.02, seed=0)
     >>> out = sample_size_uncertainty(units, epsilon=0.02, moments="mean", n_bootstrap=20,
-    ...                               n_resamples=300)
+    ...                               n_resamples=300, method="pool")
     >>> out.select("moment", "n_star", "n_star_median", "ci_low", "ci_high").rows()[0]
     ('mean', 11, 11.0, 6.0, 13.0)
     """
+    method = _default_method(method, compat)
     moments = _validate(
         moments=moments,
         delta=delta,
@@ -993,7 +1010,7 @@ def reference_model_check(
     delta: float = 0.1,
     moments: Sequence[str] | str = ("mean", "variance"),
     n_resamples: int = 5000,
-    method: str = "pool",
+    method: str | None = None,
     compat: str | None = None,
     population_size: int | None = None,
     seed: int = 0,
@@ -1035,11 +1052,12 @@ def reference_model_check(
     >>> from evalstats.simulate import unit_table
     >>> units = unit_table(n_models=2, n_items=100, n_variants=20, prompt_sd=0.03, seed=0)
     >>> out = reference_model_check(units, reference_model="m0", epsilon=0.02,
-    ...                             moments="mean", n_resamples=500)
+    ...                             moments="mean", n_resamples=500, method="pool")
     >>> cols = ("model", "moment", "n_star", "reference_n_star", "proxy_sufficient")
     >>> out.filter(pl.col("moment") == "mean").select(cols).rows()
     [('m0', 'mean', 13, 13, True), ('m1', 'mean', 14, 13, False)]
     """
+    method = _default_method(method, compat)
     moments = _validate(
         moments=moments,
         delta=delta,

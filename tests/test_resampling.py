@@ -62,7 +62,7 @@ def _loop_curve(x, n_resamples, delta, rng):
 
 def test_pool_equals_loop_implementation_exactly_when_exhaustive(rng):
     x = rng.beta(6, 4, size=9)
-    curve = sample_size_curve(_units({"m": x}), n_resamples=200, delta=0.1)
+    curve = sample_size_curve(_units({"m": x}), n_resamples=200, delta=0.1, method="pool")
     assert curve.columns == ["model", "dataset", "metric", *CURVE_COLUMNS]
     assert curve["exhaustive"].all()  # C(9, n) <= 126 <= 200 for every n
     ref = _loop_curve(x, 200, 0.1, rng)
@@ -77,7 +77,7 @@ def test_pool_equals_loop_implementation_exactly_when_exhaustive(rng):
 def test_pool_equals_loop_implementation_within_mc_error_when_sampled(rng):
     x = rng.beta(6, 4, size=30)
     R = 1000
-    curve = sample_size_curve(_units({"m": x}), n_resamples=R, seed=7)
+    curve = sample_size_curve(_units({"m": x}), n_resamples=R, seed=7, method="pool")
     ref = _loop_curve(x, R, 0.1, np.random.default_rng(99))
     for moment in ("mean", "variance"):
         got = curve.filter(pl.col("moment") == moment).sort("n")
@@ -98,7 +98,7 @@ def test_pool_equals_loop_implementation_within_mc_error_when_sampled(rng):
 
 def test_pool_curve_is_zero_at_n_equal_N_and_n_star_never_silently_N():
     x = np.linspace(0.2, 0.8, 12)
-    curve = sample_size_curve(_units({"m": x}), moments="mean")
+    curve = sample_size_curve(_units({"m": x}), moments="mean", method="pool")
     assert curve.filter(pl.col("n") == 12)["ci_high"].item() == 0.0
     out = required_sample_size(_units({"m": x}), epsilon=1e-6, moments="mean", method="bootstrap")
     assert out.columns == ["model", "dataset", "metric", *NSTAR_COLUMNS]
@@ -194,13 +194,13 @@ def test_bootstrap_curve_does_not_vanish_at_N():
 def test_uncertainty_and_proxy_tables():
     units = unit_table(n_models=2, n_items=100, n_variants=20, prompt_sd=0.03, seed=0)
     unc = sample_size_uncertainty(
-        units, epsilon=0.02, moments="mean", n_bootstrap=30, n_resamples=200
+        units, epsilon=0.02, moments="mean", n_bootstrap=30, n_resamples=200, method="pool"
     )
     row = unc.filter(pl.col("model") == "m0", pl.col("moment") == "mean").row(0, named=True)
     assert row["ci_low"] <= row["n_star_median"] <= row["ci_high"]
     assert 0 <= row["share_reached"] <= 1 and row["confidence_level"] == 0.9
     proxy = reference_model_check(
-        units, reference_model="m1", epsilon=0.02, moments="mean", n_resamples=300
+        units, reference_model="m1", epsilon=0.02, moments="mean", n_resamples=300, method="pool"
     )
     m1 = proxy.filter(pl.col("model") == "m1", pl.col("moment") == "mean").row(0, named=True)
     assert m1["proxy_sufficient"] is True and m1["within_epsilon_at_reference"] is True
@@ -251,10 +251,10 @@ def test_pool_n_star_is_not_reached_when_only_the_full_set_qualifies(shared_data
     above epsilon, n* used to be 12 with reached = True.
     """
     units = _sowa_first(shared_data, "causal_judgement", 12)
-    curve = sample_size_curve(units, moments="mean")
+    curve = sample_size_curve(units, moments="mean", method="pool")
     above = curve.filter(pl.col("n") == 11, pl.col("ci_high") > 0.01)["model"].to_list()
     assert len(above) >= 3
-    out = required_sample_size(units, epsilon=0.01, moments="mean")
+    out = required_sample_size(units, epsilon=0.01, moments="mean", method="pool")
     rows = out.filter(pl.col("moment") == "mean", pl.col("model").is_in(above))
     assert rows["n_star"].null_count() == rows.height
     assert not rows["reached"].any()
@@ -275,14 +275,14 @@ def test_enumerated_bound_is_an_order_statistic_not_an_interpolation():
     """
     x = np.array([26 / 50] * 11 + [32 / 50])
     units = _units({"m": x})
-    curve = sample_size_curve(units, moments="mean", delta=0.1)
+    curve = sample_size_curve(units, moments="mean", delta=0.1, method="pool")
     at11 = curve.filter(pl.col("n") == 11).row(0, named=True)
     assert at11["exhaustive"]
     assert at11["ci_high"] == pytest.approx(0.12 / 12, abs=1e-12)
     # brute force: share of 11-subsets that miss by more than epsilon
     misses = [abs(np.mean(x[list(c)]) - x.mean()) > 0.008 for c in combinations(range(12), 11)]
     assert np.mean(misses) == pytest.approx(1 / 12)
-    out = required_sample_size(units, epsilon=0.008, moments="mean", delta=0.1)
+    out = required_sample_size(units, epsilon=0.008, moments="mean", delta=0.1, method="pool")
     row = out.filter(pl.col("moment") == "mean").row(0, named=True)
     assert row["n_star"] is None and row["reached"] is False
 
@@ -482,7 +482,7 @@ def test_cli_nstar_bad_delta_exits_2(shared_data, capsys):
 @given(st.lists(st.floats(0, 1, allow_nan=False), min_size=2, max_size=7))
 def test_property_exhaustive_pool_matches_brute_force_and_bounds(values):
     x = np.array(values)
-    curve = sample_size_curve(_units({"m": x}), n_resamples=10**6)
+    curve = sample_size_curve(_units({"m": x}), n_resamples=10**6, method="pool")
     assert curve["exhaustive"].all()
     ref = _loop_curve(x, 10**6, 0.1, np.random.default_rng(0))
     for moment in ("mean", "variance"):

@@ -85,8 +85,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--method",
         choices=["pool", "bootstrap", "analytic"],
         default=S,
-        help="pool (the paper; default: a claim about the recorded variants only), bootstrap "
-        "or analytic (claims about unseen variants of the same perturbation space)",
+        help="bootstrap (default) or analytic: claims about prompt variants not yet evaluated, "
+        "from the same perturbation space; pool (the paper's definition): a claim about the "
+        "recorded variants only (read as one about fresh prompts it fails about twice as often "
+        "as delta/2)",
     )
     p.add_argument(
         "--compat",

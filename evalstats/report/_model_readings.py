@@ -33,7 +33,8 @@ __all__ = ["RANKING_SUMMARY_MODELS", "compare_reading", "intervals_reading", "ra
 
 #: What each interval method is, in words (the intervals reading names the one used).
 _INTERVAL_METHODS = {
-    "wilson": "Wilson score intervals (the scores are 0/1)",
+    "wilson": "Wilson score intervals (the scores are 0/1; with the design's effective sample "
+    "size where items cluster or prompts vary)",
     "logit": "t intervals on the logit scale, which stay inside the metric's bounds",
     "t": "t intervals (the metric has no bounds)",
     "bca": "BCa bootstrap intervals",
@@ -43,6 +44,21 @@ _INTERVAL_METHODS = {
 
 #: Why the default unit was picked, in words (``over='auto'``).
 _OVER_REASONS = {
+    "items+prompts": (
+        "items are the sampling unit of a benchmark and the prompt variants a sample of the "
+        "prompt space: the interval is about the mean over prompts not yet evaluated too (the "
+        "ReliableEval view), so the prompt-to-prompt variance counts, on Satterthwaite degrees "
+        "of freedom; `over='recorded-prompts'` gives the interval about the recorded prompts"
+    ),
+    "clusters": (
+        "items share clusters (the design's cluster column), so the interval is cluster-robust "
+        "(CR2, Bell-McCaffrey degrees of freedom): items of one cluster are not independent"
+    ),
+    "clusters+prompts": (
+        "items share clusters and the prompt variants are a sample of the prompt space: the "
+        "interval is cluster-robust (CR2, Bell-McCaffrey df) and carries the prompt-to-prompt "
+        "variance (Satterthwaite df)"
+    ),
     "items": (
         "items are the sampling unit of a benchmark, and each item's variants and runs are "
         "averaged into one score first, so the rows of one item count once"
@@ -91,7 +107,10 @@ def intervals_reading(res: AnalysisResult, data: DataSummary) -> str:
         )
     if len(groups) > _LIST_MAX:
         sentences.append(f"({len(groups) - _LIST_MAX} more groups in the table.)")
-    over = t["over"][0] if "over" in t.columns and t.height else p["over"]
+    overs = t["over"].unique(maintain_order=True).to_list() if "over" in t.columns else []
+    over = overs[0] if overs else p["over"]
+    if len(overs) > 1:  # groups with one prompt and groups with several
+        over = next((o for o in overs if "prompts" in o), overs[0])
     missing = (
         t.filter(pl.col("ci_low").is_nan() | pl.col("ci_low").is_null())
         if "ci_low" in t.columns
@@ -130,6 +149,9 @@ _TESTS = {
     "permutation": "a sign-flip permutation test (up to {b:,} sign vectors, stopping once 20 "
     "are as extreme; the default below 30 shared {units})",
     "bootstrap": "a studentized bootstrap test ({b:,} resamples)",
+    "t-design": "a t test with the design's variance (items in clusters cluster-robust; with "
+    "several prompt variants the model x prompt interaction counts, so the claim is about the "
+    "prompt space; Satterthwaite df)",
 }
 
 
@@ -184,7 +206,14 @@ def compare_reading(res: AnalysisResult, data: DataSummary) -> str:
         lead = _ranking_summary(res.tables["groups"], list(p.get("by", ("dataset", "metric"))))
     text = " ".join(lead) + (" " if lead else "")
     text += f"{sig.height} of {t.height} model pairs differ at the {alpha:g} level {corr}"
-    text += f"(paired on {p['paired_on']})"
+    text += f"(paired on {p['paired_on']}"
+    if p["correction"] != "none":
+        text += (
+            f"; one family of all {t.height} pairs of the study"
+            if p.get("family") == "global"
+            else "; each dataset a family of its own"
+        )
+    text += ")"
     if sig.height:
         items = []
         for r in sig.iter_rows(named=True):
@@ -196,6 +225,13 @@ def compare_reading(res: AnalysisResult, data: DataSummary) -> str:
             items.append(_ahead(r["model_a"], r["model_b"], diff, lo, hi, where))
         text += f": {_listed(items)}"
     text += "."
+    per = res.tables.get("compare_per_dataset")
+    if per is not None and per.height:
+        k = per.filter(pl.col(pcol) < alpha).height
+        text += (
+            f" Corrected within each dataset instead (a family per dataset, whose study-wide "
+            f"false-positive rate grows with the number of datasets), {k} pairs would differ."
+        )
     if "method" in t.columns and t.height:
         text += " " + _tests_named(t, p["paired_on"])
     if "interval" in t.columns and t.height:

@@ -147,7 +147,15 @@ def test_tables_are_the_public_functions_results(full_obs, full_report):
     )
     assert_frame_equal(full_report["anova"].tables["anova"], anova.to_frame())
     assert_frame_equal(
-        full_report["compare"].tables["compare"], compare_models(full_obs, n_resamples=99, seed=3)
+        full_report["compare"].tables["compare"],
+        # the report's study-wide family and the design's prompt factors (provider held)
+        compare_models(
+            full_obs,
+            n_resamples=99,
+            seed=3,
+            family="global",
+            variant_factors=["shots", "cot", "template"],
+        ),
     )
 
 
