@@ -102,9 +102,20 @@ def ppi_kernel(
     }
 
 
-def _item_table(observations, gold: str, by: Sequence[str], column: str) -> pl.DataFrame:
+def _item_table(
+    observations, gold: str, by: Sequence[str], column: str, cluster: str | None = None
+) -> tuple[pl.DataFrame, str | None]:
+    """Item means of judge and gold scores (and each item's cluster), and the cluster used."""
     lf = validate_observations(observations, require_item=True)
     names = lf.collect_schema().names()
+    if cluster is None and "cluster" in names:
+        cluster = "cluster"
+    elif cluster is None:
+        from evalstats.compare._intervals import warn_cluster_candidates
+
+        warn_cluster_candidates(lf)
+    if cluster is not None and cluster not in names:
+        raise ParameterError(f"`cluster` names {cluster!r}, which is not a column of the table.")
     if gold not in names:
         raise ParameterError(
             f"`gold` names {gold!r}, which is not a column of the observation table "
@@ -117,10 +128,11 @@ def _item_table(observations, gold: str, by: Sequence[str], column: str) -> pl.D
         .agg(
             pl.col("score").mean().alias("f"),
             pl.col(gold).cast(pl.Float64).mean().alias("y"),
+            *([pl.col(cluster).first().cast(pl.String).alias("__g")] if cluster else []),
         )
         .sort(keys)
         .collect()
-    )
+    ), cluster
 
 
 def _check(level: float, lam: float | None) -> None:
@@ -143,10 +155,34 @@ _MEAN_SCHEMA = {
     "judge_mean": pl.Float64,
     "judge_bias": pl.Float64,
     "method": pl.String,
+    "n_clusters": pl.Int64,
 }
 
 
-def _row(y, f_lab, f_unlab, level, lam, bounds):
+def _cluster_se(y, f_lab, f_unlab, lam: float, g_lab, g_unl) -> tuple[float, int]:
+    r"""Cluster-robust (CR1) SE of the PPI++ estimate, and the number of clusters.
+
+    The estimate minus its target is, to first order, a sum of item contributions:
+    :math:`(Y_i - \lambda f_i - \overline{Y - \lambda f})/n` for a labelled item and
+    :math:`\lambda (f_j - \bar f_N)/N` for an unlabelled one; summed by cluster (a cluster may
+    hold both), :math:`\widehat{\mathrm{Var}} = \frac{G}{G-1}\sum_g S_g^2`.
+    """
+    n, big_n = y.size, f_unlab.size
+    r = y - lam * f_lab
+    contrib = list((r - r.mean()) / n)
+    labels = list(g_lab)
+    if big_n:
+        contrib += list(lam * (f_unlab - f_unlab.mean()) / big_n)
+        labels += list(g_unl)
+    _, codes = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
+    g = int(codes.max()) + 1 if codes.size else 0
+    if g < 2:
+        return math.nan, g
+    sums = np.bincount(codes, weights=np.asarray(contrib), minlength=g)
+    return math.sqrt(g / (g - 1) * float(np.sum(sums**2))), g
+
+
+def _row(y, f_lab, f_unlab, level, lam, bounds, clusters=None):
     n = y.size
     if n < 2:
         warnings.warn(
@@ -157,6 +193,13 @@ def _row(y, f_lab, f_unlab, level, lam, bounds):
     k = ppi_kernel(y, f_lab, f_unlab, confidence_level=level, lam=lam)
     z = stats.norm.ppf(0.5 + level / 2)
     lo, hi = bounds
+    n_clusters = None
+    method = "ppi++" if lam is None else f"ppi(lam={lam:g})"
+    if clusters is not None and n >= 2:
+        se, n_clusters = _cluster_se(y, f_lab, f_unlab, float(k["lam"]), *clusters)
+        q = stats.t.isf((1 - level) / 2, max(n_clusters - 1, 1))
+        k = {**k, "se": se, "ci_low": k["estimate"] - q * se, "ci_high": k["estimate"] + q * se}
+        method += "-cluster"
 
     def clip(v):
         return float(min(max(float(v), lo), hi)) if not math.isnan(float(v)) else math.nan
@@ -176,7 +219,8 @@ def _row(y, f_lab, f_unlab, level, lam, bounds):
         "classical_ci_high": clip(k["classical"] + z * k["classical_se"]),
         "judge_mean": float(f_all.mean()) if f_all.size else math.nan,
         "judge_bias": float(np.mean(f_lab - y)) if n else math.nan,
-        "method": "ppi++" if lam is None else f"ppi(lam={lam:g})",
+        "method": method,
+        "n_clusters": n_clusters,
     }
 
 
@@ -187,6 +231,7 @@ def ppi_mean(
     confidence_level: float = 0.95,
     lam: float | None = None,
     by: Sequence[str] = ("model", "dataset", "metric"),
+    cluster: str | None = None,
 ) -> pl.DataFrame:
     r"""Mean score per group corrected for judge bias with gold labels on part of the items (PPI++).
 
@@ -204,6 +249,11 @@ def ppi_mean(
         power-tuned PPI++ weight.
     by : tuple of str, default ('model', 'dataset', 'metric')
         Columns that define the groups.
+    cluster : str, optional
+        Column naming each item's cluster (default: the ``cluster`` column when there is one):
+        the standard error is then cluster-robust (CR1 on the estimator's item contributions,
+        labelled and unlabelled items of one cluster together) with :math:`t_{G-1}` quantiles,
+        and ``method`` ends in ``-cluster``.
 
     Returns
     -------
@@ -240,7 +290,9 @@ def ppi_mean(
     level = check_confidence_level(confidence_level)
     _check(level, lam)
     by = (by,) if isinstance(by, str) else tuple(by)
-    items = _item_table(observations, gold, by, "model" if "model" in by else by[0])
+    items, cluster = _item_table(
+        observations, gold, by, "model" if "model" in by else by[0], cluster
+    )
     rows = []
     groups = items.partition_by(list(by), as_dict=True, maintain_order=True)
     bounds_of = _metric_bounds(observations, by)
@@ -256,6 +308,7 @@ def ppi_mean(
                 level,
                 lam,
                 bounds_of(key),
+                (lab["__g"].to_numpy(), unl["__g"].to_numpy()) if cluster else None,
             )
         )
     return (
@@ -273,6 +326,7 @@ def ppi_difference(
     lam: float | None = None,
     by: Sequence[str] = ("dataset", "metric"),
     column: str = "model",
+    cluster: str | None = None,
 ) -> pl.DataFrame:
     r"""Paired difference of every pair of models corrected for judge bias (PPI++ on differences).
 
@@ -290,6 +344,9 @@ def ppi_difference(
         Columns that define the groups; models are compared within each group.
     column : str, default 'model'
         The column whose values are compared.
+    cluster : str, optional
+        Column naming each item's cluster (default: the ``cluster`` column when there is one):
+        cluster-robust standard errors as in :func:`ppi_mean`; the test uses :math:`t_{G-1}`.
 
     Returns
     -------
@@ -316,7 +373,7 @@ def ppi_difference(
     level = check_confidence_level(confidence_level)
     _check(level, lam)
     by = (by,) if isinstance(by, str) else tuple(by)
-    items = _item_table(observations, gold, by, column)
+    items, cluster = _item_table(observations, gold, by, column, cluster)
     unit = [c for c in ("dataset", "item") if c not in by]
     rows = []
     groups = items.partition_by(list(by), as_dict=True, maintain_order=True) if by else {(): items}
@@ -327,6 +384,11 @@ def ppi_difference(
         g = g.with_columns(pl.col(column).cast(pl.String))
         f = g.pivot(on=column, index=unit, values="f", sort_columns=True).sort(unit)
         y = g.pivot(on=column, index=unit, values="y", sort_columns=True).sort(unit)
+        gl = (
+            g.group_by(unit).agg(pl.col("__g").first()).sort(unit)["__g"].to_numpy()
+            if cluster
+            else None
+        )
         models = [c for c in f.columns if c not in unit]
         if len(models) < 2:
             raise InsufficientDataError(f"PPI differences need at least 2 models, got {models}.")
@@ -337,9 +399,15 @@ def ppi_difference(
             fd = (f[a] - f[b]).to_numpy()
             yd = (y[a] - y[b]).to_numpy()
             lm, um = lab.to_numpy(), unl.to_numpy()
-            r = _row(yd[lm], fd[lm], fd[um], level, lam, (-span, span))
+            cl = (gl[lm], gl[um]) if gl is not None else None
+            r = _row(yd[lm], fd[lm], fd[um], level, lam, (-span, span), cl)
             stat = r["estimate"] / r["se"] if r["se"] > 0 else math.nan
-            p = float(2 * stats.norm.sf(abs(stat))) if not math.isnan(stat) else math.nan
+            if math.isnan(stat):
+                p = math.nan
+            elif r["n_clusters"]:
+                p = float(2 * stats.t.sf(abs(stat), max(r["n_clusters"] - 1, 1)))
+            else:
+                p = float(2 * stats.norm.sf(abs(stat)))
             rows.append(
                 dict(zip(by, key))
                 | {"model_a": a, "model_b": b}

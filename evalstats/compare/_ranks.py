@@ -12,7 +12,7 @@ import polars as pl
 from scipy import stats
 
 from evalstats.compare._paired import paired_matrix
-from evalstats.errors import DesignWarning, InsufficientDataError, ParameterError
+from evalstats.errors import DesignWarning, InsufficientDataError, ParameterError, SchemaError
 from evalstats.results import check_confidence_level, check_positive_int
 from evalstats.schema import (
     directions,
@@ -30,7 +30,11 @@ _RANK_METHODS = ("simultaneous", "marginal", "bootstrap")
 
 
 def _pairwise_rank_sets(
-    x: np.ndarray, boot_means: np.ndarray, level: float, simultaneous: bool
+    x: np.ndarray,
+    boot_means: np.ndarray,
+    level: float,
+    simultaneous: bool,
+    clusters: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rank sets from max-t intervals of all pairwise differences (Mogstad et al. 2024).
 
@@ -39,9 +43,15 @@ def _pairwise_rank_sets(
     """
     n, k = x.shape
     theta = x.mean(axis=0)
-    cov = np.cov(x, rowvar=False, ddof=1).reshape(k, k)
+    if clusters is None:
+        cov = np.cov(x, rowvar=False, ddof=1).reshape(k, k) / n
+    else:  # cluster-robust (CR1): the covariance of the means from the cluster sums
+        g = int(clusters.max()) + 1
+        dev = x - theta
+        sums = np.stack([np.bincount(clusters, weights=dev[:, j], minlength=g) for j in range(k)])
+        cov = (sums @ sums.T) * g / max(g - 1, 1) / n**2
     var_d = np.diag(cov)[:, None] + np.diag(cov)[None, :] - 2 * cov
-    se = np.sqrt(np.maximum(var_d, 0.0) / n)  # SE of the paired mean difference j - k
+    se = np.sqrt(np.maximum(var_d, 0.0))  # SE of the paired mean difference j - k
     diff = theta[:, None] - theta[None, :]
     with np.errstate(invalid="ignore", divide="ignore"):
         # bootstrap deviations of every difference, studentized by the sample SE
@@ -73,6 +83,7 @@ def rank_intervals(
     n_resamples: int = 1000,
     seed: int = 0,
     by: Sequence[str] = ("dataset", "metric"),
+    cluster: str | None = None,
 ) -> pl.DataFrame:
     r"""Rank of each model with a confidence set and the probability of being best.
 
@@ -95,6 +106,11 @@ def rank_intervals(
         Seed of the random generator; the same seed gives the same result.
     by : tuple of str, default ('dataset', 'metric')
         Columns that define the groups; models are ranked within each group.
+    cluster : str, optional
+        Column naming the cluster of each item (default: the ``cluster`` column when the table
+        has one, as the design gives it). With clusters the bootstrap resamples whole clusters
+        (items of one passage together) and the pairwise differences are studentized by their
+        cluster-robust standard errors; ``n_clusters`` says how many.
 
     Returns
     -------
@@ -157,7 +173,24 @@ def rank_intervals(
     n_resamples = check_positive_int("n_resamples", n_resamples)
     by = (by,) if isinstance(by, str) else tuple(by)
     wide = paired_matrix(observations, paired_on="items", by=by)
-    direction = directions(validate_observations(observations, check_values=False), by)
+    obs = validate_observations(observations, check_values=False)
+    direction = directions(obs, by)
+    names = obs.collect_schema().names()
+    if cluster is None and "cluster" in names:
+        cluster = "cluster"
+    elif cluster is None:
+        from evalstats.compare._intervals import warn_cluster_candidates
+
+        warn_cluster_candidates(obs)
+    cluster_of = None
+    if cluster is not None:
+        if cluster not in names:
+            raise SchemaError(f"`cluster` names {cluster!r}, which is not a column of the table.")
+        cluster_of = (
+            obs.group_by("dataset", "item")
+            .agg(pl.col(cluster).first().cast(pl.String).alias("__g"))
+            .collect()
+        )
     rng = np.random.default_rng(seed)
     q = (1 - level) / 2
     frames = []
@@ -166,8 +199,14 @@ def rank_intervals(
     for key, w in wide.items():
         unit = [c for c in ("dataset", "item") if c in w.columns and c not in by]
         models = [c for c in w.columns if c not in unit]
-        x = w.select(models).drop_nulls().to_numpy()
+        complete = w.drop_nulls(models)
+        x = complete.select(models).to_numpy()
         n = x.shape[0]
+        codes = None
+        if cluster_of is not None:
+            on = [c for c in ("dataset", "item") if c in complete.columns]
+            labels = complete.select(on).join(cluster_of.select(*on, "__g"), on=on, how="left")
+            _, codes = np.unique(labels["__g"].fill_null("").to_numpy(), return_inverse=True)
         n_dropped = w.height - n
         if n_dropped:
             n_dropped_total += n_dropped
@@ -183,11 +222,22 @@ def rank_intervals(
         sign = 1.0 if hib else -1.0  # rank 1 is the best: the highest, or the lowest error
         ranks_obs = stats.rankdata(-sign * observed, method="min")
         boot_means = np.empty((n_resamples, len(models)))
-        chunk = max(1, int(2e7 // max(n * len(models), 1)))
-        for start in range(0, n_resamples, chunk):
-            b = min(chunk, n_resamples - start)
-            idx = rng.integers(0, n, size=(b, n))
-            boot_means[start : start + b] = sign * x[idx].mean(axis=1)  # oriented: larger wins
+        if codes is None:
+            chunk = max(1, int(2e7 // max(n * len(models), 1)))
+            for start in range(0, n_resamples, chunk):
+                b = min(chunk, n_resamples - start)
+                idx = rng.integers(0, n, size=(b, n))
+                boot_means[start : start + b] = sign * x[idx].mean(axis=1)  # larger wins
+        else:  # whole clusters resampled: the items of one passage stay together
+            g = int(codes.max()) + 1
+            sums = np.stack([np.bincount(codes, weights=x[:, j], minlength=g) for j in
+                             range(x.shape[1])], axis=1)  # fmt: skip
+            sizes = np.bincount(codes, minlength=g).astype(float)
+            for start in range(0, n_resamples, 4096):
+                b = min(4096, n_resamples - start)
+                draw = rng.integers(0, g, size=(b, g))
+                counts = np.stack([np.bincount(r, minlength=g) for r in draw]).astype(float)
+                boot_means[start : start + b] = sign * (counts @ sums) / (counts @ sizes)[:, None]
         best = boot_means == boot_means.max(axis=1, keepdims=True)
         p_best = (best / best.sum(axis=1, keepdims=True)).sum(axis=0)
         if method == "bootstrap":
@@ -196,7 +246,7 @@ def rank_intervals(
             high = np.quantile(boot_ranks, 1 - q, axis=0, method="inverted_cdf")
         else:
             low, high = _pairwise_rank_sets(
-                sign * x, boot_means, level, simultaneous=method == "simultaneous"
+                sign * x, boot_means, level, simultaneous=method == "simultaneous", clusters=codes
             )
         frames.append(
             pl.DataFrame(
@@ -204,6 +254,7 @@ def rank_intervals(
                     **{b_: [k] * len(models) for b_, k in zip(by, key)},
                     "model": models,
                     "n_items": [n] * len(models),
+                    "n_clusters": [None if codes is None else int(codes.max()) + 1] * len(models),
                     "n_items_dropped": [n_dropped] * len(models),
                     "score": observed.astype(float),
                     "rank": ranks_obs.astype(np.int64),

@@ -249,3 +249,69 @@ def test_the_kernels_are_what_the_api_computes():
     lo, hi = diff_interval_of(item, prompt, d, cl, space)
     assert row["method"] == "t-design"
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((lo, hi), rel=1e-12)
+
+
+# --- clusters in the rank sets and in PPI -----------------------------------------------------
+
+
+def _judged_clusters(rng, g=40, m=10, sd_c=1.5, share=0.25):
+    c = np.repeat(rng.normal(0, sd_c, g), m)
+    y = (rng.random(g * m) < expit(0.4 + c + rng.normal(0, 1.0, g * m))).astype(float)
+    f = np.where(rng.random(g * m) < 0.15, 1.0 - y, y)  # a judge that is wrong 15 % of the time
+    f = np.where((y == 0) & (rng.random(g * m) < 0.1), 1.0, f)  # and lenient: biased upward
+    gold = np.where(rng.random(g * m) < share, y, np.nan)
+    truth = true_mean(0.4, math.hypot(sd_c, 1.0))
+    obs = pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "item": [str(i) for i in range(g * m)],
+            "cluster": [str(i // m) for i in range(g * m)],
+            "score": f,
+            "gold_score": gold,
+        }  # fmt: skip
+    ).with_columns(pl.col("gold_score").fill_nan(None))
+    return obs, truth
+
+
+def test_ppi_with_clusters_covers_where_the_plain_interval_does_not():
+    import evalstats
+
+    rng = np.random.default_rng(8)
+    hit_c = hit_i = 0
+    reps = 200
+    for _ in range(reps):
+        obs, truth = _judged_clusters(rng)
+        c = evalstats.ppi_mean(obs).row(0, named=True)
+        i = evalstats.ppi_mean(obs.drop("cluster")).row(0, named=True)
+        assert c["method"] == "ppi++-cluster" and c["n_clusters"] == 40
+        hit_c += c["ci_low"] <= truth <= c["ci_high"]
+        hit_i += i["ci_low"] <= truth <= i["ci_high"]
+    assert hit_c / reps >= 0.92
+    assert hit_i / reps < 0.9  # items of a passage are not independent
+
+
+def test_rank_sets_resample_whole_clusters():
+    import evalstats
+    from evalstats.compare._ranks import _pairwise_rank_sets
+
+    rng = np.random.default_rng(4)
+    g, m = 30, 8
+    c = np.repeat(rng.normal(0, 1.5, g), m)
+    rows = []
+    for k, mu in enumerate((0.5, 0.62, 0.74, 0.86)):
+        lin = mu + c + np.repeat(rng.normal(0, 0.6, g), m) + rng.normal(0, 1, g * m)
+        y = (rng.random(g * m) < expit(lin)).astype(float)
+        rows += [(f"m{k}", "d", str(i), str(i // m), float(y[i])) for i in range(g * m)]
+    obs = pl.DataFrame(rows, schema=["model", "dataset", "item", "cluster", "score"], orient="row")
+    clustered = evalstats.rank_intervals(obs, n_resamples=400)
+    plain = evalstats.rank_intervals(obs.drop("cluster"), n_resamples=400)
+    assert clustered["n_clusters"].to_list() == [30] * 4 and plain["n_clusters"].is_null().all()
+    width = lambda t: int((t["rank_high"] - t["rank_low"]).sum())  # noqa: E731
+    assert width(clustered) >= width(plain)
+    # one item per cluster: the cluster-robust SE of a difference is the paired one
+    x = rng.normal(size=(50, 3))
+    boot = x[rng.integers(0, 50, size=(200, 50))].mean(axis=1)
+    a = _pairwise_rank_sets(x, boot, 0.95, simultaneous=True)
+    b = _pairwise_rank_sets(x, boot, 0.95, simultaneous=True, clusters=np.arange(50))
+    assert all((u == v).all() for u, v in zip(a, b))
