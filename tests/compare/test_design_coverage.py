@@ -315,3 +315,84 @@ def test_rank_sets_resample_whole_clusters():
     a = _pairwise_rank_sets(x, boot, 0.95, simultaneous=True)
     b = _pairwise_rank_sets(x, boot, 0.95, simultaneous=True, clusters=np.arange(50))
     assert all((u == v).all() for u, v in zip(a, b))
+
+
+# --- the report's headline count: one study-wide family ---------------------------------------
+
+
+def _null_study(rng, n_models=10, n_datasets=15, n_items=40):
+    """Per dataset, items x models of 0/1 scores with equal accuracy (shared item difficulty)."""
+    out = []
+    for _ in range(n_datasets):
+        a = rng.normal(0.3, 1.0, n_items)
+        out.append((rng.random((n_items, n_models)) < expit(a)[:, None]).astype(float))
+    return out
+
+
+def _mcnemar_pvalues(x: np.ndarray) -> np.ndarray:
+    """Exact two-sided McNemar p-values of every pair of columns of ``x`` (items x models)."""
+    from itertools import combinations
+
+    pairs = list(combinations(range(x.shape[1]), 2))
+    a, b = x[:, [p[0] for p in pairs]], x[:, [p[1] for p in pairs]]
+    n10, n01 = ((a == 1) & (b == 0)).sum(0), ((a == 0) & (b == 1)).sum(0)
+    k = n10 + n01
+    p = np.where(k > 0, 2 * stats.binom.cdf(np.minimum(n10, n01), np.maximum(k, 1), 0.5), 1.0)
+    return np.minimum(p, 1.0)
+
+
+def _family_error(reps, seed):
+    """Share of null studies with any rejection: one study-wide Holm family, and per dataset."""
+    from evalstats.compare._multiplicity import adjust
+
+    rng = np.random.default_rng(seed)
+    any_global = any_group = 0
+    for _ in range(reps):
+        pvals = [_mcnemar_pvalues(x) for x in _null_study(rng)]
+        any_global += bool((adjust(np.concatenate(pvals), "holm") < 0.05).any())
+        any_group += any(bool((adjust(p, "holm") < 0.05).any()) for p in pvals)
+    return any_global / reps, any_group / reps
+
+
+def test_study_wide_family_keeps_the_headline_count_honest():
+    """10 models on 15 datasets, no differences: the report's study-wide Holm family rejects
+    anything in at most 5 % of studies; a family per dataset does so far more often."""
+    fwer, per_dataset = _family_error(200, seed=21)
+    assert fwer <= 0.05
+    assert per_dataset > 2 * max(fwer, 0.01)
+
+
+@pytest.mark.slow
+def test_study_wide_family_error_long():
+    fwer, per_dataset = _family_error(2000, seed=22)
+    print(f"study-wide family: {fwer:.4f}; per dataset: {per_dataset:.4f}")
+    assert fwer <= 0.05
+
+
+def test_the_study_wide_family_is_compare_models_global():
+    """The simulation's p-values and Holm family are compare_models' own (one study)."""
+    import evalstats
+    from evalstats.compare._multiplicity import adjust
+
+    rng = np.random.default_rng(23)
+    frames = []
+    for d, x in enumerate(_null_study(rng, n_models=4, n_datasets=3)):
+        for m in range(x.shape[1]):
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "model": f"m{m}",
+                        "dataset": f"d{d}",
+                        "score": x[:, m],
+                        "item": [str(i) for i in range(x.shape[0])],
+                    }
+                )  # fmt: skip
+            )
+    out = evalstats.compare_models(pl.concat(frames), family="global")
+    assert (out["family_size"] == 18).all() and (out["method"] == "mcnemar").all()
+    rng = np.random.default_rng(23)
+    ours = np.concatenate([_mcnemar_pvalues(x) for x in _null_study(rng, 4, 3)])
+    assert out["pvalue"].to_list() == pytest.approx(list(ours), rel=1e-10)
+    assert out["pvalue_corrected"].to_list() == pytest.approx(
+        list(adjust(out["pvalue"].to_numpy(), "holm")), rel=1e-12
+    )
