@@ -29,12 +29,76 @@ __all__ = ["FriedmanResult", "friedman_nemenyi", "rank_intervals"]
 _RANK_METHODS = ("simultaneous", "marginal", "bootstrap")
 
 
+def _two_way_inputs(cells, models: list[str]):
+    """The shared (item, prompt) cells of ``models`` when a group has 2 or more prompts."""
+    if cells is None:
+        return None
+    table, clustered = cells
+    if table["__p"].n_unique() < 2:
+        return None
+    index = ["__item", "__p", *(["__g"] if clustered else [])]
+    wide = (
+        table.with_columns(pl.col("model").cast(pl.String))
+        .pivot(on="model", index=index, values="__y", sort_columns=True)
+        .drop_nulls(list(models))
+        .sort("__item", "__p")
+    )
+    return wide, clustered
+
+
+def _two_way(inputs, models: list[str], sign: float, n_resamples: int, rng):
+    """Means over the prompt space, two-way bootstrap means and the design's pairwise SEs."""
+    from evalstats.compare._design_var import design_variance
+
+    wide, clustered = inputs
+    _, ic = np.unique(wide["__item"].to_numpy(), return_inverse=True)
+    _, pc = np.unique(wide["__p"].to_numpy(), return_inverse=True)
+    n_i, n_p = int(ic.max()) + 1, int(pc.max()) + 1
+    y = wide.select(models).to_numpy().astype(float)  # cells x models
+    grid = np.zeros((len(models), n_i, n_p))
+    grid[:, ic, pc] = y.T
+    seen = np.zeros((n_i, n_p))
+    seen[ic, pc] = 1.0
+    observed = ((grid * seen).sum(axis=2) / seen.sum(axis=1)).mean(axis=1)
+    gcodes = None
+    if clustered:
+        gcodes = np.zeros(n_i, dtype=np.int64)
+        _, gc = np.unique(wide["__g"].to_numpy(), return_inverse=True)
+        gcodes[ic] = gc
+    boot = np.empty((n_resamples, len(models)))
+    for start in range(0, n_resamples, 64):
+        b = min(64, n_resamples - start)
+        if gcodes is None:
+            w = np.stack([np.bincount(r, minlength=n_i) for r in rng.integers(0, n_i, (b, n_i))])
+        else:
+            g = int(gcodes.max()) + 1
+            cw = np.stack([np.bincount(r, minlength=g) for r in rng.integers(0, g, (b, g))])
+            w = cw[:, gcodes]
+        v = np.stack([np.bincount(r, minlength=n_p) for r in rng.integers(0, n_p, (b, n_p))])
+        den = v @ seen.T  # b x items: the weight of each item's drawn prompts
+        num = np.einsum("kip,bp->bki", grid * seen, v)
+        ok = den > 0
+        m = np.where(ok[:, None, :], num / np.where(ok, den, 1.0)[:, None, :], 0.0)
+        wk = (w * ok).astype(float)
+        boot[start : start + b] = sign * (m * wk[:, None, :]).sum(axis=2) / wk.sum(axis=1)[:, None]
+    k = len(models)
+    se = np.zeros((k, k))
+    clusters = wide["__g"].to_numpy() if clustered else None
+    for j in range(k):
+        for j2 in range(j + 1, k):
+            mv = design_variance(ic, pc, y[:, j] - y[:, j2], clusters=clusters)
+            se[j, j2] = se[j2, j] = math.sqrt(max(mv.var, 0.0))
+    return observed, boot, se, n_p
+
+
 def _pairwise_rank_sets(
     x: np.ndarray,
     boot_means: np.ndarray,
     level: float,
     simultaneous: bool,
     clusters: np.ndarray | None = None,
+    se: np.ndarray | None = None,
+    theta: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rank sets from max-t intervals of all pairwise differences (Mogstad et al. 2024).
 
@@ -42,6 +106,8 @@ def _pairwise_rank_sets(
     means (same orientation). Returns ``(rank_low, rank_high)``.
     """
     n, k = x.shape
+    if se is not None:  # the design's SEs of the pairwise differences (prompt space)
+        return _rank_sets_from(np.asarray(theta, dtype=float), boot_means, se, level, simultaneous)
     theta = x.mean(axis=0)
     if clusters is None:
         cov = np.cov(x, rowvar=False, ddof=1).reshape(k, k) / n
@@ -52,6 +118,14 @@ def _pairwise_rank_sets(
         cov = (sums @ sums.T) * g / max(g - 1, 1) / n**2
     var_d = np.diag(cov)[:, None] + np.diag(cov)[None, :] - 2 * cov
     se = np.sqrt(np.maximum(var_d, 0.0))  # SE of the paired mean difference j - k
+    return _rank_sets_from(theta, boot_means, se, level, simultaneous)
+
+
+def _rank_sets_from(
+    theta: np.ndarray, boot_means: np.ndarray, se: np.ndarray, level: float, simultaneous: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rank sets from studentized bootstrap max-t over pairwise differences (SEs given)."""
+    k = theta.size
     diff = theta[:, None] - theta[None, :]
     with np.errstate(invalid="ignore", divide="ignore"):
         # bootstrap deviations of every difference, studentized by the sample SE
@@ -84,6 +158,8 @@ def rank_intervals(
     seed: int = 0,
     by: Sequence[str] = ("dataset", "metric"),
     cluster: str | None = None,
+    over: str = "auto",
+    variant_factors: Sequence[str] | str | None = None,
 ) -> pl.DataFrame:
     r"""Rank of each model with a confidence set and the probability of being best.
 
@@ -111,6 +187,16 @@ def rank_intervals(
         has one, as the design gives it). With clusters the bootstrap resamples whole clusters
         (items of one passage together) and the pairwise differences are studentized by their
         cluster-robust standard errors; ``n_clusters`` says how many.
+    over : {'auto', 'recorded-prompts'}, default 'auto'
+        With two or more prompt variants in a group, ``'auto'`` ranks the models' means over
+        the prompt space: the bootstrap resamples items (or clusters) and prompt variants
+        independently (a two-way bootstrap, Owen 2007; slightly conservative) and the pairwise
+        differences are studentized by the design's variance (model x prompt interaction
+        included, as :func:`compare_models`); ``n_prompts`` says how many.
+        ``'recorded-prompts'`` ranks the means over the recorded prompts (items resampled).
+    variant_factors : sequence of str, str or None, default None
+        Which factor columns make the prompt variants (settings are not prompts; see
+        :mod:`evalstats.factors`).
 
     Returns
     -------
@@ -163,8 +249,11 @@ def rank_intervals(
     --------
     >>> from evalstats.simulate import observations
     >>> obs = observations(n_models=3, n_items=200, model_accuracy=(0.5, 0.68, 0.7), seed=0)
-    >>> rank_intervals(obs, n_resamples=200).select("model", "rank", "rank_low", "rank_high").rows()
+    >>> cols = ("model", "rank", "rank_low", "rank_high")
+    >>> rank_intervals(obs, n_resamples=200, over="recorded-prompts").select(cols).rows()
     [('m0', 3, 3, 3), ('m1', 2, 2, 2), ('m2', 1, 1, 1)]
+    >>> rank_intervals(obs, n_resamples=200).select(cols).rows()  # over the 20 prompts' space
+    [('m0', 3, 3, 3), ('m1', 2, 1, 2), ('m2', 1, 1, 2)]
     """
     from evalstats.results import check_choice
 
@@ -191,6 +280,12 @@ def rank_intervals(
             .agg(pl.col(cluster).first().cast(pl.String).alias("__g"))
             .collect()
         )
+    from evalstats.compare._paired import _design_cells
+
+    check_choice("over", over, ("auto", "recorded-prompts"))
+    prompt_cells = (
+        _design_cells(observations, by, "model", cluster, variant_factors) if over == "auto" else {}
+    )
     rng = np.random.default_rng(seed)
     q = (1 - level) / 2
     frames = []
@@ -220,15 +315,23 @@ def rank_intervals(
         observed = x.mean(axis=0)
         hib = higher_is_better(direction, key)
         sign = 1.0 if hib else -1.0  # rank 1 is the best: the highest, or the lowest error
+        two_way = _two_way_inputs(prompt_cells.get(key), models)
+        n_prompts = None
+        se = None
+        if two_way is not None:
+            observed, boot_means, se, n_prompts = _two_way(two_way, models, sign, n_resamples, rng)
         ranks_obs = stats.rankdata(-sign * observed, method="min")
-        boot_means = np.empty((n_resamples, len(models)))
-        if codes is None:
+        if two_way is not None:
+            pass  # drawn above, items and prompts together
+        elif codes is None:
+            boot_means = np.empty((n_resamples, len(models)))
             chunk = max(1, int(2e7 // max(n * len(models), 1)))
             for start in range(0, n_resamples, chunk):
                 b = min(chunk, n_resamples - start)
                 idx = rng.integers(0, n, size=(b, n))
                 boot_means[start : start + b] = sign * x[idx].mean(axis=1)  # larger wins
         else:  # whole clusters resampled: the items of one passage stay together
+            boot_means = np.empty((n_resamples, len(models)))
             g = int(codes.max()) + 1
             sums = np.stack([np.bincount(codes, weights=x[:, j], minlength=g) for j in
                              range(x.shape[1])], axis=1)  # fmt: skip
@@ -246,7 +349,13 @@ def rank_intervals(
             high = np.quantile(boot_ranks, 1 - q, axis=0, method="inverted_cdf")
         else:
             low, high = _pairwise_rank_sets(
-                sign * x, boot_means, level, simultaneous=method == "simultaneous", clusters=codes
+                sign * x,
+                boot_means,
+                level,
+                simultaneous=method == "simultaneous",
+                clusters=codes,
+                se=se,
+                theta=None if se is None else sign * observed,
             )
         frames.append(
             pl.DataFrame(
@@ -255,6 +364,7 @@ def rank_intervals(
                     "model": models,
                     "n_items": [n] * len(models),
                     "n_clusters": [None if codes is None else int(codes.max()) + 1] * len(models),
+                    "n_prompts": [n_prompts] * len(models),
                     "n_items_dropped": [n_dropped] * len(models),
                     "score": observed.astype(float),
                     "rank": ranks_obs.astype(np.int64),

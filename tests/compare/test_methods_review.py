@@ -240,4 +240,4 @@ def test_test_below_its_minimum_size_warns(history):
         pl.when(pl.col("run") == 1).then(1 - pl.col("score")).otherwise(pl.col("score"))
     )
     with pytest.warns(DesignWarning, match="cannot be significant by construction"):
-        compare_models(few, column="run")
+        compare_models(few, column="run", over="recorded-prompts")  # the McNemar test

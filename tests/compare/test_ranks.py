@@ -19,16 +19,22 @@ def test_rank_intervals_separate_clear_gaps_and_p_best_sums_to_one():
     obs = observations(
         n_models=3, n_items=300, n_variants=2, model_accuracy=(0.5, 0.6, 0.75), seed=1
     )
-    boot = rank_intervals(obs, n_resamples=300, method="bootstrap")
+    # the recorded prompts (two of them): items resampled
+    kw = {"over": "recorded-prompts"}
+    boot = rank_intervals(obs, n_resamples=300, method="bootstrap", **kw)
     assert boot["rank"].to_list() == [3, 2, 1]
     assert boot["rank_low"].to_list() == boot["rank_high"].to_list() == [3, 2, 1]
     assert_allclose(boot["p_best"].sum(), 1.0, rtol=1e-12)
     assert boot.filter(model="m2")["p_best"].item() > 0.95
     # the simultaneous sets: m1 - m2 has an unadjusted p of 0.035 (paired t), which three
     # simultaneous intervals do not separate; m0 is last for sure
-    out = rank_intervals(obs, n_resamples=300)
+    out = rank_intervals(obs, n_resamples=300, **kw)
     assert out["rank_low"].to_list() == [3, 1, 1] and out["rank_high"].to_list() == [3, 2, 2]
     assert out["method"].unique().to_list() == ["simultaneous"]
+    # over the prompt space two prompts say little: no set is narrower
+    space = rank_intervals(obs, n_resamples=300)
+    assert space["n_prompts"].to_list() == [2, 2, 2]
+    assert ((space["rank_high"] - space["rank_low"]) >= (out["rank_high"] - out["rank_low"])).all()
 
 
 def test_rank_intervals_overlap_for_tied_models():
