@@ -13,7 +13,7 @@ from scipy import stats
 
 from evalstats.compare._intervals import _metric_bounds
 from evalstats.errors import DegenerateDataWarning, InsufficientDataError, ParameterError
-from evalstats.results import check_confidence_level
+from evalstats.results import check_choice, check_confidence_level
 from evalstats.schema import validate_by, validate_observations
 
 __all__ = ["ppi_difference", "ppi_kernel", "ppi_mean"]
@@ -135,6 +135,63 @@ def _item_table(
     ), cluster
 
 
+def _gold_cells(
+    observations, gold: str, by: Sequence[str], column: str, variant_factors
+) -> pl.DataFrame | None:
+    """Labelled (item, prompt) cells with their gold means, when a group has 2+ prompts."""
+    from evalstats.compare._intervals import _prompt_id
+
+    lf = validate_observations(observations, require_item=True)
+    prompt = _prompt_id(lf, (*by, column), variant_factors)
+    item_key = pl.concat_str(
+        [pl.col("dataset").cast(pl.String), pl.col("item").cast(pl.String)], separator="\x1f"
+    )
+    cells = (
+        lf.filter(pl.col(gold).is_not_null())
+        .with_columns(item_key.alias("__item"), prompt.alias("__p"))
+        .group_by([*dict.fromkeys([*by, column]), "__item", "__p"])
+        .agg(pl.col(gold).cast(pl.Float64).mean().alias("__y"))
+        .sort([*dict.fromkeys([*by, column]), "__item", "__p"])
+        .collect()
+    )
+    if not cells.height or cells["__p"].n_unique() < 2:
+        return None
+    return cells
+
+
+def _prompt_term(cells: pl.DataFrame | None, where: dict) -> tuple[float, float] | None:
+    """The prompt part of the variance (from gold cells) of one estimate, and its pieces.
+
+    None when the target is not the prompt space (one prompt variant among the gold cells).
+    """
+    from evalstats.compare._design_var import prompt_part
+
+    if cells is None:
+        return None
+    sub = cells.filter(*[pl.col(k) == v for k, v in where.items()]) if where else cells
+    if sub.height < 4 or sub["__p"].n_unique() < 2:
+        return None
+    var, piece_b, piece_r, _ = prompt_part(
+        sub["__item"].to_numpy(), sub["__p"].to_numpy(), sub["__y"].to_numpy()
+    )
+    return var, piece_b + piece_r
+
+
+def _diff_prompt_term(
+    cells, where: dict, column: str, a: str, b: str
+) -> tuple[float, float] | None:
+    """The prompt part for the gold differences ``a - b`` of the cells both have."""
+    if cells is None:
+        return None
+    sub = cells.filter(*[pl.col(k) == v for k, v in where.items()]) if where else cells
+    sub = sub.with_columns(pl.col(column).cast(pl.String))
+    ya = sub.filter(pl.col(column) == a).select("__item", "__p", "__y")
+    yb = sub.filter(pl.col(column) == b).select("__item", "__p", "__y")
+    both = ya.join(yb, on=["__item", "__p"], suffix="_b").sort("__item", "__p")
+    diff = both.with_columns((pl.col("__y") - pl.col("__y_b")).alias("__y"))
+    return _prompt_term(diff.select("__item", "__p", "__y"), {})
+
+
 def _check(level: float, lam: float | None) -> None:
     if lam is not None and not 0 <= lam <= 1:
         raise ParameterError(f"`lam` must be in [0, 1] or None (power-tuned), got {lam!r}.")
@@ -156,6 +213,7 @@ _MEAN_SCHEMA = {
     "judge_bias": pl.Float64,
     "method": pl.String,
     "n_clusters": pl.Int64,
+    "df": pl.Float64,
 }
 
 
@@ -182,7 +240,7 @@ def _cluster_se(y, f_lab, f_unlab, lam: float, g_lab, g_unl) -> tuple[float, int
     return math.sqrt(g / (g - 1) * float(np.sum(sums**2))), g
 
 
-def _row(y, f_lab, f_unlab, level, lam, bounds, clusters=None):
+def _row(y, f_lab, f_unlab, level, lam, bounds, clusters=None, prompt=None):
     n = y.size
     if n < 2:
         warnings.warn(
@@ -195,11 +253,23 @@ def _row(y, f_lab, f_unlab, level, lam, bounds, clusters=None):
     lo, hi = bounds
     n_clusters = None
     method = "ppi++" if lam is None else f"ppi(lam={lam:g})"
+    df = math.inf
     if clusters is not None and n >= 2:
         se, n_clusters = _cluster_se(y, f_lab, f_unlab, float(k["lam"]), *clusters)
-        q = stats.t.isf((1 - level) / 2, max(n_clusters - 1, 1))
-        k = {**k, "se": se, "ci_low": k["estimate"] - q * se, "ci_high": k["estimate"] + q * se}
+        df = float(max(n_clusters - 1, 1))
+        k = {**k, "se": se}
         method += "-cluster"
+    if prompt is not None:  # the mean over the prompt space: the gold prompt variance counts
+        var_p, pieces = prompt
+        var_i = float(k["se"]) ** 2
+        var = var_i + var_p
+        denom = (var_i**2 / df if math.isfinite(df) else 0.0) + pieces
+        df = var**2 / denom if denom > 0 else df
+        k = {**k, "se": math.sqrt(var)}
+        method += "-prompts"
+    if method != ("ppi++" if lam is None else f"ppi(lam={lam:g})"):
+        q = stats.t.isf((1 - level) / 2, df) if math.isfinite(df) else z
+        k = {**k, "ci_low": k["estimate"] - q * k["se"], "ci_high": k["estimate"] + q * k["se"]}
 
     def clip(v):
         return float(min(max(float(v), lo), hi)) if not math.isnan(float(v)) else math.nan
@@ -221,6 +291,7 @@ def _row(y, f_lab, f_unlab, level, lam, bounds, clusters=None):
         "judge_bias": float(np.mean(f_lab - y)) if n else math.nan,
         "method": method,
         "n_clusters": n_clusters,
+        "df": df if math.isfinite(df) else None,
     }
 
 
@@ -232,6 +303,8 @@ def ppi_mean(
     lam: float | None = None,
     by: Sequence[str] = ("model", "dataset", "metric"),
     cluster: str | None = None,
+    over: str = "auto",
+    variant_factors: Sequence[str] | str | None = None,
 ) -> pl.DataFrame:
     r"""Mean score per group corrected for judge bias with gold labels on part of the items (PPI++).
 
@@ -254,6 +327,13 @@ def ppi_mean(
         the standard error is then cluster-robust (CR1 on the estimator's item contributions,
         labelled and unlabelled items of one cluster together) with :math:`t_{G-1}` quantiles,
         and ``method`` ends in ``-cluster``.
+    over : {'auto', 'recorded-prompts'}, default 'auto'
+        With two or more prompt variants, ``'auto'`` estimates the mean over the prompt space:
+        the prompt variance of the gold scores (from the labelled (item, prompt) cells, the
+        design's moment estimate) is added, with Satterthwaite df, and ``method`` ends in
+        ``-prompts``. ``'recorded-prompts'``: conditional on the recorded prompts.
+    variant_factors : sequence of str, str or None, default None
+        Which factor columns make the prompt variants (settings are not prompts).
 
     Returns
     -------
@@ -290,9 +370,10 @@ def ppi_mean(
     level = check_confidence_level(confidence_level)
     _check(level, lam)
     by = (by,) if isinstance(by, str) else tuple(by)
-    items, cluster = _item_table(
-        observations, gold, by, "model" if "model" in by else by[0], cluster
-    )
+    column = "model" if "model" in by else by[0]
+    items, cluster = _item_table(observations, gold, by, column, cluster)
+    check_choice("over", over, ("auto", "recorded-prompts"))
+    cells = _gold_cells(observations, gold, by, column, variant_factors) if over == "auto" else None
     rows = []
     groups = items.partition_by(list(by), as_dict=True, maintain_order=True)
     bounds_of = _metric_bounds(observations, by)
@@ -309,6 +390,7 @@ def ppi_mean(
                 lam,
                 bounds_of(key),
                 (lab["__g"].to_numpy(), unl["__g"].to_numpy()) if cluster else None,
+                _prompt_term(cells, dict(zip(by, key))),
             )
         )
     return (
@@ -327,6 +409,8 @@ def ppi_difference(
     by: Sequence[str] = ("dataset", "metric"),
     column: str = "model",
     cluster: str | None = None,
+    over: str = "auto",
+    variant_factors: Sequence[str] | str | None = None,
 ) -> pl.DataFrame:
     r"""Paired difference of every pair of models corrected for judge bias (PPI++ on differences).
 
@@ -347,6 +431,10 @@ def ppi_difference(
     cluster : str, optional
         Column naming each item's cluster (default: the ``cluster`` column when there is one):
         cluster-robust standard errors as in :func:`ppi_mean`; the test uses :math:`t_{G-1}`.
+    over : {'auto', 'recorded-prompts'}, default 'auto'
+        As in :func:`ppi_mean`, on the gold differences of the labelled cells.
+    variant_factors : sequence of str, str or None, default None
+        Which factor columns make the prompt variants.
 
     Returns
     -------
@@ -374,6 +462,8 @@ def ppi_difference(
     _check(level, lam)
     by = (by,) if isinstance(by, str) else tuple(by)
     items, cluster = _item_table(observations, gold, by, column, cluster)
+    check_choice("over", over, ("auto", "recorded-prompts"))
+    cells = _gold_cells(observations, gold, by, column, variant_factors) if over == "auto" else None
     unit = [c for c in ("dataset", "item") if c not in by]
     rows = []
     groups = items.partition_by(list(by), as_dict=True, maintain_order=True) if by else {(): items}
@@ -400,12 +490,13 @@ def ppi_difference(
             yd = (y[a] - y[b]).to_numpy()
             lm, um = lab.to_numpy(), unl.to_numpy()
             cl = (gl[lm], gl[um]) if gl is not None else None
-            r = _row(yd[lm], fd[lm], fd[um], level, lam, (-span, span), cl)
+            prompt = _diff_prompt_term(cells, dict(zip(by, key)), column, a, b)
+            r = _row(yd[lm], fd[lm], fd[um], level, lam, (-span, span), cl, prompt)
             stat = r["estimate"] / r["se"] if r["se"] > 0 else math.nan
             if math.isnan(stat):
                 p = math.nan
-            elif r["n_clusters"]:
-                p = float(2 * stats.t.sf(abs(stat), max(r["n_clusters"] - 1, 1)))
+            elif r["df"] is not None:
+                p = float(2 * stats.t.sf(abs(stat), r["df"]))
             else:
                 p = float(2 * stats.norm.sf(abs(stat)))
             rows.append(

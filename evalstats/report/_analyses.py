@@ -431,6 +431,7 @@ ANALYSES: tuple[Spec, ...] = (
         None,
         _need_models,
         _run_ranks,
+        _variants_fixed,  # the design's prompt factors: settings are not prompts
     ),
     Spec(
         "friedman",

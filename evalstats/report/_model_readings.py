@@ -279,6 +279,14 @@ def ranks_reading(res: AnalysisResult, data: DataSummary) -> str:
         )
     if len(groups) > _LIST_MAX:
         sentences.append(f"({len(groups) - _LIST_MAX} more groups in the table.)")
+    if "n_prompts" in t.columns and t["n_prompts"].drop_nulls().len():
+        sentences.append(
+            "The ranks are of the means over the prompt space: items and prompt variants are "
+            "resampled together (a two-way bootstrap), so a model that leads only on the "
+            "recorded prompts does not lead for sure."
+        )
+    if "n_clusters" in t.columns and t["n_clusters"].drop_nulls().len():
+        sentences.append("Items of one cluster are resampled together.")
     method = t["method"][0] if "method" in t.columns and t.height else "bootstrap"
     if method == "simultaneous":
         sentences.append(

@@ -396,3 +396,45 @@ def test_the_study_wide_family_is_compare_models_global():
     assert out["pvalue_corrected"].to_list() == pytest.approx(
         list(adjust(out["pvalue"].to_numpy(), "holm")), rel=1e-12
     )
+
+
+def _judged_prompts(rng, n_items=150, n_prompts=5, share=0.3):
+    a = rng.normal(0, 1.0, n_items)
+    b = rng.normal(0, 0.5, n_prompts)
+    ii, pp = np.meshgrid(np.arange(n_items), np.arange(n_prompts), indexing="ij")
+    ii, pp = ii.ravel(), pp.ravel()
+    y = (rng.random(ii.size) < expit(0.3 + a[ii] + b[pp] + rng.normal(0, 0.4, ii.size))).astype(
+        float
+    )
+    f = np.where(rng.random(ii.size) < 0.12, 1.0 - y, y)
+    labelled = rng.random(n_items) < share
+    gold = np.where(labelled[ii], y, np.nan)
+    truth = true_mean(0.3, math.sqrt(1.0 + 0.25 + 0.16))
+    obs = pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "item": ii.astype(str),
+            "variant": pp.astype(str),
+            "score": f,
+            "gold_score": gold,
+        }  # fmt: skip
+    ).with_columns(pl.col("gold_score").fill_nan(None))
+    return obs, truth
+
+
+def test_ppi_over_the_prompt_space_covers():
+    import evalstats
+
+    rng = np.random.default_rng(9)
+    hit_space = hit_recorded = 0
+    reps = 150
+    for _ in range(reps):
+        obs, truth = _judged_prompts(rng)
+        s = evalstats.ppi_mean(obs).row(0, named=True)
+        r = evalstats.ppi_mean(obs, over="recorded-prompts").row(0, named=True)
+        assert s["method"] == "ppi++-prompts" and r["method"] == "ppi++"
+        hit_space += s["ci_low"] <= truth <= s["ci_high"]
+        hit_recorded += r["ci_low"] <= truth <= r["ci_high"]
+    assert hit_space / reps >= 0.9
+    assert hit_recorded / reps < 0.8  # five prompts are a small sample of the prompt space
