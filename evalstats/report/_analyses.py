@@ -422,6 +422,7 @@ ANALYSES: tuple[Spec, ...] = (
         "ppi",
         _need_gold,
         _run_ppi,
+        _variants_fixed,  # the design's prompt factors: settings are not prompts
     ),
     Spec(
         "ranks",
