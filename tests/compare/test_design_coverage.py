@@ -69,6 +69,12 @@ def mean_case(rng, kind: str, sd_c: float = 0.0):
 
 def diff_case(rng, kind: str, sd_c: float = 1.0):
     """One paired replicate: (item, prompt, cell differences, clusters, truth, prompt space)."""
+    if kind == "independent":  # 300 items, one prompt: the returned 'd' holds both models
+        a = rng.normal(0, 1.0, 300)
+        ya = (rng.random(300) < expit(0.9 + a)).astype(float)
+        yb = (rng.random(300) < expit(0.6 + a)).astype(float)
+        truth = true_mean(0.9, 1.0) - true_mean(0.6, 1.0)
+        return None, None, (ya, yb), None, truth, False
     if kind == "passages":
         g, m = 50, 8
         c = np.repeat(rng.normal(0, sd_c, g), m)
@@ -112,6 +118,11 @@ def mean_interval_of(item, prompt, y, clusters, n_obs, level=0.95):
 
 def diff_interval_of(item, prompt, d, clusters, prompt_space, level=0.95):
     """The design's paired interval as ``compare_models`` inverts its t test (one pair)."""
+    if item is None:  # one prompt, independent 0/1 items: the exact McNemar interval
+        from evalstats.compare import paired_difference
+
+        ci = paired_difference(*d, confidence_level=level).confidence_interval
+        return ci.low, ci.high
     mv = design_variance(item, prompt, d, clusters=clusters, prompt_space=prompt_space)
     q = float(stats.t.isf((1 - level) / 2, mv.df))
     se = math.sqrt(mv.var)
@@ -147,6 +158,7 @@ MEAN_CASES = [
     ("sparse", 0.0),
 ]
 DIFF_CASES = [
+    ("independent", 0.0),
     ("passages", 0.0),
     ("passages", 0.8),
     ("passages", 1.5),
