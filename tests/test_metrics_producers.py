@@ -175,8 +175,9 @@ def test_planted_better_model_on_a_lower_is_better_metric_is_reported_better(err
         )
     reading = rep["intervals"].reading
     assert "mockllm/b has the best mean score (the lowest: lower is better)" in reading
-    # over items (the table has items; issue 15), t on the item means of an unbounded metric,
-    # in its units, not in percent
+    # over items and the 4 templates (prompt variants; issue 27), t on the design's variance
+    # of an unbounded metric, in its units, not in percent; conditional on the recorded
+    # templates it is scipy's t on the item means (issue 15)
     item_means = (
         obs.filter(pl.col("model") == "mockllm/b")
         .group_by("dataset", "item")
@@ -184,8 +185,13 @@ def test_planted_better_model_on_a_lower_is_better_metric_is_reported_better(err
         .to_numpy()
     )
     ci = stats.ttest_1samp(item_means, 0).confidence_interval()
-    assert f"0.7946 (95% CI {ci.low:.4g} to {ci.high:.4g})" in reading
-    assert "t intervals (the metric has no bounds), over items" in reading
+    fixed = ev.intervals(obs, over="recorded-prompts").filter(pl.col("model") == "mockllm/b")
+    assert_allclose([fixed["ci_low"][0], fixed["ci_high"][0]], [ci.low, ci.high], rtol=1e-10)
+    space = ev.intervals(obs).filter(pl.col("model") == "mockllm/b").row(0, named=True)
+    assert space["ci_low"] < ci.low and space["ci_high"] > ci.high and space["n_prompts"] == 4
+    assert f"0.7946 (95% CI {space['ci_low']:.4g} to {space['ci_high']:.4g})" in reading
+    assert "t intervals (the metric has no bounds), over items and prompts" in reading
+    assert "(typically 30 items and 4 prompts per model)" in reading
     assert "mockllm/b is best in 100% of bootstrap resamples" in rep["ranks"].reading
     assert "mockllm/b ahead of mockllm/a" in rep["compare"].reading
 

@@ -634,7 +634,7 @@ def _dense_reml_optimum(item, variant, y):
     return best
 
 
-def _unbalanced(seed: int) -> pl.DataFrame:
+def _unbalanced_small(seed: int) -> pl.DataFrame:
     """12 items x 3 variants, a quarter of the cells missing, 1-3 runs, a small variant effect."""
     rng = np.random.default_rng(seed)
     a, b = rng.normal(0, 1, 12), rng.normal(0, 0.05, 3)
@@ -656,7 +656,7 @@ def test_reml_reaches_the_optimum_at_and_off_the_boundary(seed):
     """Seeds 18, 25 and 34 stopped with the item x variant variance at 0, 0.001-0.004
     log-likelihood units short of the optimum (positive there); seed 3 is an ordinary case.
     The REML log-likelihood at our estimate equals the dense optimum's within 1e-6."""
-    obs = _unbalanced(seed)
+    obs = _unbalanced_small(seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = variance_components(obs, method="reml")

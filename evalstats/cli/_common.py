@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "add_input_arguments",
     "add_output_arguments",
+    "add_target_arguments",
     "add_variant_factors_argument",
     "cli_spelling",
     "warnings_to_stderr",
@@ -370,6 +371,27 @@ def add_variant_factors_argument(parser: argparse.ArgumentParser) -> None:
         "provider are held fixed and analysed per value); 'all' makes every factor column a "
         "variant dimension",
     )
+
+
+def add_target_arguments(parser: argparse.ArgumentParser, *, over: bool = True) -> None:
+    """``--over {auto,recorded-prompts}``, ``--cluster`` and ``--variant-factors``: what an
+    interval is about (the design's target) for ``compare`` and ``ppi``."""
+    if over:
+        parser.add_argument(
+            "--over",
+            choices=["auto", "recorded-prompts"],
+            default=None,
+            help="target of the interval (default: auto = items, in clusters when the design "
+            "has them, and the prompt space when there are 2 or more prompt variants; "
+            "recorded-prompts conditions on the prompts that were run)",
+        )
+    parser.add_argument(
+        "--cluster",
+        default=None,
+        metavar="COLUMN",
+        help="column naming item clusters (default: the design's cluster column, if any)",
+    )
+    add_variant_factors_argument(parser)
 
 
 def params_from(args: argparse.Namespace, *names: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import argparse
 from evalstats.cli._common import (
     add_input_arguments,
     add_output_arguments,
+    add_target_arguments,
     emit,
     load,
     params_from,
@@ -79,6 +80,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="COLUMN",
         help="column whose values are compared (default: model), e.g. a prompt factor",
     )
+    add_target_arguments(p)
     add_output_arguments(p)
     p.set_defaults(run=run)
 
@@ -103,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
         "by",
         "column",
         "stop_after",
+        "over",
+        "cluster",
+        "variant_factors",
     )
     # load() applied the item-set rule (--on-mismatch); compare_models applies the same rule
     result = warned(compare_models, obs, **params)

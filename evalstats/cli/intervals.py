@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
+from evalstats.cli._common import (
+    add_input_arguments,
+    add_output_arguments,
+    add_variant_factors_argument,
+    emit,
+    load,
+    params_from,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -18,10 +25,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_input_arguments(p)
     p.add_argument(
         "--over",
-        choices=["auto", "items", "variants", "runs"],
+        choices=["auto", "recorded-prompts", "items", "variants", "runs"],
         default=None,
-        help="sampling unit of the interval (default: auto = items when the table has items, "
-        "else variants in groups with at least 20)",
+        help="target of the interval (default: auto = items, in clusters when the design has "
+        "them, and the prompt space when a group has 2 or more prompt variants; "
+        "recorded-prompts conditions on the prompts that were run; items, variants and runs "
+        "are the sampling unit of a plain interval)",
     )
     p.add_argument(
         "--method",
@@ -31,7 +40,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "metric, else t)",
     )
     p.add_argument("--confidence-level", dest="confidence_level", type=float, default=None)
-    p.add_argument("--cluster", default=None, help="column naming item clusters (--method cluster)")
+    p.add_argument(
+        "--cluster",
+        default=None,
+        help="column naming item clusters (default: the design's cluster column, if any)",
+    )
+    add_variant_factors_argument(p)
     p.add_argument("--n-resamples", dest="n_resamples", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
     add_output_arguments(p)
@@ -45,7 +59,14 @@ def run(args: argparse.Namespace) -> int:
     args.quiet = args.json
     obs, _ = load(args)
     params = params_from(
-        args, "over", "method", "confidence_level", "cluster", "n_resamples", "seed"
+        args,
+        "over",
+        "method",
+        "confidence_level",
+        "cluster",
+        "n_resamples",
+        "seed",
+        "variant_factors",
     )
     emit(intervals(obs, **params), args, command="intervals", params=params)
     return 0

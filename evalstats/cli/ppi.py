@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
+from evalstats.cli._common import (
+    add_input_arguments,
+    add_output_arguments,
+    add_target_arguments,
+    emit,
+    load,
+    params_from,
+)
 
 
 def _cols(text: str) -> tuple[str, ...]:
@@ -28,6 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lam", type=float, default=None, help="fixed judge weight (default: tuned)")
     p.add_argument("--confidence-level", dest="confidence_level", type=float, default=None)
     p.add_argument("--by", type=_cols, default=None, metavar="COL,...", help="group columns")
+    add_target_arguments(p)
     add_output_arguments(p)
     p.set_defaults(run=run)
 
@@ -38,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
 
     args.quiet = args.json
     obs, _ = load(args)
-    params = params_from(args, "gold", "lam", "confidence_level", "by")
+    params = params_from(
+        args, "gold", "lam", "confidence_level", "by", "over", "cluster", "variant_factors"
+    )
     fn = ppi_difference if args.pairs else ppi_mean
     emit(fn(obs, **params), args, command="ppi", params={**params, "pairs": args.pairs})
     return 0

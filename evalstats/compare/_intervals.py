@@ -619,15 +619,22 @@ def _prompt_id(lf: pl.LazyFrame, by: Sequence[str], variant_factors) -> pl.Expr:
     Settings held fixed (decoding, serving: :mod:`evalstats.factors`) are not prompts, and a
     factor column whose value is the same on every row of an item (a passage, a subject) is an
     attribute of the item, not a prompt: neither makes a prompt variant. Without factor
-    columns the ``variant`` column is the prompt variant.
+    columns the ``variant`` column is the prompt variant. Columns in ``by`` (the groups, and
+    the compared column of a paired comparison) are not part of it: comparing the variants
+    themselves leaves one prompt per compared level.
     """
     from evalstats.factors import held_factors
     from evalstats.schema import factor_columns, variant_key
 
     names = lf.collect_schema().names()
-    factors = factor_columns(names)
-    if not factors:
+    if "variant" in by:
+        return pl.lit("default", dtype=pl.String)
+    every = factor_columns(names)
+    factors = [f for f in every if f not in by]
+    if not every:
         return pl.col("variant").cast(pl.String)
+    if not factors:
+        return pl.lit("default", dtype=pl.String)
     held = set(held_factors(lf, variant_factors=variant_factors, by=by))
     if variant_factors is None:
         keys = [k for k in ("dataset", "item") if k in names]
@@ -639,7 +646,7 @@ def _prompt_id(lf: pl.LazyFrame, by: Sequence[str], variant_factors) -> pl.Expr:
             .row(0)
         )
         held |= {f for f, k in zip(factors, within) if k <= 1}
-    if not held:
+    if not held and len(factors) == len(every):
         return pl.col("variant").cast(pl.String)
     prompts = [f for f in factors if f not in held]
     return variant_key(prompts) if prompts else pl.lit("default", dtype=pl.String)

@@ -46,7 +46,7 @@ _FLAGS: dict[str, frozenset[str]] = {
     ),
     "attribute": frozenset({"factors", "method", "n_null", "runs", "block", "seed"}),
     "intervals": frozenset(
-        {"over", "method", "confidence_level", "cluster", "n_resamples", "seed"}
+        {"over", "method", "confidence_level", "cluster", "n_resamples", "seed", "variant_factors"}
     ),
     "compare": frozenset(
         {
@@ -60,10 +60,15 @@ _FLAGS: dict[str, frozenset[str]] = {
             "seed",
             "power",
             "by",
+            "over",
+            "cluster",
+            "variant_factors",
         }
     ),
     "noise": frozenset({"method", "confidence_level", "n_resamples", "seed", "by"}),
-    "ppi": frozenset({"gold", "lam", "confidence_level", "by"}),
+    "ppi": frozenset(
+        {"gold", "lam", "confidence_level", "by", "over", "cluster", "variant_factors"}
+    ),
     "audit": frozenset({"default", "claim", "confidence_level"}),
     "providers": frozenset({"provider", "method", "confidence_level", "n_resamples", "seed"}),
 }

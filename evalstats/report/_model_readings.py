@@ -125,8 +125,7 @@ def intervals_reading(res: AnalysisResult, data: DataSummary) -> str:
     ok = t.join(missing.select(on), on=on, how="anti") if on else t
     methods = ok["method"].unique(maintain_order=True).to_list() if "method" in ok.columns else []
     named = _join([_INTERVAL_METHODS.get(m, m) for m in methods]) or p["method"]
-    n = int(ok["n"].median()) if "n" in ok.columns and ok.height else None
-    unit = f"over {over}" + (f" (typically {n} per model)" if n else "")
+    unit = f"over {over.replace('+', ' and ')}" + _typical_counts(ok, over)
     if res.values.get("over_reason") or p.get("over") == "auto":
         why = _OVER_REASONS.get(over, res.values.get("over_reason", ""))
         sentences.append(f"Intervals: {named}, {unit}, because {why}.")
@@ -135,6 +134,27 @@ def intervals_reading(res: AnalysisResult, data: DataSummary) -> str:
     if missing.height:
         sentences.append(f"{missing.height} of {t.height} groups have no interval: {reason}.")
     return " ".join(sentences)
+
+
+def _typical_counts(t: pl.DataFrame, over: str) -> str:
+    """' (typically 30 items in 6 clusters and 4 prompts per model)', or ''."""
+
+    def median(col: str) -> int | None:
+        if col not in t.columns or not t.height or t[col].drop_nulls().is_empty():
+            return None
+        return int(t[col].drop_nulls().median())
+
+    n = median("n")
+    if not n:
+        return ""
+    if not over.startswith(("items", "clusters")):
+        return f" (typically {n} per model)"
+    parts = [f"{n} {'item' if n == 1 else 'items'}"]
+    if over.startswith("clusters") and (k := median("n_clusters")):
+        parts[0] += f" in {k} {'cluster' if k == 1 else 'clusters'}"
+    if "prompts" in over and (k := median("n_prompts")):
+        parts.append(f"{k} {'prompt' if k == 1 else 'prompts'}")
+    return f" (typically {' and '.join(parts)} per model)"
 
 
 #: Beyond this many models in a group the pairs reading leads with the ranking summary.

@@ -141,12 +141,25 @@ def test_friedman_with_items_as_blocks_matches_scipy(tmp_path, capsys):
 
 def test_compare_with_a_factor_as_the_model(tmp_path, capsys):
     """`--columns prompt=model,model=factor` crashed with a polars DuplicateError; now the
-    prompts are compared (the model column kept as factor 'model_factor')."""
+    prompts are compared (the model column kept as factor 'model_factor', which the design
+    takes as prompt variants: `--over recorded-prompts` conditions on them, giving scipy's
+    paired t on item means)."""
     from numpy.testing import assert_allclose
     from scipy import stats
 
     path = _items_csv(tmp_path, prompt_as_model=True)
-    rc = main(["compare", path, "--columns", "prompt=model,model=factor", "--method", "t"])
+    rc = main(
+        [
+            "compare",
+            path,
+            "--columns",
+            "prompt=model,model=factor",
+            "--method",
+            "t",
+            "--over",
+            "recorded-prompts",
+        ]
+    )
     captured = capsys.readouterr()
     assert rc == 0 and "Traceback" not in captured.err
     assert "kept as factor 'model_factor'" in captured.err

@@ -101,6 +101,42 @@ def test_compare_models_finds_planted_gap_and_renaming_invariance():
     assert_allclose(swapped["pvalue"], out["pvalue"], atol=2e-3)
 
 
+def test_comparing_a_prompt_factor_keeps_the_other_prompt_factors_random():
+    """Comparing the levels of one prompt factor (two templates) pairs them on items x the
+    other prompt factor (phrasings): that factor stays a random prompt facet (t-design, a
+    finite interval); comparing the variant column itself leaves no prompt facet, the paired
+    t of scipy on item means. Both were NaN when the compared column was part of the prompt."""
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    rows = [
+        {"model": "m", "dataset": "d", "item": str(i), "template": t, "phrasing": ph,
+         "run": 0, "score": float(rng.random() < 0.5 + 0.1 * (t == "t2") + 0.1 * (ph == "p3"))}
+        for t in ("t1", "t2") for ph in ("p1", "p2", "p3") for i in range(40)
+    ]  # fmt: skip
+    obs = pl.DataFrame(rows)
+    space = compare_models(obs, column="template", method="t").row(0, named=True)
+    fixed = compare_models(obs, column="template", method="t", over="recorded-prompts").row(
+        0, named=True
+    )
+    assert space["method"] == "t-design" and np.isfinite(space["se"])
+    assert space["se"] > fixed["se"] and fixed["method"] == "t"
+    wide = (
+        obs.group_by("item", "template")
+        .agg(pl.col("score").mean())
+        .pivot(on="template", index="item", values="score", sort_columns=True)
+    )
+    ref = stats.ttest_rel(wide["t1"], wide["t2"])
+    assert_allclose(fixed["pvalue"], ref.pvalue, rtol=1e-10)
+    variants = obs.with_columns(
+        pl.concat_str("template", "phrasing", separator="|").alias("variant")
+    ).drop("template", "phrasing")
+    pair = compare_models(
+        variants.filter(pl.col("variant").is_in(["t1|p1", "t2|p1"])), column="variant"
+    ).row(0, named=True)
+    assert np.isfinite(pair["pvalue"]) and pair["method"] != "t-design"
+
+
 def test_errors():
     with pytest.raises(InsufficientDataError, match="at least 2 models"):
         compare_models(observations(n_models=1, n_items=5, n_variants=1, seed=0))

@@ -137,7 +137,8 @@ def test_two_variants_reading_stays_within_bounds():
     rep = _report(pl.concat([a, b]))
     t = rep["intervals"].tables["intervals"]
     assert (t["ci_low"] >= 0).all() and (t["ci_high"] <= 1).all()
-    assert set(t["over"]) == {"items"}
+    # two prompt variants: the interval is about the prompt space (items and prompts)
+    assert set(t["over"]) == {"items+prompts"}
     pcts = [float(x) for x in re.findall(r"(\d+\.\d) %", rep["intervals"].reading)]
     assert pcts and max(pcts) <= 100.0
 
