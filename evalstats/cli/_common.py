@@ -374,8 +374,10 @@ def add_variant_factors_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_target_arguments(parser: argparse.ArgumentParser, *, over: bool = True) -> None:
-    """``--over {auto,recorded-prompts}``, ``--cluster`` and ``--variant-factors``: what an
-    interval is about (the design's target) for ``compare`` and ``ppi``."""
+    """``--over``, ``--cluster`` and ``--variant-factors`` for ``compare`` and ``ppi``.
+
+    They say what an interval is about: the design's target (auto) or the recorded prompts.
+    """
     if over:
         parser.add_argument(
             "--over",
