@@ -43,6 +43,7 @@ FORMAT_NAMES: tuple[str, ...] = (
     "reliable-eval",
     "state-of-what-art",
     "openai-evals",
+    "helm",
     "table",
 )
 

@@ -21,6 +21,7 @@ INPUTS = {
     "reliable-eval": D / "reliable_eval" / "results" / "gpqa_results.json",
     "state-of-what-art": shared("state-of-what-art", "paraphrases accuracies"),
     "openai-evals": shared("real-logs", "openai-evals"),
+    "helm": D / "helm" / "benchmark_output" / "runs" / "evalstats-v1",
     "table": None,  # a CSV written by the test
 }
 
