@@ -83,6 +83,7 @@ DETECTED_SUFFIXES: dict[str, tuple[str, ...]] = {
     "state-of-what-art": (".csv",),
     "openai-evals": (".jsonl", ".log"),
     "helm": (".json",),
+    "every-eval-ever": (".json", ".jsonl"),
 }
 
 #: Files a format reads beside its data, or skips by design, when it is in the folder.
@@ -92,6 +93,7 @@ COMPANIONS: dict[str, Callable[[Path], bool]] = {
     "inspect": _json_companion,
     "reliable-eval": _json_companion,
     "helm": _json_companion,
+    "every-eval-ever": _json_companion,
 }
 
 
