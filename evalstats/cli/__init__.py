@@ -20,6 +20,7 @@ __all__ = ["main"]
 #: Subcommand modules, in the order ``evalstats --help`` lists them.
 COMMANDS: tuple[str, ...] = (
     "ingest",
+    "export",
     "design",
     "demo",
     "report",

@@ -44,22 +44,30 @@ FORMAT_NAMES: tuple[str, ...] = (
     "reliable-eval",
     "state-of-what-art",
     "openai-evals",
+    "helm",
+    "every-eval-ever",
     "table",
 )
 
 
 def add_input_arguments(
-    parser: argparse.ArgumentParser, *, item_sets: bool = True, mismatch: str = "error"
+    parser: argparse.ArgumentParser,
+    *,
+    item_sets: bool = True,
+    mismatch: str = "error",
+    format_flag: str = "--format",
 ) -> None:
     """PATH and the loader options every analysis command takes (same as ``ingest``).
 
     With ``item_sets`` (every analysis command and the report) also ``--on-mismatch``, the one
     rule for runs that cover different items (:func:`evalstats.aggregate.align_item_sets`),
-    applied by :func:`load`.
+    applied by :func:`load`. ``format_flag`` names the input format's flag (``export`` says
+    ``--from``: its ``--format`` is the format written).
     """
     parser.add_argument("path", metavar="PATH", help="file, glob or folder of a prediction dump")
     parser.add_argument(
-        "--format",
+        format_flag,
+        dest="format",
         default="auto",
         choices=["auto", *FORMAT_NAMES],
         help="source format (default: detect)",

@@ -78,6 +78,8 @@ FORMATS: dict[str, Callable[..., Ingest]] = {
     "reliable-eval": _lazy("evalstats.io.reliable_eval", "read_reliable_eval"),
     "state-of-what-art": _lazy("evalstats.io.state_of_what_art", "read_state_of_what_art"),
     "openai-evals": _lazy("evalstats.io.openai_evals", "read_openai_evals"),
+    "helm": _lazy("evalstats.io.helm", "read_helm"),
+    "every-eval-ever": _lazy("evalstats.io.every_eval_ever", "read_every_eval_ever"),
     "table": read_table,
 }
 
@@ -90,6 +92,8 @@ DETECTORS: dict[str, Callable[[Path], bool]] = {
     "reliable-eval": _lazy("evalstats.io.reliable_eval", "detect_reliable_eval"),  # type: ignore[dict-item]
     "state-of-what-art": _lazy("evalstats.io.state_of_what_art", "detect_state_of_what_art"),  # type: ignore[dict-item]
     "openai-evals": _lazy("evalstats.io.openai_evals", "detect_openai_evals"),  # type: ignore[dict-item]
+    "helm": _lazy("evalstats.io.helm", "detect_helm"),  # type: ignore[dict-item]
+    "every-eval-ever": _lazy("evalstats.io.every_eval_ever", "detect_every_eval_ever"),  # type: ignore[dict-item]
 }
 
 

@@ -82,6 +82,8 @@ DETECTED_SUFFIXES: dict[str, tuple[str, ...]] = {
     "reliable-eval": (".json",),
     "state-of-what-art": (".csv",),
     "openai-evals": (".jsonl", ".log"),
+    "helm": (".json",),
+    "every-eval-ever": (".json", ".jsonl"),
 }
 
 #: Files a format reads beside its data, or skips by design, when it is in the folder.
@@ -90,6 +92,8 @@ COMPANIONS: dict[str, Callable[[Path], bool]] = {
     "state-of-what-art": _state_of_what_art_companion,
     "inspect": _json_companion,
     "reliable-eval": _json_companion,
+    "helm": _json_companion,
+    "every-eval-ever": _json_companion,
 }
 
 

@@ -21,6 +21,8 @@ INPUTS = {
     "reliable-eval": D / "reliable_eval" / "results" / "gpqa_results.json",
     "state-of-what-art": shared("state-of-what-art", "paraphrases accuracies"),
     "openai-evals": shared("real-logs", "openai-evals"),
+    "helm": D / "helm" / "benchmark_output" / "runs" / "evalstats-v1",
+    "every-eval-ever": D / "every_eval_ever" / "converted",
     "table": None,  # a CSV written by the test
 }
 

@@ -1,0 +1,1003 @@
+"""Every Eval Ever records (the EvalEval coalition's exchange schema) in and out.
+
+An evaluation is one aggregate JSON (``eval.schema.json``: ``model_info``, one entry of
+``evaluation_results`` per metric result, each with its ``metric_config`` and the producer's
+``score_details.score``) and, for per-sample results, a companion ``{uuid}_samples.jsonl``
+(``instance_level_eval.schema.json``: one line per sample and result, with ``sample_id``,
+``interaction_type`` ``single_turn``, ``multi_turn`` or ``agentic``, ``evaluation.score`` and
+``evaluation.is_correct``). :func:`read_every_eval_ever` reads them into the observation table;
+:func:`write_every_eval_ever` writes an observation table as such records. See
+``docs/formats/every-eval-ever.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from evalstats._column_rules import ColumnRule
+from evalstats.errors import IngestError, ParameterError
+from evalstats.io._files import is_hidden, lfs_pointer, skipped_note
+from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
+from evalstats.io._report import Ingest
+from evalstats.schema import DEFAULT_METRIC, OBSERVATION_COLUMNS, factor_columns
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "detect_every_eval_ever",
+    "read_every_eval_ever",
+    "write_every_eval_ever",
+]
+
+#: The schema version :func:`write_every_eval_ever` writes.
+SCHEMA_VERSION = "0.3.0"
+
+_SAMPLES = re.compile(r"^(?P<stem>.+)_samples\.jsonl$")
+
+#: Keys of ``generation_args`` read as settings (numbers and booleans).
+_GENERATION_ARGS = ("temperature", "top_p", "top_k", "max_tokens", "reasoning")
+
+#: Prefix of the keys evalstats writes into ``additional_details`` and sample ``metadata`` to
+#: carry what the schema has no field for (the variant key, the cluster, input length).
+_OWN = "evalstats."
+
+#: Canonical columns the schema has no field for, carried in the sample's ``metadata``.
+_CARRIED = ("cluster", "input_len", "cumulative_logprob", "gold_score")
+
+#: Tolerance of the producer-summary check (aggregate score vs the mean of its samples).
+_SUMMARY_TOL = 1e-9
+
+
+# --- detection --------------------------------------------------------------------------------
+
+
+def _head(f: Path, n: int = 4096) -> str:
+    try:
+        with open(f, "rb") as fh:
+            return fh.read(n).decode("utf-8", errors="ignore").lstrip()
+    except OSError:
+        return ""
+
+
+def _first_line(f: Path) -> dict | None:
+    try:
+        with open(f, "rb") as fh:
+            line = fh.readline(1 << 22)
+        doc = json.loads(line)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _kind(f: Path) -> str | None:
+    """``aggregate``, ``samples``, ``index`` (a datastore listing of aggregates) or None."""
+    name = f.name.lower()
+    if name.endswith(".json"):
+        head = _head(f)
+        if head.startswith("{") and '"evaluation_results"' in head and '"schema_version"' in head:
+            return "aggregate"
+        if head.startswith("{") and '"schema_version"' in head and '"model_info"' in head:
+            return "aggregate"
+        return None
+    if name.endswith(".jsonl"):
+        first = _first_line(f)
+        if first is None:
+            return None
+        if {"evaluation_id", "sample_id"} <= set(first) and (
+            "interaction_type" in first or "evaluation" in first
+        ):
+            return "samples"
+        if first.get("record_type") == "aggregate" and "eval_schema_version" in first:
+            return "index"
+    return None
+
+
+def detect_every_eval_ever(path: str | Path) -> bool:
+    """Whether ``path`` is an Every Eval Ever aggregate JSON or samples JSONL (or a folder of them).
+
+    Examples
+    --------
+    >>> detect_every_eval_ever("no/such/file.json")
+    False
+    """
+    p = Path(path)
+    if p.is_file():
+        return _kind(p) is not None
+    if p.is_dir():
+        found = (
+            f
+            for f in sorted(p.rglob("*.json*"))
+            if f.is_file() and not is_hidden(f, p) and f.name.lower().endswith((".json", ".jsonl"))
+        )
+        return any(_kind(f) is not None for _, f in zip(range(20), found))
+    return False
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def _d(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _files(path: Any, hidden: list[Path]) -> list[Path]:
+    import glob
+
+    if isinstance(path, (list, tuple)):
+        out: list[Path] = []
+        for p in path:
+            out += [f for f in _files(p, hidden) if f not in out]
+        return out
+    p = Path(path)
+    if p.is_file():
+        return [p]
+    if p.is_dir():
+        found = sorted(
+            f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith((".json", ".jsonl"))
+        )
+        hidden.extend(f for f in found if is_hidden(f, p))
+        return [f for f in found if not is_hidden(f, p)]
+    found = sorted(Path(f) for f in glob.glob(str(path), recursive=True) if Path(f).is_file())
+    if not found:
+        raise IngestError("no such file or folder.", path=str(path))
+    return found
+
+
+def _load_json(f: Path) -> Any:
+    pointer = lfs_pointer(f)
+    if pointer:
+        raise IngestError(pointer, path=str(f))
+    try:
+        return json.loads(f.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"the file is not valid UTF-8 text ({exc}).", path=str(f)) from None
+    except json.JSONDecodeError as exc:
+        raise IngestError(
+            f"the file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}).",
+            path=str(f),
+        ) from None
+
+
+def _bound(v: object) -> float | None:
+    """``min_score``/``max_score``: a number, ``"Infinity"``/``"-Infinity"`` (unbounded) or null."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+def _scalar(text: object) -> Any:
+    """An ``additional_details`` value (always a string) as the scalar it spells, if it is one."""
+    if not isinstance(text, str):
+        return text if isinstance(text, (int, float, bool)) else None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return text  # a list or object stays its text
+
+
+def _result_info(result: dict) -> dict[str, Any]:
+    """Metric name, bounds, direction and settings of one ``evaluation_results`` entry."""
+    cfg = _d(result.get("metric_config"))
+    name = (
+        cfg.get("metric_id")
+        or cfg.get("metric_name")
+        or result.get("evaluation_result_id")
+        or "score"
+    )
+    low, high = _bound(cfg.get("min_score")), _bound(cfg.get("max_score"))
+    if low is None and high is None and cfg.get("score_type") == "binary":
+        low, high = 0.0, 1.0
+    if low is not None and high is not None and not low < high:
+        low = high = None
+    lower = cfg.get("lower_is_better")
+    gen = _d(result.get("generation_config"))
+    settings: dict[str, Any] = {}
+    variant = None
+    for k, v in _d(gen.get("additional_details")).items():
+        if k == _OWN + "variant":
+            variant = v if isinstance(v, str) else None
+        elif not k.startswith(_OWN):
+            value = _scalar(v)
+            if value is None or isinstance(value, (bool, int, float, str)):
+                settings[k] = value
+    for k, v in _d(gen.get("generation_args")).items():
+        if k in _GENERATION_ARGS and (v is None or isinstance(v, (int, float, bool))):
+            settings[k] = v
+    return {
+        "metric": str(name),
+        "low": low,
+        "high": high,
+        "higher_is_better": (not lower) if isinstance(lower, bool) else None,
+        "settings": settings,
+        "variant": variant,
+        "score": _d(result.get("score_details")).get("score"),
+        "name": result.get("evaluation_name"),
+        "id": result.get("evaluation_result_id"),
+    }
+
+
+def _factor_name(k: str) -> str:
+    if (
+        k in OBSERVATION_COLUMNS
+        or k in ("item", "variant", "n_items", "metric")
+        or k.startswith("__")
+    ):
+        return f"setting_{k}"
+    return k
+
+
+def _response(rec: dict) -> str | None:
+    out = rec.get("output")
+    if isinstance(out, dict):
+        raw = out.get("raw")
+        if isinstance(raw, list) and raw and isinstance(raw[0], str):
+            return raw[0]
+        return None
+    messages = rec.get("messages")
+    if isinstance(messages, list):  # multi_turn, agentic: the last assistant turn
+        for m in reversed(messages):
+            if (
+                isinstance(m, dict)
+                and m.get("role") == "assistant"
+                and isinstance(m.get("content"), str)
+            ):
+                return m["content"]
+    return None
+
+
+def _answer(rec: dict) -> str | None:
+    attribution = rec.get("answer_attribution")
+    if not isinstance(attribution, list):
+        return None
+    terminal = [a for a in attribution if isinstance(a, dict) and a.get("is_terminal")]
+    for a in (terminal or [a for a in attribution if isinstance(a, dict)])[::-1]:
+        if isinstance(a.get("extracted_value"), str):
+            return a["extracted_value"]
+    return None
+
+
+def _score_of(evaluation: dict) -> Any:
+    score = evaluation.get("score")
+    if isinstance(score, (int, float)) and not isinstance(score, bool):
+        return float(score)
+    correct = evaluation.get("is_correct")
+    if isinstance(correct, bool):
+        return float(correct)
+    return None if score is None else str(score)
+
+
+def read_every_eval_ever(
+    path: str | Path | Sequence[str | Path],
+    *,
+    columns: str | Mapping[str, str] | None = None,
+    on_invalid: OnInvalid = "error",
+    score_scale: ScoreScale = "auto",
+) -> Ingest:
+    r"""Read Every Eval Ever records: one observation per sample line of a ``_samples.jsonl``.
+
+    Parameters
+    ----------
+    path : str, Path or sequence of them
+        An aggregate ``<uuid>.json``, a ``<uuid>_samples.jsonl``, a folder of them (searched
+        recursively; a data repository's ``data/`` tree), a glob, or a list.
+    columns : None
+        Not supported (the records have fixed fields); anything but None raises ParameterError.
+    on_invalid : {'error', 'skip'}, default 'error'
+        Raise on the first invalid line (not JSON, no ``sample_id``, a score that is not a
+        number) or set such lines aside and count them.
+    score_scale : {'auto', 'unit', 'percent'}, default 'auto'
+        See :func:`evalstats.io._pipeline.finalize`.
+
+    Returns
+    -------
+    Ingest
+        ``(observations, report)``. Columns: ``model`` (``model_id``), ``dataset``
+        (``evaluation_name``), ``item`` (``sample_id``), ``run`` (``metadata.epoch`` - 1 when
+        recorded, else 0, 1, ... over repeats of a sample), ``metric`` (the aggregate result's
+        ``metric_config.metric_id``, with its ``min_score``/``max_score`` and
+        ``lower_is_better``), ``score`` (``evaluation.score``, else ``is_correct``), ``answer``
+        (the terminal ``answer_attribution`` value), ``response`` (``output.raw[0]``, or the
+        last assistant message of a ``multi_turn``/``agentic`` sample), ``gold``
+        (``input.reference[0]``), ``input_len``, ``latency_s``, ``error``, and one setting
+        column per scalar of the result's ``generation_config`` (``temperature``,
+        ``max_tokens``, ...). Records with no samples file give unit rows (``score`` = the
+        aggregate, ``n_items`` from the record when it says) when nothing else is read;
+        beside samples they are set aside as ``aggregate_only`` and counted.
+
+    Raises
+    ------
+    IngestError
+        No record, a file that is not JSON, or an invalid line with ``on_invalid='error'``.
+    ParameterError
+        ``columns`` is given.
+
+    Notes
+    -----
+    A sample line names its aggregate result by ``evaluation_result_id`` (else by
+    ``evaluation_name``); a samples file is matched to its aggregate by name (``<uuid>.json``
+    beside ``<uuid>_samples.jsonl``) or by ``evaluation_id``. The aggregate scores are the
+    producer's summary: the report's notes say, for every result with samples, whether
+    ``score_details.score`` equals the mean of its samples' scores (to 1e-9), and name those
+    that differ (a samples file trimmed to a few lines differs). Checked against: the Every Eval
+    Ever examples and records written by its converters (``fixtures/dumps/every_eval_ever/``),
+    ``tests/io/test_every_eval_ever.py``.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> result = {"evaluation_name": "arith", "evaluation_result_id": "arith:acc",
+    ...           "source_data": {"dataset_name": "arith", "source_type": "other"},
+    ...           "metric_config": {"metric_id": "accuracy", "lower_is_better": False,
+    ...                             "min_score": 0, "max_score": 1},
+    ...           "score_details": {"score": 0.5}}
+    >>> agg = {"schema_version": "0.3.0", "evaluation_id": "e1", "model_info": {"id": "org/m"},
+    ...        "evaluation_results": [result]}
+    >>> _ = (d / "e1.json").write_text(json.dumps(agg))
+    >>> lines = [{"evaluation_id": "e1", "model_id": "org/m", "evaluation_name": "arith",
+    ...           "evaluation_result_id": "arith:acc", "sample_id": str(i),
+    ...           "interaction_type": "single_turn", "evaluation": {"score": s, "is_correct": s == 1}}
+    ...          for i, s in enumerate([1.0, 0.0])]
+    >>> _ = (d / "e1_samples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    >>> obs, report = read_every_eval_ever(d)
+    >>> obs.select("model", "dataset", "metric", "item", "score").collect().rows()
+    [('org/m', 'arith', 'accuracy', '0', 1.0), ('org/m', 'arith', 'accuracy', '1', 0.0)]
+    >>> [n for n in report.notes if n.startswith("producer summary")]
+    ['producer summary: 1 of 1 aggregate score(s) equal the mean of their samples (1e-09)']
+    """
+    validate_options(on_invalid, score_scale)
+    if columns:
+        raise ParameterError(
+            "`columns` is not supported by the every-eval-ever loader (the records have fixed "
+            "fields)."
+        )
+    hidden: list[Path] = []
+    files = _files(path, hidden)
+    kinds = {f: _kind(f) for f in files}
+    foreign = [f for f, k in kinds.items() if k is None]
+    aggregates: dict[Path, dict] = {}
+    for f, k in kinds.items():
+        if k == "aggregate":
+            doc = _load_json(f)
+            if isinstance(doc, dict):
+                aggregates[f] = doc
+    by_id = {str(doc.get("evaluation_id")): (f, doc) for f, doc in aggregates.items()}
+    samples = [f for f, k in kinds.items() if k == "samples"]
+    index = [f for f, k in kinds.items() if k == "index"]
+    notes: list[str] = []
+    if foreign:
+        if len(files) == 1:
+            raise IngestError(
+                "not an Every Eval Ever record: expected an aggregate JSON (schema_version, "
+                "evaluation_results) or a <uuid>_samples.jsonl.",
+                path=str(files[0]),
+            )
+        notes.append(
+            f"skipped {len(foreign)} file(s) that are not Every Eval Ever records: "
+            + ", ".join(f.name for f in foreign[:5])
+            + (", ..." if len(foreign) > 5 else "")
+        )
+    note = skipped_note(hidden)
+    if note:
+        notes.append(note)
+    parts: list[tuple[str, pl.LazyFrame]] = []
+    used: set[Path] = set()
+    summary: list[tuple[str, float, float | None, int]] = []  # (what, aggregate, mean, n)
+    factors: list[str] = []
+    runs: dict[tuple, int] = {}
+    for f in samples:
+        stem = _SAMPLES.match(f.name)
+        twin = f.with_name(f"{stem['stem']}.json") if stem else None
+        agg_file, agg = (twin, aggregates[twin]) if twin in aggregates else (None, None)
+        frame, results = _samples_frame(f, agg_file, agg, by_id, runs, on_invalid)
+        used.update(r[0] for r in results if r[0] is not None)
+        for c in frame.columns:
+            if c not in OBSERVATION_COLUMNS and not c.startswith("__") and c not in factors:
+                factors.append(c)
+        summary.extend(_summary(frame, results))
+        parts.append((str(f), frame.lazy()))
+    unused = {f: doc for f, doc in aggregates.items() if f not in used}
+    extra: dict[str, int] = {}
+    if index:
+        n_index = sum(
+            1 for f in index for line in f.read_text(encoding="utf-8").splitlines() if line.strip()
+        )
+        notes.append(
+            f"{len(index)} datastore index file(s) list {n_index} aggregate record(s) by object "
+            "path (the records themselves are not here): " + ", ".join(f.name for f in index[:3])
+        )
+        if parts or unused:
+            extra["index_entry"] = n_index
+        elif not unused:
+            raise IngestError(
+                f"a datastore index of {n_index} aggregate record(s) (record_type, object_path), "
+                "not the records: read the aggregate JSON and samples files it points to.",
+                path=str(index[0]),
+            )
+    if not parts:
+        if not unused:
+            raise IngestError(
+                "no Every Eval Ever record found (an aggregate <uuid>.json or a "
+                "<uuid>_samples.jsonl).",
+                path=str(path),
+            )
+        return _aggregate_only(unused, notes, extra, on_invalid, score_scale)
+    if unused:
+        n = sum(len(doc.get("evaluation_results") or []) for doc in unused.values())
+        extra["aggregate_only"] = n
+        notes.append(
+            f"{len(unused)} aggregate record(s) without instance-level samples ({n} result(s), "
+            "set aside as aggregate_only: a summary, not observations): "
+            + ", ".join(f.name for f in list(unused)[:5])
+        )
+    notes.extend(_summary_notes(summary))
+    checks = [
+        Check("invalid_json", pl.col("__bad_json"), message="the line is not a JSON object"),
+        Check(
+            "sample_error",
+            pl.col("__errored") & pl.col("score").is_null(),
+            quirk=True,
+            message="the sample ended in an error and has no score",
+        ),
+    ]
+    return finalize(
+        parts,
+        format="every-eval-ever",
+        on_invalid=on_invalid,
+        score_scale=score_scale,
+        checks=checks,
+        factors=factors,
+        source_names={"item": "sample_id", "score": "evaluation.score", "run": "metadata.epoch"},
+        notes=notes,
+        extra_read=extra or None,
+        column_rules=[
+            ColumnRule(c, _role(c), f"Every Eval Ever generation_config: {c}") for c in factors
+        ],
+    )
+
+
+def _role(name: str) -> str:
+    from evalstats._column_rules import by_name
+
+    rule = by_name(name)
+    return rule.role if rule is not None and rule.role in ("prompt", "setting") else "setting"
+
+
+def _samples_frame(
+    f: Path, agg_file: Path | None, agg: dict | None, by_id: dict, runs: dict, on_invalid: str
+) -> tuple[pl.DataFrame, list[tuple[Path | None, str, dict]]]:
+    """The rows of one samples file, and the aggregate results its lines name."""
+    pointer = lfs_pointer(f)
+    if pointer:
+        raise IngestError(pointer, path=str(f))
+    cols: dict[str, list] = {
+        k: []
+        for k in (
+            "model",
+            "dataset",
+            "metric",
+            "metric_low",
+            "metric_high",
+            "higher_is_better",
+            "item",
+            "run",
+            "score",
+            "answer",
+            "response",
+            "gold",
+            "__input_text",
+            "latency_s",
+            "error",
+            "variant",
+            "__bad_json",
+            "__errored",
+            "__key",
+            *[f"__own_{c}" for c in _CARRIED],
+        )
+    }
+    settings_rows: list[dict[str, Any]] = []
+    infos: dict[tuple[str, str], tuple[Path | None, dict]] = {}
+    seen: dict[str, tuple[Path | None, str, dict]] = {}
+    row = 0
+    with open(f, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            row += 1
+            try:
+                rec = json.loads(line)
+            except ValueError as exc:
+                rec = None
+                if on_invalid == "error":
+                    raise IngestError(
+                        f"the line is not valid JSON ({exc}). To set such lines aside and count "
+                        "them, pass on_invalid='skip' (CLI: --on-invalid skip).",
+                        path=str(f),
+                        row=row,
+                    ) from None
+            ok = isinstance(rec, dict)
+            rec = rec if ok else {}
+            eid = str(rec.get("evaluation_id"))
+            doc = agg
+            src = agg_file
+            if doc is None or str(doc.get("evaluation_id")) != eid:
+                src, doc = by_id.get(eid, (None, None))
+            results = [r for r in _d(doc).get("evaluation_results") or [] if isinstance(r, dict)]
+            rid, rname = rec.get("evaluation_result_id"), rec.get("evaluation_name")
+            match = next(
+                (r for r in results if rid is not None and r.get("evaluation_result_id") == rid),
+                None,
+            )
+            if match is None:
+                named = [r for r in results if r.get("evaluation_name") == rname]
+                match = named[0] if len(named) == 1 else None
+            key = f"{eid}\x1f{rid if rid is not None else rname}"
+            if match is not None:
+                info = infos.setdefault((eid, key), (src, _result_info(match)))[1]
+                seen.setdefault(key, (src, key, match))
+            else:
+                info = {
+                    "metric": str(rid or "score"),
+                    "low": None,
+                    "high": None,
+                    "higher_is_better": None,
+                    "settings": {},
+                    "variant": None,
+                }
+            evaluation = _d(rec.get("evaluation"))
+            inp = _d(rec.get("input"))
+            meta = _d(rec.get("metadata"))
+            item = rec.get("sample_id")
+            epoch = meta.get("epoch")
+            try:
+                run = int(epoch) - 1 if epoch is not None else None
+            except (TypeError, ValueError):
+                run = None
+            if run is None and ok and item is not None:
+                rkey = (eid, key, str(item))
+                run = runs.get(rkey, 0)
+                runs[rkey] = run + 1
+            refs = inp.get("reference")
+            perf = _d(rec.get("performance"))
+            latency = perf.get("latency_ms")
+            error = rec.get("error")
+            cols["model"].append(
+                (rec.get("model_id") or _d(_d(doc).get("model_info")).get("id")) if ok else None
+            )
+            cols["dataset"].append(str(rname) if ok and rname is not None else None)
+            cols["metric"].append(info["metric"])
+            cols["metric_low"].append(info["low"])
+            cols["metric_high"].append(info["high"])
+            cols["higher_is_better"].append(info["higher_is_better"])
+            cols["item"].append(None if item is None else str(item))
+            cols["run"].append(run)
+            cols["score"].append(_score_of(evaluation))
+            cols["answer"].append(_answer(rec))
+            cols["response"].append(_response(rec))
+            cols["gold"].append(
+                refs[0] if isinstance(refs, list) and refs and isinstance(refs[0], str) else None
+            )
+            raw = inp.get("raw")
+            cols["__input_text"].append(raw if isinstance(raw, str) else None)
+            cols["latency_s"].append(
+                latency / 1000.0
+                if isinstance(latency, (int, float)) and not isinstance(latency, bool)
+                else None
+            )
+            cols["error"].append(error if isinstance(error, str) and error else None)
+            cols["variant"].append(info["variant"])
+            cols["__bad_json"].append(not ok)
+            cols["__errored"].append(isinstance(error, str) and bool(error))
+            cols["__key"].append(key)
+            for c in _CARRIED:
+                cols[f"__own_{c}"].append(meta.get(_OWN + c))
+            settings_rows.append(info["settings"])
+    if row == 0:
+        raise IngestError("the samples file holds no line.", path=str(f))
+    frame = pl.DataFrame(
+        cols,
+        schema={
+            "model": pl.String,
+            "dataset": pl.String,
+            "metric": pl.String,
+            "metric_low": pl.Float64,
+            "metric_high": pl.Float64,
+            "higher_is_better": pl.Boolean,
+            "item": pl.String,
+            "run": pl.Int64,
+            "score": pl.Float64
+            if all(not isinstance(s, str) for s in cols["score"])
+            else pl.String,
+            "answer": pl.String,
+            "response": pl.String,
+            "gold": pl.String,
+            "__input_text": pl.String,
+            "latency_s": pl.Float64,
+            "error": pl.String,
+            "variant": pl.String,
+            "__bad_json": pl.Boolean,
+            "__errored": pl.Boolean,
+            "__key": pl.String,
+            **{f"__own_{c}": pl.String for c in _CARRIED},
+        },
+    )
+    names: list[str] = []
+    for s in settings_rows:
+        names += [k for k in s if k not in names]
+    if names:
+        settings = pl.DataFrame(
+            {_factor_name(k): [s.get(k) for s in settings_rows] for k in names}, strict=False
+        )
+        frame = pl.concat([frame, settings], how="horizontal")
+    carried = []
+    for c in _CARRIED:
+        own = pl.col(f"__own_{c}")
+        if frame[f"__own_{c}"].null_count() < frame.height:
+            carried.append(own.cast(OBSERVATION_COLUMNS[c], strict=False).alias(c))
+    if carried:
+        frame = frame.with_columns(carried)
+        if "input_len" in frame.columns:
+            frame = frame.drop("__input_text")
+    frame = frame.drop([f"__own_{c}" for c in _CARRIED])
+    # optional columns the records do not fill are left out, not carried as nulls
+    empty = [
+        c
+        for c in ("answer", "response", "gold", "__input_text", "latency_s", "error")
+        if c in frame.columns and frame[c].null_count() == frame.height
+    ]
+    frame = frame.drop(empty)
+    if frame["variant"].null_count() == frame.height:
+        frame = frame.drop("variant")
+    return frame, list(seen.values())
+
+
+def _summary(
+    frame: pl.DataFrame, results: list[tuple[Path | None, str, dict]]
+) -> list[tuple[str, float, float | None, int]]:
+    out = []
+    for _src, key, result in results:
+        agg = _d(result.get("score_details")).get("score")
+        if not isinstance(agg, (int, float)) or isinstance(agg, bool):
+            continue
+        mine = frame.filter((pl.col("__key") == key) & ~pl.col("__bad_json"))
+        scores = mine["score"].cast(pl.Float64, strict=False).drop_nulls()
+        model = mine["model"].drop_nulls()
+        what = f"{model[0] if len(model) else '?'} / {result.get('evaluation_name')} / " + str(
+            _result_info(result)["metric"]
+        )
+        out.append((what, float(agg), float(scores.mean()) if len(scores) else None, len(scores)))
+    return out
+
+
+def _summary_notes(summary: list[tuple[str, float, float | None, int]]) -> list[str]:
+    if not summary:
+        return []
+    same = [s for s in summary if s[2] is not None and abs(s[1] - s[2]) <= _SUMMARY_TOL]
+    notes = [
+        f"producer summary: {len(same)} of {len(summary)} aggregate score(s) equal the mean of "
+        f"their samples ({_SUMMARY_TOL:g})"
+    ]
+    for what, agg, mean, n in summary:
+        if mean is None or abs(agg - mean) > _SUMMARY_TOL:
+            shown = "no sample scored" if mean is None else f"mean {mean:.6g} of {n} sample(s)"
+            notes.append(
+                f"warning: {what}: the aggregate score {agg:.6g} differs from the {shown} "
+                "(a samples file trimmed or filtered, or a score that is not a mean)"
+            )
+    return notes
+
+
+def _aggregate_only(
+    docs: dict[Path, dict], notes: list[str], extra: dict[str, int], on_invalid: str, score_scale
+) -> Ingest:
+    """Unit rows from aggregate records that have no samples: one per result."""
+    parts = []
+    for f, doc in docs.items():
+        cols: dict[str, list] = {
+            k: []
+            for k in (
+                "model",
+                "dataset",
+                "metric",
+                "metric_low",
+                "metric_high",
+                "higher_is_better",
+                "score",
+                "n_items",
+            )
+        }
+        model = _d(doc.get("model_info")).get("id") or _d(doc.get("model_info")).get("name")
+        for r in doc.get("evaluation_results") or []:
+            r = _d(r)
+            info = _result_info(r)
+            src = _d(r.get("source_data"))
+            unc = _d(_d(r.get("score_details")).get("uncertainty"))
+            n = src.get("samples_number", unc.get("num_samples"))
+            cols["model"].append(model)
+            cols["dataset"].append(r.get("evaluation_name"))
+            cols["metric"].append(info["metric"])
+            cols["metric_low"].append(info["low"])
+            cols["metric_high"].append(info["high"])
+            cols["higher_is_better"].append(info["higher_is_better"])
+            score = info["score"]
+            cols["score"].append(
+                float(score)
+                if isinstance(score, (int, float)) and not isinstance(score, bool)
+                else None
+            )
+            cols["n_items"].append(n if isinstance(n, int) and not isinstance(n, bool) else None)
+        frame = pl.DataFrame(
+            cols,
+            schema={
+                "model": pl.String,
+                "dataset": pl.String,
+                "metric": pl.String,
+                "metric_low": pl.Float64,
+                "metric_high": pl.Float64,
+                "higher_is_better": pl.Boolean,
+                "score": pl.Float64,
+                "n_items": pl.Int64,
+            },
+        )
+        parts.append((str(f), frame.lazy()))
+    notes = [
+        *notes,
+        "aggregate records only (no <uuid>_samples.jsonl): one unit row per result, the "
+        "producer's score (item-level analyses need the samples)",
+    ]
+    return finalize(
+        parts,
+        format="every-eval-ever",
+        on_invalid=on_invalid,  # type: ignore[arg-type]
+        score_scale=score_scale,
+        factors=[],
+        source_names={"score": "score_details.score", "dataset": "evaluation_name"},
+        notes=notes,
+        extra_read=extra or None,
+    )
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
+
+
+def _number_or_none(v: Any) -> float | None:
+    return (
+        float(v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        else None
+    )
+
+
+def write_every_eval_ever(
+    observations: pl.DataFrame | pl.LazyFrame,
+    out: str | Path,
+    *,
+    source_organization: str = "evalstats",
+    source_name: str | None = None,
+) -> list[Path]:
+    r"""Write an observation table as Every Eval Ever records: aggregate JSON plus samples JSONL.
+
+    Parameters
+    ----------
+    observations : polars.DataFrame or polars.LazyFrame
+        The observation table (from :func:`evalstats.read`), item-level.
+    out : str or Path
+        Folder to write into: ``<out>/<dataset>/<developer>/<model>/<uuid>.json`` and
+        ``<uuid>_samples.jsonl`` per (model, dataset), the layout of an Every Eval Ever data
+        repository's ``data/`` tree.
+    source_organization : str, default 'evalstats'
+        ``source_metadata.source_organization_name``.
+    source_name : str, optional
+        ``source_metadata.source_name``.
+
+    Returns
+    -------
+    list of Path
+        The files written (aggregate and samples of each evaluation).
+
+    Raises
+    ------
+    SchemaError
+        The table is not a valid observation table, or has no ``item`` column.
+
+    Notes
+    -----
+    One evaluation per (model, dataset); one ``evaluation_results`` entry per (metric, variant),
+    with ``score_details.score`` the mean of its samples (so the records pass the producer
+    summary check of :func:`read_every_eval_ever`), ``metric_config`` from the metric's bounds
+    and direction, and ``generation_config`` holding the factor columns: ``temperature``,
+    ``top_p``, ``top_k`` and ``max_tokens`` in ``generation_args`` when numeric, every factor in
+    ``additional_details`` (JSON-encoded, as the schema wants strings), and the variant key.
+    One sample line per observation (``single_turn``): ``sample_id`` the item, ``metadata.epoch``
+    the run + 1 (as Every Eval Ever's Inspect converter writes it), ``evaluation.score`` the score
+    and ``is_correct`` whether it reaches the metric's upper bound (false when unbounded);
+    columns the schema has no field for (``cluster``, ``input_len``) go in ``metadata`` under
+    ``evalstats.``. Reading the folder back with :func:`read_every_eval_ever` gives the same
+    table. Checked against: the published schemas (jsonschema), ``tests/io/test_every_eval_ever.py``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from evalstats.simulate import observations
+    >>> obs = observations(n_models=2, n_items=3, n_variants=1, seed=0)
+    >>> paths = write_every_eval_ever(obs, tempfile.mkdtemp())
+    >>> sorted(p.suffix for p in paths)
+    ['.json', '.json', '.jsonl', '.jsonl']
+    """
+    from evalstats.schema import validate_observations
+
+    lf = validate_observations(observations)
+    df = lf.collect() if isinstance(lf, pl.LazyFrame) else lf
+    if "metric" not in df.columns:  # a hand-built table: the default metric, undeclared
+        df = df.with_columns(pl.lit(DEFAULT_METRIC).alias("metric"))
+    if "run" not in df.columns:
+        df = df.with_columns(pl.lit(0, dtype=pl.Int64).alias("run"))
+    if "item" not in df.columns:
+        from evalstats.errors import SchemaError
+
+        raise SchemaError(
+            "an Every Eval Ever samples file needs an `item` column (one line per sample); "
+            "this table is unit-level."
+        )
+    factors = factor_columns(df.columns)
+    out = Path(out)
+    written: list[Path] = []
+    stamp = "0"
+    for (model, dataset), group in df.group_by(["model", "dataset"], maintain_order=True):
+        developer, _, name = str(model).rpartition("/")
+        folder = out / _slug(str(dataset)) / _slug(developer or "unknown") / _slug(name)
+        folder.mkdir(parents=True, exist_ok=True)
+        # a stable id (the same table exported twice gives the same file names) spelled as the
+        # schema wants the samples file's name: a version-4 UUID
+        digest = hashlib.sha256(f"evalstats:{model}:{dataset}".encode()).digest()
+        eid = str(uuid.UUID(bytes=digest[:16], version=4))
+        evaluation_id = f"{dataset}/{model}/{stamp}"
+        results = []
+        lines = []
+        keys = group.select("metric", "variant").unique(maintain_order=True)
+        several = keys.height > group["metric"].n_unique()
+        for metric, variant in keys.iter_rows():
+            rows = group.filter((pl.col("metric") == metric) & (pl.col("variant") == variant))
+            first = rows.row(0, named=True)
+            rid = f"{dataset}:{metric}" + (f"@{variant}" if several else "")
+            low, high = first.get("metric_low"), first.get("metric_high")
+            hib = first.get("higher_is_better")
+            cfg: dict[str, Any] = {
+                "metric_id": str(metric),
+                "metric_name": str(metric),
+                "lower_is_better": not (True if hib is None else bool(hib)),
+                "score_type": "continuous",
+                "min_score": _number_or_none(low),
+                "max_score": _number_or_none(high),
+            }
+            gen_args = {}
+            details = {_OWN + "variant": str(variant)}
+            for c in factors:
+                v = first.get(c)
+                details[c] = json.dumps(v)
+                if c in ("temperature", "top_p", "top_k") and _number_or_none(v) is not None:
+                    gen_args[c] = v
+                elif (
+                    c == "max_tokens" and isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                ):
+                    gen_args[c] = v
+            result: dict[str, Any] = {
+                "evaluation_result_id": rid,
+                "evaluation_name": str(dataset),
+                "source_data": {"dataset_name": str(dataset), "source_type": "other"},
+                "metric_config": cfg,
+                "score_details": {
+                    "score": float(rows["score"].mean()),
+                    "uncertainty": {"num_samples": rows.height},
+                },
+                "generation_config": {
+                    **({"generation_args": gen_args} if gen_args else {}),
+                    "additional_details": details,
+                },
+            }
+            results.append(result)
+            for r in rows.iter_rows(named=True):
+                lines.append(_sample_line(r, evaluation_id, str(model), str(dataset), rid))
+        agg = {
+            "schema_version": SCHEMA_VERSION,
+            "evaluation_id": evaluation_id,
+            "retrieved_timestamp": stamp,
+            "source_metadata": {
+                **({"source_name": source_name} if source_name else {}),
+                "source_type": "evaluation_run",
+                "source_organization_name": source_organization,
+                "evaluator_relationship": "other",
+            },
+            "eval_library": {"name": "evalstats", "version": _version()},
+            "model_info": {
+                "name": name,
+                "id": str(model),
+                **({"developer": developer} if developer else {}),
+                "additional_details": {
+                    "deployment_type": "unknown",
+                    "model_availability": "unknown",
+                },
+            },
+            "evaluation_results": results,
+            "detailed_evaluation_results": {
+                "format": "jsonl",
+                "file_path": f"data/{folder.relative_to(out).as_posix()}/{eid}_samples.jsonl",
+                "total_rows": len(lines),
+            },
+        }
+        agg_path = folder / f"{eid}.json"
+        samples_path = folder / f"{eid}_samples.jsonl"
+        text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+        samples_path.write_text(text, encoding="utf-8")
+        agg["detailed_evaluation_results"]["hash_algorithm"] = "sha256"
+        agg["detailed_evaluation_results"]["checksum"] = hashlib.sha256(text.encode()).hexdigest()
+        agg_path.write_text(json.dumps(agg, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        written += [agg_path, samples_path]
+    return written
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("evalstats")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _sample_line(r: dict, evaluation_id: str, model: str, dataset: str, rid: str) -> dict:
+    score = float(r["score"])
+    high = r.get("metric_high")
+    meta = {"epoch": str(int(r["run"]) + 1)}
+    for c in _CARRIED:
+        if r.get(c) is not None:
+            meta[_OWN + c] = str(r[c])
+    line: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "evaluation_id": evaluation_id,
+        "model_id": model,
+        "evaluation_name": dataset,
+        "evaluation_result_id": rid,
+        "sample_id": str(r["item"]),
+        "interaction_type": "single_turn",
+        "input": {"raw": "", "reference": [r["gold"]] if r.get("gold") is not None else []},
+        "output": {"raw": [r["response"]] if r.get("response") is not None else []},
+        "answer_attribution": (
+            [
+                {
+                    "turn_idx": 0,
+                    "source": "output.raw",
+                    "extracted_value": r["answer"],
+                    "extraction_method": "evalstats",
+                    "is_terminal": True,
+                }
+            ]
+            if r.get("answer") is not None
+            else []
+        ),
+        "evaluation": {
+            "score": score,
+            "is_correct": bool(high is not None and score >= high),
+        },
+        "metadata": meta,
+    }
+    if r.get("latency_s") is not None:
+        line["performance"] = {"latency_ms": float(r["latency_s"]) * 1000.0}
+    if r.get("error") is not None:
+        line["error"] = r["error"]
+    return line
