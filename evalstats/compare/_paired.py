@@ -11,7 +11,7 @@ from itertools import combinations
 import numpy as np
 import polars as pl
 
-from evalstats.compare._intervals import scores_over
+from evalstats.compare._intervals import _clip, _metric_bounds, scores_over
 from evalstats.compare._multiplicity import (
     CORRECTIONS,
     RESAMPLING_CORRECTIONS,
@@ -802,6 +802,7 @@ def compare_models(
             }
         )
     families = [blocks] if family == "global" else [[b] for b in blocks]
+    bounds = _metric_bounds(frame, by)
     rows = []
     n_unpaired_total = n_incomplete_total = 0
     low_power = []
@@ -820,6 +821,8 @@ def compare_models(
         m = sum(len(b["pairs"]) for b in fam)
         for blk, res in zip(fam, results, strict=True):
             x, mask, inc = blk["x"], blk["mask"], blk["inc"]
+            lo_b, hi_b = bounds(blk["key"])
+            span = hi_b - lo_b  # a difference of two means on [lo, hi] lies in [-span, span]
             for pi, (i, j) in enumerate(blk["pairs"]):
                 test, col = res["test"][pi], res["col"][pi]
                 pm = mask[:, i] & mask[:, j]
@@ -849,8 +852,8 @@ def compare_models(
                         "mean_b": float(b.mean()),
                         "difference": float(test.diff[col]),
                         "se": float(test.se[col]),
-                        "ci_low": float(res["low"][pi]),
-                        "ci_high": float(res["high"][pi]),
+                        "ci_low": _clip(float(res["low"][pi]), -span, span),
+                        "ci_high": _clip(float(res["high"][pi]), -span, span),
                         "confidence_level": level,
                         "ci_level": None if math.isnan(lv) else float(1 - lv),
                         "interval": interval_kind(correction),

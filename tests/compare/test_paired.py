@@ -137,6 +137,29 @@ def test_comparing_a_prompt_factor_keeps_the_other_prompt_factors_random():
     assert np.isfinite(pair["pvalue"]) and pair["method"] != "t-design"
 
 
+def test_difference_interval_never_leaves_the_metric_range():
+    """Two prompt variants give the prompt-space interval about one degree of freedom: its
+    t interval ran to [-62, 63] for a 0/1 metric (HELM suite, 8 items). It is clipped to
+    [-1, 1] (the difference of two means on [0, 1]), which keeps its coverage."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(8):  # prompt p0: a right, b wrong on every item; p1: the same answers
+        same = float(rng.random() < 0.5)
+        rows += [("a", "p0", i, 1.0), ("b", "p0", i, 0.0), ("a", "p1", i, same)]
+        rows += [("b", "p1", i, same)]
+    obs = pl.DataFrame(rows, schema=["model", "variant", "item", "score"], orient="row")
+    obs = obs.with_columns(dataset=pl.lit("d"), run=pl.lit(0), item=pl.col("item").cast(str))
+    row = compare_models(obs, method="t").row(0, named=True)
+    assert row["method"] == "t-design" and row["difference"] == 0.5
+    assert row["se"] * 12.7 > 1.5  # t(0.975) on about 1 df: unclipped it reaches past +-1
+    assert (row["ci_low"], row["ci_high"]) == (-1.0, 1.0)
+    scaled = obs.with_columns(
+        pl.col("score") * 100, metric_low=pl.lit(0.0), metric_high=pl.lit(100.0)
+    )
+    wide = compare_models(scaled, method="t").row(0, named=True)
+    assert (wide["ci_low"], wide["ci_high"]) == (-100.0, 100.0)
+
+
 def test_errors():
     with pytest.raises(InsufficientDataError, match="at least 2 models"):
         compare_models(observations(n_models=1, n_items=5, n_variants=1, seed=0))
