@@ -11,8 +11,9 @@ and ``schema.json``, ``runs.json``, ``groups.json``, ... in the suite folder.
 One observation per (run, instance, train trial, perturbation, statistic): the model is
 ``adapter_spec.model``, the dataset the run's scenario with its arguments (``mmlu:subject=anatomy,
 method=multiple_choice_joint``; the run expanders' arguments, such as ``model=`` and
-``data_augmentation=``, are not part of it), the item the instance id, the run the train trial,
-the ``perturbation`` factor HELM's perturbation of the instance (``original`` for the unperturbed
+``data_augmentation=``, are not part of it), the item the instance id, the run the train trial
+(a prompt factor ``train_trial`` instead when the trials draw other in-context examples), the
+``perturbation`` factor HELM's perturbation of the instance (``original`` for the unperturbed
 text) and the metric the statistic's name. See ``docs/formats/helm.md``.
 """
 
@@ -461,8 +462,9 @@ def read_helm(
     scores per (model, dataset, metric, perturbation, run) is HELM's trial mean, and their mean
     over runs is ``stats.json``'s ``mean``. A run folder of another augmentation of the same
     scenario re-runs the original instances: those repeats are set aside as ``duplicate``.
-    HELM's train trials draw different in-context examples when ``max_train_instances`` > 0,
-    so with shots their runs are not identical repeats (a note says so). Checked against:
+    HELM's train trials draw different in-context examples when ``max_train_instances`` > 0:
+    with shots and several trials the trial is a prompt factor ``train_trial`` (run 0), since
+    those trials are not identical repeats; without shots the trials are the runs. Checked against:
     ``fixtures/dumps/helm/`` (written by ``helm-run`` 0.5.16; see its PROVENANCE),
     ``tests/io/test_helm.py``: per-run means equal ``stats.json`` to 1e-9 for every metric.
 
@@ -534,16 +536,6 @@ def read_helm(
         notes.append(
             "no schema.json beside the runs (helm-summarize writes it): metric directions from "
             "evalstats' table of HELM metrics; others taken as higher is better"
-        )
-    shots = {_d(s.get("adapter_spec")).get("max_train_instances") for s in specs}
-    trials = {_d(s.get("adapter_spec")).get("num_train_trials") for s in specs}
-    if any(isinstance(k, int) and k > 0 for k in shots) and any(
-        isinstance(t, int) and t > 1 for t in trials
-    ):
-        notes.append(
-            "run = HELM's train trial; with in-context examples (max_train_instances > 0) each "
-            "trial draws other examples, so the runs differ in their few-shot examples, not only "
-            "in sampling"
         )
     checks = [
         Check(
@@ -699,6 +691,12 @@ def _number(v: object) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def _few_shot_trials(adapter: dict) -> bool:
+    """Whether a run's train trials differ in their in-context examples (shots and trials > 1)."""
+    shots, trials = adapter.get("max_train_instances"), adapter.get("num_train_trials")
+    return isinstance(shots, int) and shots > 0 and isinstance(trials, int) and trials > 1
+
+
 def _factor_rules(
     parts: list[tuple[str, pl.LazyFrame]], specs: list[dict], notes: list[str]
 ) -> tuple[list[str], list[ColumnRule]]:
@@ -722,6 +720,29 @@ def _factor_rules(
         ColumnRule("max_tokens", "setting", "HELM adapter_spec.max_tokens: a decoding setting"),
     ]
     factors = ["perturbation", "shots", "temperature", "max_tokens"]
+    few_shot = [
+        _few_shot_trials(_d(spec.get("adapter_spec"))) for spec in specs
+    ]  # trials that draw other in-context examples: prompt variants, not repeated runs
+    if any(few_shot):
+        for i, (p, lf) in enumerate(parts):
+            trial = pl.col("run") if few_shot[i] else pl.lit(0, dtype=pl.Int64)
+            run = pl.lit(0, dtype=pl.Int64) if few_shot[i] else pl.col("run")
+            parts[i] = (p, lf.with_columns(trial.alias("train_trial"), run.alias("run")))
+        factors.append("train_trial")
+        rules.append(
+            ColumnRule(
+                "train_trial",
+                "prompt",
+                "HELM train trial of a run with in-context examples (max_train_instances > 0): "
+                "each trial draws other few-shot examples, so the trials are prompt variants, not "
+                "identical runs",
+            )
+        )
+        notes.append(
+            f"{sum(few_shot)} run folder(s) with in-context examples and several train trials: "
+            "each trial draws other few-shot examples, so the trials are read as prompt "
+            "variants (train_trial), not as identical runs (run 0)"
+        )
     if any("deployment" in lf.collect_schema() for _, lf in parts):
         factors.append("deployment")
         rules.append(

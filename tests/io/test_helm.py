@@ -66,7 +66,7 @@ def test_per_run_means_equal_helm_stats_json_for_every_metric(suite):
             pl.col("dataset") == spec["name"].split(":")[0],
         )
         trials = (
-            mine.group_by("metric", "perturbation", "run")
+            mine.group_by("metric", "perturbation", "run", "train_trial")
             .agg(pl.col("score").mean())
             .group_by("metric", "perturbation")
             .agg(
@@ -120,7 +120,9 @@ def test_models_datasets_items_and_runs(suite):
     ]
     # the run expanders (model=, data_augmentation=) are not part of the dataset
     assert sorted(obs["dataset"].unique()) == ["simple1", "simple_mcqa", "simple_short_answer_qa"]
-    assert sorted(obs["run"].unique()) == [0, 1]  # --num-train-trials 2
+    # --num-train-trials 2 with 5 in-context examples: each trial draws other examples, so
+    # the trials are prompt variants (train_trial), not identical runs
+    assert sorted(obs["train_trial"].unique()) == [0, 1] and obs["run"].unique().to_list() == [0]
     items = (
         obs.filter(pl.col("dataset") == "simple_mcqa")
         .group_by("model")
@@ -136,8 +138,9 @@ def test_perturbations_are_prompt_variants_with_evidence(suite):
     # a perturbed instance keeps its id: the same item under another wording
     perturbed = set(qa.filter(pl.col("perturbation") == "mild_mix")["item"])
     assert perturbed <= set(qa.filter(pl.col("perturbation") == ORIGINAL)["item"])
-    assert qa["variant"].n_unique() == 2
+    assert qa["variant"].n_unique() == 4  # 2 perturbations x 2 few-shot draws (train trials)
     rules = {r.column: r for r in report.columns}
+    assert rules["train_trial"].role == "prompt"
     assert rules["perturbation"].role == "prompt"
     assert "perturbation" in rules["perturbation"].evidence
     assert rules["temperature"].role == "setting" and rules["max_tokens"].role == "setting"
@@ -145,7 +148,7 @@ def test_perturbations_are_prompt_variants_with_evidence(suite):
 
     design = infer_design(obs, ingest=report)
     roles = {c.column: c.role for c in design.columns}
-    assert roles["perturbation"] == "prompt"
+    assert roles["perturbation"] == "prompt" and roles["train_trial"] == "prompt"
     assert roles["temperature"] == "setting"
 
 
@@ -207,6 +210,26 @@ def test_original_instances_of_two_augmentation_runs_are_repeats(tmp_path):
     _, report = read_helm(tmp_path)
     assert report.set_aside["duplicate"] > 0
     assert report.rows_read == report.rows_kept + sum(report.set_aside.values())
+
+
+@pytest.mark.parametrize("shots", [0, 5])
+def test_train_trials_are_runs_without_shots_and_prompt_variants_with_them(tmp_path, shots):
+    """Trials without in-context examples repeat the same prompt: runs. With examples each
+    trial draws others: prompt variants (train_trial), so stability never calls them identical."""
+    src = next(r for r in RUNS if r.name.startswith("simple_mcqa:model=simple_model1"))
+    run = tmp_path / src.name
+    shutil.copytree(src, run)
+    spec = json.loads((run / "run_spec.json").read_text())
+    spec["adapter_spec"]["max_train_instances"] = shots
+    (run / "run_spec.json").write_text(json.dumps(spec))
+    lazy, report = read_helm(tmp_path)
+    obs = lazy.collect()
+    if shots:
+        assert obs["run"].unique().to_list() == [0]
+        assert sorted(obs["train_trial"].unique()) == [0, 1]
+        assert any("train_trial" in n for n in report.notes)
+    else:
+        assert sorted(obs["run"].unique()) == [0, 1] and "train_trial" not in obs.columns
 
 
 def test_broken_json_names_the_file(tmp_path):
