@@ -475,6 +475,8 @@ _COMPONENT_NAMES = {
     "variant": "prompt variants",
     "item_variant": "the item × prompt interaction",
     "residual": "run-to-run noise",
+    "residual_merged": "the item × prompt interaction and run noise (one run per item and "
+    "prompt: not separable)",
 }
 
 
@@ -510,9 +512,22 @@ def _noise(res: AnalysisResult, data: DataSummary) -> str:
             .group_by(keys, maintain_order=True)
             .first()
         )
+        # with one run per item and prompt the residual holds the item x prompt interaction
+        # too (not separable): it is not run-to-run noise alone
+        merged = {
+            tuple(g.row(0, named=True)[k] for k in keys)
+            for g in groups
+            if not g.filter(
+                (pl.col("component") == "item_variant") & pl.col("identified").fill_null(False)
+            ).height
+            and g.filter(pl.col("component") == "item_variant").height
+        }
         counts: dict[str, int] = {}
         for r in top.iter_rows(named=True):
-            counts[r["component"]] = counts.get(r["component"], 0) + 1
+            name = r["component"]
+            if name == "residual" and tuple(r[k] for k in keys) in merged:
+                name = "residual_merged"
+            counts[name] = counts.get(name, 0) + 1
         main = max(counts, key=lambda k: counts[k])
         where = (
             f"{counts[main]} of {n} model-dataset groups"
