@@ -161,10 +161,11 @@ def plot_noise_components(
 
 
 def components_legend_title(components: pl.DataFrame) -> str | None:
-    """The legend title of a components figure: which components are left out, or None.
+    """The legend title of a components figure: the components it cannot show, or None.
 
     Components separable in no row of ``components`` are named (they have no bar and no
-    legend key); when some are missing from some bars only, the title says so generally.
+    legend key; item x variant with one run sits inside the residual); when some are missing
+    from some bars only, the title says so generally.
     """
     known = components.filter(pl.col("component").is_in(list(_COMPONENT_COLORS)))
     if known.is_empty():
@@ -174,11 +175,17 @@ def components_legend_title(components: pl.DataFrame) -> str | None:
         pl.col("identified").fill_null(False).all().alias("all"),
     )
     nowhere = set(ok.filter(~pl.col("any"))["component"].to_list())
-    names = [_COMPONENT_LABELS[c] for c in _COMPONENT_COLORS if c in nowhere]
+    # item x variant with one run sits inside the residual; a facet with one level has no
+    # variance to show
+    names = [
+        _COMPONENT_LABELS[c] + (" (inside run / residual)" if c == "item_variant" else "")
+        for c in _COMPONENT_COLORS
+        if c in nowhere
+    ]
     if names:
-        return f"not separable here, left out: {', '.join(names)}"
+        return f"not separable here: {', '.join(names)}"
     if not ok["all"].all():
-        return "not separable components are left out"
+        return "components not separable in a group have no bar there"
     return None
 
 
