@@ -4,7 +4,8 @@
   (real-logs-2/lm-eval/allenlee-37+KT-lm-evaluation-harness__gpqa_2024-11-21);
 - every llm-stability experiment that can be built from the shared archives: TARa >= TARr;
 - a copied llm-stability run file;
-- the State of What Art release folder with files the loader does not need.
+- the State of What Art release folder with files the loader does not need;
+- Every Eval Ever's test logs (real-logs-2/inspect, real-logs-2/lm-eval/evaleval+...).
 """
 
 from __future__ import annotations
@@ -114,3 +115,33 @@ def test_the_state_of_what_art_release_folder_auto_detects(shared_data, tmp_path
     assert report.format == "state-of-what-art" and report.rows_kept == 28765
     assert any("not needed and not read: aggregated results (jsons)/ (1 file)" in n
                for n in report.notes)  # fmt: skip
+
+
+EEE_INSPECT = ("real-logs-2", "inspect")
+EEE_LM_EVAL = ("real-logs-2", "lm-eval", "evaleval+every_eval_ever__tests__data__lm_eval")
+
+
+def test_every_eval_ever_test_logs_read_as_what_they_are(shared_data):
+    """Every Eval Ever's own test logs (6 Inspect logs, one lm-eval run): five models that each
+    ran one task once. Answers, responses and targets are outputs, not prompt factors; the
+    decoding settings of one log are settings; nothing is a variant or a run; Inspect's letter
+    grades (C/I) are on [0, 1]; the log without samples is counted in a note."""
+    ingest = read(shared_data.joinpath(*EEE_INSPECT))
+    design, table = design_and_table(ingest.observations, ingest=ingest.report)
+    df = table.collect()
+    assert ingest.report.rows_read == ingest.report.rows_kept == df.height == 12
+    assert df["model"].n_unique() == 5
+    assert {design.role(c) for c in ("answer", "response", "gold")} == {"output"}
+    assert design.role("temperature") == "setting" and design.role("max_tokens") == "setting"
+    assert not design.prompt_factors
+    per = df.group_by("model", "dataset").agg(pl.col("variant").n_unique(), pl.col("run").max())
+    assert (per["variant"] == 1).all() and (per["run"] == 0).all()
+    metrics = {m.name: m for m in ingest.report.metrics}
+    assert (metrics["choice"].low, metrics["choice"].high) == (0.0, 1.0)
+    assert (metrics["vul_exploit_scorer"].low, metrics["vul_exploit_scorer"].high) == (None, None)
+    assert any("holds no samples" in n for n in ingest.report.notes)
+    lm = read(shared_data.joinpath(*EEE_LM_EVAL))
+    design, table = design_and_table(lm.observations, ingest=lm.report)
+    df = table.collect()
+    assert df.height == 10 and df["variant"].n_unique() == 1 and df["run"].n_unique() == 1
+    assert design.role("response") == "output"

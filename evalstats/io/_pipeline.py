@@ -534,7 +534,7 @@ def report_of(plan: Plan, acc: Accounting) -> IngestReport:
     for k, v in plan.extra_read.items():
         set_aside[k] = set_aside.get(k, 0) + int(v)
         rows_read += int(v)
-    notes = list(plan.notes) + list(acc.scale_notes)
+    notes = list(dict.fromkeys([*plan.notes, *acc.scale_notes]))  # one of each, in order
     if plan.score_factor != 1.0:
         notes.append(
             f"scores divided by {1 / plan.score_factor:g} (score_scale={plan.score_scale!r})"

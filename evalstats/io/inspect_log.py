@@ -816,9 +816,11 @@ def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
         )
     }
     scored = 0
+    graded = True  # every scored value one of Inspect's letter grades (C, P, I, N)
     for s in samples:
         found, value, answer = _lookup(_scores(s), chosen) if chosen else (False, None, None)
         unscored = not found or value is None or (isinstance(value, float) and math.isnan(value))
+        graded = graded and (unscored or (isinstance(value, str) and value in _LETTERS))
         errored = s.get("error") is not None and unscored
         num = None if unscored else value_to_float(value)
         if unscored:
@@ -857,6 +859,15 @@ def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
     frame = pl.DataFrame(rows, schema=schema)
     if chosen is not None:
         info, note = _metric_info(header, chosen)
+        if info.low is None and info.high is None and graded and scored:
+            # C, P, I and N map to 1, 0.5, 0 and 0: the scorer's scale is [0, 1]
+            info = MetricInfo(chosen, 0.0, 1.0, info.higher_is_better)
+            graded_note = (
+                f"scorer {chosen!r} gives Inspect's letter grades (C, P, I, N = 1, 0.5, 0, 0): "
+                "its range is [0, 1]"
+            )
+            if graded_note not in notes:
+                notes.append(graded_note)
         if note:
             notes.append(f"{f}: {note}")
         frame = frame.with_columns(info.columns())
