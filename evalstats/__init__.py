@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     )
     from evalstats.io import Ingest, IngestReport, read, read_table
     from evalstats.io.dove import read_dove
+    from evalstats.io.inspect_frames import from_inspect
     from evalstats.io.inspect_log import read_inspect
     from evalstats.io.llm_stability import read_llm_stability
     from evalstats.io.lm_eval import read_lm_eval
@@ -104,6 +105,7 @@ _LAZY: dict[str, str] = {
     "EvalstatsWarning": "evalstats.errors",
     "factor_anova": "evalstats.attribution",
     "format_stability_table": "evalstats.stability",
+    "from_inspect": "evalstats.io.inspect_frames",
     "friedman_nemenyi": "evalstats.compare",
     "infer_design": "evalstats.design",
     "Ingest": "evalstats.io",
@@ -194,6 +196,7 @@ __all__ = [
     "factor_anova",
     "format_stability_table",
     "friedman_nemenyi",
+    "from_inspect",
     "infer_design",
     "Ingest",
     "IngestError",

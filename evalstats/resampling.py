@@ -17,13 +17,14 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from evalstats._kernels import first_reached, last_crossing, subset_deviations
 from evalstats._threads import parallel_map
+from evalstats.design._frames import analysis_input
 from evalstats.errors import (
     DegenerateDataWarning,
     InsufficientDataError,
@@ -34,6 +35,13 @@ from evalstats.errors import (
 from evalstats.factors import hold_fixed
 from evalstats.moments import variant_scores
 from evalstats.schema import MetricInfo, as_lazy, metric_info, validate_by, validate_units
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = [
     "CURVE_COLUMNS",
@@ -409,7 +417,7 @@ def _group_curves(
 
 
 def sample_size_curve(
-    units: pl.DataFrame | pl.LazyFrame,
+    units: TableLike,
     *,
     moments: Sequence[str] | str = ("mean", "variance"),
     delta: float = 0.1,
@@ -420,12 +428,14 @@ def sample_size_curve(
     seed: int = 0,
     by: Sequence[str] | str = ("model", "dataset", "metric"),
     variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     """ReliableEval's Delta(n) curve: how far a moment over ``n`` variants is from its full value.
 
     Parameters
     ----------
-    units : polars.DataFrame or polars.LazyFrame
+    units : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table, one row per (model, dataset, variant, run); see :mod:`evalstats.schema`.
         Runs of one variant are averaged first.
     moments : sequence of str, default ('mean', 'variance')
@@ -458,6 +468,13 @@ def sample_size_curve(
         serving settings such as ``provider``); ``'all'``: every factor column. Factor columns
         that vary and are not variant factors are held fixed: they are added to the group
         columns (see :mod:`evalstats.factors`).
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -519,6 +536,8 @@ def sample_size_curve(
     >>> curve.filter(pl.col("n") == 6)["delta_mean"].item()
     0.0
     """
+    _input = analysis_input(units, roles=roles, design=design)
+    units, variant_factors = _input.table, _input.variant_factors(variant_factors)
     moments = _validate(
         moments=moments,
         delta=delta,
@@ -633,7 +652,7 @@ def _nstar_one(
 
 
 def required_sample_size(
-    units: pl.DataFrame | pl.LazyFrame,
+    units: TableLike,
     *,
     epsilon: float | None = None,
     delta: float = 0.1,
@@ -647,12 +666,14 @@ def required_sample_size(
     relative_epsilon: float | None = None,
     relative_to: str = "range",
     variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     """ReliableEval's n*: the fewest prompt variants whose moments are within ``epsilon``.
 
     Parameters
     ----------
-    units : polars.DataFrame or polars.LazyFrame
+    units : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table, one row per (model, dataset, variant, run); see :mod:`evalstats.schema`.
     epsilon : float, optional
         Tolerated absolute error of each moment (ReliableEval's epsilon), in the metric's units
@@ -669,6 +690,13 @@ def required_sample_size(
     relative_to : {'range', 'sd'}, default 'range'
         ``s`` for ``relative_epsilon``: the metric's declared range (``high - low``), or each
         group's across-variant standard deviation.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -731,6 +759,8 @@ def required_sample_size(
     >>> out.select("model", "moment", "n_star", "reached").rows()
     [('m0', 'mean', 25, True), ('m0', 'overall', 25, True), ('m1', 'mean', 26, True), ('m1', 'overall', 26, True)]
     """
+    _input = analysis_input(units, roles=roles, design=design)
+    units, variant_factors = _input.table, _input.variant_factors(variant_factors)
     moments = _validate(
         moments=moments,
         delta=delta,
@@ -841,7 +871,7 @@ def _nstar_frame(rows: list[dict], by: tuple[str, ...], keys: dict) -> pl.DataFr
 
 
 def sample_size_uncertainty(
-    units: pl.DataFrame | pl.LazyFrame,
+    units: TableLike,
     *,
     epsilon: float | None = None,
     delta: float = 0.1,
@@ -857,12 +887,14 @@ def sample_size_uncertainty(
     relative_epsilon: float | None = None,
     relative_to: str = "range",
     variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     """Bootstrap distribution of n*: resample the N variants with replacement and recompute n*.
 
     Parameters
     ----------
-    units : polars.DataFrame or polars.LazyFrame
+    units : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table; see :mod:`evalstats.schema`.
     epsilon, delta, moments, method, compat, population_size, by, relative_epsilon, relative_to
         As in :func:`required_sample_size` (and ``variant_factors`` as in
@@ -876,6 +908,13 @@ def sample_size_uncertainty(
         Subsets per size inside each replicate.
     seed : int, default 0
         Seed; each group's generator is seeded by ``seed`` and a hash of its key.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -898,6 +937,8 @@ def sample_size_uncertainty(
     >>> out.select("moment", "n_star", "n_star_median", "ci_low", "ci_high").rows()[0]
     ('mean', 11, 11.0, 6.0, 13.0)
     """
+    _input = analysis_input(units, roles=roles, design=design)
+    units, variant_factors = _input.table, _input.variant_factors(variant_factors)
     moments = _validate(
         moments=moments,
         delta=delta,
@@ -986,7 +1027,7 @@ def sample_size_uncertainty(
 
 
 def reference_model_check(
-    units: pl.DataFrame | pl.LazyFrame,
+    units: TableLike,
     *,
     reference_model: str,
     epsilon: float | None = None,
@@ -1001,12 +1042,14 @@ def reference_model_check(
     relative_epsilon: float | None = None,
     relative_to: str = "range",
     variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     """ReliableEval's Step 3: check whether a reference model's n* suffices for the others.
 
     Parameters
     ----------
-    units : polars.DataFrame or polars.LazyFrame
+    units : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table; see :mod:`evalstats.schema`. ``by`` must contain ``model``.
     reference_model : str
         The proxy model whose n* would be used for all models.
@@ -1014,6 +1057,13 @@ def reference_model_check(
         As in :func:`required_sample_size`.
     relative_epsilon, relative_to, variant_factors
         As in :func:`required_sample_size`.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -1040,6 +1090,8 @@ def reference_model_check(
     >>> out.filter(pl.col("moment") == "mean").select(cols).rows()
     [('m0', 'mean', 13, 13, True), ('m1', 'mean', 14, 13, False)]
     """
+    _input = analysis_input(units, roles=roles, design=design)
+    units, variant_factors = _input.table, _input.variant_factors(variant_factors)
     moments = _validate(
         moments=moments,
         delta=delta,

@@ -269,9 +269,8 @@ def load(args: argparse.Namespace):
     as ``args.design`` (the report opens with it; the prompt analyses take their prompt
     factors from it).
     """
-    from evalstats.design import loader_columns
+    from evalstats.design._read import table_roles
     from evalstats.io import detect_format, read
-    from evalstats.io._columns import parse_mapping
 
     options = loader_options(args)
     roles = roles_of(args)
@@ -281,9 +280,8 @@ def load(args: argparse.Namespace):
     design_roles = roles
     if roles and fmt == "table":
         # a table is read with the roles: a text column is never read, an alias not applied
-        mapping = parse_mapping(options.get("columns"))
-        options["columns"] = {**loader_columns(roles), **mapping}
-        design_roles = {c: r for c, r in roles.items() if r in ("prompt", "setting")}
+        # (a table in memory is read the same way: evalstats.design.read_frame)
+        options["columns"], design_roles = table_roles(roles, options.get("columns"))
     if hasattr(args, "model_name"):
         options["model"] = args.model_name
     if hasattr(args, "copies"):

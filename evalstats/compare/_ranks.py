@@ -6,12 +6,14 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 from scipy import stats
 
 from evalstats.compare._paired import paired_matrix
+from evalstats.design._frames import analysis_input
 from evalstats.errors import DesignWarning, InsufficientDataError, ParameterError
 from evalstats.results import check_confidence_level, check_positive_int
 from evalstats.schema import (
@@ -22,6 +24,13 @@ from evalstats.schema import (
     validate_observations,
     validate_units,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = ["FriedmanResult", "friedman_nemenyi", "rank_intervals"]
 
@@ -66,19 +75,21 @@ def _pairwise_rank_sets(
 
 
 def rank_intervals(
-    observations: pl.DataFrame | pl.LazyFrame,
+    observations: TableLike,
     *,
     method: str = "simultaneous",
     confidence_level: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
     by: Sequence[str] = ("dataset", "metric"),
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     r"""Rank of each model with a confidence set and the probability of being best.
 
     Parameters
     ----------
-    observations : polars.DataFrame or polars.LazyFrame
+    observations : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Item-level observation table; see :mod:`evalstats.schema`.
     method : {'simultaneous', 'marginal', 'bootstrap'}, default 'simultaneous'
         ``'simultaneous'``: rank sets that hold for every model of a group at once with
@@ -95,6 +106,13 @@ def rank_intervals(
         Seed of the random generator; the same seed gives the same result.
     by : tuple of str, default ('dataset', 'metric')
         Columns that define the groups; models are ranked within each group.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -150,6 +168,7 @@ def rank_intervals(
     >>> rank_intervals(obs, n_resamples=200).select("model", "rank", "rank_low", "rank_high").rows()
     [('m0', 3, 3, 3), ('m1', 2, 2, 2), ('m2', 1, 1, 1)]
     """
+    observations = analysis_input(observations, roles=roles, design=design).table
     from evalstats.results import check_choice
 
     check_choice("method", method, _RANK_METHODS)
@@ -312,17 +331,19 @@ _FRIEDMAN_MIN_BLOCKS = 10
 
 
 def friedman_nemenyi(
-    units: pl.DataFrame | pl.LazyFrame,
+    units: TableLike,
     *,
     blocks: Sequence[str] = ("dataset", "metric"),
     column: str = "model",
     confidence_level: float = 0.95,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> FriedmanResult:
     r"""Friedman test of model ranks across blocks, Iman-Davenport F and the Nemenyi CD.
 
     Parameters
     ----------
-    units : polars.DataFrame or polars.LazyFrame
+    units : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table, or observation table (needed when ``blocks`` includes ``item``); see
         :mod:`evalstats.schema`.
     blocks : tuple of str, default ('dataset', 'metric')
@@ -338,6 +359,13 @@ def friedman_nemenyi(
         templates, providers).
     confidence_level : float, default 0.95
         ``1 - alpha`` of the Nemenyi critical difference.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -389,6 +417,7 @@ def friedman_nemenyi(
     >>> res.n_blocks, round(res.critical_difference, 4)
     (12, 1.354)
     """
+    units = analysis_input(units, roles=roles, design=design).table
     level = check_confidence_level(confidence_level)
     frame = units.lazy() if isinstance(units, pl.DataFrame) else units
     blocks = (blocks,) if isinstance(blocks, str) else tuple(blocks)

@@ -59,8 +59,9 @@ def _file_roles(design: Any) -> dict[str, str]:
 
 
 def design_roles(design: Any) -> dict[str, str]:
-    """The roles a design file of ``design`` gives (its ``[roles]``, as :func:`read_design_file`
-    returns them): what reads the same source again into the same table.
+    """The roles a design file of ``design`` gives, as :func:`read_design_file` returns them.
+
+    What reads the same source again into the same table.
     """
     out = {}
     for column, role in _file_roles(design).items():
