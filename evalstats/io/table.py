@@ -166,6 +166,10 @@ def read_table(
             # an explicit variant column is the variant: a factor joins its key only where it
             # takes several values within one variant (else two rows would be one unit)
             appended = [c for c in factors if c in varying]
+        if "variant" in renames.values() and appended and _variant_is_key(lf, appended):
+            # the variant is already the key of the factor columns (a table evalstats wrote):
+            # appending them again would only write every label twice
+            appended = []
         if "variant" in renames.values() and appended:
             # the factor columns are part of the variant: a table with a variant column and
             # `shots` must not merge (or call duplicates) rows that differ in `shots`
@@ -405,6 +409,20 @@ def _varying_within(opened: list, variant: str, decided: Mapping[str, str]) -> s
         .row(0, named=True)
     )
     return {c for c in factors if (row[c] or 0) > 1}
+
+
+def _variant_is_key(lf: pl.LazyFrame, factors: list[str]) -> bool:
+    """Whether ``variant`` is ``name=value|...`` of ``factors`` on every row.
+
+    Compared without case: a boolean factor reads back as ``false`` where Python wrote it
+    ``False``.
+    """
+    try:
+        key = variant_key(factors).str.to_lowercase()
+        same = pl.col("variant").cast(pl.String).str.to_lowercase() == key
+        return bool(lf.select(same.fill_null(False).all()).collect().item())
+    except pl.exceptions.PolarsError:  # an unreadable file: the accounting pass names it
+        return False
 
 
 #: Dataset name of a table in memory that has no dataset column (a file gives its name).
