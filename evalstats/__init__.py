@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     )
     from evalstats.compare import (
         compare_models,
+        compare_runs,
         convergence,
         friedman_nemenyi,
         intervals,
@@ -96,6 +97,7 @@ _LAZY: dict[str, str] = {
     "AuditReport": "evalstats.report",
     "ClusterError": "evalstats.errors",
     "compare_models": "evalstats.compare",
+    "compare_runs": "evalstats.compare",
     "convergence": "evalstats.compare",
     "correlation_matrix": "evalstats.correlation",
     "DegenerateDataWarning": "evalstats.errors",
@@ -186,6 +188,7 @@ __all__ = [
     "ClusterError",
     "MetricInfo",
     "compare_models",
+    "compare_runs",
     "convergence",
     "correlation_matrix",
     "DegenerateDataWarning",
