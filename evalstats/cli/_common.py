@@ -449,7 +449,11 @@ def emit(
     params: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write a result table the way every command does: --json, --out, or CSV on stdout."""
+    """Write a result table the way every command does: --json, --out, or on stdout.
+
+    On stdout: CSV when piped or redirected; on a terminal the essential columns as an aligned
+    table and the command's verdict line (:mod:`evalstats.cli._terminal`).
+    """
     if getattr(args, "out", None) is not None:
         write_table(frame, args.out)
         print(f"wrote {args.out}", file=sys.stderr)
@@ -463,7 +467,12 @@ def emit(
             doc.update(_jsonable(dict(extra)))
         sys.stdout.write(json.dumps(doc, default=str) + "\n")
     elif getattr(args, "out", None) is None:
-        sys.stdout.write(_flat(frame).write_csv())
+        from evalstats.cli._terminal import VIEWS, on_terminal, readable
+
+        if on_terminal():  # a person reads it: the essential columns and the verdict
+            sys.stdout.write(readable(frame, VIEWS.get(command)))
+        else:  # a pipe or a file: the full table, as CSV
+            sys.stdout.write(_flat(frame).write_csv())
 
 
 #: A parameter in backticks, alone (`factors`) or with a value (`interactions=1`).

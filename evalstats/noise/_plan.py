@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from evalstats._text import plural
 from evalstats.design._frames import analysis_input
 from evalstats.errors import ParameterError
 from evalstats.noise._design import OVER, check_over, design_variance, group_columns, wide
@@ -525,7 +526,7 @@ def _curves(w, keys, S, best, pilot_v, pilot_r, reps, over, costs, call_cost, z,
                 rows.append(
                     {
                         **base,
-                        "allocation": f"{nv} variants x {nr} runs",
+                        "allocation": f"{plural(nv, 'variant')} x {plural(nr, 'run')}",
                         "n_items": int(ni[k]),
                         "n_variants": nv,
                         "n_runs": nr,
