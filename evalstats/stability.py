@@ -789,7 +789,7 @@ def format_stability_table(
 
     Parameters
     ----------
-    frame : polars.DataFrame
+    frame : polars.DataFrame (or pandas, pyarrow)
         A result of :func:`stability_table` (with ``dataset`` among its group columns).
     style : {'markdown', 'latex'}, default 'markdown'
         Output format.
@@ -826,6 +826,9 @@ def format_stability_table(
     |---|---|
     | navigate | 50.0 (75.0) 100.0; 50.0, 50.0 |
     """
+    from evalstats._frames import to_polars
+
+    frame = to_polars(frame, what="the stability table").lazy().collect()
     check_choice("style", style, ("markdown", "latex"))
     if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:
         raise ParameterError(f"`digits` must be a non-negative integer, got {digits!r}.")

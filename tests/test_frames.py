@@ -168,3 +168,14 @@ def test_results_are_polars_and_one_call_from_pandas(dump):
     out = evalstats.intervals(pd.read_csv(dump))
     assert isinstance(out, pl.DataFrame)
     assert isinstance(out.to_pandas(), pd.DataFrame)
+
+
+def test_functions_of_result_tables_take_pandas_too():
+    from evalstats.simulate import observations
+
+    obs = observations(n_models=3, n_items=30, n_variants=1, n_runs=2, seed=0)
+    pairs = evalstats.compare_models(obs)
+    assert evalstats.letter_groups(pairs.to_pandas()).equals(evalstats.letter_groups(pairs))
+    table = evalstats.stability_table(obs)
+    text = evalstats.format_stability_table(table)
+    assert evalstats.format_stability_table(table.to_pandas()) == text
