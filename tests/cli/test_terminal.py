@@ -175,3 +175,18 @@ def test_plural_forms_are_right(tmp_path, capsys):
     )
     assert "1 item, 1 variant x 1 run, single" in out
     assert "ingest (table): 1 file, 1 row read, 1 kept" in err
+
+
+def test_demo_json_gives_the_paths_and_headlines(tmp_path, capsys):
+    from evalstats.report import ANALYSES
+
+    skip = ",".join(a.key for a in ANALYSES if a.key not in ("moments", "intervals"))
+    out = tmp_path / "demo"
+    argv = ["demo", "--out", str(out), "--json", "--skip", skip, "--figure-format", "png"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["command"] == "demo" and doc["paths"]["results"] == str(out / "results.json")
+    assert [h["analysis"] for h in doc["headlines"]] == ["moments", "intervals"]
+    assert doc["design"].startswith("3 models; 2 datasets")
+    assert captured.err == ""  # --json implies --quiet
