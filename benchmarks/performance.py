@@ -16,6 +16,8 @@ parent imports neither numpy nor polars, so it does not inflate the children's f
     python benchmarks/performance.py                                   # about 10 minutes
     python benchmarks/bench_ingest.py --json /tmp/ingest.json          # 1M, 5M, 20M rows
     python benchmarks/performance.py --ingest-json /tmp/ingest.json    # use those numbers
+
+The install size comes from ``benchmarks/install_size.py`` (its JSON in benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -152,6 +154,52 @@ def _baseline() -> float:
     code = "import resource, evalstats, evalstats.simulate; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(out.stdout.strip())
+
+
+#: ``benchmarks/install_size.py`` results: the current install, and an earlier commit's.
+INSTALL_JSON = HERE / "results" / "install_size.json"
+INSTALL_BEFORE_JSON = HERE / "results" / "install_size_before.json"
+
+
+def install_section(current: Path = INSTALL_JSON, before: Path = INSTALL_BEFORE_JSON) -> list[str]:
+    """The "Install size" section, from ``benchmarks/install_size.py`` JSON (none: no section)."""
+    if not current.exists():
+        return []
+    runs = [json.loads(p.read_text()) for p in (before, current) if p.exists()]
+    now = runs[-1]
+    lines = [
+        "## Install size",
+        "",
+        f"The README's install (`{now['command']}`) in a fresh virtual environment, measured "
+        f"with `du -sh .venv` by `python benchmarks/install_size.py` on {now['date']} "
+        f"({now['machine']}, Python {now['python']}).",
+        "",
+        "| source | xgboost | `du -sh .venv` | bytes | largest folders (MiB) |",
+        "|---|---|---:|---:|---|",
+    ]
+    for r in runs:
+        xgb = ", ".join(f"{k} {v}" for k, v in r["xgboost"].items()) or "none"
+        big = ", ".join(f"{f['folder']} {f['mib']}" for f in r["largest"][:4])
+        lines.append(f"| {r['source']} | {xgb} | {r['du_sh']} | {r['bytes']:,} | {big} |")
+    lines.append("")
+    tests = now.get("attribution_tests")
+    if tests:
+        verdict = "pass" if tests["status"] == 0 else "FAIL"
+        lines += [
+            f"The attribution tests on that environment (`tests/test_attribution.py`, slow "
+            f"tests included, after adding pytest, hypothesis and pyarrow): {verdict} "
+            f"({tests['summary']}).",
+            "",
+        ]
+    lines += [
+        "xgboost's Linux wheels depend on `nvidia-nccl-cu12`, a CUDA library no CPU run uses; "
+        "`xgboost-cpu` is the same library built without CUDA. pyproject.toml installs "
+        "`xgboost-cpu` where it has wheels (Linux x86_64 and aarch64, manylinux_2_28; Windows "
+        "AMD64 and ARM64) and `xgboost` elsewhere (macOS, whose wheels hold no CUDA, and other "
+        "platforms), with two complementary environment markers.",
+        "",
+    ]
+    return lines
 
 
 def _ingest_section(results: list[dict], command: str) -> list[str]:
@@ -305,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         "See [scale.md](scale.md) for large dumps and Dask clusters.",
         "",
     ]
+    lines += install_section()
     lines += _ingest_section(ingest, command)
     lines += _analysis_section(measured, baseline)
     args.out.write_text("\n".join(lines).rstrip() + "\n")

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     )
     from evalstats.compare import (
         compare_models,
+        compare_runs,
         convergence,
         friedman_nemenyi,
         intervals,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     )
     from evalstats.io import Ingest, IngestReport, read, read_table
     from evalstats.io.dove import read_dove
+    from evalstats.io.inspect_frames import from_inspect
     from evalstats.io.inspect_log import read_inspect
     from evalstats.io.llm_stability import read_llm_stability
     from evalstats.io.lm_eval import read_lm_eval
@@ -95,6 +97,7 @@ _LAZY: dict[str, str] = {
     "AuditReport": "evalstats.report",
     "ClusterError": "evalstats.errors",
     "compare_models": "evalstats.compare",
+    "compare_runs": "evalstats.compare",
     "convergence": "evalstats.compare",
     "correlation_matrix": "evalstats.correlation",
     "DegenerateDataWarning": "evalstats.errors",
@@ -104,6 +107,7 @@ _LAZY: dict[str, str] = {
     "EvalstatsWarning": "evalstats.errors",
     "factor_anova": "evalstats.attribution",
     "format_stability_table": "evalstats.stability",
+    "from_inspect": "evalstats.io.inspect_frames",
     "friedman_nemenyi": "evalstats.compare",
     "infer_design": "evalstats.design",
     "Ingest": "evalstats.io",
@@ -184,6 +188,7 @@ __all__ = [
     "ClusterError",
     "MetricInfo",
     "compare_models",
+    "compare_runs",
     "convergence",
     "correlation_matrix",
     "DegenerateDataWarning",
@@ -194,6 +199,7 @@ __all__ = [
     "factor_anova",
     "format_stability_table",
     "friedman_nemenyi",
+    "from_inspect",
     "infer_design",
     "Ingest",
     "IngestError",

@@ -11,6 +11,8 @@ through one of these functions:
 - :func:`for_latex`: LaTeX body text (the report's ``.tex`` tables);
 - :func:`shorten`: at most ``limit`` characters, for figure labels and messages.
 
+:func:`plural` writes a count with its noun (``1 model``, ``2 models``).
+
 HTML is escaped with :func:`html.escape` where it is written; figures draw with matplotlib's
 mathtext parser off (:func:`evalstats.plots.paper_style`), so a ``$`` in a name is a dollar sign.
 """
@@ -25,6 +27,7 @@ __all__ = [
     "for_latex",
     "for_markdown",
     "for_terminal",
+    "plural",
     "shorten",
 ]
 
@@ -43,6 +46,17 @@ def _visible(match: re.Match[str]) -> str:
         return _NAMED[ch]
     code = ord(ch)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``n`` and ``word``, in the plural unless ``n`` is 1: ``'1 model'``, ``'3 models'``.
+
+    Examples
+    --------
+    >>> plural(1, "model"), plural(2, "variant"), plural(0, "run"), plural(2, "query", "queries")
+    ('1 model', '2 variants', '0 runs', '2 queries')
+    """
+    return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
 def shorten(text: str, limit: int = MAX_LABEL_CHARS) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -19,6 +20,9 @@ import polars as pl
 from evalstats._kernels import is_constant, snap_ties
 from evalstats.errors import DegenerateDataWarning, ParameterError, SchemaError
 from evalstats.schema import as_lazy
+
+if TYPE_CHECKING:
+    from evalstats._frames import TableLike
 
 __all__ = ["DEFAULT_COLUMNS", "correlation_matrix", "spearman_matrix"]
 
@@ -128,7 +132,7 @@ def _permutation(
 
 
 def correlation_matrix(
-    frame: pl.DataFrame | pl.LazyFrame,
+    frame: TableLike,
     *,
     columns: Sequence[str] = DEFAULT_COLUMNS,
     method: str = "spearman",
@@ -140,7 +144,7 @@ def correlation_matrix(
 
     Parameters
     ----------
-    frame : polars.DataFrame or polars.LazyFrame
+    frame : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Usually the stability table (one row per model, dataset and variant; see
         :func:`evalstats.stability.stability_table`); any table with numeric ``columns`` works.
     columns : sequence of str, default ('tar_a', 'tar_r', 'spread', 'acc_mean', 'input_len', 'output_len')
@@ -289,7 +293,7 @@ def correlation_matrix(
 
 
 def spearman_matrix(
-    frame: pl.DataFrame | pl.LazyFrame,
+    frame: TableLike,
     *,
     columns: Sequence[str] = DEFAULT_COLUMNS,
     alternative: str = "two-sided",
@@ -300,7 +304,7 @@ def spearman_matrix(
 
     Parameters
     ----------
-    frame : polars.DataFrame or polars.LazyFrame
+    frame : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Usually the stability table.
     columns : sequence of str, default ('tar_a', 'tar_r', 'spread', 'acc_mean', 'input_len', 'output_len')
         Numeric columns to correlate.

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-__all__ = ["DEMO_DEFAULT", "DEMO_FILE", "demo_path", "run_demo"]
+if TYPE_CHECKING:
+    from evalstats.report import AuditReport
+
+__all__ = ["DEMO_DEFAULT", "DEMO_FILE", "demo_path", "demo_report", "run_demo"]
 
 #: Where the demo data lives in a source checkout.
 DEMO_FILE = (
@@ -66,6 +69,36 @@ def run_demo(
     pathlib.Path
         ``out / "report.html"``.
     """
+    return demo_report(
+        out,
+        seed=seed,
+        options=options,
+        skip=skip,
+        figure_formats=figure_formats,
+        serif=serif,
+        progress=progress,
+        stream=stream,
+    )[1]
+
+
+def demo_report(
+    out: Path,
+    *,
+    seed: int = 0,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    skip: Sequence[str] = (),
+    figure_formats: Sequence[str] = ("png", "pdf"),
+    serif: bool = False,
+    progress: bool = False,
+    stream: TextIO | None = None,
+) -> tuple[AuditReport, Path]:
+    """:func:`run_demo`, returning the report object too (``evalstats demo --json``).
+
+    Returns
+    -------
+    tuple
+        ``(report, out / "report.html")``.
+    """
     from evalstats.io import read_table
     from evalstats.report import audit_report
 
@@ -86,6 +119,7 @@ def run_demo(
         progress=progress,
     )
     # force: the folder may hold the cached demo data next to the report
-    return report.write(
+    html = report.write(
         out, figure_formats=figure_formats, serif=serif, progress=progress, force=True
     )
+    return report, html

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from evalstats._kernels import CONSTANT_RTOL, mls_interval, two_way_mean_squares
+from evalstats.design._frames import analysis_input
 from evalstats.errors import DegenerateDataWarning, ParameterError
 from evalstats.factors import hold_fixed
 from evalstats.schema import (
@@ -23,6 +25,13 @@ from evalstats.schema import (
     validate_observations,
     validate_units,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = ["SPREAD_COLUMNS", "prompt_spread", "variant_scores"]
 
@@ -233,17 +242,19 @@ _UNDEFINED = ("skewness", "kurtosis")
 
 
 def prompt_spread(
-    units: pl.DataFrame | pl.LazyFrame,
+    units: TableLike,
     *,
     by: Sequence[str] | str = ("model", "dataset", "metric"),
     confidence_level: float = 0.95,
     variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     """Moments, quantiles and prompt-sensitivity scores of unit scores over prompt variants.
 
     Parameters
     ----------
-    units : polars.DataFrame or polars.LazyFrame
+    units : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table, one row per (model, dataset, variant, run); see :mod:`evalstats.schema`.
         An observation table (with ``item``) is aggregated first and also gives ``pss``.
     by : tuple of str, default ('model', 'dataset', 'metric')
@@ -256,6 +267,13 @@ def prompt_spread(
         serving settings such as ``provider``); ``'all'``: every factor column. Factor columns
         that vary and are not variant factors are held fixed: they are added to the group
         columns (see :mod:`evalstats.factors`).
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -338,6 +356,8 @@ def prompt_spread(
     >>> round(out["cps"][0], 6), round(out["pss"][0], 4)
     (0.510469, 0.4491)
     """
+    _input = analysis_input(units, roles=roles, design=design)
+    units, variant_factors = _input.table, _input.variant_factors(variant_factors)
     if not (isinstance(confidence_level, (int, float)) and 0 < confidence_level < 1):
         raise ParameterError(f"`confidence_level` must be in (0, 1), got {confidence_level!r}.")
     lf = as_lazy(units)

@@ -13,13 +13,22 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from evalstats._kernels import is_constant
+from evalstats.design._frames import analysis_input
 from evalstats.errors import DegenerateDataWarning, ParameterError, SchemaError
 from evalstats.schema import DEFAULT_METRIC, as_lazy, validate_by, validate_units
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = ["METHODS", "run_distribution", "run_normality"]
 
@@ -38,6 +47,11 @@ _LABELS = {
 _MIN_N = {"lilliefors": 4, "shapiro": 3, "anderson": 3, "ks": 2}
 
 _DEFAULT_BY = ("model", "dataset", "metric", "variant")
+
+
+def _stability_table(data: object) -> bool:
+    """Whether ``data`` is a stability table (run accuracies as lists), not scores to read."""
+    return "acc_per_run" in as_lazy(data).collect_schema().names()
 
 
 def _values_frame(
@@ -163,17 +177,19 @@ def _validate_method(method: str | Sequence[str]) -> list[str]:
 
 
 def run_normality(
-    data: pl.DataFrame | pl.LazyFrame,
+    data: TableLike,
     *,
     by: Sequence[str] | str = _DEFAULT_BY,
     method: str | Sequence[str] = "lilliefors",
     low_power_n: int = 20,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     r"""Test whether the run accuracies of each group look normally distributed.
 
     Parameters
     ----------
-    data : polars.DataFrame or polars.LazyFrame
+    data : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         A unit table (one row per (model, dataset, variant, run); the values are the ``score``
         of each run), an observation table (aggregated to units first), or a stability table
         with an ``acc_per_run`` list column (one accuracy per run).
@@ -185,6 +201,13 @@ def run_normality(
         ``ks_uncorrected`` in the output because it ignores that the parameters were estimated).
     low_power_n : int, default 20
         Groups with fewer values than this get ``low_power = True``.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -255,6 +278,8 @@ def run_normality(
     >>> [round(p, 4) for p in res["pvalue"]]
     [0.3855, 0.202, 0.2513, 0.7742]
     """
+    if roles or design is not None or not _stability_table(data):
+        data = analysis_input(data, roles=roles, design=design).table
     methods = _validate_method(method)
     if (
         isinstance(low_power_n, bool)
@@ -310,21 +335,30 @@ def run_normality(
 
 
 def run_distribution(
-    data: pl.DataFrame | pl.LazyFrame,
+    data: TableLike,
     *,
     by: Sequence[str] | str = _DEFAULT_BY,
     quantiles: tuple[float, float] = (0.05, 0.95),
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     """Summarise the distribution of run accuracies of each group (the paper's Figure 2).
 
     Parameters
     ----------
-    data : polars.DataFrame or polars.LazyFrame
+    data : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         A unit table, an observation table or a stability table, as for :func:`run_normality`.
     by : tuple of str, default ('model', 'dataset', 'metric', 'variant')
         Columns that define a group.
     quantiles : tuple of two floats, default (0.05, 0.95)
         Lower and upper quantile levels, each in [0, 1].
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -362,6 +396,8 @@ def run_distribution(
     >>> d.select("n", "mean", "median", "q_low", "q_high").rows()
     [(30, 0.5673333333333332, 0.565, 0.54225, 0.59)]
     """
+    if roles or design is not None or not _stability_table(data):
+        data = analysis_input(data, roles=roles, design=design).table
     q = tuple(quantiles)
     if len(q) != 2 or not all(0 <= v <= 1 for v in q) or not q[0] < q[1]:
         raise ParameterError(

@@ -17,13 +17,14 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from evalstats._kernels import first_reached, last_crossing, subset_deviations
 from evalstats._threads import parallel_map
+from evalstats.design._frames import analysis_input
 from evalstats.errors import (
     DegenerateDataWarning,
     InsufficientDataError,
@@ -34,6 +35,13 @@ from evalstats.errors import (
 from evalstats.factors import hold_fixed
 from evalstats.moments import variant_scores
 from evalstats.schema import MetricInfo, as_lazy, metric_info, validate_by, validate_units
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = [
     "CURVE_COLUMNS",
@@ -416,7 +424,7 @@ def _group_curves(
 
 
 def sample_size_curve(
-    units: pl.DataFrame | pl.LazyFrame,
+    units: TableLike,
     *,
     moments: Sequence[str] | str = ("mean", "variance"),
     delta: float = 0.1,
@@ -427,12 +435,14 @@ def sample_size_curve(
     seed: int = 0,
     by: Sequence[str] | str = ("model", "dataset", "metric"),
     variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     """ReliableEval's Delta(n) curve: how far a moment over ``n`` variants is from its full value.
 
     Parameters
     ----------
-    units : polars.DataFrame or polars.LazyFrame
+    units : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table, one row per (model, dataset, variant, run); see :mod:`evalstats.schema`.
         Runs of one variant are averaged first.
     moments : sequence of str, default ('mean', 'variance')
@@ -468,6 +478,13 @@ def sample_size_curve(
         serving settings such as ``provider``); ``'all'``: every factor column. Factor columns
         that vary and are not variant factors are held fixed: they are added to the group
         columns (see :mod:`evalstats.factors`).
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -530,6 +547,8 @@ def sample_size_curve(
     0.0
     """
     method = _default_method(method, compat)
+    _input = analysis_input(units, roles=roles, design=design)
+    units, variant_factors = _input.table, _input.variant_factors(variant_factors)
     moments = _validate(
         moments=moments,
         delta=delta,
@@ -644,7 +663,7 @@ def _nstar_one(
 
 
 def required_sample_size(
-    units: pl.DataFrame | pl.LazyFrame,
+    units: TableLike,
     *,
     epsilon: float | None = None,
     delta: float = 0.1,
@@ -658,12 +677,14 @@ def required_sample_size(
     relative_epsilon: float | None = None,
     relative_to: str = "range",
     variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     """ReliableEval's n*: the fewest prompt variants whose moments are within ``epsilon``.
 
     Parameters
     ----------
-    units : polars.DataFrame or polars.LazyFrame
+    units : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table, one row per (model, dataset, variant, run); see :mod:`evalstats.schema`.
     epsilon : float, optional
         Tolerated absolute error of each moment (ReliableEval's epsilon), in the metric's units
@@ -680,6 +701,13 @@ def required_sample_size(
     relative_to : {'range', 'sd'}, default 'range'
         ``s`` for ``relative_epsilon``: the metric's declared range (``high - low``), or each
         group's across-variant standard deviation.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -747,6 +775,8 @@ def required_sample_size(
     [('m0', 'mean', 25, True), ('m0', 'overall', 25, True), ('m1', 'mean', 26, True), ('m1', 'overall', 26, True)]
     """
     method = _default_method(method, compat)
+    _input = analysis_input(units, roles=roles, design=design)
+    units, variant_factors = _input.table, _input.variant_factors(variant_factors)
     moments = _validate(
         moments=moments,
         delta=delta,
@@ -857,7 +887,7 @@ def _nstar_frame(rows: list[dict], by: tuple[str, ...], keys: dict) -> pl.DataFr
 
 
 def sample_size_uncertainty(
-    units: pl.DataFrame | pl.LazyFrame,
+    units: TableLike,
     *,
     epsilon: float | None = None,
     delta: float = 0.1,
@@ -873,12 +903,14 @@ def sample_size_uncertainty(
     relative_epsilon: float | None = None,
     relative_to: str = "range",
     variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     """Bootstrap distribution of n*: resample the N variants with replacement and recompute n*.
 
     Parameters
     ----------
-    units : polars.DataFrame or polars.LazyFrame
+    units : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table; see :mod:`evalstats.schema`.
     epsilon, delta, moments, method, compat, population_size, by, relative_epsilon, relative_to
         As in :func:`required_sample_size` (and ``variant_factors`` as in
@@ -892,6 +924,13 @@ def sample_size_uncertainty(
         Subsets per size inside each replicate.
     seed : int, default 0
         Seed; each group's generator is seeded by ``seed`` and a hash of its key.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -915,6 +954,8 @@ def sample_size_uncertainty(
     ('mean', 11, 11.0, 6.0, 13.0)
     """
     method = _default_method(method, compat)
+    _input = analysis_input(units, roles=roles, design=design)
+    units, variant_factors = _input.table, _input.variant_factors(variant_factors)
     moments = _validate(
         moments=moments,
         delta=delta,
@@ -1003,7 +1044,7 @@ def sample_size_uncertainty(
 
 
 def reference_model_check(
-    units: pl.DataFrame | pl.LazyFrame,
+    units: TableLike,
     *,
     reference_model: str,
     epsilon: float | None = None,
@@ -1018,12 +1059,14 @@ def reference_model_check(
     relative_epsilon: float | None = None,
     relative_to: str = "range",
     variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     """ReliableEval's Step 3: check whether a reference model's n* suffices for the others.
 
     Parameters
     ----------
-    units : polars.DataFrame or polars.LazyFrame
+    units : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table; see :mod:`evalstats.schema`. ``by`` must contain ``model``.
     reference_model : str
         The proxy model whose n* would be used for all models.
@@ -1031,6 +1074,13 @@ def reference_model_check(
         As in :func:`required_sample_size`.
     relative_epsilon, relative_to, variant_factors
         As in :func:`required_sample_size`.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -1058,6 +1108,8 @@ def reference_model_check(
     [('m0', 'mean', 13, 13, True), ('m1', 'mean', 14, 13, False)]
     """
     method = _default_method(method, compat)
+    _input = analysis_input(units, roles=roles, design=design)
+    units, variant_factors = _input.table, _input.variant_factors(variant_factors)
     moments = _validate(
         moments=moments,
         delta=delta,

@@ -75,11 +75,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
 from evalstats.errors import EvalstatsWarning, ParameterError, SchemaError
+
+if TYPE_CHECKING:
+    from evalstats._frames import TableLike
 
 __all__ = [
     "DEFAULT_METRIC",
@@ -154,16 +157,21 @@ _REQUIRED_OBS = ("model", "dataset", "metric", "variant", "run", "score")
 _NON_FACTOR = frozenset(OBSERVATION_COLUMNS) | frozenset(UNIT_COLUMNS)
 
 
-def as_lazy(frame: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
-    """Return ``frame`` as a LazyFrame; raise SchemaError for anything that is not a polars frame."""
+def as_lazy(frame: TableLike) -> pl.LazyFrame:
+    """Return ``frame`` as a LazyFrame: a polars frame as it is, pandas and pyarrow converted.
+
+    Raises
+    ------
+    SchemaError
+        ``frame`` is not a table (a path, a Series, a list); see :mod:`evalstats._frames`.
+    """
     if isinstance(frame, pl.LazyFrame):
         return frame
     if isinstance(frame, pl.DataFrame):
         return frame.lazy()
-    raise SchemaError(
-        f"expected a polars DataFrame or LazyFrame, got {type(frame).__name__}. "
-        "Load files with evalstats.read() or convert with polars.from_pandas()."
-    )
+    from evalstats._frames import to_polars
+
+    return to_polars(frame).lazy()
 
 
 def factor_columns(columns: Iterable[str]) -> list[str]:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import polars as pl
 
+from evalstats.design._frames import analysis_input
 from evalstats.errors import (
     DegenerateDataWarning,
     EvalstatsWarning,
@@ -33,6 +34,13 @@ from evalstats.schema import (
     validate_by,
     validate_observations,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = [
     "STABILITY_COLUMNS",
@@ -245,18 +253,20 @@ def _agree(col: str) -> pl.Expr:
 
 
 def stability_table(
-    observations: pl.DataFrame | pl.LazyFrame,
+    observations: TableLike,
     *,
     by: Sequence[str] | str = _DEFAULT_BY,
     normalize: Normalize = "none",
     on_mismatch: OnMismatch = "error",
     all_unparsed: AllUnparsed = "disagree",
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     """Accuracy spread and total agreement over N identical runs, one row per group.
 
     Parameters
     ----------
-    observations : polars.DataFrame or polars.LazyFrame
+    observations : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Observation table with ``item`` and ``run`` (see :mod:`evalstats.schema`); ``answer`` and
         ``response`` give TARa and TARr, ``input_len`` and ``output_len`` the length columns.
     by : tuple of str, default ('model', 'dataset', 'metric', 'variant')
@@ -273,6 +283,13 @@ def stability_table(
         (identical responses parse identically, so TARa >= TARr always); ``'agree'`` is the
         convention of the authors' ``evaluate.py``; use it to reproduce their ``TARa`` column.
         ``n_all_unparsed`` reports how many items this concerns.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -358,6 +375,7 @@ def stability_table(
     >>> stability_table(obs, normalize="strip")["tar_r"].item()
     0.3333333333333333
     """
+    observations = analysis_input(observations, roles=roles, design=design).table
     check_choice("all_unparsed", all_unparsed, ("disagree", "agree"))
     lf, by, has_a, has_r, lens = _prepare(observations, by, normalize, on_mismatch)
     keys = list(by)
@@ -510,17 +528,19 @@ def _curve_for(classes: pl.DataFrame, groups: pl.DataFrame, max_n: int) -> np.nd
 
 
 def tar_curve(
-    observations: pl.DataFrame | pl.LazyFrame,
+    observations: TableLike,
     *,
     by: Sequence[str] | str = _DEFAULT_BY,
     normalize: Normalize = "none",
     on_mismatch: OnMismatch = "error",
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     """Unbiased TAR@k for k = 2..N, for parsed answers and raw responses, per group.
 
     Parameters
     ----------
-    observations : polars.DataFrame or polars.LazyFrame
+    observations : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Observation table with ``item``, ``run`` and ``answer`` and/or ``response``.
     by : tuple of str, default ('model', 'dataset', 'metric', 'variant')
         Group columns.
@@ -528,6 +548,13 @@ def tar_curve(
         Text comparison, as in :func:`stability_table`.
     on_mismatch : {'error', 'intersect'}, default 'error'
         Runs covering different items, as in :func:`stability_table`.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -567,6 +594,7 @@ def tar_curve(
     >>> tar_curve(obs).select("k", "tar_a").rows()
     [(2, 0.5), (3, 0.25), (4, 0.0)]
     """
+    observations = analysis_input(observations, roles=roles, design=design).table
     lf, by, has_a, has_r, _ = _prepare(observations, by, normalize, on_mismatch)
     keys = list(by)
     text = [
@@ -631,18 +659,20 @@ def tar_curve(
 
 
 def unstable_items(
-    observations: pl.DataFrame | pl.LazyFrame,
+    observations: TableLike,
     *,
     by: Sequence[str] | str = _DEFAULT_BY,
     normalize: Normalize = "none",
     on_mismatch: OnMismatch = "error",
     top: int | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     """Per-item view of run-to-run instability, least stable items first within each group.
 
     Parameters
     ----------
-    observations : polars.DataFrame or polars.LazyFrame
+    observations : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Observation table with ``item`` and ``run``.
     by : tuple of str, default ('model', 'dataset', 'metric', 'variant')
         Group columns.
@@ -652,6 +682,13 @@ def unstable_items(
         Runs covering different items, as in :func:`stability_table`.
     top : int, optional
         Keep the ``top`` least stable items of each group (default: every item).
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -690,6 +727,7 @@ def unstable_items(
     >>> unstable_items(obs).select("item", "n_answers", "n_unparsed", "share_correct").rows()
     [('2', 2, 0, 0.3333333333333333), ('1', 1, 1, 1.0)]
     """
+    observations = analysis_input(observations, roles=roles, design=design).table
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 1):
         raise ParameterError(f"`top` must be a positive integer or None, got {top!r}.")
     lf, by, has_a, has_r, _ = _prepare(observations, by, normalize, on_mismatch)
@@ -751,7 +789,7 @@ def format_stability_table(
 
     Parameters
     ----------
-    frame : polars.DataFrame
+    frame : polars.DataFrame (or pandas, pyarrow)
         A result of :func:`stability_table` (with ``dataset`` among its group columns).
     style : {'markdown', 'latex'}, default 'markdown'
         Output format.
@@ -788,6 +826,9 @@ def format_stability_table(
     |---|---|
     | navigate | 50.0 (75.0) 100.0; 50.0, 50.0 |
     """
+    from evalstats._frames import to_polars
+
+    frame = to_polars(frame, what="the stability table").lazy().collect()
     check_choice("style", style, ("markdown", "latex"))
     if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:
         raise ParameterError(f"`digits` must be a non-negative integer, got {digits!r}.")

@@ -464,3 +464,19 @@ def test_ingest_error_without_model_names_the_flag(tmp_path):
     path.write_text("item,score\n1,1\n2,0\n")
     with pytest.raises(IngestError, match="no column gives 'model'"):
         read(path)
+
+
+def test_a_design_file_of_a_table_with_word_counts_reads_back(tmp_path, capsys):
+    """input_len and output_len are outputs no role names: written as 'output', skipped on
+    reading (they made `--design` fail on every file `evalstats ingest --out` writes)."""
+    from evalstats.simulate import observations
+
+    path = tmp_path / "obs.parquet"
+    observations(n_models=2, n_items=5, n_variants=2, seed=0).write_parquet(path)
+    out = tmp_path / "design.toml"
+    assert main(["design", str(path), "--out", str(out)]) == 0
+    roles = read_design_file(out)
+    assert "input_len" not in roles and roles["answer"] == "answer"
+    capsys.readouterr()
+    assert main(["intervals", str(path), "--design", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("model,dataset,metric,over")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -25,12 +25,20 @@ from evalstats.attribution._common import (
 )
 from evalstats.attribution._items import item_cells, sign_flip_f, stratum_f, term_scores
 from evalstats.attribution._permute import freedman_lane, layout, sequential_pvalue
+from evalstats.design._frames import analysis_input
 from evalstats.errors import (
     DegenerateDataWarning,
     InsufficientDataError,
     ParameterError,
 )
 from evalstats.schema import validate_units
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 # ---------------------------------------------------------------------------------------------
 # ANOVA core (numpy only)
@@ -107,7 +115,7 @@ def _check_int(name: str, value: Any, allowed: Sequence[int]) -> int:
 
 
 def factor_anova(
-    frame: pl.DataFrame | pl.LazyFrame,
+    frame: TableLike,
     *,
     factors: Sequence[str] | str,
     interactions: int = 2,
@@ -118,12 +126,14 @@ def factor_anova(
     runs: str = "mean",
     items: str = "random",
     seed: int = 0,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> AnovaResult:
     """Factorial ANOVA of scores on configuration factors, with η² and permutation p-values.
 
     Parameters
     ----------
-    frame : polars.DataFrame or polars.LazyFrame
+    frame : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table, one row per (model, dataset, variant, run); an observation table is
         aggregated to units first. With ``block='item'``, the item rows of an observation table
         are analysed instead.
@@ -162,6 +172,13 @@ def factor_anova(
         one pooled within-item residual and Freedman–Lane permutations within items.
     seed : int, default 0
         Seed of the permutations; the same seed gives the same p-values.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -287,6 +304,7 @@ def factor_anova(
     >>> res.to_frame().select("term", "error_term", "df_error", "pvalue_perm").rows()[0]
     ('shots', 'shots:item', 39, 0.017)
     """
+    frame = analysis_input(frame, roles=roles, design=design).table
     interactions = _check_int("interactions", interactions, (1, 2))
     ss_type = _check_int("ss_type", ss_type, (1, 2, 3))
     if (
@@ -464,16 +482,27 @@ def factor_anova(
 
 
 def interaction_means(
-    frame: pl.DataFrame | pl.LazyFrame, *, term: str | Sequence[str]
+    frame: TableLike,
+    *,
+    term: str | Sequence[str],
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     """Mean score in each cell of a two-way term (the data of an interaction heatmap).
 
     Parameters
     ----------
-    frame : polars.DataFrame or polars.LazyFrame
+    frame : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table (an observation table is aggregated to units first).
     term : str or sequence of str
         ``"a:b"`` or ``("a", "b")``.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -489,6 +518,7 @@ def interaction_means(
     >>> interaction_means(units, term="shots:cot").select("level_a", "level_b", "n").rows()
     [('0', 'false', 1), ('0', 'true', 1), ('5', 'false', 1), ('5', 'true', 1)]
     """
+    frame = analysis_input(frame, roles=roles, design=design).table
     parts = term.split(":") if isinstance(term, str) else list(term)
     if len(parts) != 2:
         raise ParameterError(f"`term` must name two factors as 'a:b', got {term!r}.")

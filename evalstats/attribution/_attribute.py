@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -19,6 +19,7 @@ from evalstats.attribution._common import (
     _codes,
     _rows,
 )
+from evalstats.design._frames import analysis_input
 from evalstats.errors import (
     DegenerateDataWarning,
     DesignWarning,
@@ -27,6 +28,13 @@ from evalstats.errors import (
     ParameterError,
 )
 from evalstats.schema import metric_info, unit_interval_metrics
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 # ---------------------------------------------------------------------------------------------
 # attribute: linear model and xgboost
@@ -107,7 +115,7 @@ def _xgb_predict(
 
 
 def attribute(
-    frame: pl.DataFrame | pl.LazyFrame,
+    frame: TableLike,
     *,
     factors: Sequence[str] | str,
     method: str = "xgboost",
@@ -117,12 +125,14 @@ def attribute(
     n_folds: int = 5,
     runs: str = "mean",
     block: str | Sequence[str] | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> AttributionResult:
     """Attribute unit scores to configuration factors with xgboost (TreeSHAP) or OLS.
 
     Parameters
     ----------
-    frame : polars.DataFrame or polars.LazyFrame
+    frame : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table (an observation table is aggregated to units first).
     factors : sequence of str or str
         Factor columns (or one comma-separated string), treated as categorical.
@@ -146,6 +156,13 @@ def attribute(
         block's mean is subtracted first, so the models fit, the importances and ``cv_r_sq``
         are about the variation within blocks (as :func:`factor_anova` with ``block``). A factor
         that takes one value per block is aliased with it and left out.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -209,6 +226,7 @@ def attribute(
     >>> coef.select("factor", "level", pl.col("estimate").round(5)).rows()
     [('shots', '5', 0.10389), ('cot', 'true', 0.01722), ('template', 'b', 0.0575), ('template', 'c', 0.00583)]
     """
+    frame = analysis_input(frame, roles=roles, design=design).table
     if method not in ("xgboost", "linear"):
         raise ParameterError(f"`method` must be 'xgboost' or 'linear', got {method!r}.")
     if isinstance(n_null, bool) or not isinstance(n_null, (int, np.integer)) or n_null < 0:

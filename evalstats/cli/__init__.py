@@ -2,7 +2,9 @@
 
 Each subcommand lives in its own module with ``add_parser(subparsers)`` and ``run(args) -> int``.
 User errors (any :class:`~evalstats.errors.EvalstatsError`) print one line
-``evalstats: error: ...`` to stderr and exit with status 2; ``--debug`` re-raises instead.
+``evalstats: error: ...`` to stderr and exit with status 2; ``--debug`` (before or after the
+command) re-raises instead. On a terminal a command prints a short table and a verdict line;
+piped, the full table as CSV (:mod:`evalstats.cli._terminal`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         module = importlib.import_module(f"evalstats.cli.{name.replace('-', '_')}")
         module.add_parser(sub)
+    for command in sub.choices.values():  # `--debug` after the command too
+        command.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,  # absent: the top level's value stands
+            help="show tracebacks of user errors",
+        )
     return parser
 
 

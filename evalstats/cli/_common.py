@@ -278,9 +278,8 @@ def load(args: argparse.Namespace):
     as ``args.design`` (the report opens with it; the prompt analyses take their prompt
     factors from it).
     """
-    from evalstats.design import loader_columns
+    from evalstats.design._read import table_roles
     from evalstats.io import detect_format, read
-    from evalstats.io._columns import parse_mapping
 
     options = loader_options(args)
     roles = roles_of(args)
@@ -290,9 +289,8 @@ def load(args: argparse.Namespace):
     design_roles = roles
     if roles and fmt == "table":
         # a table is read with the roles: a text column is never read, an alias not applied
-        mapping = parse_mapping(options.get("columns"))
-        options["columns"] = {**loader_columns(roles), **mapping}
-        design_roles = {c: r for c, r in roles.items() if r in ("prompt", "setting")}
+        # (a table in memory is read the same way: evalstats.design.read_frame)
+        options["columns"], design_roles = table_roles(roles, options.get("columns"))
     if hasattr(args, "model_name"):
         options["model"] = args.model_name
     if hasattr(args, "copies"):
@@ -483,7 +481,11 @@ def emit(
     params: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write a result table the way every command does: --json, --out, or CSV on stdout."""
+    """Write a result table the way every command does: --json, --out, or on stdout.
+
+    On stdout: CSV when piped or redirected; on a terminal the essential columns as an aligned
+    table and the command's verdict line (:mod:`evalstats.cli._terminal`).
+    """
     if getattr(args, "out", None) is not None:
         write_table(frame, args.out)
         print(f"wrote {args.out}", file=sys.stderr)
@@ -497,7 +499,12 @@ def emit(
             doc.update(_jsonable(dict(extra)))
         sys.stdout.write(json.dumps(doc, default=str) + "\n")
     elif getattr(args, "out", None) is None:
-        sys.stdout.write(_flat(frame).write_csv())
+        from evalstats.cli._terminal import VIEWS, on_terminal, readable
+
+        if on_terminal():  # a person reads it: the essential columns and the verdict
+            sys.stdout.write(readable(frame, VIEWS.get(command)))
+        else:  # a pipe or a file: the full table, as CSV
+            sys.stdout.write(_flat(frame).write_csv())
 
 
 #: A parameter in backticks, alone (`factors`) or with a value (`interactions=1`).

@@ -30,9 +30,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``demo``."""
-    from evalstats.demo import run_demo
+    from evalstats.cli.report import finish
+    from evalstats.demo import demo_report
 
-    html = run_demo(
+    args.quiet = args.quiet or args.json
+    report, html = demo_report(
         args.out,
         options=parse_options(args.options),
         skip=args.skip,
@@ -42,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
         stream=None if args.quiet else sys.stderr,
         **({"seed": args.seed} if hasattr(args, "seed") else {}),
     )
+    if args.json:
+        finish(report, html, args, command="demo")
+        return 0
     if not args.quiet:
         print(f"evalstats demo: wrote the report to {html.parent}/; open {html}", file=sys.stderr)
     print(html)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,12 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="no progress (bar or lines) and no ingest summary on stderr",
     )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"command", "params", "paths", "design", "headlines", "skipped"} as JSON on '
+        "stdout (the files written and each analysis's reading); implies --quiet",
+    )
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -161,18 +168,60 @@ def progress_wanted(args: argparse.Namespace) -> bool:
     return not args.quiet
 
 
-def finish(report: Any, html: Path, args: argparse.Namespace) -> None:
-    """Say what was written and skipped (stderr) and where the report is (stdout)."""
+def finish(report: Any, html: Path, args: argparse.Namespace, *, command: str = "report") -> None:
+    """Say what was written and skipped (stderr) and where the report is (stdout).
+
+    With ``--json``: one JSON document on stdout instead, with the paths written, the design's
+    headline and each analysis's reading.
+    """
+    from evalstats._text import for_terminal, plural
+
+    out = html.parent
+    if getattr(args, "json", False):
+        sys.stdout.write(json.dumps(report_json(report, html, args, command=command)) + "\n")
+        return
     if not args.quiet:
-        out = html.parent
         print(
-            f"evalstats report: {len(report.analyses)} analyses, written to {out}/ "
-            "(report.html, report.md, results.json, figures/, tables/)",
+            f"evalstats {command}: {plural(len(report.analyses), 'analysis', 'analyses')}, "
+            f"written to {out}/ (report.html, report.md, results.json, figures/, tables/)",
             file=sys.stderr,
         )
         for s in report.skipped:
-            print(f"  skipped {s.key}: {s.reason}", file=sys.stderr)
+            print(f"  skipped {s.key}: {for_terminal(s.reason)}", file=sys.stderr)
     print(html)
+
+
+def report_json(report: Any, html: Path, args: argparse.Namespace, *, command: str) -> dict:
+    """``report --json`` and ``demo --json``: where the files are and what the report says."""
+    from evalstats.cli._common import _jsonable
+    from evalstats.design import headline
+
+    out = html.parent
+    params = {
+        k: getattr(args, k)
+        for k in ("seed", "options", "skip", "figure_format", "workers", "default", "factors")
+        if getattr(args, k, None) not in (None, [])
+    }
+    design = getattr(report, "design", None)
+    return _jsonable(
+        {
+            "command": command,
+            "params": params,
+            "paths": {
+                "folder": out,
+                "html": html,
+                "markdown": out / "report.md",
+                "results": out / "results.json",
+                "figures": out / "figures",
+                "tables": out / "tables",
+            },
+            "design": headline(design) if design is not None else None,
+            "headlines": [
+                {"analysis": a.key, "title": a.title, "reading": a.reading} for a in report.analyses
+            ],
+            "skipped": [{"analysis": s.key, "reason": s.reason} for s in report.skipped],
+        }
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -184,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
     from evalstats.report._write import check_figure_formats
     from evalstats.report._writer import ReportWriter
 
+    args.quiet = args.quiet or args.json
     # check what can be checked before the (slow) read and analyses
     default = _pairs(args.default) if args.default else None
     kwargs = report_kwargs(args)

@@ -1,4 +1,4 @@
-"""Claim audit: intervals, paired model differences, rankings, reversals, stopping, providers.
+"""Claim audit: intervals, paired model and run differences, rankings, reversals, providers.
 
 The public names live in private modules and are re-exported here.
 """
@@ -25,9 +25,16 @@ from evalstats.compare._paired import (
 from evalstats.compare._ppi import ppi_difference, ppi_mean
 from evalstats.compare._providers import ProviderAudit, provider_audit
 from evalstats.compare._ranks import FriedmanResult, friedman_nemenyi, rank_intervals
+from evalstats.compare._runs import (
+    RUNS_COLUMNS,
+    compare_runs,
+    equivalence_tests,
+    paired_binary_tests,
+)
 
 __all__ = [
     "MIN_VARIANTS",
+    "RUNS_COLUMNS",
     "T_MIN_UNITS",
     "FriedmanResult",
     "PairedDifference",
@@ -36,12 +43,15 @@ __all__ = [
     "SubsetRankings",
     "compact_letters",
     "compare_models",
+    "compare_runs",
     "convergence",
     "default_over",
+    "equivalence_tests",
     "friedman_nemenyi",
     "intervals",
     "letter_groups",
     "mean_interval",
+    "paired_binary_tests",
     "paired_difference",
     "paired_matrix",
     "parse_claim",

@@ -8,13 +8,14 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 from scipy import stats
 
 from evalstats.compare._intervals import mean_interval
+from evalstats.design._frames import analysis_input
 from evalstats.errors import DesignWarning, InsufficientDataError, ParameterError, SchemaError
 from evalstats.results import check_confidence_level
 from evalstats.schema import (
@@ -24,6 +25,12 @@ from evalstats.schema import (
     validate_observations,
     validate_units,
 )
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = [
     "ReversalAudit",
@@ -192,18 +199,20 @@ def _difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def reversal_audit(
-    units: pl.DataFrame | pl.LazyFrame,
+    units: TableLike,
     *,
     default: Mapping[str, Any],
     claim: str | None = None,
     confidence_level: float = 0.95,
     by: Sequence[str] = ("dataset", "metric"),
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> ReversalAudit:
     r"""Check whether the default configuration agrees with the configuration space.
 
     Parameters
     ----------
-    units : polars.DataFrame or polars.LazyFrame
+    units : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table (or observation table, aggregated first); see :mod:`evalstats.schema`.
     default : mapping
         The default (single reported) configuration, ``{factor: value}``. When it leaves some
@@ -216,6 +225,13 @@ def reversal_audit(
     by : tuple of str, default ('dataset', 'metric')
         Columns that define the groups. A configuration is a ``variant`` (and a ``dataset``
         when ``dataset`` is not in ``by``), averaged over runs.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -273,6 +289,7 @@ def reversal_audit(
     >>> audit.pairs.select("model_a", "model_b", "reversal", "method").rows()
     [('m0', 'm1', True, 'item_interval')]
     """
+    units = analysis_input(units, roles=roles, design=design).table
     level = check_confidence_level(confidence_level)
     by = (by,) if isinstance(by, str) else tuple(by)
     default = dict(default)
@@ -457,22 +474,31 @@ def _warn_unpaired(pairs: pl.DataFrame) -> None:
 
 
 def subset_rankings(
-    units: pl.DataFrame | pl.LazyFrame,
+    units: TableLike,
     *,
     subset: str,
     by: Sequence[str] = ("metric",),
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> SubsetRankings:
     """Rank models within each level of a workload factor and compare rankings (Kendall tau).
 
     Parameters
     ----------
-    units : polars.DataFrame or polars.LazyFrame
+    units : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table (or observation table); see :mod:`evalstats.schema`.
     subset : str
         Factor column that splits the workload (e.g. original / transformed / novel).
     by : tuple of str, default ('metric',)
         Columns that define the groups; scores are averaged over everything else. Rank 1 is
         the best model: the highest score, or the lowest where lower is better.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -501,6 +527,7 @@ def subset_rankings(
     >>> r.kendall.select("subset_a", "subset_b", "statistic").rows()
     [('new', 'orig', 1.0)]
     """
+    units = analysis_input(units, roles=roles, design=design).table
     lf = validate_units(units)
     names = lf.collect_schema().names()
     validate_by(names, (subset,))

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 from scipy import stats
 
 from evalstats.compare._intervals import scores_over
+from evalstats.design._frames import analysis_input
 from evalstats.errors import InsufficientDataError, MetricScaleError, ParameterError
 from evalstats.results import check_confidence_level, check_positive_int
 from evalstats.schema import unit_interval_metrics, validate_units
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = ["convergence", "stopping_sizes"]
 
@@ -67,7 +76,7 @@ def stopping_sizes(
 
 
 def convergence(
-    units: pl.DataFrame | pl.LazyFrame,
+    units: TableLike,
     *,
     batch: int = 10,
     mean_tol: float | None = None,
@@ -76,12 +85,14 @@ def convergence(
     confidence_level: float = 0.95,
     seed: int = 0,
     by: Sequence[str] = ("model", "dataset", "metric"),
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     r"""Distribution of the stopping size and of the stopped estimate's error.
 
     Parameters
     ----------
-    units : polars.DataFrame or polars.LazyFrame
+    units : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table (or observation table); configuration scores are averaged over runs.
     batch : int, default 10
         Configurations added per step.
@@ -100,6 +111,13 @@ def convergence(
         Seed of the random generator; the same seed gives the same result.
     by : tuple of str, default ('model', 'dataset', 'metric')
         Columns that define the groups.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -132,6 +150,7 @@ def convergence(
     >>> convergence(units, n_orders=50).select("n_available", "share_reached").rows()
     [(120, 1.0)]
     """
+    units = analysis_input(units, roles=roles, design=design).table
     batch = check_positive_int("batch", batch)
     n_orders = check_positive_int("n_orders", n_orders)
     level = check_confidence_level(confidence_level)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 from scipy import stats
 
+from evalstats.design._frames import analysis_input
 from evalstats.errors import (
     DegenerateDataWarning,
     DesignWarning,
@@ -23,6 +25,13 @@ from evalstats.results import (
     check_positive_int,
 )
 from evalstats.schema import validate_by, validate_observations, validate_units
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = [
     "MIN_VARIANTS",
@@ -315,7 +324,7 @@ def _auto_method(x: np.ndarray, bounds: tuple[float, float]) -> str:
 
 
 def intervals(
-    frame: pl.DataFrame | pl.LazyFrame,
+    frame: TableLike,
     *,
     over: str = "auto",
     method: str = "auto",
@@ -325,12 +334,14 @@ def intervals(
     seed: int = 0,
     by: Sequence[str] = ("model", "dataset", "metric"),
     variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     r"""Mean score per group with a confidence interval over items, variants or runs.
 
     Parameters
     ----------
-    frame : polars.DataFrame or polars.LazyFrame
+    frame : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Observation table (needed for ``over='items'``) or unit table; see :mod:`evalstats.schema`.
     over : {'auto', 'recorded-prompts', 'items', 'variants', 'runs'}, default 'auto'
         The target and its sampling units. ``'auto'`` on an item-level table is the design's
@@ -373,6 +384,13 @@ def intervals(
         Which factor columns make the prompt variants of the prompt facet; settings (decoding,
         serving) are averaged at their recorded values, not treated as prompts (see
         :mod:`evalstats.factors`; the report passes the design's prompt factors).
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -452,6 +470,8 @@ def intervals(
     >>> intervals(units).select("over", "ci_low", "note").row(0)  # 3 variants: too few
     ('variants', nan, 'only 3 variants (an interval over variants needs at least 20) and no item column: give the item-level table for an interval over items')
     """
+    _input = analysis_input(frame, roles=roles, design=design)
+    frame, variant_factors = _input.table, _input.variant_factors(variant_factors)
     check_choice("over", over, _OVER)
     check_choice("method", method, _METHODS)
     level = check_confidence_level(confidence_level)

@@ -89,7 +89,7 @@ def letter_groups(
 
     Parameters
     ----------
-    pairs : polars.DataFrame
+    pairs : polars.DataFrame (or pandas, pyarrow)
         The result of :func:`compare_models` (columns ``model_a, model_b, mean_a, mean_b,
         reject``).
     by : tuple of str, default ('dataset', 'metric')
@@ -114,6 +114,9 @@ def letter_groups(
     >>> letter_groups(compare_models(obs)).select("model", "letters").rows()
     [('m2', 'a'), ('m1', 'b'), ('m0', 'b')]
     """
+    from evalstats._frames import to_polars
+
+    pairs = to_polars(pairs, what="the pairs table").lazy().collect()
     need = ("model_a", "model_b", "mean_a", "mean_b", "reject")
     missing = [c for c in need if c not in pairs.columns]
     if missing:

@@ -7,6 +7,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -26,6 +27,7 @@ from evalstats.compare._pairtests import (
     resampling_family,
     t_mdd,
 )
+from evalstats.design._frames import analysis_input
 from evalstats.errors import (
     DegenerateDataWarning,
     DesignWarning,
@@ -41,6 +43,13 @@ from evalstats.results import (
     check_confidence_level,
     check_positive_int,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = ["PairedDifference", "compare_models", "paired_difference", "paired_matrix"]
 
@@ -580,7 +589,7 @@ def _item_set_rule(frame: pl.DataFrame | pl.LazyFrame, on_mismatch: str | None) 
 
 
 def compare_models(
-    frame: pl.DataFrame | pl.LazyFrame,
+    frame: TableLike,
     *,
     paired_on: str = "items",
     correction: str = "holm",
@@ -598,12 +607,14 @@ def compare_models(
     over: str = "auto",
     cluster: str | None = None,
     variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     r"""Every pair of models: paired difference, test, corrected p-value and a matching interval.
 
     Parameters
     ----------
-    frame : polars.DataFrame or polars.LazyFrame
+    frame : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Observation table (``paired_on='items'``) or unit table; see :mod:`evalstats.schema`.
     paired_on : {'items', 'variants'}, default 'items'
         The paired unit: item scores (mean over variants and runs) or configuration scores
@@ -655,6 +666,13 @@ def compare_models(
         stops drawing sign vectors once ``stop_after`` were at least as extreme as its data,
         so pairs far from significance cost a few hundred draws instead of ``n_resamples``
         (``resamples_used`` says how many). ``None`` draws them all.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -744,6 +762,8 @@ def compare_models(
     >>> out.select("model_a", "model_b", "method", "n", "interval").rows()
     [('m0', 'm1', 'mcnemar', 60, 'step-down'), ('m0', 'm2', 'mcnemar', 60, 'step-down'), ('m1', 'm2', 'mcnemar', 60, 'step-down')]
     """
+    _input = analysis_input(frame, roles=roles, design=design)
+    frame, variant_factors = _input.table, _input.variant_factors(variant_factors)
     check_choice("paired_on", paired_on, ("items", "variants"))
     check_choice("correction", correction, tuple(CORRECTIONS))
     check_choice("family", family, _FAMILIES)

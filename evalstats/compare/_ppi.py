@@ -6,15 +6,24 @@ import math
 import warnings
 from collections.abc import Sequence
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 from scipy import stats
 
 from evalstats.compare._intervals import _metric_bounds
+from evalstats.design._frames import analysis_input
 from evalstats.errors import DegenerateDataWarning, InsufficientDataError, ParameterError
 from evalstats.results import check_choice, check_confidence_level
 from evalstats.schema import validate_by, validate_observations
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = ["ppi_difference", "ppi_kernel", "ppi_mean"]
 
@@ -296,7 +305,7 @@ def _row(y, f_lab, f_unlab, level, lam, bounds, clusters=None, prompt=None):
 
 
 def ppi_mean(
-    observations: pl.DataFrame | pl.LazyFrame,
+    observations: TableLike,
     *,
     gold: str = "gold_score",
     confidence_level: float = 0.95,
@@ -305,12 +314,14 @@ def ppi_mean(
     cluster: str | None = None,
     over: str = "auto",
     variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     r"""Mean score per group corrected for judge bias with gold labels on part of the items (PPI++).
 
     Parameters
     ----------
-    observations : polars.DataFrame or polars.LazyFrame
+    observations : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Observation table whose ``score`` comes from an automatic judge and whose ``gold``
         column holds the human (gold) score where an item was labelled, null elsewhere.
     gold : str, default 'gold_score'
@@ -334,6 +345,13 @@ def ppi_mean(
         ``-prompts``. ``'recorded-prompts'``: conditional on the recorded prompts.
     variant_factors : sequence of str, str or None, default None
         Which factor columns make the prompt variants (settings are not prompts).
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -367,6 +385,8 @@ def ppi_mean(
     >>> out.select("model", "n_labelled", "n_unlabelled").rows()
     [('m0', 100, 300), ('m1', 100, 300)]
     """
+    _input = analysis_input(observations, roles=roles, design=design)
+    observations, variant_factors = _input.table, _input.variant_factors(variant_factors)
     level = check_confidence_level(confidence_level)
     _check(level, lam)
     by = (by,) if isinstance(by, str) else tuple(by)
@@ -401,7 +421,7 @@ def ppi_mean(
 
 
 def ppi_difference(
-    observations: pl.DataFrame | pl.LazyFrame,
+    observations: TableLike,
     *,
     gold: str = "gold_score",
     confidence_level: float = 0.95,
@@ -411,12 +431,14 @@ def ppi_difference(
     cluster: str | None = None,
     over: str = "auto",
     variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     r"""Paired difference of every pair of models corrected for judge bias (PPI++ on differences).
 
     Parameters
     ----------
-    observations : polars.DataFrame or polars.LazyFrame
+    observations : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Observation table with judge ``score`` and gold scores on part of the items.
     gold : str, default 'gold_score'
         Column of gold scores.
@@ -435,6 +457,13 @@ def ppi_difference(
         As in :func:`ppi_mean`, on the gold differences of the labelled cells.
     variant_factors : sequence of str, str or None, default None
         Which factor columns make the prompt variants.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -458,6 +487,8 @@ def ppi_difference(
     >>> ppi_difference(obs).select("model_a", "model_b", "n_labelled").rows()
     [('m0', 'm1', 100)]
     """
+    _input = analysis_input(observations, roles=roles, design=design)
+    observations, variant_factors = _input.table, _input.variant_factors(variant_factors)
     level = check_confidence_level(confidence_level)
     _check(level, lam)
     by = (by,) if isinstance(by, str) else tuple(by)

@@ -5,15 +5,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from evalstats.compare._intervals import mean_interval
 from evalstats.compare._paired import paired_difference
+from evalstats.design._frames import analysis_input
 from evalstats.errors import SchemaError
 from evalstats.results import check_choice, check_confidence_level
 from evalstats.schema import validate_by, validate_observations
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = ["ProviderAudit", "provider_audit"]
 
@@ -64,7 +73,7 @@ def _groups(frame: pl.DataFrame, keys: Sequence[str]) -> dict[tuple, pl.DataFram
 
 
 def provider_audit(
-    observations: pl.DataFrame | pl.LazyFrame,
+    observations: TableLike,
     *,
     provider: str = "provider",
     method: str = "cluster",
@@ -73,12 +82,14 @@ def provider_audit(
     seed: int = 0,
     latency_grid: Sequence[float] | None = None,
     by: Sequence[str] = ("model", "metric"),
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> ProviderAudit:
     r"""Audit providers: error rates, scores under two error policies, paired differences.
 
     Parameters
     ----------
-    observations : polars.DataFrame or polars.LazyFrame
+    observations : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Item-level observation table with a provider column; ``error`` (null for a clean call)
         and ``latency_s`` are used when present.
     provider : str, default 'provider'
@@ -97,6 +108,13 @@ def provider_audit(
         from 0 to the largest latency.
     by : tuple of str, default ('model', 'metric')
         Columns that define the groups (a provider is audited within each group).
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -130,6 +148,7 @@ def provider_audit(
     >>> audit.errors.filter(category="timeout").select("provider", "rate").rows()
     [('a', 0.016), ('b', 0.107)]
     """
+    observations = analysis_input(observations, roles=roles, design=design).table
     check_choice("method", method, ("cluster", "t", "wilson"))
     level = check_confidence_level(confidence_level)
     lf = validate_observations(observations, require_item=True)

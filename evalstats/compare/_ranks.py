@@ -6,12 +6,14 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 from scipy import stats
 
 from evalstats.compare._paired import paired_matrix
+from evalstats.design._frames import analysis_input
 from evalstats.errors import DesignWarning, InsufficientDataError, ParameterError, SchemaError
 from evalstats.results import check_confidence_level, check_positive_int
 from evalstats.schema import (
@@ -22,6 +24,13 @@ from evalstats.schema import (
     validate_observations,
     validate_units,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = ["FriedmanResult", "friedman_nemenyi", "rank_intervals"]
 
@@ -150,7 +159,7 @@ def _rank_sets_from(
 
 
 def rank_intervals(
-    observations: pl.DataFrame | pl.LazyFrame,
+    observations: TableLike,
     *,
     method: str = "simultaneous",
     confidence_level: float = 0.95,
@@ -160,12 +169,14 @@ def rank_intervals(
     cluster: str | None = None,
     over: str = "auto",
     variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     r"""Rank of each model with a confidence set and the probability of being best.
 
     Parameters
     ----------
-    observations : polars.DataFrame or polars.LazyFrame
+    observations : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Item-level observation table; see :mod:`evalstats.schema`.
     method : {'simultaneous', 'marginal', 'bootstrap'}, default 'simultaneous'
         ``'simultaneous'``: rank sets that hold for every model of a group at once with
@@ -197,6 +208,13 @@ def rank_intervals(
     variant_factors : sequence of str, str or None, default None
         Which factor columns make the prompt variants (settings are not prompts; see
         :mod:`evalstats.factors`).
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -255,6 +273,8 @@ def rank_intervals(
     >>> rank_intervals(obs, n_resamples=200).select(cols).rows()  # over the 20 prompts' space
     [('m0', 3, 3, 3), ('m1', 2, 1, 2), ('m2', 1, 1, 2)]
     """
+    _input = analysis_input(observations, roles=roles, design=design)
+    observations, variant_factors = _input.table, _input.variant_factors(variant_factors)
     from evalstats.results import check_choice
 
     check_choice("method", method, _RANK_METHODS)
@@ -473,17 +493,19 @@ _FRIEDMAN_MIN_BLOCKS = 10
 
 
 def friedman_nemenyi(
-    units: pl.DataFrame | pl.LazyFrame,
+    units: TableLike,
     *,
     blocks: Sequence[str] = ("dataset", "metric"),
     column: str = "model",
     confidence_level: float = 0.95,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> FriedmanResult:
     r"""Friedman test of model ranks across blocks, Iman-Davenport F and the Nemenyi CD.
 
     Parameters
     ----------
-    units : polars.DataFrame or polars.LazyFrame
+    units : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Unit table, or observation table (needed when ``blocks`` includes ``item``); see
         :mod:`evalstats.schema`.
     blocks : tuple of str, default ('dataset', 'metric')
@@ -499,6 +521,13 @@ def friedman_nemenyi(
         templates, providers).
     confidence_level : float, default 0.95
         ``1 - alpha`` of the Nemenyi critical difference.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -550,6 +579,7 @@ def friedman_nemenyi(
     >>> res.n_blocks, round(res.critical_difference, 4)
     (12, 1.354)
     """
+    units = analysis_input(units, roles=roles, design=design).table
     level = check_confidence_level(confidence_level)
     frame = units.lazy() if isinstance(units, pl.DataFrame) else units
     blocks = (blocks,) if isinstance(blocks, str) else tuple(blocks)

@@ -7,18 +7,19 @@ Between ingest and the analyses (DESIGN.md's flow): :func:`infer_design` reads t
 table and what the loader knew, :func:`apply_design` gives the analyses the table as the design
 says (text left out, clusters named, variants built from prompt factors and settings alone).
 Users see it (``evalstats design PATH``), correct it once (``--roles`` or an edited
-``--design design.toml``), and the report opens with it. ``docs/design.md`` states every rule
+``--design design.toml``), and the report opens with it. Tables in memory (polars, pandas,
+pyarrow) get the same rules: :func:`analysis_input`, which every analysis calls. ``docs/design.md`` states every rule
 with a real example.
 """
 
 from __future__ import annotations
 
 from evalstats.design._files import read_design_file
+from evalstats.design._frames import AnalysisInput, analysis_input
 from evalstats.design._infer import (
     apply_design,
     design_and_table,
     infer_design,
-    loader_columns,
     parse_roles,
 )
 from evalstats.design._model import (
@@ -30,6 +31,7 @@ from evalstats.design._model import (
     Design,
     Support,
 )
+from evalstats.design._read import is_canonical, loader_columns, read_frame
 from evalstats.design._roles import ROLE_MEANING, USER_ROLES
 from evalstats.design._show import headline
 
@@ -40,14 +42,18 @@ __all__ = [
     "MIN_RANK_DATASETS",
     "ROLE_MEANING",
     "USER_ROLES",
+    "AnalysisInput",
     "ColumnRole",
     "Design",
     "Support",
+    "analysis_input",
     "apply_design",
     "design_and_table",
     "headline",
     "infer_design",
+    "is_canonical",
     "loader_columns",
     "parse_roles",
     "read_design_file",
+    "read_frame",
 ]

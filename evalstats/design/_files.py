@@ -6,10 +6,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from evalstats.design._roles import DESIGN_VERSION, user_role
+from evalstats.design._roles import DESIGN_VERSION, USER_ROLES, user_role
 from evalstats.errors import ParameterError
 
-__all__ = ["design_toml", "read_design_file"]
+__all__ = ["design_roles", "design_toml", "read_design_file"]
 
 _HEADER = """\
 # evalstats design: the role of every column of the dump, as evalstats read it.
@@ -24,13 +24,7 @@ def design_toml(design: Any) -> str:
     """``design`` as the TOML text of a design file (version, roles, then what to read)."""
     import tomli_w
 
-    # the roles of source columns, by their source names (what a loader reads back); columns the
-    # loader filled in (a dataset from a file name, a derived variant) are not the source's
-    roles = {
-        c.column: _user_role(c)
-        for c in design.columns
-        if c.source != "canonical" and c.role != "metric_info"
-    }
+    roles = _file_roles(design)
     doc = {
         "version": DESIGN_VERSION,
         "roles": roles,
@@ -54,9 +48,35 @@ def design_toml(design: Any) -> str:
     return _HEADER + tomli_w.dumps(_plain(doc))
 
 
+def _file_roles(design: Any) -> dict[str, str]:
+    # the roles of source columns, by their source names (what a loader reads back); columns the
+    # loader filled in (a dataset from a file name, a derived variant) are not the source's
+    return {
+        c.column: _user_role(c)
+        for c in design.columns
+        if c.source != "canonical" and c.role != "metric_info"
+    }
+
+
+def design_roles(design: Any) -> dict[str, str]:
+    """The roles a design file of ``design`` gives, as :func:`read_design_file` returns them.
+
+    What reads the same source again into the same table.
+    """
+    out = {}
+    for column, role in _file_roles(design).items():
+        if role in ("output", "metric_info"):
+            continue
+        out[column] = user_role("metadata" if role == "item_attribute" else role, column)
+    return out
+
+
 def _user_role(c: Any) -> str:
     if c.role == "output":
-        return c.table_name or c.column
+        # an output read under its canonical name (answer, gold, ...); one no role names
+        # (input_len, output_len) is written as 'output', which reading skips
+        name = c.table_name or c.column
+        return name if name in USER_ROLES else "output"
     if c.role == "item_attribute":
         return "metadata"
     return c.role

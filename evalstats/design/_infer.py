@@ -77,19 +77,6 @@ def parse_roles(spec: str | Mapping[str, str] | None) -> dict[str, str]:
     return {col: user_role(role, f"`roles` gives {col!r} the role") for col, role in items}
 
 
-def loader_columns(roles: Mapping[str, str]) -> dict[str, str]:
-    """The part of ``roles`` a table loader applies while reading (its ``columns`` mapping)."""
-    out = {}
-    for col, role in roles.items():
-        if role in ("prompt", "setting"):
-            out[col] = role
-        elif role in ("text", "metadata"):
-            out[col] = "ignore"
-        else:
-            out[col] = role
-    return out
-
-
 # --- roles -------------------------------------------------------------------------------
 
 
@@ -206,7 +193,14 @@ def apply_design(observations: pl.DataFrame | pl.LazyFrame, design: Design) -> p
     -------
     polars.LazyFrame
     """
+    from evalstats.design._read import read_frame
+
     lf = as_lazy(observations)
+    if not {"model", "dataset", "score"} <= set(lf.collect_schema().names()):
+        # not the observation table: read as a file of the same rows is (module _frames)
+        from evalstats.design._files import design_roles
+
+        lf = as_lazy(read_frame(lf, roles=design_roles(design))[0].observations)
     names = lf.collect_schema().names()
     factors_before = factor_columns(names)
     derived = "variant" in names and _derived_variant(lf, factors_before)
@@ -495,12 +489,23 @@ def design_and_table(
     ingest: IngestReport | None = None,
     roles: str | Mapping[str, str] | None = None,
 ) -> tuple[Design, pl.LazyFrame]:
-    """:func:`infer_design` and the table it applies to (:func:`apply_design`), in one pass."""
+    """:func:`infer_design` and the table it applies to (:func:`apply_design`), in one pass.
+
+    A table not in the canonical layout (:func:`evalstats.design._frames.is_canonical`; a
+    pandas or pyarrow table too) is first read as a table file is, with the roles the table
+    loader applies (:func:`evalstats.design._frames.read_frame`).
+    """
+    from evalstats._frames import to_polars
+    from evalstats.design._read import is_canonical, read_frame
     from evalstats.schema import validate_observations
 
-    # the canonical columns a hand-built frame may lack (metric, run, variant), no value scan
-    lf = validate_observations(observations, check_values=False)
     explicit = parse_roles(roles)
+    table = to_polars(observations, what="the observation table")
+    if ingest is None and not is_canonical(table):
+        read, explicit = read_frame(observations, roles=explicit)
+        table, ingest = read.observations, read.report
+    # the canonical columns a hand-built frame may lack (metric, run, variant), no value scan
+    lf = validate_observations(table, check_values=False)
     names = lf.collect_schema().names()
     unknown = [c for c in explicit if c not in names and not _read_at_ingest(c, ingest)]
     if unknown:

@@ -7,6 +7,8 @@ from typing import Any
 
 import polars as pl
 
+from evalstats._text import plural
+
 __all__ = ["headline", "summary"]
 
 _SHOWN_GROUPS = 12
@@ -27,15 +29,17 @@ def headline(design: Any) -> str:
     if not g.height:
         return "no rows"
     parts = [
-        f"{g['model'].n_unique()} model{'s' if g['model'].n_unique() != 1 else ''}",
-        f"{g['dataset'].n_unique()} dataset{'s' if g['dataset'].n_unique() != 1 else ''}",
+        plural(g["model"].n_unique(), "model"),
+        plural(g["dataset"].n_unique(), "dataset"),
     ]
     if g["n_items"].null_count() < g.height:
         lo, hi = g["n_items"].min(), g["n_items"].max()
-        parts.append(f"{lo if lo == hi else f'{lo} to {hi}'} items per group")
+        parts.append(
+            f"{lo if lo == hi else f'{lo} to {hi}'} item{'s' if hi != 1 else ''} per group"
+        )
     if design.cluster:
         lo, hi = g["n_clusters"].min(), g["n_clusters"].max()
-        parts.append(f"in {lo if lo == hi else f'{lo} to {hi}'} clusters")
+        parts.append(f"in {lo if lo == hi else f'{lo} to {hi}'} cluster{'s' if hi != 1 else ''}")
     lo, hi = g["n_variants"].min(), g["n_variants"].max()
     parts.append(f"{lo if lo == hi else f'{lo} to {hi}'} prompt variant{'s' if hi != 1 else ''}")
     lo, hi = g["runs_min"].min(), g["runs_max"].max()
@@ -72,8 +76,10 @@ def summary(design: Any, width: int = 100) -> str:
     keys = [c for c in g.columns if c in ("model", "dataset", "metric") or c in design.settings]
     for row in g.head(_SHOWN_GROUPS).iter_rows(named=True):
         label = " / ".join(for_terminal(str(row[k])) for k in keys)
-        items = "" if row["n_items"] is None else f"{row['n_items']} items, "
-        clusters = "" if row.get("n_clusters") is None else f"{row['n_clusters']} clusters, "
+        items = "" if row["n_items"] is None else f"{plural(row['n_items'], 'item')}, "
+        clusters = (
+            "" if row.get("n_clusters") is None else f"{plural(row['n_clusters'], 'cluster')}, "
+        )
         runs = (
             f"{row['runs_min']}"
             if row["runs_min"] == row["runs_max"]
@@ -86,7 +92,8 @@ def summary(design: Any, width: int = 100) -> str:
         )
         mism = "" if row["runs_cover_same_items"] in (True, None) else ", runs over different items"
         lines += _wrap(
-            f"{label}: {items}{clusters}{row['n_variants']} variants x {runs} runs, "
+            f"{label}: {items}{clusters}{plural(row['n_variants'], 'variant')} x {runs} "
+            f"run{'s' if row['runs_max'] != 1 else ''}, "
             f"{row['structure']}{cells}{mism}",
             width,
             2,

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from evalstats.errors import ParameterError
+
+if TYPE_CHECKING:
+    from evalstats._frames import TableLike
 from evalstats.io._pipeline import MetricRange, metric_options
 from evalstats.io._report import FormatCount, Ingest, IngestReport, SetAsideExample
 from evalstats.io.table import read_table
@@ -110,7 +113,7 @@ def detect_format(path: str | Path) -> str:
 
 
 def read(
-    path: str | Path | Sequence[str | Path],
+    path: str | Path | Sequence[str | Path] | TableLike,
     *,
     format: str = "auto",
     metric_range: MetricRange | Mapping[str, MetricRange] | None = None,
@@ -123,8 +126,9 @@ def read(
 
     Parameters
     ----------
-    path : str, Path or list of them
-        File, glob, folder or list of files. With ``format='auto'`` a folder, glob or list is
+    path : str, Path, list of them, or a table in memory
+        File, glob, folder or list of files; or a polars, pandas or pyarrow table, read by the
+        table loader's rules (:func:`read_table`). With ``format='auto'`` a folder, glob or list is
         read file by file: each file by the format it fits, the formats' tables joined and
         counted per format in ``report.by_format`` (``report.format`` is then ``mixed``); a
         data file that no format reads stops the ingest, naming it (see
@@ -178,6 +182,15 @@ def read(
         raise ParameterError(
             f"`format` must be 'auto' or one of {', '.join(map(repr, FORMATS))}, got {format!r}."
         )
+    from evalstats._frames import describe, is_table
+
+    if is_table(path):  # a table in memory: the table loader's rules, as for a CSV file
+        if format not in ("auto", "table"):
+            raise ParameterError(
+                f"a {describe(path)} is read as a table (format='table'); format={format!r} "
+                "reads files. Inspect analysis frames: evalstats.from_inspect."
+            )
+        format = "table"
     with metric_options(
         metric_range=metric_range,
         higher_is_better=higher_is_better,
@@ -205,8 +218,11 @@ def read_routed(
     own files and are joined with counts per format; data files no format reads stop the
     ingest, naming them.
     """
+    from evalstats._frames import is_table
     from evalstats.io._mixed import combine, route, unreadable_error
 
+    if is_table(path):
+        return reader(path, "table", options)
     routing = route(path, DETECTORS)
     if format != "auto":  # the user's choice: other files are not read, and the report says so
         return _unread(_noted(reader(path, format, options), routing), routing, format)

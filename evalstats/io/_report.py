@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from evalstats._column_rules import ColumnRule
+from evalstats._text import plural
 from evalstats.schema import MetricInfo
 
 __all__ = ["FormatCount", "Ingest", "IngestReport", "SetAsideExample"]
@@ -153,14 +154,15 @@ class IngestReport:
         """Human-readable multi-line summary (the CLI prints it to stderr)."""
         n_src = len(self.sources)
         lines = [
-            f"ingest ({self.format}): {n_src} file{'s' if n_src != 1 else ''}, "
-            f"{self.rows_read} rows read, {self.rows_kept} kept, {self.rows_set_aside} set aside"
+            f"ingest ({self.format}): {plural(n_src, 'file')}, "
+            f"{plural(self.rows_read, 'row')} read, {self.rows_kept} kept, "
+            f"{self.rows_set_aside} set aside"
         ]
         if len(self.by_format) > 1:
             for c in self.by_format:
                 lines.append(
-                    f"  {c.format}: {c.files} file{'s' if c.files != 1 else ''}, "
-                    f"{c.rows_read} rows read, {c.rows_kept} kept"
+                    f"  {c.format}: {plural(c.files, 'file')}, "
+                    f"{plural(c.rows_read, 'row')} read, {c.rows_kept} kept"
                 )
         for reason, count in self.set_aside.items():
             lines.append(f"  set aside {count} x {reason}")

@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from evalstats._column_rules import ColumnRule, classify, normal_name
+from evalstats._frames import TableLike, describe, is_table, to_polars
 from evalstats.errors import IngestError, ParameterError
 from evalstats.io._columns import (
     ALIASES,
@@ -25,7 +26,7 @@ __all__ = ["read_table"]
 
 
 def read_table(
-    path: str | Path | Sequence[str | Path],
+    path: str | Path | Sequence[str | Path] | TableLike,
     *,
     columns: str | Mapping[str, str] | None = None,
     dataset: str | None = None,
@@ -38,8 +39,11 @@ def read_table(
 
     Parameters
     ----------
-    path : str, Path or sequence of them
-        A file, a glob pattern, or a folder (every table file below it).
+    path : str, Path, sequence of them, or a table in memory
+        A file, a glob pattern, or a folder (every table file below it); or a polars, pandas or
+        pyarrow table, read by the same rules as a file (see :mod:`evalstats._frames`): its
+        rows are counted, and messages name it (``pandas DataFrame, row 3``) where they
+        would name a file.
     columns : str or mapping, optional
         Explicit roles, ``{"prompt_id": "variant", "acc": "score"}`` or the string
         ``"prompt_id=variant,acc=score"``. Roles: ``model, dataset, item, variant, run, score,
@@ -48,7 +52,8 @@ def read_table(
         alias (``doc_id`` is an item, ``epoch`` a run, ``correct`` a score, ...; see
         :data:`evalstats.io._columns.ALIASES`); the rest become factor columns.
     dataset : str, optional
-        Dataset name when the table has no dataset column (default: the file name's stem).
+        Dataset name when the table has no dataset column (default: the file name's stem;
+        ``'data'`` for a table in memory).
     model : str, optional
         Model name when the table has no model column.
     metric : str, optional
@@ -94,17 +99,14 @@ def read_table(
     mapping = parse_mapping(columns)
     _hidden: list[Path] = []
     bad_json = False
-    files = expand_paths(path, skipped=_hidden)
     parts = []
     notes: list[str] = []
     factor_order: list[str] = []
     row_cols: list[str] = []
     source_names: dict[str, str] = {}
     opened = []
-    for f in files:
-        lf = scan_file(
-            f, text_columns=[k for k, v in mapping.items() if v not in FACTOR_ROLES | IGNORE_ROLES]
-        )
+    text_columns = [k for k, v in mapping.items() if v not in FACTOR_ROLES | IGNORE_ROLES]
+    for f, lf in _sources(path, text_columns, _hidden):
         names = lf.collect_schema().names()
         flagged = "__bad_json" in names
         if flagged:
@@ -164,6 +166,10 @@ def read_table(
             # an explicit variant column is the variant: a factor joins its key only where it
             # takes several values within one variant (else two rows would be one unit)
             appended = [c for c in factors if c in varying]
+        if "variant" in renames.values() and appended and _variant_is_key(lf, appended):
+            # the variant is already the key of the factor columns (a table evalstats wrote):
+            # appending them again would only write every label twice
+            appended = []
         if "variant" in renames.values() and appended:
             # the factor columns are part of the variant: a table with a variant column and
             # `shots` must not merge (or call duplicates) rows that differ in `shots`
@@ -405,7 +411,42 @@ def _varying_within(opened: list, variant: str, decided: Mapping[str, str]) -> s
     return {c for c in factors if (row[c] or 0) > 1}
 
 
-def _stem(path: Path) -> str:
+def _variant_is_key(lf: pl.LazyFrame, factors: list[str]) -> bool:
+    """Whether ``variant`` is ``name=value|...`` of ``factors`` on every row.
+
+    Compared without case: a boolean factor reads back as ``false`` where Python wrote it
+    ``False``.
+    """
+    try:
+        key = variant_key(factors).str.to_lowercase()
+        same = pl.col("variant").cast(pl.String).str.to_lowercase() == key
+        return bool(lf.select(same.fill_null(False).all()).collect().item())
+    except pl.exceptions.PolarsError:  # an unreadable file: the accounting pass names it
+        return False
+
+
+#: Dataset name of a table in memory that has no dataset column (a file gives its name).
+FRAME_DATASET = "data"
+
+
+class _Frame(str):
+    """The name of a table in memory where a file's path would be (messages, the report)."""
+
+
+def _sources(
+    path: str | Path | Sequence[str | Path] | TableLike, text_columns: list[str], hidden: list[Path]
+) -> list[tuple[Path | _Frame, pl.LazyFrame]]:
+    """``(file, lazy frame)`` per file of ``path``, or the one table in memory."""
+    if is_table(path):
+        return [(_Frame(describe(path)), to_polars(path).lazy())]
+    return [
+        (f, scan_file(f, text_columns=text_columns)) for f in expand_paths(path, skipped=hidden)
+    ]
+
+
+def _stem(path: Path | _Frame) -> str:
+    if isinstance(path, _Frame):
+        return FRAME_DATASET
     suf = table_suffix(path) or path.suffix
     name = path.name
     return name[: -len(suf)] if suf and name.lower().endswith(suf) else path.stem

@@ -7,14 +7,23 @@ import math
 import warnings
 from collections.abc import Iterator, Sequence
 from itertools import combinations
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
+from evalstats.design._frames import analysis_input
 from evalstats.errors import DegenerateDataWarning, InsufficientDataError, SchemaError
 from evalstats.noise._kernels import COMPONENTS, CellData, Fit, anova_fit, reml_fit
 from evalstats.results import check_choice, check_confidence_level, check_positive_int
 from evalstats.schema import as_lazy, validate_by, validate_observations, validate_units
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = ["COMPONENT_COLUMNS", "variance_components"]
 
@@ -125,7 +134,7 @@ def _paired_rows(
 
 
 def variance_components(
-    obs: pl.DataFrame | pl.LazyFrame,
+    obs: TableLike,
     *,
     pairs: bool = False,
     method: str = "auto",
@@ -133,12 +142,14 @@ def variance_components(
     n_resamples: int = 10000,
     seed: int = 0,
     by: Sequence[str] | str = ("model", "dataset", "metric"),
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
     r"""Variance components of scores over the crossed design items x prompt variants x runs.
 
     Parameters
     ----------
-    obs : polars.DataFrame or polars.LazyFrame
+    obs : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Observation table (one row per item, variant and run); see :mod:`evalstats.schema`. A unit
         table (no ``item`` column) is decomposed over variants and runs only: its scores are
         means over a fixed item set (``level == "units"``).
@@ -159,6 +170,13 @@ def variance_components(
         hash of its key, so the same seed gives the same result whatever else the table holds.
     by : tuple of str, default ('model', 'dataset', 'metric')
         Columns that define the groups (``item`` and ``variant`` cannot be among them).
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -243,6 +261,7 @@ def variance_components(
     >>> round(out["share"].sum(), 6)
     1.0
     """
+    obs = analysis_input(obs, roles=roles, design=design).table
     check_choice("method", method, _METHODS)
     level_ = check_confidence_level(confidence_level)
     n_resamples = check_positive_int("n_resamples", n_resamples)

@@ -6,14 +6,23 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
+from evalstats._text import plural
+from evalstats.design._frames import analysis_input
 from evalstats.errors import ParameterError
 from evalstats.noise._design import OVER, check_over, design_variance, group_columns, wide
 from evalstats.noise._kernels import COMPONENTS
 from evalstats.results import check_confidence_level
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from evalstats._frames import TableLike
+    from evalstats.design import Design
 
 __all__ = ["COST_KEYS", "PlanResult", "parse_cost", "plan"]
 
@@ -118,7 +127,7 @@ def _token_means(obs, keys: list[str]) -> pl.DataFrame | None:
 
 
 def plan(
-    obs: pl.DataFrame | pl.LazyFrame | None = None,
+    obs: TableLike | None = None,
     *,
     target_width: float | None = None,
     detect: float | None = None,
@@ -133,12 +142,14 @@ def plan(
     method: str = "auto",
     seed: int = 0,
     by: Sequence[str] | str = ("model", "dataset", "metric"),
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
 ) -> PlanResult:
     r"""The cheapest design (items, prompt variants, runs) that reaches a precision target.
 
     Parameters
     ----------
-    obs : polars.DataFrame or polars.LazyFrame, optional
+    obs : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table, optional
         The pilot observation table; its variance components (and mean token counts, for token
         costs) drive the plan. May be omitted when ``components`` is given and costs use no
         tokens.
@@ -167,6 +178,13 @@ def plan(
         Precomputed :func:`variance_components` (with ``pairs=True`` for ``detect``).
     method, seed, by
         Passed to :func:`variance_components` when ``components`` is not given.
+    roles : str or mapping, optional
+        Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
+        file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
+        :func:`evalstats.design.analysis_input`.
+    design : Design or path, optional
+        A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
+        as ``--design`` does.
 
     Returns
     -------
@@ -207,6 +225,8 @@ def plan(
     >>> row["feasible"], row["width"] <= 0.04
     (True, True)
     """
+    if obs is not None:
+        obs = analysis_input(obs, roles=roles, design=design).table
     from evalstats.noise._components import variance_components
 
     if (target_width is None) == (detect is None):
@@ -506,7 +526,7 @@ def _curves(w, keys, S, best, pilot_v, pilot_r, reps, over, costs, call_cost, z,
                 rows.append(
                     {
                         **base,
-                        "allocation": f"{nv} variants x {nr} runs",
+                        "allocation": f"{plural(nv, 'variant')} x {plural(nr, 'run')}",
                         "n_items": int(ni[k]),
                         "n_variants": nv,
                         "n_runs": nr,

@@ -33,6 +33,7 @@ from evalstats.report._parallel import Outcome, resolve_workers, run_all
 from evalstats.report._progress import Progress
 
 if TYPE_CHECKING:
+    from evalstats._frames import TableLike
     from evalstats.design import Design
     from evalstats.io import IngestReport
 
@@ -176,7 +177,7 @@ def _environment() -> dict[str, Any]:
 
 
 def audit_report(
-    observations: pl.DataFrame | pl.LazyFrame,
+    observations: TableLike,
     *,
     ingest: IngestReport | None = None,
     source: str | Path | Mapping[str, Any] | None = None,
@@ -190,15 +191,17 @@ def audit_report(
     variant_factors: Sequence[str] | str | None = None,
     workers: int | Literal["auto"] = 1,
     on_result: Callable[[AnalysisResult, ReportContents], None] | None = None,
-    design: Design | None = None,
+    design: Design | str | Path | None = None,
     roles: str | Mapping[str, str] | None = None,
 ) -> AuditReport:
     """Run every analysis the observation table supports; say which were skipped and why.
 
     Parameters
     ----------
-    observations : polars.DataFrame or polars.LazyFrame
-        Observation table (see :mod:`evalstats.schema`), e.g. from :func:`evalstats.read`.
+    observations : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
+        Observation table (see :mod:`evalstats.schema`), e.g. from :func:`evalstats.read`. A
+        table whose columns are not named as the observation table's is read as a table file
+        of the same rows is (:mod:`evalstats.design._frames`).
     ingest : IngestReport, optional
         The loader's report, shown in the report's data section.
     source : str, Path or mapping, optional
@@ -228,10 +231,11 @@ def audit_report(
         report's design section says so. ``'error'`` stops, ``'intersect'`` analyses the items
         every run scored everywhere (biases TAR upward), ``'keep'`` keeps each run over its own
         items everywhere (the stability analyses then say they could not run).
-    design : Design, optional
+    design : Design or path, optional
         The design to use (:func:`evalstats.design.infer_design`), already applied to
-        ``observations`` (as ``evalstats report`` does). Default: inferred from
-        ``observations`` here, with ``roles``, and applied.
+        ``observations`` when they are the observation table (as ``evalstats report`` does),
+        or the path of a design file whose roles are used (``--design``). Default: inferred
+        from ``observations`` here, with ``roles``, and applied.
     roles : str or mapping, optional
         Explicit column roles for the inferred design (``{"passage": "cluster"}``); with
         ``design`` given, they are already in it.
@@ -293,9 +297,12 @@ def audit_report(
     >>> reasons["converge"]  # the analysis's own message
     "the stopping rule needs at least 2 batches (20 configurations); model='m0', dataset='d0', metric='score' has 6. Lower `--option converge.batch`."
     """
+    from evalstats._frames import to_polars
     from evalstats._reproducible import reproducible
     from evalstats.aggregate import align_item_sets, item_set_rule
-    from evalstats.design import design_and_table, parse_roles
+    from evalstats.design import apply_design, design_and_table, parse_roles, read_design_file
+    from evalstats.design._files import design_roles
+    from evalstats.design._read import is_canonical, read_frame
     from evalstats.schema import validate_observations
 
     checked = check_options(options)
@@ -308,10 +315,24 @@ def audit_report(
     # the in-memory engine makes every group mean the same from run to run (ties stay ties; see
     # evalstats._reproducible)
     with reproducible():
-        obs = validate_observations(observations)
         if design is not None and roles:
             raise ParameterError("give `roles` or `design`, not both: a design holds its roles.")
-        given = dict(design.roles) if design is not None else parse_roles(roles)
+        if isinstance(design, (str, Path)):  # a design file: its roles
+            given, design = read_design_file(design), None
+        else:
+            given = dict(design.roles) if design is not None else parse_roles(roles)
+        table = to_polars(observations, what="the observation table")
+        if ingest is None and not is_canonical(table):
+            # read as a table file of the same rows is, with the roles the loader applies
+            read, kept = read_frame(
+                observations, roles=design_roles(design) if design is not None else given
+            )
+            table, ingest = read.observations, read.report
+            if design is not None:
+                table = apply_design(table, design)
+            else:
+                given = kept
+        obs = validate_observations(table)
         chosen = _variant_roles(obs, variant_factors)
         if design is None or any(given.get(k) != v for k, v in chosen.items()):
             # the variant factors asked for are roles of the design: prompt or setting

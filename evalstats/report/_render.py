@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from evalstats._text import for_markdown as md
+from evalstats._text import plural
 from evalstats.report._commands import command_line
 from evalstats.report._design import html_design, md_design
 from evalstats.report._model import SCHEMA_VERSION, SECTIONS
@@ -237,8 +238,9 @@ def _html_analysis(
         frame = res.tables[t.name]
         shown = display_frame(res.key, t.name, frame)
         parts.append(
-            f'<p class="tcap"><b>Table {t.number}. {_e(t.title)}.</b> {frame.height} rows; '
-            f"full precision and all {frame.width} columns in <code>{_e(t.files['csv'])}</code>"
+            f'<p class="tcap"><b>Table {t.number}. {_e(t.title)}.</b> '
+            f"{plural(frame.height, 'row')}; full precision and all "
+            f"{plural(frame.width, 'column')} in <code>{_e(t.files['csv'])}</code>"
             + (
                 f" (LaTeX: <code>{_e(t.files['tex'])}</code>).</p>"
                 if "tex" in t.files
@@ -286,7 +288,8 @@ def _html_overview(report: ReportContents) -> str:
     return (
         '<section id="overview"><h2>At a glance</h2>'
         f'<div class="cards">{card_html}</div>'
-        f"<p>{len(report.analyses)} analyses ran on what the data holds.{skipped}</p>"
+        f"<p>{plural(len(report.analyses), 'analysis', 'analyses')} ran on what the data "
+        f"holds.{skipped}</p>"
         f'<ul class="findings">{findings}</ul></section>'
     )
 
@@ -319,8 +322,8 @@ def _html_data(report: ReportContents) -> str:
     parts.append("</dl>")
     if ing is not None:
         parts.append(
-            f"<h3>Ingest report</h3><p>{ing.rows_read:,} rows read from {len(ing.sources)} "
-            f"file{'s' if len(ing.sources) != 1 else ''}, {ing.rows_kept:,} kept, "
+            f"<h3>Ingest report</h3><p>{ing.rows_read:,} row{'s' if ing.rows_read != 1 else ''} "
+            f"read from {plural(len(ing.sources), 'file')}, {ing.rows_kept:,} kept, "
             f"{ing.rows_set_aside:,} set aside (read = kept + set aside).</p>"
         )
         if ing.set_aside:
@@ -429,7 +432,8 @@ def render_html(
         f'<meta name="generator" content="evalstats {_e(version)}">\n'
         f"<title>Audit report: {_e(name)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
         f'<header class="top"><div class="inner"><h1>Audit report: {_e(name)}</h1>'
-        f"<p>{len(report.data.models)} models · {len(report.data.datasets)} datasets · "
+        f"<p>{plural(len(report.data.models), 'model')} · "
+        f"{plural(len(report.data.datasets), 'dataset')} · "
         f"{report.data.n_rows:,} scored outputs · seed {report.parameters['seed']} · "
         f"evalstats {_e(version)}</p></div></header>\n"
         f'<div class="layout">{_html_toc(report, failed)}<main>{"".join(body)}</main></div>\n'
@@ -466,9 +470,11 @@ def render_markdown(
     out = [
         f"# Audit report: {md(name)}",
         "",
-        f"{len(d.models)} models ({md(', '.join(d.models))}), {len(d.datasets)} datasets, "
-        f"{d.n_items if d.n_items is not None else 'no'} items, up to {_prompt_variants(report)} prompt variants "
-        f"and {d.n_runs} runs per configuration, {d.n_rows:,} scored outputs. Seed "
+        f"{plural(len(d.models), 'model')} ({md(', '.join(d.models))}), "
+        f"{plural(len(d.datasets), 'dataset')}, "
+        f"{d.n_items if d.n_items is not None else 'no'} item{'s' if d.n_items != 1 else ''}, "
+        f"up to {_prompt_variants(report)} prompt variants "
+        f"and {plural(d.n_runs, 'run')} per configuration, {d.n_rows:,} scored outputs. Seed "
         f"{report.parameters['seed']}; evalstats "
         f"{report.environment['packages'].get('evalstats')}.",
     ]

@@ -421,3 +421,16 @@ def test_loaded_unit_scores_equal_an_independent_computation(tmp_path):
     assert got.keys() == expected.keys()
     for k, v in expected.items():
         assert got[k] == pytest.approx(np.mean(v), abs=1e-12)
+
+
+def test_a_table_evalstats_wrote_reads_back_with_its_variant_labels(tmp_path):
+    """The variant of the demo table is the key of its factor columns: it is not appended to
+    itself on reading (labels were written twice: 'template=a|...|template=a|...')."""
+    from evalstats.simulate import demo_observations
+
+    obs = demo_observations().head(500)
+    path = tmp_path / "demo.parquet"
+    obs.write_parquet(path)
+    back, report = read_table(path)
+    assert back.collect()["variant"].to_list() == obs["variant"].to_list()
+    assert not any(n.startswith("variant = ") for n in report.notes)
