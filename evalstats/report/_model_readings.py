@@ -7,6 +7,8 @@ ranking summary (groups of models the pairwise tests cannot tell apart).
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -78,6 +80,67 @@ def _ci(row: dict, level: str, *, short: bool = False) -> str:
     return f"({head}{_pct(row['ci_low'])} to {_pct(row['ci_high'])})"
 
 
+def _groups_noun(keys: list[str], key_count: int, t: pl.DataFrame) -> str:
+    """'3 datasets', or '6 groups (dataset, temperature) of 3 datasets' when groups are more."""
+    one_metric = "metric" not in t.columns or t["metric"].n_unique() == 1
+    named = [k for k in keys if not (k == "metric" and one_metric)]
+    if named == ["dataset"]:
+        return "both datasets" if key_count == 2 else f"all {key_count} datasets"
+    n_ds = t["dataset"].n_unique() if "dataset" in t.columns else 0
+    of = f" of {n_ds} dataset{'s' if n_ds != 1 else ''}" if n_ds else ""
+    return f"all {key_count} groups ({', '.join(named)}){of}"
+
+
+def _label(keys: list[str], key: tuple, t: pl.DataFrame) -> str:
+    """'d0' or 'd0, temperature 0.7' for a group key ('On d0, ' without its frame)."""
+    return _on(keys, key, t).removeprefix("On ").removesuffix(", ")
+
+
+def _leaders(
+    groups: dict, keys: list[str], t: pl.DataFrame, value: str, best: Callable
+) -> tuple[str, list[tuple[str, dict, int]]]:
+    """The groups' noun and, per group with a value, (label, best row, number of models)."""
+    out = []
+    for key, g in groups.items():
+        g = g.filter(pl.col(value).is_not_null() & pl.col(value).is_not_nan())
+        if g.height:
+            out.append((_label(keys, key, t), best(g), g["model"].n_unique()))
+    return _groups_noun(keys, len(groups), t), out
+
+
+def _intervals_summary(
+    groups: dict, keys: list[str], t: pl.DataFrame, data: DataSummary
+) -> str | None:
+    """One sentence over every group: who leads where, and the range of the leaders' means.
+
+    The per-group sentences follow it; with several datasets none of them stands for all.
+    """
+
+    def top(g: pl.DataFrame) -> dict:
+        metric = g["metric"][0] if "metric" in g.columns else None
+        return g.sort("mean", descending=data.higher_is_better(metric)).row(0, named=True)
+
+    noun, rows = _leaders(groups, keys, t, "mean", top)
+    if len(rows) < 2:
+        return None
+    lo = min(rows, key=lambda r: r[1]["mean"])
+    hi = max(rows, key=lambda r: r[1]["mean"])
+    span = f"{_pct(lo[1]['mean'])} on {lo[0]} to {_pct(hi[1]['mean'])} on {hi[0]}"
+    if all(n == 1 for *_, n in rows):
+        models = sorted({r["model"] for _, r, _ in rows})
+        who = f"{models[0]} scores" if len(models) == 1 else f"the {len(models)} models score"
+        return f"Across {noun}, {who} from {span}."
+    word = "highest" if all(data.higher_is_better(r.get("metric")) for _, r, _ in rows) else "best"
+    counts = Counter(r["model"] for _, r, _ in rows)
+    if len(counts) == 1:
+        return f"{next(iter(counts))} has the {word} mean {_score_word()} on {noun} ({span})."
+    parts = [f"{m} on {c}" for m, c in counts.most_common()]
+    return (
+        f"Across {noun}, the model with the {word} mean {_score_word()} differs: "
+        f"{_listed(parts)} (its mean from {span})."
+    )
+
+
 def intervals_reading(res: AnalysisResult, data: DataSummary) -> str:
     t = res.tables["intervals"]
     p = res.params
@@ -85,6 +148,8 @@ def intervals_reading(res: AnalysisResult, data: DataSummary) -> str:
     keys = [c for c in p["by"] if c != "model" and c in t.columns]
     groups = t.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): t}
     sentences = []
+    if len(groups) > 1 and (summary := _intervals_summary(groups, keys, t, data)):
+        sentences.append(summary)
     for key, g in list(groups.items())[:_LIST_MAX]:
         metric = g["metric"][0] if "metric" in g.columns else None
         hib = data.higher_is_better(metric)
@@ -224,7 +289,10 @@ def compare_reading(res: AnalysisResult, data: DataSummary) -> str:
     lead = []
     if "groups" in res.tables:
         lead = _ranking_summary(res.tables["groups"], list(p.get("by", ("dataset", "metric"))))
-    text = " ".join(lead) + (" " if lead else "")
+    gkeys = [c for c in p.get("by", ("dataset", "metric")) if c in t.columns]
+    # a ranking summary may lead the reading of one group; with several it follows the count
+    first = not gkeys or t.select(gkeys).n_unique() <= 1
+    text = (" ".join(lead) + " ") if lead and first else ""
     text += f"{sig.height} of {t.height} model pairs differ at the {alpha:g} level {corr}"
     text += f"(paired on {p['paired_on']}"
     if p["correction"] != "none":
@@ -245,6 +313,8 @@ def compare_reading(res: AnalysisResult, data: DataSummary) -> str:
             items.append(_ahead(r["model_a"], r["model_b"], diff, lo, hi, where))
         text += f": {_listed(items)}"
     text += "."
+    if lead and not first:
+        text += " " + " ".join(lead)
     per = res.tables.get("compare_per_dataset")
     if per is not None and per.height:
         k = per.filter(pl.col(pcol) < alpha).height
@@ -288,6 +358,31 @@ def ranks_reading(res: AnalysisResult, data: DataSummary) -> str:
     groups = t.partition_by(keys, as_dict=True, maintain_order=True) if keys else {(): t}
     level = f"{res.params['confidence_level']:.0%}"
     sentences = []
+    if len(groups) > 1:
+        noun, rows = _leaders(
+            groups,
+            keys,
+            t,
+            "p_best",
+            lambda g: g.sort("p_best", descending=True).row(0, named=True),
+        )
+        counts = Counter(r["model"] for _, r, _ in rows)
+        open_ = sum(1 for g in groups.values() if g.filter(pl.col("rank_low") == 1).height > 1)
+        p_lo = min(r["p_best"] for _, r, _ in rows) if rows else None
+        p_hi = max(r["p_best"] for _, r, _ in rows) if rows else None
+        if rows:
+            share = f"{p_lo:.0%}" if p_lo == p_hi else f"{p_lo:.0%} to {p_hi:.0%}"
+            who = (
+                f"{next(iter(counts))} is the likeliest best model on {noun}"
+                if len(counts) == 1
+                else f"Across {noun}, the likeliest best model differs: "
+                + _listed(f"{m} on {c}" for m, c in counts.most_common())
+            )
+            many = "none" if open_ == 0 else "all" if open_ == len(groups) else f"{open_}"
+            sentences.append(
+                f"{who} (best in {share} of bootstrap resamples); on {many} of them more than "
+                "one model can rank first."
+            )
     for key, g in list(groups.items())[:_LIST_MAX]:
         best = g.sort("p_best", descending=True).row(0, named=True)
         where = _on(keys, key, t)

@@ -22,6 +22,7 @@ from evalstats.report._wording import (
     _join,
     _listed,
     _nstar_moment,
+    _nstar_short,
     _nstar_span,
     _ok,
     _p,
@@ -110,15 +111,15 @@ def _nstar(res: AnalysisResult, data: DataSummary) -> str:
         within = f"ε = {eps[0]:.4g} ({f'the default for {default[1]}' if default else rule})"
     else:
         within = "the ε of each group's epsilon_rule"
-    head = (
-        f"To estimate {what} of {_score_word()} over prompts within {within} with "
-        f"probability {1 - p['delta'] / 2:.0%} {whom}, "
-    )
+    moments = [m for m in ("mean", "variance") if m in t["moment"].to_list()]
+    # the headline: counts per moment in one sentence (the groups are listed after it)
+    short = [_nstar_short(t.filter(pl.col("moment") == m), m) for m in moments]
+    text = f"Within {within} with probability {1 - p['delta'] / 2:.0%}, " + "; ".join(short) + "."
+    head = f" To estimate {what} of {_score_word()} over prompts {whom}, "
     # per moment: a vacuous n* (the moment itself within ε of 0) is named apart and kept out of
     # the range, so that "between 1 and 29 variants" cannot stand for "the variance is small"
-    moments = [m for m in ("mean", "variance") if m in t["moment"].to_list()]
     parts = [_nstar_moment(t.filter(pl.col("moment") == m), m) for m in moments]
-    text = head + "; ".join(parts) + "."
+    text += head + "; ".join(parts) + "."
     recorded = res.tables.get("recorded_variants")
     if recorded is not None:
         rec = recorded.filter(pl.col("moment") == moments[0])
@@ -362,8 +363,13 @@ def _friedman(res: AnalysisResult, data: DataSummary) -> str:
     dropped = v.get("dropped_blocks") or []
     total = v["n_blocks"] + len(dropped)
     over = f"{v['n_blocks']} of {total}" if dropped else f"{v['n_blocks']}"
+    if dropped:  # the headline names what it leaves out
+        names = _listed(str(d["dataset"]) for d in dropped)
+        over += f" datasets ({names} left out)"
+    else:
+        over += " datasets"
     text = (
-        f"Mean ranks over {over} datasets: {_listed(order)}. By the Friedman test the "
+        f"Mean ranks over {over}: {_listed(order)}. By the Friedman test the "
         f"models' ranks {verdict} at the {alpha:g} level ({_p(v['pvalue'])}); mean ranks closer "
         f"than the critical difference {v['critical_difference']:.2f} are not distinguishable."
     )

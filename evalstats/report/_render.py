@@ -141,6 +141,38 @@ def _first_sentence(text: str) -> str:
     return text
 
 
+#: Rows a reading leaves out of its sentences (a configuration run once has no run-to-run
+#: change), so a headline's scope does not count their datasets.
+_SCOPE_ROWS = {"stability": ("n_runs", 2), "moments": ("n_variants", 2)}
+
+
+def _scope(a: AnalysisResult, datasets: Sequence[str]) -> str:
+    """How many of the study's datasets a headline covers: 'all 3 datasets', '2 of 5 datasets'.
+
+    Read from the analysis's main table (its first); an analysis whose table has no dataset
+    column pooled every dataset ('3 datasets pooled'). Empty for a one-dataset study.
+    """
+    n = len(datasets)
+    if n <= 1 or not a.tables:
+        return ""
+    main = next(iter(a.tables.values()))
+    rows = _SCOPE_ROWS.get(a.key)
+    if rows is not None and rows[0] in main.columns:  # the rows its reading quotes
+        main = main.filter(pl.col(rows[0]) >= rows[1])
+    if "dataset" not in main.columns:
+        return f"{n} datasets pooled"
+    k = main["dataset"].drop_nulls().n_unique()
+    if k >= n:
+        return "both datasets" if n == 2 else f"all {n} datasets"
+    return f"{k} of {n} datasets"
+
+
+def headline(a: AnalysisResult, datasets: Sequence[str]) -> tuple[str, str]:
+    """The analysis's title with its scope, and its headline (the reading's first sentence)."""
+    scope = _scope(a, datasets)
+    return (f"{a.title} ({scope})" if scope else a.title), _first_sentence(a.reading)
+
+
 def _source_name(report: ReportContents) -> str:
     path = report.source.get("path")
     if not path:
@@ -277,8 +309,9 @@ def _html_overview(report: ReportContents) -> str:
         for k, v in cards
     )
     findings = "".join(
-        f'<li><a href="#a-{_e(a.key)}">{_e(a.title)}</a>: {_e(_first_sentence(a.reading))}</li>'
+        f'<li><a href="#a-{_e(a.key)}">{_e(title)}</a>: {_e(text)}</li>'
         for a in report.analyses
+        for title, text in [headline(a, d.datasets)]
     )
     skipped = (
         f' <a href="#skipped">{len(report.skipped)} skipped</a> for lack of data.'
@@ -480,7 +513,11 @@ def render_markdown(
     ]
     out += md_design(report, _md_table)
     out += ["", "## At a glance", ""]
-    out += [f"- **{md(a.title)}**: {md(_first_sentence(a.reading))}" for a in report.analyses]
+    out += [
+        f"- **{md(title)}**: {md(text)}"
+        for a in report.analyses
+        for title, text in [headline(a, d.datasets)]
+    ]
     if report.ingest is not None:
         ing = report.ingest
         out += [

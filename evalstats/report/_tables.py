@@ -369,6 +369,7 @@ def display_frame(analysis: str, name: str, frame: pl.DataFrame) -> pl.DataFrame
         cols = [c for c in wanted if c in frame.columns]
         # a column with no value at all (claim_status without a claim) says nothing
         cols = [c for c in cols if not (frame.height and frame[c].null_count() == frame.height)]
+        cols = _with_group_columns(frame, cols)
     else:
         cols = []
         for c, t in frame.schema.items():
@@ -378,6 +379,46 @@ def display_frame(analysis: str, name: str, frame: pl.DataFrame) -> pl.DataFrame
                 continue
             cols.append(c)
     return frame.select(cols)
+
+
+def _with_group_columns(frame: pl.DataFrame, cols: list[str]) -> list[str]:
+    """``cols`` and the group columns ``frame`` needs to tell its rows apart.
+
+    Result tables lead with their group columns (model, dataset, metric, then any setting held
+    fixed, such as temperature or provider) and follow with results. A table grouped by a held
+    setting has rows that the chosen columns alone show as duplicates ("m0 d0" four times): the
+    leading group columns left out are added back, in the frame's order, while they separate
+    rows the shown ones merge, and placed after the last shown group column.
+    """
+    lead = []
+    for c in frame.columns:
+        if c in cols and c not in _GROUP_NAMES:
+            break
+        lead.append(c)
+    text = (pl.String, pl.Categorical, pl.Enum)
+    keys = [c for c in cols if c in lead or isinstance(frame.schema[c], text)]
+    if frame.height < 2 or frame.select(keys or cols).n_unique() == frame.height:
+        return cols
+    base = frame.select(keys).n_unique() if keys else 1
+    added = []
+    for c in lead:
+        if c in cols or isinstance(frame.schema[c], (pl.List, pl.Array, pl.Struct, pl.Object)):
+            continue
+        n = frame.select([*keys, *added, c]).n_unique()
+        if n > base:  # the column separates rows the shown keys merge
+            added.append(c)
+            base = n
+            if n == frame.height:
+                break
+    if not added:
+        return cols
+    shown = [i for i, c in enumerate(cols) if c in lead]
+    at = max(shown) + 1 if shown else 0
+    return [*cols[:at], *added, *cols[at:]]
+
+
+#: Group columns of the result tables that may come anywhere in their leading block.
+_GROUP_NAMES = ("model", "dataset", "metric", "variant")
 
 
 def format_value(column: str, value: Any) -> str:

@@ -209,6 +209,33 @@ def _nstar_span(rows: pl.DataFrame) -> str | None:
     return f"{span} variants (n*, of {avail} available)"
 
 
+def _nstar_short(rows: pl.DataFrame, moment: str) -> str:
+    """One moment's n* in a clause of counts: 'the mean needs 11 to 12 variants in 3 of 24
+    groups and is not reached in 21 (...)'; the groups are listed by :func:`_nstar_moment`.
+    """  # noqa: D205
+    n = rows.height
+    vac = rows.filter(pl.col("vacuous")) if "vacuous" in rows.columns else rows.clear()
+    info = rows.filter(~pl.col("vacuous")) if "vacuous" in rows.columns else rows
+    reached = info.filter(pl.col("reached"))
+    missed = info.height - reached.height
+    bits = []
+    if reached.height:
+        lo, hi = reached["n_star"].min(), reached["n_star"].max()
+        k = f"{lo}" if lo == hi else f"{lo} to {hi}"
+        avail = _counts(reached["n_available"].to_list())
+        bits.append(f"needs {k} of {avail} variants in {reached.height} of {n} groups")
+    if missed:
+        avail = _counts(info.filter(~pl.col("reached"))["n_available"].to_list())
+        bits.append(
+            f"is not reached in {missed} of {n} groups (their {avail} variants are too few)"
+        )
+    if vac.height:
+        bits.append(
+            f"is vacuous in {vac.height} of {n} groups (the {moment} itself is within ε of 0)"
+        )
+    return f"the {moment} " + _join(bits)
+
+
 def _nstar_moment(rows: pl.DataFrame, moment: str) -> str:
     """One moment's n*: its range over informative groups, groups not reached, vacuous groups."""
     vac = rows.filter(pl.col("vacuous")) if "vacuous" in rows.columns else rows.clear()

@@ -12,7 +12,11 @@ line per broken rule (empty: the report passes):
 5. no "no pair differs" (or "0 of N model pairs differ") when a pair's interval excludes 0 by
    more than its own width;
 6. every dropped group is named: Friedman's dropped datasets in its reading, and every skipped
-   analysis with a reason.
+   analysis with a reason;
+7. with several datasets, every headline says how many it covers ("all 3 datasets", "2 of 5
+   datasets", "3 datasets pooled"): no single dataset stands for the study;
+8. a table of report.md keeps the group columns that tell its rows apart: no two shown rows
+   have the same text cells when the text columns of its CSV tell them apart.
 """
 
 from __future__ import annotations
@@ -140,4 +144,65 @@ def violations(folder: Path) -> list[str]:
     for s in results["skipped"]:
         if not str(s.get("reason") or "").strip():
             out.append(f"analysis {s.get('key')!r} skipped without a reason")
+
+    # 7. every headline names how many datasets it covers
+    if len(results["data"]["datasets"]) > 1:
+        for line in heads.splitlines():
+            if line.startswith("- ") and not re.search(
+                r"\b(both|all \d+|\d+ of \d+|\d+) datasets\b", line
+            ):
+                out.append(f"a headline does not say how many datasets it covers: {line!r}")
+
+    # 8. report.md tables keep their group columns
+    out += _merged_rows(folder, markdown)
+    return out
+
+
+def _md_tables(markdown: str) -> list[tuple[str, list[str], list[list[str]]]]:
+    """(CSV path, header, rows) of each report.md table that names its full CSV."""
+    out = []
+    lines = markdown.splitlines()
+    for i, line in enumerate(lines):
+        m = re.search(r"Full table: `(tables/[^`]+\.csv)`", line)
+        if not m:
+            continue
+        j = i + 1
+        while j < len(lines) and not lines[j].startswith("|"):
+            j += 1
+        block = []
+        while j < len(lines) and lines[j].startswith("|"):
+            block.append([c.strip() for c in lines[j].strip("|").split(" | ")])
+            j += 1
+        if len(block) > 2:
+            out.append((m.group(1), block[0], block[2:]))
+    return out
+
+
+def _numeric(cell: str) -> bool:
+    text = cell.replace("\\", "").replace(",", "").replace("<", "").replace("−", "-")
+    if text in ("–", "", "yes", "no"):
+        return True
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _merged_rows(folder: Path, markdown: str) -> list[str]:
+    import polars as pl
+
+    out = []
+    for csv, header, rows in _md_tables(markdown):
+        text_cols = [k for k in range(len(header)) if not all(_numeric(r[k]) for r in rows)]
+        shown = [tuple(r[k] for k in text_cols) for r in rows]
+        if not text_cols or len(set(shown)) == len(shown) or not (folder / csv).exists():
+            continue
+        full = pl.read_csv(folder / csv, infer_schema_length=0).head(len(rows))
+        strings = [c for c in full.columns if not all(_numeric(v or "") for v in full[c])]
+        if strings and full.select(strings).n_unique() == full.height:
+            out.append(
+                f"{csv}: report.md shows rows with the same text cells "
+                f"({', '.join(header[k] for k in text_cols)}) that its CSV tells apart"
+            )
     return out

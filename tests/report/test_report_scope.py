@@ -1,0 +1,79 @@
+"""The report reads the whole study: headlines over every dataset, tables that keep their groups.
+
+Issue 30: on a five-task folder the headlines showed the first task only, and report.md's tables
+dropped the held settings, so four "m0 d0" rows looked like one group printed four times.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import polars as pl
+import pytest
+
+from evalstats.report import audit_report
+from evalstats.report._render import headline
+from evalstats.report._tables import display_frame
+from evalstats.simulate import observations
+
+
+def test_a_table_grouped_by_held_settings_shows_them():
+    frame = pl.DataFrame(
+        {
+            "model": ["m0"] * 4,
+            "dataset": ["d0"] * 4,
+            "metric": ["acc"] * 4,
+            "temperature": [0.0, 0.0, 0.7, 0.7],
+            "provider": ["a", "b", "a", "b"],
+            "n_variants": [11, 11, 13, 13],
+            "mean": [0.61, 0.55, 0.68, 0.61],
+        }
+    )
+    shown = display_frame("moments", "moments", frame)
+    assert shown.columns[:4] == ["model", "dataset", "temperature", "provider"]
+    assert shown.select("model", "dataset", "temperature", "provider").n_unique() == 4
+
+
+def test_a_table_whose_shown_keys_already_tell_rows_apart_is_unchanged():
+    frame = pl.DataFrame(
+        {
+            "model": ["m0", "m1"],
+            "dataset": ["d0", "d0"],
+            "metric": ["acc", "acc"],
+            "temperature": [0.0, 0.7],
+            "n_variants": [11, 13],
+            "mean": [0.61, 0.55],
+        }
+    )
+    assert "temperature" not in display_frame("moments", "moments", frame).columns
+
+
+@pytest.fixture(scope="module")
+def three_datasets():
+    obs = observations(
+        n_models=3,
+        n_datasets=3,
+        n_items=80,
+        n_variants=1,
+        model_accuracy=(0.5, 0.6, 0.7),
+        seed=4,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = audit_report(obs, options={"ranks": {"n_resamples": 200}})
+    return rep
+
+
+@pytest.mark.parametrize("key", ["intervals", "ranks", "compare"])
+def test_headlines_cover_every_dataset(three_datasets, key):
+    c = three_datasets.contents if hasattr(three_datasets, "contents") else three_datasets
+    a = next(a for a in c.analyses if a.key == key)
+    title, text = headline(a, c.data.datasets)
+    assert title.endswith("(all 3 datasets)")
+    assert not text.startswith("On ")  # no single dataset stands for the study
+    if key == "intervals":
+        assert text.startswith("m2 has the highest mean accuracy on all 3 datasets (")
+    if key == "ranks":
+        assert "on all 3 datasets" in text
+    if key == "compare":
+        assert "model pairs differ" in text
