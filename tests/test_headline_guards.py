@@ -69,15 +69,36 @@ def test_vacuous_nstar_is_flagged_on_every_nstar_result(sowa):
     small = sowa.filter(pl.col("model").is_in(["vicuna-13b", "falcon-7b-instruct"]))
     var = small.group_by("model", "dataset").agg(pl.col("score").var(ddof=0).alias("v"))
     assert (var["v"] < 0.01).all()  # the premise, computed independently
-    nstar = required_sample_size(small, moments="variance", n_resamples=200)
+    # the paper's one epsilon for both moments (the default before issue 30)
+    nstar = required_sample_size(small, moments="variance", n_resamples=200, epsilon=0.01)
     rows = nstar.filter(pl.col("moment") == "variance")
     assert rows["vacuous"].all()
-    unc = sample_size_uncertainty(small, moments="variance", n_bootstrap=3, n_resamples=50)
+    unc = sample_size_uncertainty(
+        small, moments="variance", n_bootstrap=3, n_resamples=50, epsilon=0.01
+    )
     assert "vacuous" in unc.columns and unc["vacuous"].all()
     ref = reference_model_check(
-        small, reference_model="vicuna-13b", moments="variance", n_resamples=50
+        small, reference_model="vicuna-13b", moments="variance", n_resamples=50, epsilon=0.01
     )
     assert "vacuous" in ref.columns and ref["vacuous"].all()
+
+
+def test_the_default_variance_tolerance_is_on_the_sd_scale(sowa):
+    """Issue 30: 0.01 on the variance was vacuous where every variance is below 0.01.
+
+    The default tolerates 2 x sd x 0.01 (a change of about 0.01 in the sd); it is vacuous only
+    where the sd itself is within 0.02 of 0.
+    """
+    small = sowa.filter(pl.col("model").is_in(["vicuna-13b", "falcon-7b-instruct"]))
+    sd = small.group_by("model", "dataset").agg(pl.col("score").std(ddof=0).alias("sd"))
+    rows = required_sample_size(small, moments="variance", n_resamples=200).filter(
+        pl.col("moment") == "variance"
+    )
+    rows = rows.join(sd, on=["model", "dataset"])
+    assert np.allclose(rows["epsilon"].to_numpy(), 2 * 0.01 * rows["sd"].to_numpy())
+    assert (rows["vacuous"] == (rows["sd"] <= 0.02)).all()
+    assert not rows["vacuous"].all()  # informative somewhere now
+    assert rows["epsilon_rule"].str.contains("sd scale").all()
 
 
 def test_mean_nstar_is_not_vacuous(sowa):

@@ -128,10 +128,15 @@ def test_scaling_by_100_leaves_nstar_unchanged_with_epsilon_scaled(scaled_pair):
             b.filter(pl.col("moment") == "mean")["epsilon"],
             scale=100,
         )
-    # and the default 0.01 is exactly the relative rule's value on [0, 1]
+    # and the mean's default 0.01 is exactly the relative rule's value on [0, 1]; the
+    # variance's default is on the sd scale, 2 x sd x 0.01 (issue 30)
     d = evalstats.required_sample_size(units_a, n_resamples=300, seed=5)
     r = evalstats.required_sample_size(units_a, relative_epsilon=0.01, n_resamples=300, seed=5)
-    assert d["n_star"].to_list() == r["n_star"].to_list()
+    mean = pl.col("moment") == "mean"
+    assert d.filter(mean)["n_star"].to_list() == r.filter(mean)["n_star"].to_list()
+    sd = units_a.group_by("model", "dataset", "metric").agg(pl.col("score").std(ddof=0))
+    var = d.filter(pl.col("moment") == "variance").join(sd, on=["model", "dataset", "metric"])
+    _close(var["epsilon"], 2 * 0.01 * var["score"])
     with pytest.raises(evalstats.MetricScaleError, match="'acc_pct' is not on \\[0, 1\\]"):
         evalstats.required_sample_size(units_b)
 

@@ -49,7 +49,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--epsilon",
         type=float,
         default=S,
-        help="tolerated error in the metric's units (default 0.01 for a metric on [0, 1])",
+        help="tolerated error in the metric's units, for every moment (default 0.01 for a "
+        "metric on [0, 1], the variance's on the sd scale: 2 x sd x 0.01)",
     )
     p.add_argument(
         "--relative-epsilon",

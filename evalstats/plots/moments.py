@@ -236,13 +236,20 @@ def _one_group(
     return frame, m, d
 
 
-def _epsilon(nstar: pl.DataFrame | None, epsilon: float | None) -> float | None:
+def _epsilon(
+    nstar: pl.DataFrame | None, epsilon: float | None, moment: str = "mean"
+) -> float | None:
+    """The epsilon line of ``moment``: given, else ``nstar``'s when all its groups share it.
+
+    The variance's default tolerance depends on each group's sd (2 x sd x epsilon), so with
+    several groups there is no one line: None, and each n* marker sits at its own epsilon.
+    """
     if epsilon is not None:
         return float(epsilon)
     if nstar is not None and nstar.height:
-        rows = nstar.filter(pl.col("moment") == "mean") if "moment" in nstar.columns else nstar
-        value = (rows if rows.height else nstar)["epsilon"][0]
-        return None if value is None else float(value)
+        rows = nstar.filter(pl.col("moment") == moment) if "moment" in nstar.columns else nstar
+        values = (rows if rows.height else nstar)["epsilon"].drop_nulls().unique()
+        return float(values[0]) if values.len() == 1 else None
     return None
 
 
@@ -302,10 +309,21 @@ def plot_convergence(
             linewidth=0,
             label=f"{moment}: CI",
         )
-    eps = _epsilon(nstar, epsilon)
+    mine = nstar.filter(pl.col("model") == m, pl.col("dataset") == d) if nstar is not None else None
+    eps = _epsilon(mine, epsilon)
     if eps is not None:
         ax.axhline(
             eps, color=COLORS["highlight"], linestyle="--", linewidth=1, label=f"ε = {eps:g}"
+        )
+    has_var = "variance" in curve["moment"].to_list()
+    eps_var = _epsilon(mine, epsilon, "variance") if has_var else None
+    if eps_var is not None and eps_var != eps:  # the variance's own tolerance (sd scale)
+        ax.axhline(
+            eps_var,
+            color=_MOMENT_COLORS.get("variance", COLORS["neutral"]),
+            linestyle=":",
+            linewidth=1,
+            label=f"ε variance = {eps_var:.2g}",
         )
     if nstar is not None:
         ns = nstar.filter(
@@ -437,7 +455,16 @@ def plot_convergence_overlay(
             )
             for r in ns.iter_rows(named=True):
                 ax.plot([r["n_star"]], [r["epsilon"]], "o", color=colors[m], zorder=3)
-    eps = _epsilon(nstar, epsilon)
+    eps = _epsilon(
+        nstar.filter(pl.col("dataset") == d) if nstar is not None else None, epsilon, moment
+    )
+    if eps is None and nstar is not None and moment != "mean":
+        # one epsilon per model (the variance's is 2 x sd x epsilon): a short mark each
+        for r in nstar.filter(pl.col("dataset") == d, pl.col("moment") == moment).iter_rows(
+            named=True
+        ):
+            if r["model"] in colors and r["epsilon"] is not None:
+                ax.axhline(r["epsilon"], color=colors[r["model"]], linestyle="--", linewidth=0.8)
     if eps is not None:
         ax.axhline(
             eps, color=COLORS["highlight"], linestyle="--", linewidth=1, label=f"ε = {eps:g}"

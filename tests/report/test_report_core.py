@@ -165,7 +165,9 @@ def test_params_record_every_default_and_the_seed(full_report):
     assert nstar["epsilon"] is None and nstar["delta"] == 0.1  # library defaults, recorded
     # epsilon None: the default for [0, 1] metrics, resolved per metric and said in the table
     table = full_report["nstar"].tables["nstar"]
-    assert set(table["epsilon"].to_list()) == {0.01}
+    assert set(table.filter(pl.col("moment") == "mean")["epsilon"].to_list()) == {0.01}
+    var = table.filter(pl.col("moment") == "variance")["epsilon"]
+    assert ((var > 0) & (var < 0.01)).all()  # 2 x sd x 0.01: on the sd scale (issue 30)
     assert table["epsilon_rule"].str.starts_with("default 0.01").all()
     for a in full_report.analyses:
         if "seed" in a.params:
