@@ -183,7 +183,7 @@ def run_two(args: argparse.Namespace) -> int:
     from evalstats.compare import compare_runs
 
     for name, flag in _MODELS_ONLY.items():
-        if getattr(args, name) is not None:
+        if getattr(args, name, None) is not None:
             raise ParameterError(
                 f"`{flag}` compares the models of one dump; with two paths (A/B of two runs) "
                 "leave it out."
