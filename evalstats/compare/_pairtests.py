@@ -514,7 +514,11 @@ class McNemar(_Base):
     Conditional on the ``k = n10 + n01`` discordant units, ``n10 ~ Bin(k, pi)`` and the
     difference is ``(k/n)(2 pi - 1)``; the interval maps the Clopper-Pearson interval of ``pi``
     (its mid-p version for ``midp``) at the pair's level, which excludes ``pi = 1/2`` exactly when
-    the test rejects.
+    the test rejects. That bound decides the test and is kept on the side of 0. The far bound
+    treats ``k/n`` as fixed, so it collapses onto the estimate when every disagreement points
+    one way (``[31.6, 42.7]`` for a difference of 42.7 points): there the interval takes the
+    farther of it and Tango's score bound (:func:`tango_bounds`, unconditional), so it is never
+    degenerate and still excludes 0 exactly when the test rejects.
     """
 
     def __init__(self, a: np.ndarray, b: np.ndarray, mask: np.ndarray, alternative: str, midp):
@@ -541,7 +545,53 @@ class McNemar(_Base):
             lo, hi = _pi_interval(int(x), int(k), float(lv), self.alternative, self.midp)
             scale = k / self.n[j]
             low[j], high[j] = scale * (2 * lo - 1), scale * (2 * hi - 1)
+            t_lo, t_hi = tango_bounds(
+                int(x), int(k - x), int(self.n[j]), float(lv), self.alternative
+            )
+            d = (2 * x - k) / self.n[j]
+            if d > 0:  # the far bound is the upper one; the lower decides the test
+                high[j] = max(high[j], t_hi)
+            elif d < 0:
+                low[j] = min(low[j], t_lo)
+            else:
+                low[j], high[j] = min(low[j], t_lo), max(high[j], t_hi)
         return _sided(low, high, self.alternative)
+
+
+def tango_bounds(
+    n10: int, n01: int, n: int, alpha: float, alternative: str = "two-sided"
+) -> tuple[float, float]:
+    r"""Tango's score interval of the paired difference :math:`(n_{10} - n_{01})/n` of 0/1 scores.
+
+    The set of :math:`\delta` whose score statistic (variance estimated under
+    :math:`\Delta = \delta`, Tango 1998) is within the normal quantile: unconditional on the
+    number of discordant pairs, so not degenerate when all of them point one way. ``alpha`` is
+    the two-sided level (one tail each side), or the one-sided level with ``alternative``.
+    """
+    if n <= 0:
+        return math.nan, math.nan
+    z = stats.norm.isf(alpha / 2 if alternative == "two-sided" else alpha)
+
+    def score(d0: float) -> float:  # decreasing in d0
+        b, c = float(n01), float(n10)  # Tango's Delta = (c - b)/n is our (n10 - n01)/n
+        big_b = b * (1 - d0) + c * (1 + d0) - 2 * n * d0
+        p = (big_b + math.sqrt(max(big_b**2 + 8 * n * b * d0 * (1 - d0), 0.0))) / (4 * n)
+        var = max((2 * p + d0 - d0 * d0) / n, 1e-300)
+        return ((c - b) / n - d0) / math.sqrt(var)
+
+    eps = 1e-12
+    est = (n10 - n01) / n
+    lo = (
+        -1.0
+        if est <= -1 + eps or score(-1 + eps) <= z
+        else optimize.brentq(lambda d: score(d) - z, -1 + eps, min(est, 1 - eps), xtol=1e-13)
+    )
+    hi = (
+        1.0
+        if est >= 1 - eps or score(1 - eps) >= -z
+        else optimize.brentq(lambda d: score(d) + z, max(est, -1 + eps), 1 - eps, xtol=1e-13)
+    )
+    return float(lo), float(hi)
 
 
 def _binom_p(x: int, k: int, alternative: str, midp: bool) -> float:

@@ -127,11 +127,17 @@ def test_mcnemar_interval_is_clopper_pearson_mapped_to_the_difference():
     b = np.r_[np.ones(30), np.zeros(50), np.zeros(12), np.ones(8)]
     res = paired_difference(a, b, method="mcnemar", confidence_level=0.95)
     ci = stats.binomtest(12, 20).proportion_ci(0.95, method="exact")
+    # the bound on the side of 0 is Clopper-Pearson's (it decides the exact test); the far one
+    # the farther of it and Tango's unconditional score bound (issue 30)
+    from evalstats.compare._pairtests import tango_bounds
+
+    far = max(0.2 * (2 * ci.high - 1), tango_bounds(12, 8, 100, 0.05)[1])
     assert_allclose(
         [res.confidence_interval.low, res.confidence_interval.high],
-        [0.2 * (2 * ci.low - 1), 0.2 * (2 * ci.high - 1)],
+        [0.2 * (2 * ci.low - 1), far],
         rtol=1e-9,
     )
+    assert far > 0.2 * (2 * ci.high - 1)  # here Tango's bound is the farther
 
 
 def _romano_wolf_reference(null: np.ndarray, obs: np.ndarray) -> np.ndarray:
