@@ -81,11 +81,13 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--figure-format",
+        "--figures",
         dest="figure_format",
         type=_names,
         default=["png", "pdf"],
-        metavar="png,pdf,svg",
-        help="figure files to write (default png,pdf; the HTML page embeds PNG)",
+        metavar="png,pdf,svg|all|none",
+        help="figure files to write (default png,pdf; the HTML page embeds PNG; 'none' draws "
+        "no figure: tables and text only)",
     )
     p.add_argument("--serif", action="store_true", help="serif fonts in the figures")
     p.add_argument(

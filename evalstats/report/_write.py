@@ -46,12 +46,21 @@ FIGURE_FORMATS = ("png", "pdf", "svg")
 
 
 def check_figure_formats(figure_formats: Sequence[str]) -> tuple[str, ...]:
-    """The formats, lower-cased and de-duplicated; ParameterError for an unknown one."""
+    """The formats, lower-cased and de-duplicated; ParameterError for an unknown one.
+
+    ``'none'`` alone (or an empty sequence given as ``('none',)``) draws no figure: the
+    report's tables and text only, the analysis floor of its time. ``'all'`` is every format.
+    """
     formats = tuple(dict.fromkeys(f.strip().lower().lstrip(".") for f in figure_formats))
+    if formats == ("none",):
+        return ()
+    if formats == ("all",):
+        return FIGURE_FORMATS
     bad = [f for f in formats if f not in FIGURE_FORMATS]
     if bad or not formats:
         raise ParameterError(
-            f"`figure_formats` must name some of {', '.join(FIGURE_FORMATS)}, got "
+            f"`figure_formats` must name some of {', '.join(FIGURE_FORMATS)} (or 'all', or "
+            f"'none' for no figures), got "
             f"{', '.join(map(repr, figure_formats)) or 'none'}."
         )
     return formats

@@ -221,7 +221,7 @@ class ReportWriter:
             raise OutputError(
                 f"cannot write the report into {str(self.out)!r}: {exc.strerror or exc}."
             ) from None
-        specs = figure_specs(_one(result, data, units))
+        specs = figure_specs(_one(result, data, units)) if self.formats else []
         if not specs:
             return
         self._progress().grow(len(specs))
@@ -309,7 +309,7 @@ class ReportWriter:
             self._bar = None
         figures: list[RenderedFigure] = []
         failed: list[dict[str, str]] = []
-        for spec in figure_specs(report):  # numbered in report order
+        for spec in figure_specs(report) if self.formats else []:  # numbered in report order
             figure = self._drawn[spec.key]
             if isinstance(figure, dict):
                 failed.append(figure)

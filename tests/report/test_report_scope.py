@@ -77,3 +77,22 @@ def test_headlines_cover_every_dataset(three_datasets, key):
         assert "on all 3 datasets" in text
     if key == "compare":
         assert "model pairs differ" in text
+
+
+def test_figures_none_writes_tables_and_text_only(three_datasets, tmp_path):
+    html = three_datasets.write(tmp_path / "r", figure_formats=("none",))
+    out = html.parent
+    assert (out / "report.md").exists() and (out / "results.json").exists()
+    assert not (out / "figures").exists() or not any((out / "figures").iterdir())
+    assert "![" not in (out / "report.md").read_text(encoding="utf-8")
+    assert any((out / "tables").glob("*.csv"))
+
+
+def test_figure_formats_all_and_unknown():
+    from evalstats.errors import ParameterError
+    from evalstats.report._write import FIGURE_FORMATS, check_figure_formats
+
+    assert check_figure_formats(["all"]) == FIGURE_FORMATS
+    assert check_figure_formats(["none"]) == ()
+    with pytest.raises(ParameterError, match="'none' for no figures"):
+        check_figure_formats(["gif"])
