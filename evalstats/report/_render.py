@@ -110,7 +110,7 @@ dl.params dd { margin: 0; font-family: ui-monospace, SFMono-Regular, Menlo, Cons
 code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
             font-size: 0.82rem; }
 pre { background: var(--soft); padding: 0.6rem 0.8rem; border-radius: 4px; overflow-x: auto; }
-.warn { background: var(--warn-bg); color: var(--warn); border-radius: 4px;
+.warn, .alert { background: var(--warn-bg); color: var(--warn); border-radius: 4px;
         padding: 0.4rem 0.7rem; font-size: 0.85rem; margin: 0.4rem 0; }
 details.warn summary { color: var(--warn); }
 details.warn ul { margin: 0.3rem 0 0; padding-left: 1.2rem; }
@@ -171,6 +171,27 @@ def headline(a: AnalysisResult, datasets: Sequence[str]) -> tuple[str, str]:
     """The analysis's title with its scope, and its headline (the reading's first sentence)."""
     scope = _scope(a, datasets)
     return (f"{a.title} ({scope})" if scope else a.title), _first_sentence(a.reading)
+
+
+def alerts(report: ReportContents) -> list[str]:
+    """What a reader must know before any number: scores that look percent-scaled.
+
+    A file whose scores lie in [0, 100] with no declared range was analysed as it is (a mean of
+    61.875, intervals in those units); the ingest note is repeated in the report's first lines.
+    """
+    ing = report.ingest
+    if ing is None:
+        return []
+    pct = [n for n in ing.notes if "score_scale='percent'" in n]
+    if not pct:
+        return []
+    first = pct[0].split(": scores lie", 1)[0]
+    more = f" (and {len(pct) - 1} more files)" if len(pct) > 1 else ""
+    return [
+        f"The scores of {first}{more} lie in [0, 100] and no range was declared: they were "
+        "analysed as they are, so every mean, interval and difference is in those units. If "
+        "they are percentages, run again with --rescale 100 (Python: score_scale='percent')."
+    ]
 
 
 def _source_name(report: ReportContents) -> str:
@@ -320,7 +341,8 @@ def _html_overview(report: ReportContents) -> str:
     )
     return (
         '<section id="overview"><h2>At a glance</h2>'
-        f'<div class="cards">{card_html}</div>'
+        + "".join(f'<p class="alert"><b>Warning:</b> {_e(a)}</p>' for a in alerts(report))
+        + f'<div class="cards">{card_html}</div>'
         f"<p>{plural(len(report.analyses), 'analysis', 'analyses')} ran on what the data "
         f"holds.{skipped}</p>"
         f'<ul class="findings">{findings}</ul></section>'
@@ -506,11 +528,12 @@ def render_markdown(
         f"{plural(len(d.models), 'model')} ({md(', '.join(d.models))}), "
         f"{plural(len(d.datasets), 'dataset')}, "
         f"{d.n_items if d.n_items is not None else 'no'} item{'s' if d.n_items != 1 else ''}, "
-        f"up to {_prompt_variants(report)} prompt variants "
+        f"up to {plural(_prompt_variants(report), 'prompt variant')} "
         f"and {plural(d.n_runs, 'run')} per configuration, {d.n_rows:,} scored outputs. Seed "
         f"{report.parameters['seed']}; evalstats "
         f"{report.environment['packages'].get('evalstats')}.",
     ]
+    out += [line for a in alerts(report) for line in ("", f"> **Warning:** {md(a)}")]
     out += md_design(report, _md_table)
     out += ["", "## At a glance", ""]
     out += [

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -96,3 +97,25 @@ def test_figure_formats_all_and_unknown():
     assert check_figure_formats(["none"]) == ()
     with pytest.raises(ParameterError, match="'none' for no figures"):
         check_figure_formats(["gif"])
+
+
+def test_percent_scaled_scores_are_named_in_the_first_lines(tmp_path):
+    """Issue 30: a percent-scaled file ran through with a mean of 61.875 and exit 0, silently."""
+    rng = np.random.default_rng(0)
+    rows = [
+        {"model": m, "dataset": "d", "item": f"i{i}", "score": float(rng.choice([0, 50, 100]))}
+        for m in ("a", "b")
+        for i in range(40)
+    ]
+    path = tmp_path / "pct.csv"
+    pl.DataFrame(rows).write_csv(path)
+    from evalstats.cli import main
+
+    assert main(["report", str(path), "--out", str(tmp_path / "r"), "--figures", "none",
+                 "--quiet"]) == 0  # fmt: skip
+    md = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    head = md.split("## Design")[0]
+    assert "> **Warning:** The scores of" in head and "--rescale 100" in head
+    assert "up to 1 prompt variant and 1 run" in head  # plural forms
+    html = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert 'class="alert"' in html
