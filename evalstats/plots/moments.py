@@ -31,19 +31,64 @@ __all__ = ["plot_convergence", "plot_convergence_overlay", "plot_prompt_spread"]
 _MOMENT_COLORS = {"mean": COLORS["accent"], "variance": COLORS["secondary"]}
 
 
+def draw_boxes(
+    ax: Any,
+    positions: list[float],
+    arrays: list[Any],
+    colors: list[Any],
+    *,
+    width: float,
+    horizontal: bool = False,
+) -> None:
+    """Box plots of ``arrays`` at ``positions`` in one ``bxp`` call, styled as seaborn's.
+
+    Quartile boxes filled with each colour, whiskers to the furthest value within 1.5 IQR, the
+    rest as open points, lines in a grey as dark as the darkest colour * 0.6. Matplotlib's own
+    ``bxp`` with ``orientation`` (seaborn 0.13's ``boxplot`` passes ``vert``, deprecated in
+    Matplotlib 3.11 and removed in 3.13).
+    """
+    from colorsys import rgb_to_hls
+
+    import matplotlib as mpl
+
+    stats = [mpl.cbook.boxplot_stats(v, whis=1.5)[0] for v in arrays]
+    used = [mpl.colors.to_rgb(c) for c in colors]
+    lum = min((rgb_to_hls(*c)[1] for c in used), default=0.5) * 0.6
+    line = {"color": (lum, lum, lum), "linewidth": 0.8}
+    if not stats:
+        return
+    artists = ax.bxp(
+        stats,
+        positions=positions,
+        widths=width,
+        capwidths=width / 2,
+        orientation="horizontal" if horizontal else "vertical",
+        patch_artist=True,
+        boxprops={"edgecolor": line["color"], "linewidth": 0.8},
+        medianprops={**line, "solid_capstyle": "butt"},
+        whiskerprops={**line, "solid_capstyle": "butt"},
+        capprops=line,
+        flierprops={
+            "marker": "o",
+            "markersize": 2,
+            "markerfacecolor": "none",
+            "markeredgecolor": line["color"],
+            "linestyle": "none",
+        },
+        manage_ticks=False,
+    )
+    for box, rgb in zip(artists["boxes"], used):
+        box.set_facecolor(rgb)
+
+
 def _boxes(
     ax: Any, scores: pl.DataFrame, order: list[str], colors: dict, *, horizontal: bool
 ) -> None:
     """One box per model of ``order`` at positions 0, 1, ... in a single ``bxp`` call.
 
-    Drawn as seaborn's ``boxplot`` draws them (quartile boxes filled with the model's colour,
-    whiskers to the furthest score within 1.5 IQR, the rest as points, lines in a grey as dark
-    as the palette's darkest colour * 0.6), without its per-box calls, which took a quarter of a
-    second per panel of eleven models.
+    Drawn as seaborn's ``boxplot`` draws them (:func:`draw_boxes`), without its per-box calls,
+    which took a quarter of a second per panel of eleven models.
     """
-    from colorsys import rgb_to_hls
-
-    import matplotlib as mpl
     import numpy as np
 
     values = {
@@ -51,33 +96,14 @@ def _boxes(
         for m, v in scores.group_by("model").agg(pl.col("score").drop_nulls()).iter_rows()
     }
     drawn = [(i, m) for i, m in enumerate(order) if m in values and values[m].size]
-    stats = [mpl.cbook.boxplot_stats(values[m], whis=1.5)[0] for _, m in drawn]
-    used = [mpl.colors.to_rgb(colors[m]) for _, m in drawn]
-    lum = min((rgb_to_hls(*c)[1] for c in used), default=0.5) * 0.6
-    line = {"color": (lum, lum, lum), "linewidth": 0.8}
-    if stats:
-        artists = ax.bxp(
-            stats,
-            positions=[i for i, _ in drawn],
-            widths=0.8,
-            capwidths=0.4,
-            orientation="horizontal" if horizontal else "vertical",
-            patch_artist=True,
-            boxprops={"edgecolor": line["color"], "linewidth": 0.8},
-            medianprops={**line, "solid_capstyle": "butt"},
-            whiskerprops={**line, "solid_capstyle": "butt"},
-            capprops=line,
-            flierprops={
-                "marker": "o",
-                "markersize": 2,
-                "markerfacecolor": "none",
-                "markeredgecolor": line["color"],
-                "linestyle": "none",
-            },
-            manage_ticks=False,
-        )
-        for box, rgb in zip(artists["boxes"], used):
-            box.set_facecolor(rgb)
+    draw_boxes(
+        ax,
+        [i for i, _ in drawn],
+        [values[m] for _, m in drawn],
+        [colors[m] for _, m in drawn],
+        width=0.8,
+        horizontal=horizontal,
+    )
     ticks, span = range(len(order)), (-0.5, len(order) - 0.5)
     if horizontal:
         ax.set_yticks(ticks, order)

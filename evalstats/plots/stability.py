@@ -295,7 +295,7 @@ def plot_stability_distribution(
     >>> obs = observations(n_models=2, n_items=30, n_variants=6, n_runs=3, instability=0.1, seed=0)
     >>> fig = plot_stability_distribution(stability_table(obs))  # doctest: +SKIP
     """
-    _, sns = require_plotting()
+    require_plotting()
     _need(stability, [value, x, "model"], "stability table")
     # configurations run once have no TAR (NaN): their levels would take an empty slot
     drawn = stability.filter(pl.col(value).is_not_null() & ~pl.col(value).cast(pl.Float64).is_nan())
@@ -306,27 +306,50 @@ def plot_stability_distribution(
     fig, ax = new_axes(
         ax, figsize=(min(PAGE_WIDTH_IN, max(3.4, 0.9 + 0.45 * len(models) * len(levels))), 2.6)
     )
-    # a plain dict: seaborn takes it without polars' pyarrow bridge
-    data = stability.select(
-        pl.col(x).cast(pl.String), pl.col("model").cast(pl.String), pl.col(value)
-    ).to_dict(as_series=False)
-    sns.boxplot(
-        data=data,
-        x=x,
-        y=value,
-        hue="model",
-        order=[str(v) for v in levels],
-        hue_order=models,
-        palette=colors,
-        ax=ax,
-        fliersize=2,
-        linewidth=0.8,
-        saturation=1,  # the palette's colours exactly, as in the other figures
-    )
+    # boxes dodged as seaborn's hue does (each level 0.8 wide, split between the models),
+    # drawn by Matplotlib's bxp with `orientation` (seaborn 0.13 passes the removed `vert`)
+    import matplotlib as mpl
+    import numpy as np
+
+    from evalstats.plots.moments import draw_boxes
+
+    k = max(len(models), 1)
+    width = 0.8 / k
+    cells = {
+        (str(a), str(m)): np.asarray(v, dtype=float)
+        for a, m, v in stability.group_by(
+            pl.col(x).cast(pl.String), pl.col("model").cast(pl.String)
+        )
+        .agg(pl.col(value).cast(pl.Float64).drop_nulls().drop_nans())
+        .iter_rows()
+    }
+    positions, arrays, box_colors = [], [], []
+    for i, lv in enumerate(levels):
+        for j, m in enumerate(models):
+            v = cells.get((str(lv), str(m)))
+            if v is not None and v.size:
+                positions.append(i + (j - (k - 1) / 2) * width)
+                arrays.append(v)
+                box_colors.append(colors[m])
+    draw_boxes(ax, positions, arrays, box_colors, width=width)
+    ax.set_xticks(range(len(levels)), [str(v) for v in levels])
+    ax.set_xlim(-0.5, len(levels) - 0.5)
+    ax.xaxis.grid(False)
     ax.set_xlabel(label(x))
     ax.set_ylabel(label(value))
-    if ax.get_legend() is not None:
-        outside_legend(ax, title=label("model"), fontsize="small", title_fontsize="small")
+    if models:
+        handles = [
+            mpl.patches.Patch(facecolor=colors[m], edgecolor="0.3", linewidth=0.8, label=str(m))
+            for m in models
+        ]
+        outside_legend(
+            ax,
+            handles=handles,
+            title=label("model"),
+            fontsize="small",
+            title_fontsize="small",
+            ncol=max(1, -(-len(handles) // 18)),
+        )
     _CATEGORIES[ax] = [str(v) for v in levels]
     fit_category_labels(fig)
     return fig
