@@ -150,3 +150,21 @@ def test_panels_drawn_one_after_another_keep_their_category_labels(stability):
     fig.canvas.draw()
     assert [[t.get_text() for t in ax.get_xticklabels()] for ax in axes] == [["t0", "t1", "t2"]] * 2
     plt.close(fig)
+
+
+def test_stability_boxes_use_no_deprecated_matplotlib_argument(recwarn):
+    """seaborn 0.13's boxplot passes `vert`, deprecated in Matplotlib 3.11, removed in 3.13."""
+    from evalstats.plots.stability import plot_stability_distribution
+    from evalstats.simulate import observations
+    from evalstats.stability import stability_table
+
+    obs = observations(n_models=3, n_datasets=2, n_items=20, n_variants=4, n_runs=3,
+                       instability=0.1, seed=0)  # fmt: skip
+    fig = plot_stability_distribution(stability_table(obs))
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["d0", "d1"]
+    # 3 models x 2 datasets: six boxes, dodged within each dataset's slot
+    assert len(ax.patches) == 6
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["m0", "m1", "m2"]
+    assert not [w for w in recwarn if "vert" in str(w.message)]
