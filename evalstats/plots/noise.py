@@ -5,6 +5,7 @@ Each function draws a result of :mod:`evalstats.noise` and computes no statistic
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import polars as pl
@@ -280,8 +281,44 @@ def plot_plan(result: Any, *, group: dict | None = None, ax: Any = None) -> Any:
         ax.plot(b["cost"], b["width"], "D", color=COLORS["reference"], ms=6, label="recommended")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    _plain_log(ax.xaxis)
+    _plain_log(ax.yaxis)
     ax.set_xlabel(label("cost"))
     ax.set_ylabel(label("width"))
     ax.legend(fontsize="x-small", frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     ax.set_title(title, fontsize="small")
     return fig
+
+
+def _log_label(v: float) -> str:
+    """'0.02', '300', '1e5': a log-axis tick as plain text (no mathtext, which is off)."""
+    if not (v > 0 and math.isfinite(v)):
+        return ""
+    if 1e-3 <= v < 1e5:
+        return f"{v:g}"
+    exp = math.floor(math.log10(v))
+    mant = round(v / 10**exp, 6)
+    return f"{mant:g}e{exp}" if mant != 1 else f"1e{exp}"
+
+
+def _plain_log(axis: Any) -> None:
+    """Tick labels of a log axis as plain numbers; 2s and 5s labelled when it spans < 1.5 decades.
+
+    Matplotlib's log formatter writes ``$mathdefault{2 times 10^{-2}}$`` (TeX), which is printed
+    raw where mathtext is off (a tick label seen in a report).
+    """
+    from matplotlib import ticker
+
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: _log_label(v)))
+    lo, hi = axis.get_view_interval()
+    if lo > 0 and hi / lo < 30:
+
+        def minor(v: float, _: Any) -> str:
+            if not v > 0:
+                return ""
+            lead = round(v / 10 ** math.floor(math.log10(v)), 6)
+            return _log_label(v) if lead in (2.0, 5.0) else ""
+
+        axis.set_minor_formatter(ticker.FuncFormatter(minor))
+    else:
+        axis.set_minor_formatter(ticker.NullFormatter())

@@ -56,3 +56,30 @@ def test_plan_figure_marks_the_recommended_design():
     assert marks[0].get_xdata()[0] == pytest.approx(best["cost"])
     assert marks[0].get_ydata()[0] == pytest.approx(best["width"])
     assert ax.get_xscale() == "log"
+
+
+def test_log_axes_of_the_plan_have_plain_tick_labels():
+    """A tick label was printed as raw `$\\mathdefault{2\\times10^{-2}}$` (mathtext is off)."""
+    import matplotlib.pyplot as plt
+
+    from evalstats.plots.noise import _log_label, _plain_log
+
+    assert [_log_label(v) for v in (0.02, 0.5, 300, 1e5, 2e-4)] == [
+        "0.02",
+        "0.5",
+        "300",
+        "1e5",
+        "2e-4",
+    ]
+    fig, ax = plt.subplots()
+    ax.plot([0.015, 0.045], [10, 5000])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _plain_log(ax.xaxis)
+    _plain_log(ax.yaxis)
+    fig.canvas.draw()
+    texts = [t.get_text() for t in [*ax.get_xticklabels(), *ax.get_xticklabels(minor=True),
+                                    *ax.get_yticklabels()]]  # fmt: skip
+    assert not any("$" in t or "mathdefault" in t for t in texts)
+    assert "0.02" in texts  # less than 1.5 decades: the 2s and 5s are labelled
+    plt.close(fig)
