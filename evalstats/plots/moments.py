@@ -31,6 +31,11 @@ __all__ = ["plot_convergence", "plot_convergence_overlay", "plot_prompt_spread"]
 _MOMENT_COLORS = {"mean": COLORS["accent"], "variance": COLORS["secondary"]}
 
 
+#: Most models whose CI bands a convergence overlay draws; beyond it, lines only (16 models'
+#: bands overplotted into one blur).
+MAX_BANDS = 5
+
+
 def draw_boxes(
     ax: Any,
     positions: list[float],
@@ -390,6 +395,9 @@ def plot_convergence_overlay(
 ) -> Any:
     """Several models' convergence of one moment on one dataset (ReliableEval's Figure 2).
 
+    Each model's mean Delta(n) is a line; its CI band is drawn when at most :data:`MAX_BANDS`
+    models are coloured (more bands overplot into one blur; the table holds them).
+
     Parameters
     ----------
     curve : polars.DataFrame
@@ -446,6 +454,8 @@ def plot_convergence_overlay(
     colors = resolve_palette(models, palette)
     # grey (not highlighted) models first, thin and without bands, under the coloured ones
     models.sort(key=lambda m: colors[m] != OTHER_COLOR)
+    # bands of more than MAX_BANDS coloured models overplot into one blur: lines only then
+    bands = sum(colors[m] != OTHER_COLOR for m in models) <= MAX_BANDS
     for m in models:
         grey = colors[m] == OTHER_COLOR
         groups = (
@@ -463,7 +473,7 @@ def plot_convergence_overlay(
                 linewidth=0.7 if grey else 1.3,
                 zorder=1 if grey else 2,
             )
-            if not grey:
+            if not grey and bands:
                 ax.fill_between(
                     cm["n"].to_numpy(),
                     cm["ci_low"].to_numpy(),

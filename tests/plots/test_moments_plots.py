@@ -167,3 +167,17 @@ def test_prompt_spread_gives_each_held_setting_its_own_panel(units):
     ]
     with pytest.raises(ParameterError, match="panel_by"):
         plot_prompt_spread(both, panel_by=["top_p"])
+
+
+def test_convergence_overlay_draws_bands_for_a_few_models_only():
+    """Issue 30: sixteen models' bands overplotted into one blur."""
+    from evalstats.plots.moments import MAX_BANDS, plot_convergence_overlay
+    from evalstats.resampling import sample_size_curve
+    from evalstats.simulate import unit_table
+
+    for k, bands in ((3, 3), (MAX_BANDS + 3, 0)):
+        units = unit_table(n_models=k, n_items=20, n_variants=8, seed=0)
+        curve = sample_size_curve(units, moments="mean", n_resamples=50, method="pool")
+        ax = plot_convergence_overlay(curve).axes[0]
+        assert len(ax.collections) == bands, k  # fill_between makes one collection per band
+        assert len([ln for ln in ax.lines if ln.get_label() in {f"m{i}" for i in range(k)}]) == k
