@@ -467,5 +467,30 @@ def plot_tail_quality(audit: Any, *, ax: Any = None, palette: Any = None) -> Any
         )
     ax.set_xlabel(label("latency_s"))
     ax.set_ylabel(label("quality"))
+    right = _flat_from(frame)
+    if right is not None:  # the curves are flat beyond: the rest of the grid shows nothing
+        ax.set_xlim(left=0, right=right)
     outside_legend(ax, fontsize="small")
     return fig
+
+
+def _flat_from(frame: pl.DataFrame, share: float = 0.995) -> float | None:
+    """The latency by which every curve has reached ``share`` of its final value, plus 10 %.
+
+    The latency grid runs to the slowest call (60 s in the demo) while every curve flattens by
+    4 s; the axis stops where the last curve does. None when that is the grid's end anyway.
+    """
+    reach = []
+    for _, g in frame.group_by(["model", "provider"]):
+        g = g.sort("latency_s")
+        final = g["quality"][-1]
+        if final is None or not final > 0:
+            continue
+        hit = g.filter(pl.col("quality") >= share * final)["latency_s"]
+        if hit.len():
+            reach.append(float(hit[0]))
+    if not reach:
+        return None
+    end = float(frame["latency_s"].max())
+    right = 1.1 * max(reach)
+    return right if 0 < right < 0.8 * end else None

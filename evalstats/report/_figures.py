@@ -564,7 +564,8 @@ def _provider_figures(report: ReportContents) -> list[FigureSpec]:
                 "tail_quality",
                 "Accuracy within a latency budget",
                 "Share of calls answered correctly within latency t (errors count as wrong), "
-                "per model (colour) and provider (line style).",
+                "per model (colour) and provider (line style); the axis stops where every curve is "
+                "flat (99.5 % of its final share).",
                 "providers",
                 lambda pal: plots.plot_tail_quality(res, palette=pal),
             )

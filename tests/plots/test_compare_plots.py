@@ -74,3 +74,20 @@ def test_provider_plots(obs):
 def test_wrong_input_is_a_schema_error(obs):
     with pytest.raises(SchemaError, match="lacks column 'model_a'"):
         plots.plot_differences(to_units(obs).collect())
+
+
+def test_tail_quality_axis_stops_where_the_curves_flatten():
+    """Issue 30: the latency axis ran to 60 s while every curve was flat from 4 s."""
+    import polars as pl
+
+    from evalstats.plots.compare import plot_tail_quality
+
+    grid = [0.5 * i for i in range(121)]  # 0 to 60 s
+    rows = []
+    for m, top in (("a", 0.7), ("b", 0.6)):
+        for t in grid:
+            rows.append({"model": m, "provider": "p", "latency_s": t,
+                         "quality": top * min(t / 4.0, 1.0)})  # fmt: skip
+    ax = plot_tail_quality(pl.DataFrame(rows)).axes[0]
+    lo, hi = ax.get_xlim()
+    assert lo == 0 and 4.0 <= hi <= 4.6
