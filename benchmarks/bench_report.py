@@ -7,7 +7,8 @@ figure, the HTML) on
   × 5 runs (``evalstats.simulate.observations``, written once to Parquet), and
 - the State of What Art data (``--format state-of-what-art``), when its folder is given,
 
-reports wall time and peak memory (the child's max RSS), and, with ``--baseline DIR`` (a
+reports wall time and peak memory (the child's max RSS), the same report's CPU with
+``--figures none`` (the analysis floor; the ratio is what the figures cost), and, with ``--baseline DIR`` (a
 checkout of an earlier commit, e.g. ``git worktree add /tmp/base <commit>``), runs the same
 command from that checkout on the same input and prints the ratio. Targets (issue 16): under
 60 s for the generated table and under 30 s for State of What Art on a 2-core machine, peak
@@ -193,6 +194,7 @@ def bench(
     timeout: float,
     record: Path | None = None,
     new_only: tuple[str, ...] = (),
+    floor: bool = True,
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         new_args = [*report_args, *new_only, "--out", f"{tmp}/new", "--quiet"]
@@ -203,6 +205,17 @@ def bench(
         row = {"case": name, "wall_s": wall, "cpu_s": cpu, "peak_mb": peak, "status": code}
         row["all_processes_peak_mb"] = together
         row |= {"options": list(new_only)}
+        if floor:  # the analysis floor: the same report without figures (issue 30: <= 1.3)
+            fwall, fcpu, _, fcode, _ = run(
+                [*new_args[:-3], "--figures", "none", "--out", f"{tmp}/floor", "--quiet"],
+                ROOT,
+                timeout,
+            )
+            print(
+                f"{name} (--figures none): {fwall:7.1f} s wall, {fcpu:7.1f} s CPU "
+                f"({_status(fcode)}); CPU with figures / without = {cpu / fcpu:.2f}"
+            )
+            row |= {"floor_wall_s": fwall, "floor_cpu_s": fcpu, "figure_cpu_ratio": cpu / fcpu}
         if baseline is not None:
             bwall, bcpu, bpeak, bcode, _ = run(
                 [*report_args, "--out", f"{tmp}/base", "--quiet"], baseline, timeout
