@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evalstats._text import for_terminal
 from evalstats.cli._common import add_input_arguments, add_variant_factors_argument, load
 from evalstats.errors import ParameterError
 
@@ -171,7 +172,7 @@ def finish(report: Any, html: Path, args: argparse.Namespace) -> None:
             file=sys.stderr,
         )
         for s in report.skipped:
-            print(f"  skipped {s.key}: {s.reason}", file=sys.stderr)
+            print(f"  skipped {s.key}: {for_terminal(s.reason)}", file=sys.stderr)
     print(html)
 
 
