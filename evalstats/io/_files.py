@@ -6,6 +6,7 @@ import glob
 import gzip
 import io
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,8 +18,14 @@ from evalstats.io._rows import read_error
 __all__ = [
     "TABLE_SUFFIXES",
     "expand_paths",
+    "check_line_lengths",
+    "csv_header",
+    "max_columns",
+    "max_line_bytes",
     "max_member_bytes",
+    "polars_path",
     "read_capped",
+    "read_compressed",
     "is_hidden",
     "lfs_pointer",
     "scan_file",
@@ -40,10 +47,13 @@ TABLE_SUFFIXES = (
 )
 
 
-#: Default cap on the decompressed size of one compressed member or stream (256 MiB); set
-#: ``EVALSTATS_MAX_MEMBER_BYTES`` to change it. A 2 MB archive can hold a member of 2 GiB of
-#: zeros: decompressed members are streamed and stop at the cap instead of filling memory.
-DEFAULT_MAX_MEMBER_BYTES = 256 * 2**20
+#: Default cap on the decompressed size of compressed input (32 MiB): one ``.gz`` table, or
+#: all members of one ``.eval`` archive together; set ``EVALSTATS_MAX_MEMBER_BYTES`` to change
+#: it. A 100 KB file can hold gigabytes of zeros: decompressed data is streamed and stops at
+#: the cap instead of filling memory. 32 MiB because parsed data takes up to about 40 times its
+#: size (a CSV of 6-byte rows written out row by row; JSON of empty objects about 25 times):
+#: an input under 10 MB then stays well under 2 GB of memory.
+DEFAULT_MAX_MEMBER_BYTES = 32 * 2**20
 
 _CHUNK = 2**20
 
@@ -70,6 +80,119 @@ def max_member_bytes() -> int:
     return value
 
 
+#: Default longest line of a CSV, TSV or JSON Lines file (64 MiB); ``EVALSTATS_MAX_LINE_BYTES``.
+#: A 2 GiB line made polars abort (exit 134, no message).
+DEFAULT_MAX_LINE_BYTES = 64 * 2**20
+
+#: Default most columns of a table (10,000); ``EVALSTATS_MAX_COLUMNS``. A CSV of 10**6
+#: columns took polars 23 s to read the header alone, and minutes to ingest.
+DEFAULT_MAX_COLUMNS = 10_000
+
+
+def _env_limit(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise IngestError(f"{name} must be a positive whole number; got {raw!r}.")
+    return value
+
+
+def max_line_bytes() -> int:
+    """The longest line a text table may have, from ``EVALSTATS_MAX_LINE_BYTES`` or the default."""
+    return _env_limit("EVALSTATS_MAX_LINE_BYTES", DEFAULT_MAX_LINE_BYTES)
+
+
+def max_columns() -> int:
+    """The most columns a table may have, from ``EVALSTATS_MAX_COLUMNS`` or the default."""
+    return _env_limit("EVALSTATS_MAX_COLUMNS", DEFAULT_MAX_COLUMNS)
+
+
+def check_line_lengths(path: Path) -> None:
+    """Raise IngestError naming the first line of ``path`` longer than :func:`max_line_bytes`.
+
+    Costs nothing for a file smaller than the limit; a larger one is read once in chunks (the
+    newlines are found at memory speed), before polars sees it.
+    """
+    limit = max_line_bytes()
+    try:
+        if path.stat().st_size <= limit:
+            return
+        line, start, offset = 1, 0, 0
+        with open(path, "rb") as fh:
+            while chunk := fh.read(16 * 2**20):
+                pos = chunk.find(b"\n")
+                while pos >= 0:
+                    if offset + pos - start > limit:
+                        break
+                    start, line = offset + pos + 1, line + 1
+                    pos = chunk.find(b"\n", pos + 1)
+                else:
+                    offset += len(chunk)
+                    if offset - start <= limit:
+                        continue
+                raise IngestError(
+                    f"the line is longer than {limit:,} bytes (the limit; raise it with "
+                    "EVALSTATS_MAX_LINE_BYTES if the file is trusted).",
+                    path=str(path),
+                    row=line,
+                )
+    except OSError as exc:
+        raise read_error(path, exc) from None
+
+
+def _check_width(names: Sequence[str] | int, path: Path) -> None:
+    n = names if isinstance(names, int) else len(names)
+    limit = max_columns()
+    if n > limit:
+        raise IngestError(
+            f"the table has {n:,} columns, more than the {limit:,} evalstats reads (raise the "
+            "limit with EVALSTATS_MAX_COLUMNS if the file is right).",
+            path=str(path),
+        )
+
+
+def csv_header(path: Path, sep: str = ",") -> list[str] | None:
+    """The column names of a CSV (or ``.csv.gz``) from its first line; None if unreadable.
+
+    Read with Python's csv module from one line of at most :func:`max_line_bytes` bytes:
+    asking polars for the header of a table of 10**6 columns took 23 s, and a header line of
+    2 GiB made it abort. Used to detect formats, where a file that is not readable is simply
+    not of that format.
+    """
+    import csv
+
+    limit = max_line_bytes()
+    try:
+        opener = gzip.open if str(path).lower().endswith(".gz") else open
+        with opener(path, "rb") as fh:
+            first = fh.readline(limit + 1)
+    except (OSError, EOFError):
+        return None
+    if len(first) > limit:
+        return None
+    text = first.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r\n")
+    try:
+        return next(csv.reader([text], delimiter=sep), [])
+    except csv.Error:  # a field longer than the csv module's limit: not a header
+        return None
+
+
+def _header_width(first: bytes, sep: str) -> int:
+    """How many fields the header line ``first`` has (CSV quoting understood)."""
+    import csv
+
+    text = first.decode("utf-8", errors="replace").rstrip("\r\n")
+    try:
+        return len(next(csv.reader([text], delimiter=sep), []))
+    except csv.Error:  # a field longer than the csv module's limit: count the separators
+        return text.count(sep) + 1
+
+
 def read_capped(fh, what: str, path: str | Path, cap: int | None = None) -> bytes:
     """Read a decompressing stream ``fh`` in chunks; one IngestError once it passes ``cap``.
 
@@ -91,6 +214,33 @@ def read_capped(fh, what: str, path: str | Path, cap: int | None = None) -> byte
             )
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def polars_path(path: str | Path) -> str:
+    """``path`` as polars must be given it to read that one file: glob characters escaped.
+
+    polars expands ``*``, ``?`` and ``[...]`` in every path it reads, so a file named
+    ``run[1].csv`` was "not found" (a folder holding one was refused whole). Each such
+    character is written as a one-character class (``[[]``), which matches only itself.
+
+    Examples
+    --------
+    >>> polars_path("logs/run[1]*.csv")
+    'logs/run[[]1[]][*].csv'
+    """
+    return re.sub(r"([\[\]*?])", r"[\1]", str(path))
+
+
+def read_compressed(path: str | Path) -> bytes:
+    """The decompressed bytes of a gzip file, read in chunks up to :func:`max_member_bytes`.
+
+    Raises
+    ------
+    IngestError
+        The stream decompresses to more than the limit, or is not gzip.
+    """
+    with gzip.open(path, "rb") as fh:
+        return read_capped(fh, "the gzip stream", path)
 
 
 def table_suffix(path: str | Path) -> str | None:
@@ -230,44 +380,58 @@ def scan_file(path: Path, *, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
         if path.stat().st_size == 0:
             raise IngestError("the file is empty (0 bytes).", path=str(path))
         if suffix in (".parquet", ".pq"):
-            lf = pl.scan_parquet(path)
-        elif suffix in (".csv", ".tsv"):
-            sep = "\t" if suffix == ".tsv" else ","
-            header = pl.scan_csv(path, separator=sep, infer_schema_length=0).collect_schema()
+            lf = pl.scan_parquet(polars_path(path))
+        elif suffix in (".csv", ".tsv", ".csv.gz", ".tsv.gz"):
+            # a compressed table is decompressed under the cap (a 1.5 MB .csv.gz of zeros took
+            # 2.4 GB in polars' own reader), then read exactly as the plain file would be
+            source: str | bytes = (
+                polars_path(path) if suffix in (".csv", ".tsv") else read_compressed(path)
+            )
+            if isinstance(source, bytes) and not source.strip():
+                raise IngestError("the file is empty (no rows once decompressed).", path=str(path))
+            sep = "\t" if suffix.startswith(".tsv") else ","
+            if isinstance(source, bytes):
+                first = source[: source.find(b"\n") if b"\n" in source else len(source)]
+            else:
+                check_line_lengths(path)
+                with open(path, "rb") as fh:
+                    first = fh.readline(max_line_bytes() + 1)
+            _check_width(_header_width(first, sep), path)
+            header = pl.scan_csv(source, separator=sep, infer_schema_length=0).collect_schema()
             lf = pl.scan_csv(
-                path,
+                source,
                 separator=sep,
                 infer_schema_length=10000,
                 schema_overrides=_text_columns(header.names(), text_columns),
             )
         elif suffix in (".jsonl", ".ndjson"):
+            check_line_lengths(path)
+            _check_width(_first_object_width(path), path)
             if _bad_json_lines(path):
                 lf = _json_lines_frame(path.read_bytes(), path, text_columns)
             else:
-                lf = pl.scan_ndjson(path, infer_schema_length=10000)
+                lf = pl.scan_ndjson(polars_path(path), infer_schema_length=10000)
                 inferred = lf.collect_schema()
                 overrides = _text_columns(inferred.names(), text_columns)
                 _check_scalar(inferred, overrides, path)
                 if overrides:
-                    lf = pl.scan_ndjson(path, infer_schema_length=10000, schema_overrides=overrides)
+                    lf = pl.scan_ndjson(
+                        polars_path(path), infer_schema_length=10000, schema_overrides=overrides
+                    )
         elif suffix in (".jsonl.gz", ".ndjson.gz"):
-            with gzip.open(path, "rb") as fh:
-                data = read_capped(fh, "the gzip stream", path)
+            data = read_compressed(path)
             if not data.strip():
                 raise IngestError("the file is empty (no JSON lines).", path=str(path))
             if _bad_json_lines(io.BytesIO(data)):
                 lf = _json_lines_frame(data, path, text_columns)
             else:
                 lf = pl.read_ndjson(io.BytesIO(data), infer_schema_length=10000).lazy()
-        elif suffix in (".csv.gz", ".tsv.gz"):
-            lf = pl.read_csv(
-                path, separator="\t" if suffix == ".tsv.gz" else ",", infer_schema_length=10000
-            ).lazy()
         else:
             raise IngestError(
                 f"unknown file type; expected one of {', '.join(TABLE_SUFFIXES)}.", path=str(path)
             )
         names = lf.collect_schema().names()
+        _check_width(names, path)
     except IngestError:
         raise
     except (
@@ -281,6 +445,21 @@ def scan_file(path: Path, *, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
     if not names:
         raise IngestError("the file has no columns.", path=str(path))
     return lf
+
+
+def _first_object_width(path: Path) -> int:
+    """How many keys the first JSON line of ``path`` has (0 when it is not an object)."""
+    import json
+
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if raw.strip():
+                try:
+                    doc = json.loads(raw)
+                except (ValueError, RecursionError):
+                    return 0
+                return len(doc) if isinstance(doc, dict) else 0
+    return 0
 
 
 def _check_scalar(schema: pl.Schema, overrides: dict[str, pl.DataType], path: Path) -> None:
@@ -310,7 +489,7 @@ def _lines(source: Path | io.BytesIO) -> pl.LazyFrame:
     lf = (
         pl.read_csv(source, **opts).lazy()  # type: ignore[arg-type]
         if isinstance(source, io.BytesIO)
-        else pl.scan_csv(source, **opts)  # type: ignore[arg-type]
+        else pl.scan_csv(polars_path(source), **opts)  # type: ignore[arg-type]
     )
     return lf.with_row_index("__line", offset=1)
 
