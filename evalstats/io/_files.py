@@ -20,6 +20,7 @@ __all__ = [
     "expand_paths",
     "check_line_lengths",
     "csv_header",
+    "duplicate_json_keys",
     "max_columns",
     "max_line_bytes",
     "max_member_bytes",
@@ -182,15 +183,62 @@ def csv_header(path: Path, sep: str = ",") -> list[str] | None:
         return None
 
 
-def _header_width(first: bytes, sep: str) -> int:
-    """How many fields the header line ``first`` has (CSV quoting understood)."""
+def _check_header(first: bytes, sep: str, path: Path) -> None:
+    """Raise IngestError for a header line of too many fields or with a name given twice.
+
+    polars renames a second ``score`` column to ``score_duplicated_0``, which then silently
+    became a factor (and so the variant); a repeated name is an error naming it.
+    """
     import csv
 
-    text = first.decode("utf-8", errors="replace").rstrip("\r\n")
+    text = first.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r\n")
     try:
-        return len(next(csv.reader([text], delimiter=sep), []))
+        names = next(csv.reader([text], delimiter=sep), [])
     except csv.Error:  # a field longer than the csv module's limit: count the separators
-        return text.count(sep) + 1
+        _check_width(text.count(sep) + 1, path)
+        return
+    _check_width(names, path)
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names, start=1):
+        if name in seen:
+            raise IngestError(
+                f"the header names the column {name!r} more than once (columns {seen[name]} and "
+                f"{i}); rename one of them.",
+                path=str(path),
+                column=name,
+            )
+        seen[name] = i
+
+
+def _check_buffer_lines(data: bytes, path: Path) -> None:
+    """:func:`check_line_lengths` for a decompressed table held in memory."""
+    limit = max_line_bytes()
+    if len(data) <= limit:
+        return
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        if end - start > limit:
+            raise IngestError(
+                f"the line is longer than {limit:,} bytes (the limit; raise it with "
+                "EVALSTATS_MAX_LINE_BYTES if the file is trusted).",
+                path=str(path),
+                row=data.count(b"\n", 0, start) + 1,
+            )
+        start = end + 1
+
+
+def _trailing_blank_lines(path: Path) -> int:
+    """How many blank lines end the text file ``path`` (polars reads each as a row of nulls)."""
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        fh.seek(max(size - 65536, 0))
+        tail = fh.read()
+    ending = tail[len(tail.rstrip(b"\r\n")) :]
+    if len(ending) == len(tail):  # nothing but line ends in the last 64 KiB: leave it be
+        return 0
+    return max(ending.count(b"\n") - 1, 0)
 
 
 def read_capped(fh, what: str, path: str | Path, cap: int | None = None) -> bytes:
@@ -290,12 +338,41 @@ def skipped_note(skipped: Sequence[Path]) -> str | None:
     """The ingest-report note for hidden and AppleDouble files left out of a folder or glob."""
     if not skipped:
         return None
-    apple = sum(1 for f in skipped if f.name.startswith("._"))
-    shown = ", ".join(str(f) for f in skipped[:3]) + (", ..." if len(skipped) > 3 else "")
-    return (
-        f"skipped {len(skipped)} hidden file(s) ({apple} macOS AppleDouble '._*' "
-        f"companion(s)): {shown}"
-    )
+    links = [f for f in skipped if str(f) in _LINKS_OUT]
+    hidden = [f for f in skipped if str(f) not in _LINKS_OUT]
+    notes = []
+    if hidden:
+        apple = sum(1 for f in hidden if f.name.startswith("._"))
+        shown = ", ".join(str(f) for f in hidden[:3]) + (", ..." if len(hidden) > 3 else "")
+        notes.append(
+            f"skipped {len(hidden)} hidden file(s) ({apple} macOS AppleDouble '._*' "
+            f"companion(s)): {shown}"
+        )
+    if links:
+        shown = ", ".join(f"{f} -> {_LINKS_OUT[str(f)]}" for f in links[:3])
+        notes.append(
+            f"skipped {len(links)} link(s) pointing outside the folder read (name such a file "
+            f"itself to read it): {shown}{', ...' if len(links) > 3 else ''}"
+        )
+    return "; ".join(notes)
+
+
+#: Files of a folder walk that are links (or lie below links) resolving outside the folder:
+#: path -> where it points. Filled by :func:`expand_paths`, read by :func:`skipped_note`.
+_LINKS_OUT: dict[str, str] = {}
+
+
+def _outside(f: Path, root: Path) -> bool:
+    """Whether ``f``, found below the folder ``root``, resolves to a file outside it."""
+    try:
+        target = f.resolve()
+    except (OSError, RuntimeError):  # a loop of links
+        _LINKS_OUT[str(f)] = "a loop of links"
+        return True
+    if target.is_relative_to(root):
+        return False
+    _LINKS_OUT[str(f)] = str(target)
+    return True
 
 
 def expand_paths(
@@ -307,8 +384,9 @@ def expand_paths(
     """Files named by ``path``: a file, a glob pattern, a folder (searched recursively), or a list.
 
     Hidden files and folders (names starting with ``.``, among them macOS AppleDouble ``._*``
-    files) found by a folder walk or a glob are left out and appended to ``skipped`` (when given)
-    so that the loader can count them in its report; a file named explicitly is always read.
+    files) found by a folder walk or a glob, and files of a folder walk that are links pointing
+    outside the folder, are left out and appended to ``skipped`` (when given) so that the loader
+    can note them in its report; a file named explicitly is always read.
 
     Raises
     ------
@@ -327,9 +405,14 @@ def expand_paths(
             for f in p.rglob("*")
             if f.is_file() and any(str(f).lower().endswith(s) for s in suffixes)
         )
-        files = [f for f in found if not is_hidden(f, p)]
+        # a link out of the folder is not followed: data the user did not point at (a link to
+        # ~/.ssh or another project's results) is not read without a word
+        root = p.resolve()
+        left_out = [f for f in found if is_hidden(f, p) or _outside(f, root)]
+        dropped = set(left_out)
+        files = [f for f in found if f not in dropped]
         if skipped is not None:
-            skipped.extend(f for f in found if is_hidden(f, p))
+            skipped.extend(left_out)
         if not files:
             raise IngestError(
                 f"the folder holds no files ending in {', '.join(suffixes)}"
@@ -391,12 +474,17 @@ def scan_file(path: Path, *, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
                 raise IngestError("the file is empty (no rows once decompressed).", path=str(path))
             sep = "\t" if suffix.startswith(".tsv") else ","
             if isinstance(source, bytes):
-                first = source[: source.find(b"\n") if b"\n" in source else len(source)]
+                _check_buffer_lines(source, path)
+                # blank lines at the end are not rows (polars read each as a row of nulls)
+                source = source.rstrip(b"\r\n") + b"\n"
+                first = source[: source.find(b"\n")]
+                trailing = 0
             else:
                 check_line_lengths(path)
                 with open(path, "rb") as fh:
                     first = fh.readline(max_line_bytes() + 1)
-            _check_width(_header_width(first, sep), path)
+                trailing = _trailing_blank_lines(path)
+            _check_header(first, sep, path)
             header = pl.scan_csv(source, separator=sep, infer_schema_length=0).collect_schema()
             lf = pl.scan_csv(
                 source,
@@ -404,6 +492,12 @@ def scan_file(path: Path, *, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
                 infer_schema_length=10000,
                 schema_overrides=_text_columns(header.names(), text_columns),
             )
+            if trailing:
+                lf = (
+                    lf.with_row_index("__tail")
+                    .filter(pl.col("__tail") < pl.len() - trailing)
+                    .drop("__tail")
+                )
         elif suffix in (".jsonl", ".ndjson"):
             check_line_lengths(path)
             _check_width(_first_object_width(path), path)
@@ -422,10 +516,17 @@ def scan_file(path: Path, *, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
             data = read_compressed(path)
             if not data.strip():
                 raise IngestError("the file is empty (no JSON lines).", path=str(path))
+            _check_buffer_lines(data, path)
             if _bad_json_lines(io.BytesIO(data)):
                 lf = _json_lines_frame(data, path, text_columns)
-            else:
-                lf = pl.read_ndjson(io.BytesIO(data), infer_schema_length=10000).lazy()
+            else:  # typed as the plain .jsonl is: role columns as text
+                inferred = pl.scan_ndjson(io.BytesIO(data), infer_schema_length=10000)
+                schema = inferred.collect_schema()
+                overrides = _text_columns(schema.names(), text_columns)
+                _check_scalar(schema, overrides, path)
+                lf = pl.read_ndjson(
+                    io.BytesIO(data), infer_schema_length=10000, schema_overrides=overrides or None
+                ).lazy()
         else:
             raise IngestError(
                 f"unknown file type; expected one of {', '.join(TABLE_SUFFIXES)}.", path=str(path)
@@ -445,6 +546,59 @@ def scan_file(path: Path, *, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
     if not names:
         raise IngestError("the file has no columns.", path=str(path))
     return lf
+
+
+#: JSON Lines files up to this size are searched whole for repeated keys; of larger ones, the
+#: first 10,000 lines (the lines polars infers the schema from).
+_DUPLICATE_KEY_SCAN_BYTES = 64 * 2**20
+
+
+def duplicate_json_keys(path: Path) -> str | None:
+    """A note naming the keys that a line of the JSON Lines file ``path`` gives twice, or None.
+
+    ``{"model": "a", "model": "b"}`` is valid JSON; polars keeps the first value and says
+    nothing. Every line is searched when the file is at most 64 MiB (decompressed), else the
+    first 10,000 lines.
+    """
+    import json
+
+    found: list[tuple[int, str]] = []
+
+    def hook(pairs: list[tuple[str, object]]) -> dict:
+        seen: set[str] = set()
+        for k, _v in pairs:
+            if k in seen and len(found) < 1000:
+                found.append((line_no, k))
+            seen.add(k)
+        return {}
+
+    try:
+        if str(path).lower().endswith(".gz"):
+            lines = io.BytesIO(read_compressed(path))
+        else:
+            lines = open(path, "rb")  # noqa: SIM115 - closed below
+        whole = path.stat().st_size <= _DUPLICATE_KEY_SCAN_BYTES
+        with lines:
+            for line_no, raw in enumerate(lines, start=1):
+                if not whole and line_no > 10_000:
+                    break
+                if b'"' not in raw:
+                    continue
+                try:
+                    json.loads(raw, object_pairs_hook=hook)
+                except (ValueError, RecursionError):
+                    continue  # not JSON: the loader sets it aside and names it
+    except (OSError, EOFError, IngestError):
+        return None  # unreadable: reading the file says so
+    if not found:
+        return None
+    lines_with = sorted({n for n, _k in found})
+    shown = "; ".join(f"line {n}: {k!r}" for n, k in found[:5])
+    more = ", ..." if len(found) > 5 else ""
+    return (
+        f"{path}: {len(lines_with)} line(s) give a key more than once ({shown}{more}); "
+        "the first value of each is read"
+    )
 
 
 def _first_object_width(path: Path) -> int:

@@ -16,7 +16,13 @@ from evalstats.io._columns import (
     parse_mapping,
     resolve_roles,
 )
-from evalstats.io._files import expand_paths, scan_file, skipped_note, table_suffix
+from evalstats.io._files import (
+    duplicate_json_keys,
+    expand_paths,
+    scan_file,
+    skipped_note,
+    table_suffix,
+)
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
 from evalstats.schema import variant_key
@@ -119,6 +125,10 @@ def read_table(
                     path=str(f),
                     row=1,
                 )
+        if str(f).lower().endswith((".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")):
+            repeated = duplicate_json_keys(f)
+            if repeated:
+                notes.append(repeated)
         renames, factors = resolve_roles(names, mapping, path=str(f))
         opened.append((f, lf, names, flagged, renames, factors))
     decided, rules = _leftover_roles(opened, mapping, dataset)
