@@ -164,8 +164,10 @@ def test_a_line_longer_than_the_limit_is_one_line_naming_its_row(tmp_path, monke
 def test_a_header_line_longer_than_the_limit_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("EVALSTATS_MAX_LINE_BYTES", "4096")
     f = tmp_path / "wide_header.csv"
-    f.write_text("model,score," + "c" * 10_000 + "\na,1,2\n" * 100)
-    _one_line(*_cli("ingest", str(f))[::2], f.name, "row 1")
+    f.write_text(
+        "model,item,score," + "c" * 10_000 + "\n" + "".join(f"a,{i},1,2\n" for i in range(100))
+    )
+    _one_line(*_cli("ingest", str(f))[::2], f"{f.name}, row 1:", "longer than 4,096 bytes")
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".csv.gz"])
@@ -269,7 +271,7 @@ def test_formula_cells_are_neutralised_in_csv_output_and_numbers_are_not(tmp_pat
     out = tmp_path / "t.csv"
     code, _o, err = _cli("ingest", str(f), "--level", "observations", "--out", str(out))
     _ok(code, err)
-    written = list(csv.DictReader(io.StringIO(out.read_text(), newline="")))
+    written = list(csv.DictReader(io.StringIO(out.read_bytes().decode(), newline="")))
     for row in written:
         for col in ("model", "item", "variant", "template"):
             assert not row[col] or row[col][0] not in "=+-@\t\r", row
@@ -287,7 +289,7 @@ def test_formula_cells_are_neutralised_in_the_report_tables(tmp_path):
     tables = list(out.rglob("*.csv"))
     assert tables
     for t in tables:
-        for row in csv.reader(io.StringIO(t.read_text(), newline="")):
+        for row in csv.reader(io.StringIO(t.read_bytes().decode(), newline="")):
             for cell in row:
                 if cell[:1] in ("=", "+", "@"):
                     raise AssertionError(f"{t.name}: {cell!r}")
