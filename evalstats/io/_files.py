@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import gzip
 import io
+import itertools
 import os
 import re
 from collections.abc import Sequence
@@ -384,8 +385,9 @@ def expand_paths(
     """Files named by ``path``: a file, a glob pattern, a folder (searched recursively), or a list.
 
     Hidden files and folders (names starting with ``.``, among them macOS AppleDouble ``._*``
-    files) found by a folder walk or a glob, and files of a folder walk that are links pointing
-    outside the folder, are left out and appended to ``skipped`` (when given) so that the loader
+    files) found by a folder walk or a glob, and files of a folder walk or a glob that are links
+    pointing outside the folder searched (a glob's leading parts without glob characters), are
+    left out and appended to ``skipped`` (when given) so that the loader
     can note them in its report; a file named explicitly is always read.
 
     Raises
@@ -424,9 +426,14 @@ def expand_paths(
         return [p]
     if any(ch in str(path) for ch in "*?["):
         found = sorted(Path(f) for f in glob.glob(str(path), recursive=True) if Path(f).is_file())
-        files = [f for f in found if not is_hidden(f)]
+        # the folder a pattern searches: its leading parts without glob characters
+        base = Path(*[q for q in itertools.takewhile(lambda q: not glob.has_magic(q), p.parts)])
+        root = base.resolve()
+        left_out = [f for f in found if is_hidden(f) or _outside(f, root)]
+        dropped = set(left_out)
+        files = [f for f in found if f not in dropped]
         if skipped is not None:
-            skipped.extend(f for f in found if is_hidden(f))
+            skipped.extend(left_out)
         if not files:
             raise IngestError("the pattern matches no file.", path=str(path))
         return files

@@ -447,3 +447,17 @@ def test_a_compressed_json_lines_table_is_typed_like_the_plain_one(tmp_path, suf
     assert ing.report.rows_kept == 10_052
     items = ing.observations.collect()["item"]
     assert items.dtype == pl.String and {"q-late", "007", "7"} <= set(items.to_list())
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symbolic links")
+def test_links_out_of_the_folder_a_glob_searches_are_left_out_with_a_note(tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    _write_csv(outside / "secret.csv", _rows(models=("secret",)))
+    folder = tmp_path / "data"
+    folder.mkdir()
+    _write_csv(folder / "run.csv", _rows(models=("a",)))
+    (folder / "link.csv").symlink_to(outside / "secret.csv")
+    code, out, err = _cli("intervals", str(folder / "*.csv"))
+    _ok(code, err)
+    assert "secret" not in out and "link.csv" in err and "outside" in err
