@@ -21,12 +21,22 @@ multiprocessing itself. Nothing here changes a result: the same calls run on the
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
+from collections.abc import Iterator
 from multiprocessing.context import BaseContext
 from typing import Any
 
-__all__ = ["PRELOAD", "adopt", "parent_state", "start_early", "worker_context"]
+__all__ = [
+    "PRELOAD",
+    "adopt",
+    "deferred_signals",
+    "parent_state",
+    "start_early",
+    "stop_pool",
+    "worker_context",
+]
 
 #: What the server imports before it forks a worker: what every analysis and figure worker
 #: would import itself. A module that is not installed is left out (multiprocessing ignores
@@ -57,7 +67,28 @@ def worker_context() -> BaseContext:
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(list(PRELOAD))  # no effect once the server runs
+    _start_server()
     return ctx
+
+
+def _start_server() -> None:
+    """Start the fork server with Ctrl-C ignored (inherited through its exec, and by its forks).
+
+    The server imports :data:`PRELOAD` before it ignores SIGINT itself: a Ctrl-C in those
+    seconds printed its traceback under the command's one line.
+    """
+    import signal
+    import threading
+    from multiprocessing import forkserver
+
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def start_early() -> None:
@@ -71,10 +102,7 @@ def start_early() -> None:
 
     if not _forkserver_available() or usable_cores() < 2:
         return
-    from multiprocessing import forkserver
-
-    worker_context()
-    forkserver.ensure_running()
+    worker_context()  # starts the server
 
 
 def parent_state() -> dict[str, Any]:
@@ -83,10 +111,76 @@ def parent_state() -> dict[str, Any]:
 
 
 def adopt(state: dict[str, Any] | None) -> None:
-    """In a worker: take the main process's environment (see :func:`parent_state`)."""
+    """In a worker: take the main process's environment (see :func:`parent_state`).
+
+    A worker also ignores Ctrl-C: the terminal sends SIGINT to every process of the command,
+    and only the main process reports it (one line); it stops the workers itself
+    (:func:`stop_pool`).
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if not state:
         return
     env = state["environ"]
     for key in [k for k in os.environ if k not in env]:
         del os.environ[key]
     os.environ.update(env)
+
+
+def stop_pool(pool: Any) -> None:
+    """Stop a process pool now: cancel what has not started and end the running workers.
+
+    For an error or an interrupt, when waiting for the running tasks (minutes of an analysis)
+    is pointless. ``ProcessPoolExecutor`` has no public way to end its workers before Python
+    3.14 (``terminate_workers``); its process table is used where the method is missing.
+    """
+    import contextlib
+
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:  # pragma: no cover - Python 3.14
+        terminate()
+        return
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            proc.terminate()
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            proc.join(timeout=5)
+    # with its workers gone the pool's manager thread ends at once; waiting for it means no
+    # worker is still being started when the main process exits (one that was printed a
+    # traceback, its semaphores gone)
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def deferred_signals() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM back until the block is done (around starting a worker).
+
+    A Ctrl-C that lands while a pool starts a worker leaves a process the pool does not know
+    yet: :func:`stop_pool` cannot end it, and it prints a traceback once the main process is
+    gone. Held back, the signal arrives right after, when the pool knows all its workers.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # pragma: no cover - a thread that receives no signals
+        return
+    # a Python-level hold: blocking the signal in this thread's mask would only move it to
+    # another thread (polars', the pool's), whose handler still interrupts this one
+    pending: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        pending.append(signum)
+
+    held = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, hold) for sig in held}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if pending:
+            signal.raise_signal(pending[0])  # now, with the handlers restored

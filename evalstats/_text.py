@@ -27,6 +27,7 @@ __all__ = [
     "for_latex",
     "for_markdown",
     "for_terminal",
+    "for_terminal_lines",
     "plural",
     "shorten",
 ]
@@ -87,6 +88,29 @@ def for_terminal(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     'bad \\x1b[31mred\\x1b[0m\\nname'
     """
     return shorten(_CONTROL.sub(_visible, str(text)), limit)
+
+
+_CONTROL_BUT_NEWLINE = re.compile(
+    r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def for_terminal_lines(text: str) -> str:
+    r"""Text of several lines for a terminal: every control character but the newline escaped.
+
+    What :func:`for_terminal` does to one line, for a table or a summary: a model name
+    carrying ``]0;title`` (set the window title), ``[2J`` (clear the screen), a C1
+    control or a right-to-left override is shown as the visible escape instead of acting.
+    Tabs are escaped too (a name must not shift a column); nothing is cut.
+
+    Examples
+    --------
+    >>> print(for_terminal_lines("model,score\nevil\x1b[2J\u202e,1\n"))
+    model,score
+    evil\x1b[2J\u202e,1
+    <BLANKLINE>
+    """
+    return _CONTROL_BUT_NEWLINE.sub(_visible, str(text))
 
 
 # inline Markdown syntax; ( ) and ! only act after a ] and are left alone

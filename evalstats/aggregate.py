@@ -262,10 +262,9 @@ def _unit_table(plan: Plan, acc: Accounting) -> pl.DataFrame:
             "__row",
         )
         tie = ["__src", "__row"]
+    schema = out.schema  # once: a DataFrame's schema is rebuilt on each access
     sortable = [
-        c
-        for c in factors
-        if not isinstance(out.schema[c], (pl.List, pl.Array, pl.Struct, pl.Object))
+        c for c in factors if not isinstance(schema[c], (pl.List, pl.Array, pl.Struct, pl.Object))
     ]
     out = out.sort([*keys, *sortable, *tie], nulls_last=True, maintain_order=True)
     return out.drop(tie) if tie else out

@@ -15,6 +15,7 @@ __all__ = [
     "EvalstatsWarning",
     "IngestError",
     "InsufficientDataError",
+    "LimitError",
     "MetricScaleError",
     "MissingDependencyError",
     "OutputError",
@@ -47,6 +48,13 @@ class MetricScaleError(ParameterError):
 
 class InsufficientDataError(EvalstatsError, ValueError):
     """The data are too few for the requested analysis (one variant, one run, no shared items)."""
+
+
+class LimitError(EvalstatsError, ValueError):
+    """An input beyond a documented limit: too many model pairs to compare at once, and the like.
+
+    The message names the limit and what to do instead (compare fewer models at a time).
+    """
 
 
 class MissingDependencyError(EvalstatsError, ImportError):

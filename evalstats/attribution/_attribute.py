@@ -70,6 +70,15 @@ def _linear_shap(x: np.ndarray, beta: np.ndarray, slices: list[slice]) -> np.nda
     return np.array([np.mean(np.abs(xc[:, s] @ beta[s])) for s in slices])
 
 
+def _feature_names(factors: list[str]) -> list[str]:
+    """Names xgboost accepts: by position (it refuses ``[``, ``]`` and ``<`` in a name).
+
+    Results are matched to factors by position, never through xgboost's names, so a factor
+    column called ``tmpl[a]`` or ``len<10`` is attributed like any other.
+    """
+    return [f"f{i}" for i in range(len(factors))]
+
+
 def _xgb_fit(
     xgb: Any,
     x: np.ndarray,
@@ -82,7 +91,7 @@ def _xgb_fit(
         x,
         label=y,
         weight=weight,
-        feature_names=factors,
+        feature_names=_feature_names(factors),
         feature_types=["c"] * len(factors),
         enable_categorical=True,
         nthread=1,
@@ -106,7 +115,7 @@ def _xgb_predict(
 ) -> np.ndarray:
     dm = xgb.DMatrix(
         x,
-        feature_names=factors,
+        feature_names=_feature_names(factors),
         feature_types=["c"] * len(factors),
         enable_categorical=True,
         nthread=1,

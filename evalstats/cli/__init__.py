@@ -10,12 +10,15 @@ piped, the full table as CSV (:mod:`evalstats.cli._terminal`).
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, redirect_stdout
+from typing import Any
 
-from evalstats._text import for_terminal
-from evalstats.errors import EvalstatsError
+from evalstats._text import for_terminal, for_terminal_lines
+from evalstats.errors import EvalstatsError, OutputError
 
 __all__ = ["main"]
 
@@ -69,29 +72,135 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return 2
+class Terminated(BaseException):  # noqa: N818 - a signal, like KeyboardInterrupt
+    """SIGTERM arrived: unwind (staging folders and worker pools are cleaned up on the way)."""
+
+
+@contextmanager
+def _terminate_unwinds() -> Iterator[None]:
+    """While the command runs, SIGTERM raises :class:`Terminated` instead of killing it."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
     try:
-        from evalstats._reproducible import reproducible
-        from evalstats.aggregate import item_set_rule
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
-        rule = getattr(args, "on_mismatch", "error")
-        with item_set_rule("keep" if rule == "auto" else rule), reproducible():
-            return int(args.run(args) or 0)
-    except EvalstatsError as exc:
-        if args.debug:
-            raise
-        from evalstats.cli._common import cli_spelling
 
-        # the flags as typed (`--factors`, not the library's `factors`), on one line whatever
-        # the input put in the message (newlines, terminal escapes)
-        message = cli_spelling(str(exc), parser, args.command)
-        print(f"evalstats: error: {for_terminal(message)}", file=sys.stderr)
-        return 2
+class _TerminalSafe:
+    """Standard output as the commands write it: control characters in names shown, not run.
+
+    Tables printed to stdout (CSV, the design, the stability table) carry model names, item
+    ids and factor levels from the input; a terminal would act on an escape sequence in one
+    (set the window title, clear the screen, reorder text with a bidi override). Every
+    control character but the newline becomes a visible escape (:func:`for_terminal_lines`).
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        self._inner.write(for_terminal_lines(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._inner.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _error(message: str) -> None:
+    print(f"evalstats: error: {for_terminal(message)}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status.
+
+    User errors (:class:`~evalstats.errors.EvalstatsError`) and an output that cannot be
+    written (a full disk, a file-size limit) print one line and return 2; Ctrl-C prints one
+    line and returns 130, SIGTERM 143 (what a shell reports for the signal).
+    """
+    debug = False
+    command: str | None = None
+    try:
+        with _terminate_unwinds():
+            parser = build_parser()
+            args = parser.parse_args(argv)
+            debug, command = args.debug, args.command
+            if args.command is None:
+                parser.print_help(sys.stderr)
+                return 2
+            try:
+                from evalstats._reproducible import reproducible
+                from evalstats.aggregate import item_set_rule
+
+                rule = getattr(args, "on_mismatch", "error")
+                with (
+                    redirect_stdout(_TerminalSafe(sys.stdout)),
+                    item_set_rule("keep" if rule == "auto" else rule),
+                    reproducible(),
+                ):
+                    code = int(args.run(args) or 0)
+                    _flush_stdout()
+                return code
+            except EvalstatsError as exc:
+                if args.debug:
+                    raise
+                from evalstats.cli._common import cli_spelling
+
+                # the flags as typed (`--factors`, not the library's `factors`), on one line
+                # whatever the input put in the message (newlines, terminal escapes)
+                _error(cli_spelling(str(exc), parser, args.command))
+                return 2
     except BrokenPipeError:  # `evalstats ... | head`
         return 0
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        _error("interrupted (Ctrl-C); nothing more was written.")
+        return 130
+    except Terminated:
+        if debug:
+            raise
+        _error("terminated (SIGTERM); nothing more was written.")
+        return 143
+    except OSError as exc:
+        # a full disk or a file-size limit while writing an output no writer wrapped (stdout)
+        if debug or exc.errno not in _NO_ROOM:
+            raise
+        _error(
+            f"cannot write the output{f' {exc.filename!r}' if exc.filename else ''}: {exc.strerror}."
+        )
+        return 2
+    except MemoryError:
+        if debug:
+            raise
+        _error(
+            f"ran out of memory in `evalstats {command}`; the input is too large for this "
+            "machine (read fewer files, or fewer columns or models at a time)."
+        )
+        return 2
+
+
+#: Errors of a write that ran out of room: disk full, file too large, quota exceeded.
+_NO_ROOM = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+def _flush_stdout() -> None:
+    """Flush stdout now, so that a full disk behind it is an error line, not a shutdown note."""
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError) or exc.errno not in _NO_ROOM:
+            raise
+        raise OutputError(f"cannot write the output to stdout: {exc.strerror}.") from None

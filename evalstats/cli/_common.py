@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalstats._text import for_terminal
 from evalstats.errors import ParameterError
 
 if TYPE_CHECKING:
@@ -321,7 +322,7 @@ def load(args: argparse.Namespace):
             warnings.simplefilter("always")
             obs = align_item_sets(ingest.observations, on_mismatch=rule)
         for w in caught:
-            print(f"evalstats: warning: {w.message}", file=sys.stderr)
+            print(f"evalstats: warning: {for_terminal(str(w.message))}", file=sys.stderr)
         ingest = Ingest(obs, ingest.report)
     return ingest
 
@@ -353,7 +354,7 @@ def warned(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         text = str(w.message)
         if text not in seen:
             seen.add(text)
-            print(f"evalstats: warning: {text}", file=sys.stderr)
+            print(f"evalstats: warning: {for_terminal(text)}", file=sys.stderr)
     return out
 
 
@@ -441,20 +442,24 @@ def _jsonable(v: Any) -> Any:
 
 def write_table(frame: pl.DataFrame, out: Path) -> None:
     """Write ``frame`` to ``out`` by suffix (.parquet, .csv, .jsonl)."""
+    from evalstats._output import csv_safe, writing
+
     suffix = out.suffix.lower()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if suffix in (".parquet", ".pq"):
-        frame.write_parquet(out)
-    elif suffix == ".csv":
-        _flat(frame).write_csv(out)
-    elif suffix in (".jsonl", ".ndjson"):
-        frame.write_ndjson(out)
-    elif suffix == ".json":
-        out.write_text(json.dumps(_jsonable(frame.to_dicts()), indent=2, default=str))
-    else:
+    if suffix not in (".parquet", ".pq", ".csv", ".jsonl", ".ndjson", ".json"):
         raise ParameterError(
             f"`--out` must end in .parquet, .csv, .jsonl or .json, got {out.name!r}."
         )
+    with writing(out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if suffix in (".parquet", ".pq"):
+            frame.write_parquet(out)
+        elif suffix == ".csv":
+            # a cell such as `=HYPERLINK(...)` would run when the file is opened in a spreadsheet
+            csv_safe(_flat(frame)).write_csv(out)
+        elif suffix in (".jsonl", ".ndjson"):
+            frame.write_ndjson(out)
+        else:
+            out.write_text(json.dumps(_jsonable(frame.to_dicts()), indent=2, default=str))
 
 
 def _flat(frame: pl.DataFrame) -> pl.DataFrame:
@@ -499,12 +504,13 @@ def emit(
             doc.update(_jsonable(dict(extra)))
         sys.stdout.write(json.dumps(doc, default=str) + "\n")
     elif getattr(args, "out", None) is None:
+        from evalstats._output import csv_safe
         from evalstats.cli._terminal import VIEWS, on_terminal, readable
 
         if on_terminal():  # a person reads it: the essential columns and the verdict
             sys.stdout.write(readable(frame, VIEWS.get(command)))
-        else:  # a pipe or a file: the full table, as CSV
-            sys.stdout.write(_flat(frame).write_csv())
+        else:  # a pipe or a file: the full table, as CSV, formula-like cells neutralised
+            sys.stdout.write(csv_safe(_flat(frame)).write_csv())
 
 
 #: A parameter in backticks, alone (`factors`) or with a value (`interactions=1`).
@@ -563,4 +569,4 @@ def warnings_to_stderr() -> Iterator[None]:
         warnings.simplefilter("always")
         yield
     for message in dict.fromkeys(str(w.message) for w in caught):
-        print(f"evalstats: warning: {message}", file=sys.stderr)
+        print(f"evalstats: warning: {for_terminal(message)}", file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from evalstats._output import writing
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 from evalstats.cli.anova import _factors
 
@@ -93,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
         plt, _ = require_plotting()
         with paper_style():
             fig = plot_attribution(res)
-            fig.savefig(args.plot)
+            with writing(args.plot):
+                fig.savefig(args.plot)
         plt.close(fig)
         print(f"wrote {args.plot}", file=sys.stderr)
     recorded = {

@@ -9,6 +9,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalstats._output import writing
+from evalstats._text import for_terminal
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ def read_stability_file(path: str | Path) -> pl.DataFrame:
     import polars as pl
 
     from evalstats.errors import IngestError
+    from evalstats.io._files import polars_path
 
     p = Path(path)
     if not p.is_file():
@@ -38,11 +41,11 @@ def read_stability_file(path: str | Path) -> pl.DataFrame:
     suffix = p.suffix.lower()
     try:
         if suffix in (".parquet", ".pq"):
-            frame = pl.read_parquet(p)
+            frame = pl.read_parquet(polars_path(p))
         elif suffix in (".jsonl", ".ndjson"):
-            frame = pl.read_ndjson(p)
+            frame = pl.read_ndjson(polars_path(p))
         elif suffix == ".csv":
-            frame = pl.read_csv(p)
+            frame = pl.read_csv(polars_path(p))
         else:
             raise IngestError(
                 f"expected a .parquet, .jsonl or .csv stability table, got {p.suffix or 'no'!r} suffix",
@@ -56,7 +59,7 @@ def read_stability_file(path: str | Path) -> pl.DataFrame:
                 None if v is None else [float(x) for x in json.loads(v)]
                 for v in frame["acc_per_run"]
             ]
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, RecursionError) as exc:
             raise IngestError(
                 f"expected a JSON list of numbers per row ({exc})",
                 path=str(p),
@@ -155,8 +158,9 @@ def stability_frame(args: argparse.Namespace) -> pl.DataFrame:
 
 def save_figure(fig, path: Path) -> None:
     """Save ``fig`` to ``path`` and say so on stderr."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, bbox_inches="tight")
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, bbox_inches="tight")
     print(f"wrote {path}", file=sys.stderr)
 
 
@@ -173,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
             params["columns"] = list(args.corr_columns)
         corr = correlation_matrix(table, **params)
     for w in caught:
-        print(f"evalstats: warning: {w.message}", file=sys.stderr)
+        print(f"evalstats: warning: {for_terminal(str(w.message))}", file=sys.stderr)
     if args.plot is not None:
         from evalstats.plots import paper_style
         from evalstats.plots.stability import plot_correlation_heatmap

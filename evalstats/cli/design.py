@@ -41,19 +41,21 @@ def run(args: argparse.Namespace) -> int:
     load(args)
     design = args.design
     if args.out is not None:
+        from evalstats._output import writing
+
         out = Path(args.out)
         suffix = out.suffix.lower()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if suffix == ".toml":
-            out.write_text(design.to_toml(), encoding="utf-8")
-        elif suffix == ".json":
-            out.write_text(design.to_json() + "\n", encoding="utf-8")
-        elif suffix == ".csv":
+        if suffix not in (".toml", ".json", ".csv"):
+            raise ParameterError(f"`--out` must end in .toml, .json or .csv, got {out.name!r}.")
+        if suffix == ".csv":
             from evalstats.cli._common import write_table
 
             write_table(design.groups, out)
         else:
-            raise ParameterError(f"`--out` must end in .toml, .json or .csv, got {out.name!r}.")
+            with writing(out):
+                out.parent.mkdir(parents=True, exist_ok=True)
+                text = design.to_toml() if suffix == ".toml" else design.to_json() + "\n"
+                out.write_text(text, encoding="utf-8")
         print(f"wrote {out}", file=sys.stderr)
     if args.json:
         sys.stdout.write(design.to_json() + "\n")

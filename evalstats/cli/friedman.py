@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from evalstats._text import for_terminal
 from evalstats.cli._common import (
     add_input_arguments,
     add_output_arguments,
@@ -66,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
         )
         for row in res.dropped_blocks.iter_rows(named=True):
             where = "/".join(str(row[b]) for b in res.blocks)
-            print(f"  {where}: no {row['missing']}", file=sys.stderr)
+            print(
+                f"  {for_terminal(where)}: no {for_terminal(str(row['missing']))}", file=sys.stderr
+            )
     emit(res.to_frame(), args, command="friedman", params=params)
     return 0

@@ -105,16 +105,20 @@ def _sink(obs: pl.LazyFrame, out: Path) -> None:
     """Stream the observation table to ``out`` without holding it in memory, where possible."""
     import polars as pl
 
+    from evalstats._output import csv_safe_lazy, writing
+
     suffix = out.suffix.lower()
     nested = any(
         isinstance(t, (pl.List, pl.Array, pl.Struct)) for t in obs.collect_schema().dtypes()
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if suffix in (".parquet", ".pq"):
-        obs.sink_parquet(out)
-    elif suffix in (".jsonl", ".ndjson"):
-        obs.sink_ndjson(out)
-    elif suffix == ".csv" and not nested:
-        obs.sink_csv(out)
+    if suffix in (".parquet", ".pq", ".jsonl", ".ndjson") or (suffix == ".csv" and not nested):
+        with writing(out):
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if suffix in (".parquet", ".pq"):
+                obs.sink_parquet(out)
+            elif suffix in (".jsonl", ".ndjson"):
+                obs.sink_ndjson(out)
+            else:  # formula-like cells neutralised, as write_table does
+                csv_safe_lazy(obs).sink_csv(out)
     else:  # .json (one array) and CSV with list columns need the whole table
         write_table(obs.collect(engine="streaming"), out)

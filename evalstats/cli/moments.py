@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from evalstats._output import writing
 from evalstats.cli._common import (
     add_input_arguments,
     add_output_arguments,
@@ -64,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
         with paper_style():
             fig = plot_prompt_spread(obs)
-            fig.savefig(args.plot)
+            with writing(args.plot):
+                fig.savefig(args.plot)
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from evalstats._output import writing
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 
 
@@ -70,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         from evalstats.plots import paper_style, plot_noise_components
 
         with paper_style():
-            plot_noise_components(comps).savefig(args.plot)
+            fig = plot_noise_components(comps)
+            with writing(args.plot):
+                fig.savefig(args.plot)
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0

@@ -7,6 +7,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from evalstats._text import for_terminal
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 from evalstats.cli.correlate import add_stability_source, read_stability_file, save_figure
 
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         result = run_normality(data, **params)
         dist = run_distribution(data, **params_from(args, "by")) if args.plot else None
     for w in caught:
-        print(f"evalstats: warning: {w.message}", file=sys.stderr)
+        print(f"evalstats: warning: {for_terminal(str(w.message))}", file=sys.stderr)
     if dist is not None:
         from evalstats.plots import paper_style
         from evalstats.plots.stability import plot_run_distribution

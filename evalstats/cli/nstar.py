@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from evalstats._output import writing
 from evalstats.cli._common import (
     add_input_arguments,
     add_output_arguments,
@@ -218,5 +219,6 @@ def _plot(obs, params: dict, path: str) -> None:
             )
         for ax in flat[len(groups) :]:
             ax.set_visible(False)
-        fig.savefig(path)
+        with writing(path):
+            fig.savefig(path)
     print(f"wrote {path}", file=sys.stderr)

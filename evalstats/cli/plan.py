@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from evalstats._output import writing
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 
 
@@ -105,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         from evalstats.plots import paper_style, plot_plan
 
         with paper_style():
-            plot_plan(res).savefig(args.plot, bbox_inches="tight")
+            fig = plot_plan(res)
+            with writing(args.plot):
+                fig.savefig(args.plot, bbox_inches="tight")
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0

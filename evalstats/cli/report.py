@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evalstats._text import for_terminal
 from evalstats.cli._common import add_input_arguments, add_variant_factors_argument, load
 from evalstats.errors import ParameterError
 
@@ -176,7 +177,7 @@ def finish(report: Any, html: Path, args: argparse.Namespace, *, command: str = 
     With ``--json``: one JSON document on stdout instead, with the paths written, the design's
     headline and each analysis's reading.
     """
-    from evalstats._text import for_terminal, plural
+    from evalstats._text import plural
 
     out = html.parent
     if getattr(args, "json", False):

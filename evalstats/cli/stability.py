@@ -7,6 +7,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from evalstats._text import for_terminal
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 
 
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("always")
         frame = function(obs, **params)
     for w in caught:
-        print(f"evalstats: warning: {w.message}", file=sys.stderr)
+        print(f"evalstats: warning: {for_terminal(str(w.message))}", file=sys.stderr)
     if args.plot is not None:
         from evalstats.cli.correlate import save_figure
         from evalstats.plots import paper_style

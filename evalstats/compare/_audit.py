@@ -293,6 +293,9 @@ def reversal_audit(
     level = check_confidence_level(confidence_level)
     by = (by,) if isinstance(by, str) else tuple(by)
     default = dict(default)
+    from evalstats.compare._paired import check_pair_count
+
+    check_pair_count(units, by, what="the reversal audit")  # every pair of models is audited
     data, config = _config_scores(units, default, by)
     direction = directions(validate_units(units, check_values=False), by)
     default_items = _default_items(units, default, by)

@@ -32,6 +32,7 @@ from evalstats.errors import (
     DegenerateDataWarning,
     DesignWarning,
     InsufficientDataError,
+    LimitError,
     MetricScaleError,
     ParameterError,
     SchemaError,
@@ -493,6 +494,41 @@ def paired_matrix(
     return {k: v[0] for k, v in _paired_wide(frame, paired_on, by, column).items()}
 
 
+#: Most pairs of models one call compares (about 1,000 models in a group). 100,000 models make
+#: 5 * 10**9 pairs: the wide table and the pairs were allocated before anything said so
+#: (a MemoryError).
+MAX_PAIRS = 500_000
+
+
+def check_pair_count(
+    frame: pl.DataFrame | pl.LazyFrame,
+    by: Sequence[str],
+    column: str = "model",
+    *,
+    what: str = "comparing models",
+) -> None:
+    """Raise :class:`LimitError` when a group of ``frame`` has more than :data:`MAX_PAIRS` pairs.
+
+    Counted before anything is pivoted: one pass over the ``by`` and ``column`` columns.
+    """
+    lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+    by = [b for b in by if b in lf.collect_schema().names()]
+    k_expr = pl.col(column).n_unique().alias("__k")
+    counts = (lf.group_by(by).agg(k_expr) if by else lf.select(k_expr)).collect()
+    if counts.height == 0:
+        return
+    row = counts.sort("__k", descending=True).row(0, named=True)
+    k = int(row["__k"])
+    pairs = k * (k - 1) // 2
+    if pairs > MAX_PAIRS:
+        where = ", ".join(f"{b}={row[b]!r}" for b in by)
+        raise LimitError(
+            f"{what}: {k:,} values of {column!r}{' in ' + where if where else ''} make "
+            f"{pairs:,} pairs, more than the {MAX_PAIRS:,} compared at once (about 1,000 "
+            f"{column}s); compare a subset of them, e.g. the leaders from `evalstats intervals`."
+        )
+
+
 def _paired_wide(frame, paired_on: str, by: Sequence[str], column: str) -> dict:
     """Per group: (wide scores, wide row counts); one row per unit, one column per value."""
     over = {"items": "items", "variants": "variants"}[paired_on]
@@ -778,6 +814,7 @@ def compare_models(
     if column in by:
         raise ParameterError(f"`column` {column!r} is also in `by`; compare it or group by it.")
     frame = _item_set_rule(frame, on_mismatch)
+    check_pair_count(frame, by, column)
     wide = _paired_wide(frame, paired_on, by, column)
     check_choice("over", over, ("auto", "recorded-prompts"))
     cells = (

@@ -127,21 +127,20 @@ class Plan:
     @property
     def dedup_row_cols(self) -> list[str]:
         """Row columns that determine the duplicate group (factors stand for a derived variant)."""
-        out: list[str] = []
+        # dicts keep order and test membership in O(1): tables of thousands of columns
+        out: dict[str, None] = {}
         for k in self.dedup_groups:
             for c in self.factor_list if (k == "variant" and self.variant is not None) else [k]:
-                if c not in out:
-                    out.append(c)
-        return out
+                out.setdefault(c)
+        return list(out)
 
     @property
     def group_cols(self) -> list[str]:
         """Row columns to group by: unit columns plus what the duplicate groups need."""
-        out = list(self.unit_cols)
+        out = dict.fromkeys(self.unit_cols)
         for c in self.dedup_row_cols:
-            if c not in out:
-                out.append(c)
-        return out
+            out.setdefault(c)
+        return list(out)
 
     def frame(self, files: Sequence[int]) -> pl.LazyFrame:
         """The rows of ``files``, in file order."""
@@ -912,8 +911,10 @@ def _earlier_duplicate(plan: Plan, src: int, row: int) -> tuple[int, int] | None
 
 def unit_factor_order(schema_names: Sequence[str], factor_list: Sequence[str]) -> tuple[str, ...]:
     """Factor columns of the observation table in its output order (loader's first, then the rest)."""
-    facs = [c for c in factor_list if c in schema_names]
-    rest = [c for c in factor_columns(schema_names) if c not in facs]
+    names = set(schema_names)
+    facs = [c for c in factor_list if c in names]
+    taken = set(facs)
+    rest = [c for c in factor_columns(schema_names) if c not in taken]
     return tuple(facs + rest)
 
 

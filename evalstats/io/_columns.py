@@ -213,13 +213,24 @@ def resolve_roles(
             raise SchemaError(f"{where}both {taken[role]!r} and {src!r} are mapped to {role!r}.")
         renames[src] = role
         taken[role] = src
-    lower = {n.lower(): n for n in names}
+    lower: dict[str, list[str]] = {}
+    for n in names:
+        lower.setdefault(n.lower(), []).append(n)
     for role, aliases in ALIASES.items():
         if role in taken:
             continue
         for alias in aliases:
-            src = lower.get(alias.lower())
-            if src is not None and src not in renames and src not in mapping:
+            found = [n for n in lower.get(alias.lower(), ()) if n not in mapping]
+            if len(found) > 1:  # `Model` and `model`: which one is meant is not ours to guess
+                a, b = found[:2]
+                raise SchemaError(
+                    f"{where}the columns {a!r} and {b!r} differ only in case and both name "
+                    f"the {role}; say which one it is and leave the other out, e.g. "
+                    f"columns={{{a!r}: {role!r}, {b!r}: 'ignore'}} (CLI: --columns "
+                    f"{a}={role},{b}=ignore)."
+                )
+            src = found[0] if found else None
+            if src is not None and src not in renames:
                 renames[src] = role
                 taken[role] = src
                 break

@@ -5,7 +5,9 @@ from __future__ import annotations
 import glob
 import gzip
 import io
+import itertools
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,8 +19,15 @@ from evalstats.io._rows import read_error
 __all__ = [
     "TABLE_SUFFIXES",
     "expand_paths",
+    "check_line_lengths",
+    "csv_header",
+    "duplicate_json_keys",
+    "max_columns",
+    "max_line_bytes",
     "max_member_bytes",
+    "polars_path",
     "read_capped",
+    "read_compressed",
     "is_hidden",
     "lfs_pointer",
     "scan_file",
@@ -40,10 +49,13 @@ TABLE_SUFFIXES = (
 )
 
 
-#: Default cap on the decompressed size of one compressed member or stream (256 MiB); set
-#: ``EVALSTATS_MAX_MEMBER_BYTES`` to change it. A 2 MB archive can hold a member of 2 GiB of
-#: zeros: decompressed members are streamed and stop at the cap instead of filling memory.
-DEFAULT_MAX_MEMBER_BYTES = 256 * 2**20
+#: Default cap on the decompressed size of compressed input (32 MiB): one ``.gz`` table, or
+#: all members of one ``.eval`` archive together; set ``EVALSTATS_MAX_MEMBER_BYTES`` to change
+#: it. A 100 KB file can hold gigabytes of zeros: decompressed data is streamed and stops at
+#: the cap instead of filling memory. 32 MiB because parsed data takes up to about 40 times its
+#: size (a CSV of 6-byte rows written out row by row; JSON of empty objects about 25 times):
+#: an input under 10 MB then stays well under 2 GB of memory.
+DEFAULT_MAX_MEMBER_BYTES = 32 * 2**20
 
 _CHUNK = 2**20
 
@@ -70,6 +82,166 @@ def max_member_bytes() -> int:
     return value
 
 
+#: Default longest line of a CSV, TSV or JSON Lines file (64 MiB); ``EVALSTATS_MAX_LINE_BYTES``.
+#: A 2 GiB line made polars abort (exit 134, no message).
+DEFAULT_MAX_LINE_BYTES = 64 * 2**20
+
+#: Default most columns of a table (10,000); ``EVALSTATS_MAX_COLUMNS``. A CSV of 10**6
+#: columns took polars 23 s to read the header alone, and minutes to ingest.
+DEFAULT_MAX_COLUMNS = 10_000
+
+
+def _env_limit(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise IngestError(f"{name} must be a positive whole number; got {raw!r}.")
+    return value
+
+
+def max_line_bytes() -> int:
+    """The longest line a text table may have, from ``EVALSTATS_MAX_LINE_BYTES`` or the default."""
+    return _env_limit("EVALSTATS_MAX_LINE_BYTES", DEFAULT_MAX_LINE_BYTES)
+
+
+def max_columns() -> int:
+    """The most columns a table may have, from ``EVALSTATS_MAX_COLUMNS`` or the default."""
+    return _env_limit("EVALSTATS_MAX_COLUMNS", DEFAULT_MAX_COLUMNS)
+
+
+def check_line_lengths(path: Path) -> None:
+    """Raise IngestError naming the first line of ``path`` longer than :func:`max_line_bytes`.
+
+    Costs nothing for a file smaller than the limit; a larger one is read once in chunks (the
+    newlines are found at memory speed), before polars sees it.
+    """
+    limit = max_line_bytes()
+    try:
+        if path.stat().st_size <= limit:
+            return
+        line, start, offset = 1, 0, 0
+        with open(path, "rb") as fh:
+            while chunk := fh.read(16 * 2**20):
+                pos = chunk.find(b"\n")
+                while pos >= 0:
+                    if offset + pos - start > limit:
+                        break
+                    start, line = offset + pos + 1, line + 1
+                    pos = chunk.find(b"\n", pos + 1)
+                else:
+                    offset += len(chunk)
+                    if offset - start <= limit:
+                        continue
+                raise IngestError(
+                    f"the line is longer than {limit:,} bytes (the limit; raise it with "
+                    "EVALSTATS_MAX_LINE_BYTES if the file is trusted).",
+                    path=str(path),
+                    row=line,
+                )
+    except OSError as exc:
+        raise read_error(path, exc) from None
+
+
+def _check_width(names: Sequence[str] | int, path: Path) -> None:
+    n = names if isinstance(names, int) else len(names)
+    limit = max_columns()
+    if n > limit:
+        raise IngestError(
+            f"the table has {n:,} columns, more than the {limit:,} evalstats reads (raise the "
+            "limit with EVALSTATS_MAX_COLUMNS if the file is right).",
+            path=str(path),
+        )
+
+
+def csv_header(path: Path, sep: str = ",") -> list[str] | None:
+    """The column names of a CSV (or ``.csv.gz``) from its first line; None if unreadable.
+
+    Read with Python's csv module from one line of at most :func:`max_line_bytes` bytes:
+    asking polars for the header of a table of 10**6 columns took 23 s, and a header line of
+    2 GiB made it abort. Used to detect formats, where a file that is not readable is simply
+    not of that format.
+    """
+    import csv
+
+    limit = max_line_bytes()
+    try:
+        opener = gzip.open if str(path).lower().endswith(".gz") else open
+        with opener(path, "rb") as fh:
+            first = fh.readline(limit + 1)
+    except (OSError, EOFError):
+        return None
+    if len(first) > limit:
+        return None
+    text = first.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r\n")
+    try:
+        return next(csv.reader([text], delimiter=sep), [])
+    except csv.Error:  # a field longer than the csv module's limit: not a header
+        return None
+
+
+def _check_header(first: bytes, sep: str, path: Path) -> None:
+    """Raise IngestError for a header line of too many fields or with a name given twice.
+
+    polars renames a second ``score`` column to ``score_duplicated_0``, which then silently
+    became a factor (and so the variant); a repeated name is an error naming it.
+    """
+    import csv
+
+    text = first.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r\n")
+    try:
+        names = next(csv.reader([text], delimiter=sep), [])
+    except csv.Error:  # a field longer than the csv module's limit: count the separators
+        _check_width(text.count(sep) + 1, path)
+        return
+    _check_width(names, path)
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names, start=1):
+        if name in seen:
+            raise IngestError(
+                f"the header names the column {name!r} more than once (columns {seen[name]} and "
+                f"{i}); rename one of them.",
+                path=str(path),
+                column=name,
+            )
+        seen[name] = i
+
+
+def _check_buffer_lines(data: bytes, path: Path) -> None:
+    """:func:`check_line_lengths` for a decompressed table held in memory."""
+    limit = max_line_bytes()
+    if len(data) <= limit:
+        return
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        if end - start > limit:
+            raise IngestError(
+                f"the line is longer than {limit:,} bytes (the limit; raise it with "
+                "EVALSTATS_MAX_LINE_BYTES if the file is trusted).",
+                path=str(path),
+                row=data.count(b"\n", 0, start) + 1,
+            )
+        start = end + 1
+
+
+def _trailing_blank_lines(path: Path) -> int:
+    """How many blank lines end the text file ``path`` (polars reads each as a row of nulls)."""
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        fh.seek(max(size - 65536, 0))
+        tail = fh.read()
+    ending = tail[len(tail.rstrip(b"\r\n")) :]
+    if len(ending) == len(tail):  # nothing but line ends in the last 64 KiB: leave it be
+        return 0
+    return max(ending.count(b"\n") - 1, 0)
+
+
 def read_capped(fh, what: str, path: str | Path, cap: int | None = None) -> bytes:
     """Read a decompressing stream ``fh`` in chunks; one IngestError once it passes ``cap``.
 
@@ -91,6 +263,33 @@ def read_capped(fh, what: str, path: str | Path, cap: int | None = None) -> byte
             )
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def polars_path(path: str | Path) -> str:
+    """``path`` as polars must be given it to read that one file: glob characters escaped.
+
+    polars expands ``*``, ``?`` and ``[...]`` in every path it reads, so a file named
+    ``run[1].csv`` was "not found" (a folder holding one was refused whole). Each such
+    character is written as a one-character class (``[[]``), which matches only itself.
+
+    Examples
+    --------
+    >>> polars_path("logs/run[1]*.csv")
+    'logs/run[[]1[]][*].csv'
+    """
+    return re.sub(r"([\[\]*?])", r"[\1]", str(path))
+
+
+def read_compressed(path: str | Path) -> bytes:
+    """The decompressed bytes of a gzip file, read in chunks up to :func:`max_member_bytes`.
+
+    Raises
+    ------
+    IngestError
+        The stream decompresses to more than the limit, or is not gzip.
+    """
+    with gzip.open(path, "rb") as fh:
+        return read_capped(fh, "the gzip stream", path)
 
 
 def table_suffix(path: str | Path) -> str | None:
@@ -140,12 +339,41 @@ def skipped_note(skipped: Sequence[Path]) -> str | None:
     """The ingest-report note for hidden and AppleDouble files left out of a folder or glob."""
     if not skipped:
         return None
-    apple = sum(1 for f in skipped if f.name.startswith("._"))
-    shown = ", ".join(str(f) for f in skipped[:3]) + (", ..." if len(skipped) > 3 else "")
-    return (
-        f"skipped {len(skipped)} hidden file(s) ({apple} macOS AppleDouble '._*' "
-        f"companion(s)): {shown}"
-    )
+    links = [f for f in skipped if str(f) in _LINKS_OUT]
+    hidden = [f for f in skipped if str(f) not in _LINKS_OUT]
+    notes = []
+    if hidden:
+        apple = sum(1 for f in hidden if f.name.startswith("._"))
+        shown = ", ".join(str(f) for f in hidden[:3]) + (", ..." if len(hidden) > 3 else "")
+        notes.append(
+            f"skipped {len(hidden)} hidden file(s) ({apple} macOS AppleDouble '._*' "
+            f"companion(s)): {shown}"
+        )
+    if links:
+        shown = ", ".join(f"{f} -> {_LINKS_OUT[str(f)]}" for f in links[:3])
+        notes.append(
+            f"skipped {len(links)} link(s) pointing outside the folder read (name such a file "
+            f"itself to read it): {shown}{', ...' if len(links) > 3 else ''}"
+        )
+    return "; ".join(notes)
+
+
+#: Files of a folder walk that are links (or lie below links) resolving outside the folder:
+#: path -> where it points. Filled by :func:`expand_paths`, read by :func:`skipped_note`.
+_LINKS_OUT: dict[str, str] = {}
+
+
+def _outside(f: Path, root: Path) -> bool:
+    """Whether ``f``, found below the folder ``root``, resolves to a file outside it."""
+    try:
+        target = f.resolve()
+    except (OSError, RuntimeError):  # a loop of links
+        _LINKS_OUT[str(f)] = "a loop of links"
+        return True
+    if target.is_relative_to(root):
+        return False
+    _LINKS_OUT[str(f)] = str(target)
+    return True
 
 
 def expand_paths(
@@ -157,8 +385,10 @@ def expand_paths(
     """Files named by ``path``: a file, a glob pattern, a folder (searched recursively), or a list.
 
     Hidden files and folders (names starting with ``.``, among them macOS AppleDouble ``._*``
-    files) found by a folder walk or a glob are left out and appended to ``skipped`` (when given)
-    so that the loader can count them in its report; a file named explicitly is always read.
+    files) found by a folder walk or a glob, and files of a folder walk or a glob that are links
+    pointing outside the folder searched (a glob's leading parts without glob characters), are
+    left out and appended to ``skipped`` (when given) so that the loader
+    can note them in its report; a file named explicitly is always read.
 
     Raises
     ------
@@ -177,9 +407,14 @@ def expand_paths(
             for f in p.rglob("*")
             if f.is_file() and any(str(f).lower().endswith(s) for s in suffixes)
         )
-        files = [f for f in found if not is_hidden(f, p)]
+        # a link out of the folder is not followed: data the user did not point at (a link to
+        # ~/.ssh or another project's results) is not read without a word
+        root = p.resolve()
+        left_out = [f for f in found if is_hidden(f, p) or _outside(f, root)]
+        dropped = set(left_out)
+        files = [f for f in found if f not in dropped]
         if skipped is not None:
-            skipped.extend(f for f in found if is_hidden(f, p))
+            skipped.extend(left_out)
         if not files:
             raise IngestError(
                 f"the folder holds no files ending in {', '.join(suffixes)}"
@@ -191,9 +426,14 @@ def expand_paths(
         return [p]
     if any(ch in str(path) for ch in "*?["):
         found = sorted(Path(f) for f in glob.glob(str(path), recursive=True) if Path(f).is_file())
-        files = [f for f in found if not is_hidden(f)]
+        # the folder a pattern searches: its leading parts without glob characters
+        base = Path(*[q for q in itertools.takewhile(lambda q: not glob.has_magic(q), p.parts)])
+        root = base.resolve()
+        left_out = [f for f in found if is_hidden(f) or _outside(f, root)]
+        dropped = set(left_out)
+        files = [f for f in found if f not in dropped]
         if skipped is not None:
-            skipped.extend(f for f in found if is_hidden(f))
+            skipped.extend(left_out)
         if not files:
             raise IngestError("the pattern matches no file.", path=str(path))
         return files
@@ -230,44 +470,76 @@ def scan_file(path: Path, *, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
         if path.stat().st_size == 0:
             raise IngestError("the file is empty (0 bytes).", path=str(path))
         if suffix in (".parquet", ".pq"):
-            lf = pl.scan_parquet(path)
-        elif suffix in (".csv", ".tsv"):
-            sep = "\t" if suffix == ".tsv" else ","
-            header = pl.scan_csv(path, separator=sep, infer_schema_length=0).collect_schema()
+            lf = pl.scan_parquet(polars_path(path))
+        elif suffix in (".csv", ".tsv", ".csv.gz", ".tsv.gz"):
+            # a compressed table is decompressed under the cap (a 1.5 MB .csv.gz of zeros took
+            # 2.4 GB in polars' own reader), then read exactly as the plain file would be
+            source: str | bytes = (
+                polars_path(path) if suffix in (".csv", ".tsv") else read_compressed(path)
+            )
+            if isinstance(source, bytes) and not source.strip():
+                raise IngestError("the file is empty (no rows once decompressed).", path=str(path))
+            sep = "\t" if suffix.startswith(".tsv") else ","
+            if isinstance(source, bytes):
+                _check_buffer_lines(source, path)
+                # blank lines at the end are not rows (polars read each as a row of nulls)
+                source = source.rstrip(b"\r\n") + b"\n"
+                first = source[: source.find(b"\n")]
+                trailing = 0
+            else:
+                check_line_lengths(path)
+                with open(path, "rb") as fh:
+                    first = fh.readline(max_line_bytes() + 1)
+                trailing = _trailing_blank_lines(path)
+            _check_header(first, sep, path)
+            header = pl.scan_csv(source, separator=sep, infer_schema_length=0).collect_schema()
             lf = pl.scan_csv(
-                path,
+                source,
                 separator=sep,
                 infer_schema_length=10000,
                 schema_overrides=_text_columns(header.names(), text_columns),
             )
+            if trailing:
+                lf = (
+                    lf.with_row_index("__tail")
+                    .filter(pl.col("__tail") < pl.len() - trailing)
+                    .drop("__tail")
+                )
         elif suffix in (".jsonl", ".ndjson"):
+            check_line_lengths(path)
+            _check_width(_first_object_width(path), path)
             if _bad_json_lines(path):
                 lf = _json_lines_frame(path.read_bytes(), path, text_columns)
             else:
-                lf = pl.scan_ndjson(path, infer_schema_length=10000)
+                lf = pl.scan_ndjson(polars_path(path), infer_schema_length=10000)
                 inferred = lf.collect_schema()
                 overrides = _text_columns(inferred.names(), text_columns)
                 _check_scalar(inferred, overrides, path)
                 if overrides:
-                    lf = pl.scan_ndjson(path, infer_schema_length=10000, schema_overrides=overrides)
+                    lf = pl.scan_ndjson(
+                        polars_path(path), infer_schema_length=10000, schema_overrides=overrides
+                    )
         elif suffix in (".jsonl.gz", ".ndjson.gz"):
-            with gzip.open(path, "rb") as fh:
-                data = read_capped(fh, "the gzip stream", path)
+            data = read_compressed(path)
             if not data.strip():
                 raise IngestError("the file is empty (no JSON lines).", path=str(path))
+            _check_buffer_lines(data, path)
             if _bad_json_lines(io.BytesIO(data)):
                 lf = _json_lines_frame(data, path, text_columns)
-            else:
-                lf = pl.read_ndjson(io.BytesIO(data), infer_schema_length=10000).lazy()
-        elif suffix in (".csv.gz", ".tsv.gz"):
-            lf = pl.read_csv(
-                path, separator="\t" if suffix == ".tsv.gz" else ",", infer_schema_length=10000
-            ).lazy()
+            else:  # typed as the plain .jsonl is: role columns as text
+                inferred = pl.scan_ndjson(io.BytesIO(data), infer_schema_length=10000)
+                schema = inferred.collect_schema()
+                overrides = _text_columns(schema.names(), text_columns)
+                _check_scalar(schema, overrides, path)
+                lf = pl.read_ndjson(
+                    io.BytesIO(data), infer_schema_length=10000, schema_overrides=overrides or None
+                ).lazy()
         else:
             raise IngestError(
                 f"unknown file type; expected one of {', '.join(TABLE_SUFFIXES)}.", path=str(path)
             )
         names = lf.collect_schema().names()
+        _check_width(names, path)
     except IngestError:
         raise
     except (
@@ -281,6 +553,74 @@ def scan_file(path: Path, *, text_columns: Sequence[str] = ()) -> pl.LazyFrame:
     if not names:
         raise IngestError("the file has no columns.", path=str(path))
     return lf
+
+
+#: JSON Lines files up to this size are searched whole for repeated keys; of larger ones, the
+#: first 10,000 lines (the lines polars infers the schema from).
+_DUPLICATE_KEY_SCAN_BYTES = 64 * 2**20
+
+
+def duplicate_json_keys(path: Path) -> str | None:
+    """A note naming the keys that a line of the JSON Lines file ``path`` gives twice, or None.
+
+    ``{"model": "a", "model": "b"}`` is valid JSON; polars keeps the first value and says
+    nothing. Every line is searched when the file is at most 64 MiB (decompressed), else the
+    first 10,000 lines.
+    """
+    import json
+
+    found: list[tuple[int, str]] = []
+
+    def hook(pairs: list[tuple[str, object]]) -> dict:
+        seen: set[str] = set()
+        for k, _v in pairs:
+            if k in seen and len(found) < 1000:
+                found.append((line_no, k))
+            seen.add(k)
+        return {}
+
+    try:
+        if str(path).lower().endswith(".gz"):
+            lines = io.BytesIO(read_compressed(path))
+        else:
+            lines = open(path, "rb")  # noqa: SIM115 - closed below
+        whole = path.stat().st_size <= _DUPLICATE_KEY_SCAN_BYTES
+        with lines:
+            for line_no, raw in enumerate(lines, start=1):
+                if not whole and line_no > 10_000:
+                    break
+                if b'"' not in raw:
+                    continue
+                try:
+                    json.loads(raw, object_pairs_hook=hook)
+                except (ValueError, RecursionError):
+                    continue  # not JSON: the loader sets it aside and names it
+    except (OSError, EOFError, IngestError):
+        return None  # unreadable: reading the file says so
+    if not found:
+        return None
+    lines_with = sorted({n for n, _k in found})
+    shown = "; ".join(f"line {n}: {k!r}" for n, k in found[:5])
+    more = ", ..." if len(found) > 5 else ""
+    return (
+        f"{path}: {len(lines_with)} line(s) give a key more than once ({shown}{more}); "
+        "the first value of each is read"
+    )
+
+
+def _first_object_width(path: Path) -> int:
+    """How many keys the first JSON line of ``path`` has (0 when it is not an object)."""
+    import json
+
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if raw.strip():
+                try:
+                    doc = json.loads(raw)
+                except (ValueError, RecursionError):
+                    return 0
+                return len(doc) if isinstance(doc, dict) else 0
+    return 0
 
 
 def _check_scalar(schema: pl.Schema, overrides: dict[str, pl.DataType], path: Path) -> None:
@@ -310,7 +650,7 @@ def _lines(source: Path | io.BytesIO) -> pl.LazyFrame:
     lf = (
         pl.read_csv(source, **opts).lazy()  # type: ignore[arg-type]
         if isinstance(source, io.BytesIO)
-        else pl.scan_csv(source, **opts)  # type: ignore[arg-type]
+        else pl.scan_csv(polars_path(source), **opts)  # type: ignore[arg-type]
     )
     return lf.with_row_index("__line", offset=1)
 

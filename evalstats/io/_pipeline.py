@@ -377,6 +377,10 @@ def prepare(
         added.append(pl.lit(None, dtype=pl.String).alias("dataset"))
     if "run" not in schema:
         added.append(pl.lit(0, dtype=pl.Int64).alias("run"))
+    # names are compared as people read them: surrounding whitespace stripped, Unicode NFC
+    names = [c for c in NAME_COLUMNS if c in schema and schema[c] == pl.String]
+    notes.extend(_merge_notes(frames, schemas, names))
+    cleaned = [clean_name(c) for c in names]
     # every file gets the unified columns, so that any subset of files concatenates
     aligned = []
     for f, sch in zip(frames, schemas):
@@ -387,6 +391,8 @@ def prepare(
             for c, dt in schema.items()
         ]
         f = f.select(cols).with_columns(added) if added else f.select(cols)
+        if cleaned:
+            f = f.with_columns(cleaned)
         for step in metric_steps:
             f = f.with_columns(step)
         aligned.append(f)
@@ -439,6 +445,15 @@ def prepare(
                 pl.col(name).is_null(),
                 column=name,
                 message="required value is missing",
+            )
+        )
+    for name in names:
+        rules.append(
+            Check(
+                f"blank_{name}",
+                pl.col(name) == "",
+                column=name,
+                message="the value is blank (empty or only whitespace)",
             )
         )
     rules.append(
@@ -518,6 +533,69 @@ def prepare(
         extra_read=dict(extra_read or {}),
         column_rules=tuple(column_rules),
     )
+
+
+#: Columns whose values are names: stripped of surrounding whitespace and put in Unicode
+#: normal form NFC before anything compares them (:func:`clean_name`).
+NAME_COLUMNS = ("model", "dataset", "variant", "item")
+
+
+def clean_name(column: str) -> pl.Expr:
+    """``column`` as a name: surrounding whitespace stripped, in Unicode normal form NFC.
+
+    ``' A'``, ``'A '`` and ``'A'`` were three models, and ``café`` written with a combining
+    accent (NFD) another model than ``café`` (NFC); a report then said "café has the highest
+    ... and café the lowest". A value that is blank once stripped is set aside as
+    ``blank_<column>`` (an error unless ``on_invalid='skip'``).
+    """
+    return pl.col(column).str.strip_chars().str.normalize("NFC").alias(column)
+
+
+def _merge_notes(
+    frames: Sequence[pl.LazyFrame], schemas: Sequence[pl.Schema], names: Sequence[str]
+) -> list[str]:
+    """One note per name column whose distinct values :func:`clean_name` merges, counting them.
+
+    Reads the distinct values of those columns (one streaming pass over them).
+    """
+    queries = []
+    for c in names:
+        parts = [f.select(pl.col(c).cast(pl.String)) for f, sch in zip(frames, schemas) if c in sch]
+        if not parts:
+            continue
+        raw = pl.concat(parts).unique().drop_nulls()
+        queries.append(
+            raw.with_columns(clean_name(c).alias("__clean"))
+            .filter(pl.col("__clean") != "")
+            .group_by("__clean")
+            .agg(pl.col(c).sort().alias("__raw"), pl.len().alias("__n"))
+            .filter(pl.col("__n") > 1)
+            .sort("__clean")
+            .with_columns(pl.lit(c).alias("__column"))
+            .select("__column", "__clean", "__raw", "__n")
+        )
+    if not queries:
+        return []
+    try:
+        found = pl.collect_all(queries)
+    except pl.exceptions.PolarsError:  # an unreadable file: the accounting pass names it
+        return []
+    notes = []
+    for frame in found:
+        if frame.height == 0:
+            continue
+        column = frame["__column"][0]
+        spellings = int(frame["__n"].sum())
+        examples = "; ".join(
+            f"{' + '.join(repr(v) for v in raw[:3])} -> {clean!r}"
+            for clean, raw in frame.head(3).select("__clean", "__raw").iter_rows()
+        )
+        more = ", ..." if frame.height > 3 else ""
+        notes.append(
+            f"{column}: {spellings} spellings that differ only in surrounding whitespace or "
+            f"Unicode normal form were merged into {frame.height} names ({examples}{more})"
+        )
+    return notes
 
 
 def report_of(plan: Plan, acc: Accounting) -> IngestReport:

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from evalstats._column_rules import ColumnRule
-from evalstats._text import plural
+from evalstats._text import for_terminal, plural
 from evalstats.schema import MetricInfo
 
 __all__ = ["FormatCount", "Ingest", "IngestReport", "SetAsideExample"]
@@ -171,7 +171,8 @@ class IngestReport:
                     lines.append(f"    e.g. {ex.describe()}")
         for note in self.notes:
             lines.append(f"  note: {note}")
-        return "\n".join(lines)
+        # names and notes quote the input: one visible line each, never a terminal escape
+        return "\n".join(for_terminal(line) for line in lines)
 
     def __str__(self) -> str:
         return self.summary()

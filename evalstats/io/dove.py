@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from evalstats.errors import IngestError, ParameterError
-from evalstats.io._files import expand_paths, scan_file, skipped_note
+from evalstats.io._files import expand_paths, polars_path, scan_file, skipped_note
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize
 from evalstats.io._report import Ingest
 from evalstats.schema import MetricInfo
@@ -179,7 +179,7 @@ def detect_dove(path: str | Path) -> bool:
     if first is None:
         return False
     try:
-        schema = pl.Schema(pl.read_parquet_schema(first))
+        schema = pl.Schema(pl.read_parquet_schema(polars_path(first)))
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError):
         return False
     return _LITE_MARKERS <= set(schema.names()) or _is_nested(schema)

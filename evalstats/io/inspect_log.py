@@ -553,10 +553,33 @@ def _zstd_decompress(raw: bytes, what: str, f: Path, cap: int) -> bytes:
         return read_capped(reader, what, f, cap)
 
 
-def _read_member(z: zipfile.ZipFile, f: Path, name: str) -> bytes:
-    """The bytes of member ``name``; Zstandard members (method 93) read without patching zipfile."""
+def _read_member(z: zipfile.ZipFile, f: Path, name: str, budget: list[int] | None = None) -> bytes:
+    """The bytes of member ``name``; Zstandard members (method 93) read without patching zipfile.
+
+    ``budget`` (one number, updated): decompressed bytes the archive's members may still take
+    together. A 250 KB archive of many members each just under the cap would otherwise hold
+    gigabytes once parsed (JSON of small objects takes about 25 times its size in Python).
+    """
+    full = max_member_bytes()
+    left = full if budget is None else max(budget[0], 0)
+    try:
+        data = _read_member_capped(z, f, name, left)
+    except IngestError:
+        if left >= full:
+            raise
+        raise IngestError(
+            f"the archive's members decompress to more than {full:,} bytes together (reached "
+            f"at member {name!r}; the limit: raise it with EVALSTATS_MAX_MEMBER_BYTES if the "
+            "file is trusted).",
+            path=str(f),
+        ) from None
+    if budget is not None:
+        budget[0] -= len(data)
+    return data
+
+
+def _read_member_capped(z: zipfile.ZipFile, f: Path, name: str, cap: int) -> bytes:
     info = z.getinfo(name)
-    cap = max_member_bytes()
     what = f"member {name!r}"
     if info.file_size > cap:
         raise IngestError(
@@ -603,14 +626,15 @@ def _open_eval(f: Path) -> tuple[dict, list[dict], str | None]:
     with z:
         names = z.namelist()
         note = None
+        budget = [max_member_bytes()]  # all members together
         try:
             if "header.json" in names:
-                header = json.loads(_read_member(z, f, "header.json"))
+                header = json.loads(_read_member(z, f, "header.json", budget))
             elif "_journal/start.json" in names:
-                header = json.loads(_read_member(z, f, "_journal/start.json"))
+                header = json.loads(_read_member(z, f, "_journal/start.json", budget))
                 note = "no header.json (the run did not finish); model and task from _journal/start.json"
             elif "start.json" in names:
-                header = json.loads(_read_member(z, f, "start.json"))
+                header = json.loads(_read_member(z, f, "start.json", budget))
             else:
                 raise IngestError(
                     "not an Inspect .eval log: the archive has no header.json or "
@@ -622,7 +646,7 @@ def _open_eval(f: Path) -> tuple[dict, list[dict], str | None]:
             # as for every zip reader, so each name is read once
             for name in dict.fromkeys(names):
                 if _SAMPLE_MEMBER.match(name):
-                    raw = _read_member(z, f, name)
+                    raw = _read_member(z, f, name, budget)
                     try:
                         sample = json.loads(raw)
                     except (ValueError, RecursionError) as exc:

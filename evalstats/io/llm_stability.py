@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import io
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +27,14 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import IngestError, ParameterError
-from evalstats.io._files import expand_paths, is_hidden, skipped_note
+from evalstats.io._files import (
+    csv_header,
+    expand_paths,
+    is_hidden,
+    polars_path,
+    read_compressed,
+    skipped_note,
+)
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, read_error
 from evalstats.io._report import Ingest
 from evalstats.schema import OBSERVATION_COLUMNS, MetricInfo
@@ -101,7 +109,7 @@ def _json_answer(text: str) -> tuple[bool, Any]:
         return False, None
     try:
         obj = json.loads(m.group(0))
-    except ValueError:
+    except (ValueError, RecursionError):
         try:
             obj = ast.literal_eval(m.group(0))
         except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -202,7 +210,7 @@ def _parse_config(text: str | None, *, path: str, row: int, column: str) -> dict
         return {}
     try:
         obj = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         try:
             obj = ast.literal_eval(text)  # Python-dict repr (single quotes); never eval
         except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -233,16 +241,23 @@ def _readable(v: Any) -> bool:
 # --- files ---------------------------------------------------------------------------------
 
 
+def _source(path: Path) -> str | io.BytesIO:
+    """What polars reads for ``path``: its literal path, or a ``.csv.gz`` decompressed (capped)."""
+    if str(path).lower().endswith(".gz"):
+        return io.BytesIO(read_compressed(path))
+    return polars_path(path)
+
+
 def _header(path: Path) -> list[str]:
     try:
-        return pl.read_csv(path, n_rows=0, infer_schema=False).columns
+        return pl.read_csv(_source(path), n_rows=0, infer_schema=False).columns
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError) as exc:
         raise read_error(path, exc) from None
 
 
 def _read(path: Path, columns: list[str]) -> pl.DataFrame:
     try:
-        return pl.read_csv(path, columns=columns, infer_schema=False)
+        return pl.read_csv(_source(path), columns=columns, infer_schema=False)
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError) as exc:
         raise read_error(path, exc) from None
 
@@ -264,10 +279,10 @@ def detect_llm_stability(path: Path) -> bool:
         p = first
     if not p.is_file() or not str(p).lower().endswith(SUFFIXES) or p.stat().st_size == 0:
         return False
-    try:
-        names = set(pl.read_csv(p, n_rows=0, infer_schema=False).columns)
-    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError):
+    header = csv_header(p)
+    if header is None:
         return False
+    names = set(header)
     return set(V3_COLUMNS) <= names or (set(OLD_COLUMNS) <= names and "rubric_id" not in names)
 
 

@@ -479,9 +479,9 @@ def _results_for(folder: Path, date: str | None, cache: dict) -> dict | None:
                 continue
             try:
                 doc = json.loads(f.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            except (OSError, ValueError, RecursionError) as exc:
                 raise IngestError(
-                    f"the results file is not valid JSON ({exc}).", path=str(f)
+                    f"the results file is not valid JSON ({_json_problem(exc)}).", path=str(f)
                 ) from None
             if isinstance(doc, dict) and ("results" in doc or "config" in doc):
                 found[f.stem.rsplit("_", 1)[-1] if "_" in f.stem else ""] = (f, doc)
@@ -578,10 +578,9 @@ def _read_samples(
     if text.lstrip().startswith("["):  # older layouts: one JSON array (rows = its elements)
         try:
             array = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise IngestError(
-                f"the file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}).",
-                path=str(f),
+                f"the file is not valid JSON ({_json_problem(exc)}).", path=str(f)
             ) from None
         if not isinstance(array, list):
             raise IngestError("expected a JSON array of samples.", path=str(f))
@@ -593,11 +592,11 @@ def _read_samples(
         row += 1
         try:
             rec = json.loads(line)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             rec = None
             if on_invalid == "error":
                 raise IngestError(
-                    f"the line is not valid JSON ({exc.msg} at character {exc.pos}). To set such "
+                    f"the line is not valid JSON ({_json_problem(exc)}). To set such "
                     "lines aside and count them, pass on_invalid='skip' (CLI: --on-invalid skip).",
                     path=str(f),
                     row=row,
@@ -900,3 +899,12 @@ def _what_differs(prints: list[dict[str, str]], configs: Mapping[str, dict]) -> 
     if len({p["filter"] for p in prints}) > 1:
         what.append("filter")
     return what or ["configuration"]
+
+
+def _json_problem(exc: BaseException) -> str:
+    """What is wrong with a JSON text, from the error its parser raised."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
+    return str(exc)

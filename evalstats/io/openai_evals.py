@@ -37,7 +37,7 @@ def _spec_line(f: Path) -> dict | None:
         return None
     try:
         doc = json.loads(first)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: deep nesting
         return None
     spec = doc.get("spec") if isinstance(doc, dict) else None
     if isinstance(spec, dict) and ("eval_name" in spec or "run_config" in spec):
@@ -231,7 +231,7 @@ def _frame(f: Path, spec: dict, runs: dict) -> tuple[pl.DataFrame, list[str]]:
                 continue
             try:
                 ev = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested too deep
                 events.append((line_no, -1, None))
                 continue
             if not isinstance(ev, dict):

@@ -335,6 +335,8 @@ def _load(f: Path) -> Any:
         return json.loads(f.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise IngestError(f"the file is not valid UTF-8 text ({exc}).", path=str(f)) from None
+    except RecursionError:
+        raise IngestError("not valid JSON (nested too deeply to read).", path=str(f)) from None
     except json.JSONDecodeError as exc:
         raise IngestError(
             f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}).", path=str(f)

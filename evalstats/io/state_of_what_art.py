@@ -20,7 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from evalstats.errors import IngestError
-from evalstats.io._files import expand_paths, skipped_note
+from evalstats.io._files import csv_header, expand_paths, polars_path, skipped_note
 from evalstats.io._pipeline import OnInvalid, ScoreScale, finalize, read_error
 from evalstats.io._report import Ingest
 from evalstats.schema import MetricInfo
@@ -36,11 +36,7 @@ SUFFIXES = (".csv",)
 
 
 def _header(path: Path) -> list[str]:
-    import csv
-
-    with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-        row = next(csv.reader(fh), [])
-    return [c.strip() for c in row]
+    return [c.strip() for c in csv_header(path) or []]
 
 
 def _model_columns(cols: list[str], path: Path) -> list[tuple[int, str]]:
@@ -140,7 +136,7 @@ def _metadata_file(acc: Path, metadata: str | Path | None) -> Path | None:
 def _read_metadata(path: Path) -> tuple[pl.DataFrame, int]:
     """(variant, method, correct) per paraphrase, and the number of uncertain ``0?`` marks."""
     try:
-        meta = pl.read_csv(path, infer_schema_length=0)
+        meta = pl.read_csv(polars_path(path), infer_schema_length=0)
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
         raise read_error(path, exc) from None
     for col in (META_IDX, "method", "correct"):
@@ -263,7 +259,7 @@ def read_state_of_what_art(
                 f"no '<model>{ACC_SUFFIX}' columns (columns: {', '.join(cols)}).", path=str(f)
             )
         try:
-            wide = pl.read_csv(f, infer_schema_length=0)
+            wide = pl.read_csv(polars_path(f), infer_schema_length=0)
         except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
             raise read_error(f, exc) from None
         if wide.width != len(cols):

@@ -17,7 +17,13 @@ from evalstats.io._columns import (
     parse_mapping,
     resolve_roles,
 )
-from evalstats.io._files import expand_paths, scan_file, skipped_note, table_suffix
+from evalstats.io._files import (
+    duplicate_json_keys,
+    expand_paths,
+    scan_file,
+    skipped_note,
+    table_suffix,
+)
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
 from evalstats.schema import variant_key
@@ -103,6 +109,8 @@ def read_table(
     notes: list[str] = []
     factor_order: list[str] = []
     row_cols: list[str] = []
+    row_seen: set[str] = set()
+    factor_seen: set[str] = set()
     source_names: dict[str, str] = {}
     opened = []
     text_columns = [k for k, v in mapping.items() if v not in FACTOR_ROLES | IGNORE_ROLES]
@@ -119,6 +127,10 @@ def read_table(
                     path=str(f),
                     row=1,
                 )
+        if str(f).lower().endswith((".jsonl", ".ndjson", ".jsonl.gz", ".ndjson.gz")):
+            repeated = duplicate_json_keys(f)
+            if repeated:
+                notes.append(repeated)
         renames, factors = resolve_roles(names, mapping, path=str(f))
         opened.append((f, lf, names, flagged, renames, factors))
     decided, rules = _leftover_roles(opened, mapping, dataset)
@@ -131,8 +143,9 @@ def read_table(
     )
     for f, lf, names, flagged, renames, factors in opened:
         renames = dict(renames)
+        present = set(names)
         for src, role in decided.items():  # outputs named like answer/gold take a free role
-            if src in names and role in ALIASES and src not in renames:
+            if src in present and role in ALIASES and src not in renames:
                 renames[src] = role
         factors = [c for c in factors if decided.get(c, "factor") == "factor"]
         alias = next((k for k, v in renames.items() if v == "variant"), None)
@@ -159,7 +172,8 @@ def read_table(
         factors = [clash.get(c, c) for c in factors]
         read_cols = [("__input_text" if v == "input_text" else v) for v in renames.values()]
         for c in (*read_cols, *factors):
-            if c not in row_cols:
+            if c not in row_seen:  # a set beside the list: tables of thousands of columns
+                row_seen.add(c)
                 row_cols.append(c)
         appended = factors
         if "variant" in renames.values() and explicit_variant is not None:
@@ -207,7 +221,8 @@ def read_table(
             name = metric if metric is not None else (src if src is not None else "score")
             lf = lf.with_columns(pl.lit(name, dtype=pl.String).alias("metric"))
         for fac in factors:
-            if fac not in factor_order:
+            if fac not in factor_seen:
+                factor_seen.add(fac)
                 factor_order.append(fac)
         parts.append((str(f), lf))
         mapped = ", ".join(f"{k}->{v}" for k, v in renames.items() if k != v)
@@ -260,11 +275,12 @@ def _leftover_roles(
     output or a reference takes the canonical role ``answer``, ``response`` or ``gold`` when no
     other column of every file has it; other text and metadata are left out of the table.
     """
-    candidates: list[str] = []
+    found: dict[str, None] = {}
     for _f, _lf, _names, _flagged, _renames, factors in opened:
         for c in factors:
-            if c not in mapping and c not in candidates:
-                candidates.append(c)
+            if c not in mapping:
+                found.setdefault(c)
+    candidates = list(found)
     if not candidates:
         return {}, {}
     frames = []
@@ -281,8 +297,9 @@ def _leftover_roles(
             if "dataset" in back
             else pl.lit(dataset if dataset is not None else _stem(f), dtype=pl.String)
         )
+        mine = set(factors)
         frames.append(
-            lf.select(*keys, ds.alias("__k_dataset"), *[c for c in candidates if c in factors])
+            lf.select(*keys, ds.alias("__k_dataset"), *[c for c in candidates if c in mine])
         )
     frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
     has_item = any("item" in r.values() for *_, r, _fs in opened)

@@ -253,7 +253,7 @@ def limit_text(fig: Any, limit: int = MAX_LABEL_CHARS) -> None:
 
     for text in fig.findobj(Text):
         value = text.get_text()
-        if len(value) > limit:
+        if len(value) > limit or value.count("\n") >= MAX_LABEL_LINES:
             text.set_text(_cut(value, limit))
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
@@ -271,8 +271,16 @@ def limit_text(fig: Any, limit: int = MAX_LABEL_CHARS) -> None:
                     setattr(axis, flag, default)
 
 
+#: Most lines of one text in a figure: a name of 50,000 lines made a figure that Agg could not
+#: allocate (``std::bad_alloc``).
+MAX_LABEL_LINES = 12
+
+
 def _cut(value: str, limit: int) -> str:
-    return "\n".join(shorten(line, limit) for line in str(value).split("\n"))
+    lines = str(value).split("\n")
+    if len(lines) > MAX_LABEL_LINES:
+        lines = [*lines[: MAX_LABEL_LINES - 1], "…"]
+    return "\n".join(shorten(line, limit) for line in lines)
 
 
 class _ShortFormatter:
@@ -294,6 +302,14 @@ class _ShortFormatter:
                     return _cut(self.inner(x, pos), self.limit)
 
                 def format_ticks(self, values: Any) -> list[str]:
+                    # tick labels are made when the figure is drawn, outside plain_text's
+                    # mathtext-off context (a `$` in a model name reached the parser there);
+                    # the axis has made them by now
+                    axis = getattr(self, "axis", None)
+                    if axis is not None:
+                        for tick in (*axis.majorTicks, *axis.minorTicks):
+                            tick.label1.set_parse_math(False)
+                            tick.label2.set_parse_math(False)
                     return [_cut(v, self.limit) for v in self.inner.format_ticks(values)]
 
                 def set_locs(self, locs: Any) -> None:
@@ -459,6 +475,8 @@ def paper_style(*, serif: bool = False, font_scale: float = 0.9) -> Iterator[Non
         "savefig.dpi": DPI,
         "figure.dpi": 100,
         "pdf.fonttype": 42,
+        # names from the input are text: a `$` in one is a dollar sign, not mathtext
+        "text.parse_math": False,
     }
     if serif:
         rc["font.family"] = "serif"

@@ -18,6 +18,7 @@ import polars as pl
 
 from evalstats.errors import (
     InsufficientDataError,
+    LimitError,
     MetricScaleError,
     ParameterError,
     SchemaError,
@@ -510,6 +511,8 @@ def run_analysis(
             tables, values, objects = spec.run(ctx, params)
         except InsufficientDataError as exc:
             return None, option_spelling(str(exc), spec.key, names)
+        except LimitError as exc:  # 100,000 models: the other analyses still run
+            return None, f"too large: {option_spelling(str(exc), spec.key, names)}"
         except MetricScaleError as exc:  # a method for [0, 1] or 0/1 scores, or mixed metrics
             return (
                 None,

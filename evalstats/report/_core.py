@@ -280,8 +280,9 @@ def audit_report(
     attribution; several models give paired comparisons and rank intervals (Friedman also
     needs several datasets); ``default`` gives the reversal audit; a provider column or
     recorded errors give the provider audit. An analysis that finds the data too thin
-    (:class:`~evalstats.errors.InsufficientDataError`) is listed as skipped with its message.
-    The report computes nothing itself: each table is the return value of the public function
+    (:class:`~evalstats.errors.InsufficientDataError`), or too large to run at once
+    (:class:`~evalstats.errors.LimitError`: 100,000 models to compare pair by pair), is listed
+    as skipped with its message. The report computes nothing itself: each table is the return value of the public function
     named in it, called with the parameters recorded next to it.
 
     Examples

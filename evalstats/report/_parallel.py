@@ -31,7 +31,7 @@ from typing import Any
 
 import polars as pl
 
-from evalstats._procs import parent_state, worker_context
+from evalstats._procs import deferred_signals, parent_state, stop_pool, worker_context
 from evalstats.report._analyses import SPECS, Context, run_analysis
 from evalstats.report._model import AnalysisResult, DataSummary
 
@@ -167,7 +167,10 @@ def run_all(
     ready = _schedule([k for k in keys if k not in waiting], workers)
     with tempfile.TemporaryDirectory(prefix="evalstats-report-") as tmp:
         path = os.path.join(tmp, "observations.arrow")
-        ctx.obs.write_ipc(path, compression="uncompressed")
+        from evalstats._output import writing
+
+        with writing(path, what="cannot write the workers' copy of the table"):
+            ctx.obs.write_ipc(path, compression="uncompressed")
         pool = cf.ProcessPoolExecutor(
             max_workers=workers,
             mp_context=worker_context(),
@@ -197,16 +200,21 @@ def run_all(
                     return
                 needs = DEPENDS.get(key)
                 done = {needs: ctx.done[needs]} if needs in ctx.done else {}
-                running[pool.submit(_work, key, checked.get(key, {}), seed, done)] = key
+                with deferred_signals():  # no worker half-started by a Ctrl-C
+                    running[pool.submit(_work, key, checked.get(key, {}), seed, done)] = key
 
-            for key in ready:
-                submit(key)
-            while running:
-                finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
-                for fut in finished:
-                    running.pop(fut)
-                    outcome = fut.result()
-                    if outcome[1] is not None:
-                        ctx.done[outcome[0]] = outcome[1]
-                    report(outcome)
-                    settled(outcome[0])
+            try:
+                for key in ready:
+                    submit(key)
+                while running:
+                    finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+                    for fut in finished:
+                        running.pop(fut)
+                        outcome = fut.result()
+                        if outcome[1] is not None:
+                            ctx.done[outcome[0]] = outcome[1]
+                        report(outcome)
+                        settled(outcome[0])
+            except BaseException:
+                stop_pool(pool)  # an error or Ctrl-C: the other analyses are not waited for
+                raise

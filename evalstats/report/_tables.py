@@ -447,14 +447,20 @@ def format_value(column: str, value: Any) -> str:
 
 
 def write_csv(frame: pl.DataFrame, path: Path) -> None:
-    """Write ``frame`` as CSV; list columns become JSON text (CSV cannot nest)."""
+    """Write ``frame`` as CSV; list columns become JSON text (CSV cannot nest).
+
+    Text cells that a spreadsheet would run as a formula (a model named ``=HYPERLINK(...)``)
+    get a leading apostrophe (:func:`evalstats._output.csv_safe`).
+    """
+    from evalstats._output import csv_safe
+
     nested = [c for c, t in frame.schema.items() if isinstance(t, (pl.List, pl.Array, pl.Struct))]
     if nested:
         frame = frame.with_columns(
             pl.Series(c, [json.dumps(to_jsonable(v)) for v in frame[c].to_list()], dtype=pl.String)
             for c in nested
         )
-    frame.write_csv(path)
+    csv_safe(frame).write_csv(path)
 
 
 #: Tables of more display rows get no ``.tex`` file (the CSV holds them): a LaTeX table that

@@ -15,12 +15,11 @@ on the number of workers or the order in which analyses and figures finish.
 
 from __future__ import annotations
 
-import json
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -28,7 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from evalstats.errors import OutputError
 from evalstats.report._model import ReportContents
-from evalstats.report._staging import MANIFEST, check_output, move_into_place
+from evalstats.report._staging import (
+    check_output,
+    make_staging,
+    move_into_place,
+    remove_leftovers,
+)
 from evalstats.report._write import (
     check_figure_formats,
     draw_one,
@@ -174,12 +178,16 @@ class ReportWriter:
     def __enter__(self) -> ReportWriter:
         try:
             self.out.mkdir(parents=True, exist_ok=True)
-            self.staging = Path(tempfile.mkdtemp(prefix=".evalstats-partial-", dir=self.out))
+            remove_leftovers(self.out)  # staging folders of runs killed before
+            self.staging = make_staging(self.out)
+            (self.staging / "figures").mkdir()
         except OSError as exc:
+            if self.staging is not None:
+                shutil.rmtree(self.staging, ignore_errors=True)
+                self.staging = None
             raise OutputError(
                 f"cannot write the report into {str(self.out)!r}: {exc.strerror}."
             ) from None
-        (self.staging / "figures").mkdir()
         return self
 
     def __exit__(
@@ -189,7 +197,12 @@ class ReportWriter:
         tb: TracebackType | None,
     ) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            if exc_type is None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+            else:  # an error or Ctrl-C: the figures still drawing are not waited for
+                from evalstats._procs import stop_pool
+
+                stop_pool(self._pool)
             self._pool = None
         if self._bar is not None:
             self._bar.__exit__(exc_type, exc, tb)
@@ -215,28 +228,36 @@ class ReportWriter:
         from evalstats.report._figures import figure_specs
 
         data, units = report.data, report.units
-        try:
+        with self._writing():
             self._tables[result.key] = write_tables_of(result, self._stage)
-        except OSError as exc:
-            raise OutputError(
-                f"cannot write the report into {str(self.out)!r}: {exc.strerror or exc}."
-            ) from None
         specs = figure_specs(_one(result, data, units)) if self.formats else []
         if not specs:
             return
         self._progress().grow(len(specs))
         if self.workers > 1 and _picklable(result, data, units):
-            pool = self._start_pool(data, units)
-            for i in range(len(specs)):
-                future = pool.submit(_worker_draw, result, i)
-                future.add_done_callback(self._collect)
-                self._futures.append(future)
+            from evalstats._procs import deferred_signals
+
+            with deferred_signals():  # no worker half-started by a Ctrl-C
+                pool = self._start_pool(data, units)
+                for i in range(len(specs)):
+                    future = pool.submit(_worker_draw, result, i)
+                    future.add_done_callback(self._collect)
+                    self._futures.append(future)
             return
         plt, palette = self._here(data, units)
         for spec in specs:
             start = time.perf_counter()
-            figure = draw_one(spec, palette, self._stage, self.formats, serif=self.serif, plt=plt)
+            with self._writing():
+                figure = draw_one(
+                    spec, palette, self._stage, self.formats, serif=self.serif, plt=plt
+                )
             self._record(spec.key, figure, time.perf_counter() - start)
+
+    def _writing(self) -> AbstractContextManager[None]:
+        """A failure to write into the staging folder (a full disk) as one OutputError."""
+        from evalstats._output import writing
+
+        return writing(self.out, what="cannot write the report into")
 
     def _here(self, data: DataSummary, units: pl.DataFrame) -> tuple[Any, dict[str, Any]]:
         """Matplotlib and the palette for drawing in this process (made once)."""
@@ -302,8 +323,9 @@ class ReportWriter:
         for res in report.analyses:  # analyses the caller did not add as they finished
             if res.key not in self._tables:
                 self.add(res, report)
-        for future in cf.as_completed(self._futures):
-            self._record(*future.result())  # a worker's error is raised here
+        with self._writing():
+            for future in cf.as_completed(self._futures):
+                self._record(*future.result())  # a worker's error is raised here
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
             self._bar = None
@@ -317,7 +339,7 @@ class ReportWriter:
                 figures.append(replace(figure, number=len(figures) + 1))
         tables = number_tables([t for res in report.analyses for t in self._tables[res.key]])
         stage = self._stage
-        try:
+        with self._writing():
             doc = results_document(report, figures, tables, failed)
             (stage / "results.json").write_text(dumps_document(doc), encoding="utf-8")
             (stage / "report.md").write_text(
@@ -326,15 +348,7 @@ class ReportWriter:
             (stage / "report.html").write_text(
                 render_html(report, figures, tables, failed), encoding="utf-8"
             )
-            files = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
-            (stage / MANIFEST).write_text(
-                json.dumps({"files": [*files, MANIFEST]}, indent=1) + "\n", encoding="utf-8"
-            )
             move_into_place(stage, self.out)
-        except OSError as exc:
-            raise OutputError(
-                f"cannot write the report into {str(self.out)!r}: {exc.strerror or exc}."
-            ) from None
         return self.out / "report.html"
 
 

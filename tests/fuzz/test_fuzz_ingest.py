@@ -436,3 +436,81 @@ def test_mixed_folder_fails_cleanly_or_adds_up_long(request, tmp_path_factory):
             shutil.rmtree(tmp, ignore_errors=True)
 
     inner()
+
+
+# --- hostile tables: names, file names, compression, limits (issue 28) --------------------------
+
+#: Pieces of hostile names: padding, combining accents (NFD), escape sequences, C1 controls,
+#: right-to-left overrides, formula starts, glob characters, quotes.
+NAME_PIECES = [" ", "\t", "e\u0301", "\u00e9", "\x1b[2J", "\x1b]0;t\x07", "\x9b", "\u202e"]
+NAME_PIECES += ["=", "+", "-", "@", "[", "]", "*", "?", '"', ",", "$", "a", "b", "7", "007"]
+
+hostile_names = st.lists(st.sampled_from(NAME_PIECES), min_size=0, max_size=4).map("".join)
+
+
+@FAST
+@given(
+    models=st.lists(hostile_names, min_size=1, max_size=4),
+    items=st.lists(hostile_names, min_size=1, max_size=3),
+    stem=st.sampled_from(["t", "run[1]", "a*b?", "[x]"]),
+    suffix=st.sampled_from([".csv", ".csv.gz", ".tsv", ".tsv.gz", ".jsonl"]),
+    trailing=st.sampled_from(["", "\n", "\n\n\n", "\r\n\r\n"]),
+    limits=st.sampled_from(
+        [{}, {"EVALSTATS_MAX_COLUMNS": "3"}, {"EVALSTATS_MAX_LINE_BYTES": "40"}]
+    ),
+)
+def test_hostile_tables_fail_cleanly_or_add_up(
+    models, items, stem, suffix, trailing, limits, tmp_path_factory
+):
+    """Hostile names, file names, trailing blank lines and lowered limits: the contract holds.
+
+    When the ingest succeeds, the names it kept are stripped and in NFC, and no control
+    character reached stdout.
+    """
+    import csv as csv_module
+    import gzip
+    import os
+    import unicodedata
+
+    from evalstats.io import read
+
+    tmp = tmp_path_factory.mktemp("hostile")
+    path = tmp / f"{stem}{suffix}"
+    sep = "\t" if ".tsv" in suffix else ","
+    rows = [
+        {"model": m, "item": i, "score": (k + j) % 2}
+        for k, m in enumerate(models)
+        for j, i in enumerate(items)
+    ]
+    if suffix == ".jsonl":
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+    else:
+        buf = io.StringIO()
+        w = csv_module.DictWriter(
+            buf, ["model", "item", "score"], delimiter=sep, lineterminator="\n"
+        )
+        w.writeheader()
+        w.writerows(rows)
+        text = buf.getvalue()
+    data = (text + trailing).encode()
+    path.write_bytes(gzip.compress(data) if suffix.endswith(".gz") else data)
+    saved = {k: os.environ.get(k) for k in limits}
+    os.environ.update(limits)
+    try:
+        check_outcome(path, None)
+        code, out, _err = _ingest(path, None)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    for ch in ("\x1b", "\x9b", "\u202e", "\x07"):
+        assert ch not in out
+    if code == 0:
+        report = json.loads(out.strip().splitlines()[-1])["report"]
+        assert report["set_aside"].get("blank_line", 0) == 0  # trailing lines are not rows
+        obs, _ = read(path, on_invalid="skip")
+        for name in obs.collect()["model"].to_list():
+            assert name == unicodedata.normalize("NFC", name).strip() and name
+    shutil.rmtree(tmp, ignore_errors=True)

@@ -190,11 +190,12 @@ def test_late_text_item_and_late_fractional_score_read_correctly(tmp_path, suffi
     assert df.filter(pl.col("item") == "q-late")["score"].to_list() == [0.5]
 
 
-def test_trailing_blank_lines_are_counted_not_fatal(tmp_path):
+def test_trailing_blank_lines_are_not_rows_and_not_fatal(tmp_path):
+    # issue 28: blank lines at the end of a file are not rows read and set aside
     path = tmp_path / "blank.csv"
     path.write_text("model,item,score\nm,a,1\nm,b,0\n\n\n")
     obs, report = read(path)
-    assert report.rows_kept == 2 and report.set_aside == {"blank_line": 2}
+    assert report.rows_kept == 2 and report.set_aside == {} and report.rows_read == 2
     assert report.rows_read == report.rows_kept + sum(report.set_aside.values())
 
 

@@ -136,7 +136,7 @@ def test_a_new_report_replaces_every_file_of_the_earlier_one(tmp_path, small):
     small.write(out, figure_formats=["png"])
     assert not list((out / "figures").glob("*.svg")), "files of the earlier report were left"
     assert (out / "notes.txt").read_text() == "mine", "a file the report did not write was removed"
-    listed = json.loads((out / MANIFEST).read_text())["files"]
+    listed = [e["path"] for e in json.loads((out / MANIFEST).read_text())["files"]] + [MANIFEST]
     on_disk = sorted(
         p.relative_to(out).as_posix()
         for p in out.rglob("*")
@@ -181,7 +181,9 @@ def test_a_tampered_manifest_cannot_delete_files_outside_the_folder(tmp_path, sm
     out = tmp_path / "r"
     out.mkdir()
     (out / MANIFEST).write_text(json.dumps({"files": ["../victim.txt", str(victim), "/etc/x"]}))
-    small.write(out, figure_formats=["png"])
+    with pytest.raises(OutputError, match="holds other files"):
+        small.write(out, figure_formats=["png"])
+    small.write(out, figure_formats=["png"], force=True)
     assert victim.read_text() == "keep"
 
 
