@@ -125,19 +125,24 @@ def _intervals_summary(
         return None
     lo = min(rows, key=lambda r: r[1]["mean"])
     hi = max(rows, key=lambda r: r[1]["mean"])
+    one_scale = "metric" not in t.columns or t["metric"].n_unique() == 1
     span = f"{_pct(lo[1]['mean'])} on {lo[0]} to {_pct(hi[1]['mean'])} on {hi[0]}"
+    if not one_scale:  # means of several metrics are not one range
+        span = ""
     if all(n == 1 for *_, n in rows):
         models = sorted({r["model"] for _, r, _ in rows})
         who = f"{models[0]} scores" if len(models) == 1 else f"the {len(models)} models score"
-        return f"Across {noun}, {who} from {span}."
+        return f"Across {noun}, {who} from {span}." if span else f"Across {noun}, {who}."
     word = "highest" if all(data.higher_is_better(r.get("metric")) for _, r, _ in rows) else "best"
     counts = Counter(r["model"] for _, r, _ in rows)
     if len(counts) == 1:
-        return f"{next(iter(counts))} has the {word} mean {_score_word()} on {noun} ({span})."
+        tail = f" ({span})" if span else ""
+        return f"{next(iter(counts))} has the {word} mean {_score_word()} on {noun}{tail}."
     parts = [f"{m} on {c}" for m, c in counts.most_common()]
+    tail = f" (its mean from {span})" if span else ""
     return (
         f"Across {noun}, the model with the {word} mean {_score_word()} differs: "
-        f"{_listed(parts)} (its mean from {span})."
+        f"{_listed(parts)}{tail}."
     )
 
 

@@ -363,11 +363,18 @@ def _friedman(res: AnalysisResult, data: DataSummary) -> str:
     dropped = v.get("dropped_blocks") or []
     total = v["n_blocks"] + len(dropped)
     over = f"{v['n_blocks']} of {total}" if dropped else f"{v['n_blocks']}"
+    blocks = [b for b in res.params.get("blocks", ["dataset"]) if b != "dataset"]
+    # blocks of dataset x metric (several metrics): say so, and name a dropped block by both
+    noun = "datasets" if not blocks else f"blocks (dataset x {' x '.join(blocks)})"
     if dropped:  # the headline names what it leaves out
-        names = _listed(str(d["dataset"]) for d in dropped)
-        over += f" datasets ({names} left out)"
+        names = _listed(
+            str(d["dataset"])
+            + (f" ({', '.join(str(d[b]) for b in blocks if b in d)})" if blocks else "")
+            for d in dropped
+        )
+        over += f" {noun} ({names} left out)"
     else:
-        over += " datasets"
+        over += f" {noun}"
     text = (
         f"Mean ranks over {over}: {_listed(order)}. By the Friedman test the "
         f"models' ranks {verdict} at the {alpha:g} level ({_p(v['pvalue'])}); mean ranks closer "
