@@ -24,6 +24,7 @@ from evalstats.plots._style import (
     require_plotting,
     resolve_palette,
     slant_xticks,
+    wrap_label,
 )
 
 __all__ = ["plot_convergence", "plot_convergence_overlay", "plot_prompt_spread"]
@@ -175,10 +176,12 @@ def plot_prompt_spread(
     missing = [c for c in panel_by if c not in names]
     if missing:
         raise ParameterError(f"`panel_by` names {missing[0]!r}, which is not a column of `units`.")
-    scores = variant_scores(units, by=("model", "dataset", "metric", *panel_by))
-    cells = (
-        scores.select("dataset", *panel_by).unique().sort(["dataset", *panel_by], nulls_last=True)
-    )
+    extra = [c for c in panel_by if c not in ("model", "dataset", "metric")]
+    scores = variant_scores(units, by=("model", "dataset", "metric", *extra))
+    # several metrics are never pooled into one box: a panel per metric, each on its own axis
+    multi = "metric" in scores.columns and scores["metric"].n_unique() > 1
+    keys = ["dataset", *(["metric"] if multi and "metric" not in panel_by else []), *panel_by]
+    cells = scores.select(keys).unique().sort(keys, nulls_last=True)
     datasets = cells.rows(named=True)
     if ax is not None and len(datasets) > 1:
         raise ParameterError(
@@ -209,8 +212,8 @@ def plot_prompt_spread(
             figsize=(min(PAGE_WIDTH_IN, width * ncol), min(PAGE_HEIGHT_IN, height * nrow)),
             layout="constrained",
             squeeze=False,
-            sharex=horizontal,
-            sharey=not horizontal,
+            sharex=horizontal and not multi,
+            sharey=not horizontal and not multi,
         )
         axes = list(grid.ravel())
         for extra in axes[len(datasets) :]:
@@ -220,7 +223,12 @@ def plot_prompt_spread(
         sub = scores.filter(here).select("model", "score")
         _boxes(a, sub, order, colors, horizontal=horizontal)
         held = ", ".join(f"{c} {'–' if cell[c] is None else cell[c]}" for c in panel_by)
-        a.set_title(cell["dataset"] + (f" ({held})" if held else ""))
+        metric = f", {cell['metric']}" if multi and "metric" not in panel_by else ""
+        title = cell["dataset"] + metric + (f" ({held})" if held else "")
+        if len(title) > 40:  # settings on a line of their own: long titles ran together
+            title = cell["dataset"] + metric + f"\n{held}"
+        a.set_title(title, **({"fontsize": "small"} if "\n" in title else {}))
+        scale = units.filter(pl.col("metric") == cell["metric"]) if multi else units
         # the shared score axis is labelled once: under the last panel of each column, beside
         # the first panel of each row (the lowest panel of a column above an empty slot gets
         # its tick labels back)
@@ -229,14 +237,16 @@ def plot_prompt_spread(
             below = spec is not None and spec.rowspan.stop * ncol + spec.colspan.start < len(
                 datasets
             )
-            a.set_xlabel("" if below else label("score", units))
+            below = below and not multi  # each metric's panel keeps its own axis
+            a.set_xlabel("" if below else label("score", scale))
             a.xaxis.set_tick_params(labelbottom=not below)
             a.set_ylabel("")
             a.tick_params(axis="y", labelsize="x-small" if len(order) > 16 else "small")
         else:
             a.set_xlabel(label("model"))
-            first = spec is None or spec.colspan.start == 0
-            a.set_ylabel(label("score", units) if first else "")
+            first = spec is None or spec.colspan.start == 0 or multi
+            text = label("score", scale) if first else ""
+            a.set_ylabel("\n".join(wrap_label(text, 34)) if multi and text else text)
             slant_xticks(a)
     return fig
 

@@ -61,6 +61,8 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
             for c in report["moments"].tables["moments"].columns
             if c not in (*SPREAD_COLUMNS, "model", "dataset", "metric") and c in units.columns
         ]
+        if "metric" in units.columns and units["metric"].n_unique() > 1:
+            held = ["metric", *held]  # a panel per metric: scores of two metrics never pooled
         cells = (
             [
                 (r.pop("dataset"), r)
@@ -90,7 +92,12 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
             "Accuracy over prompt variants",
             "Accuracy of each prompt variant (runs averaged), one box per model, one panel "
             "per dataset"
-            + (f" and setting of {', '.join(held)}" if held else "")
+            + (" and metric" if "metric" in held else "")
+            + (
+                f" and setting of {', '.join(c for c in held if c != 'metric')}"
+                if [c for c in held if c != "metric"]
+                else ""
+            )
             + ". Boxes span the quartiles, whiskers 1.5 times the interquartile "
             "range; points beyond them are single variants." + (GREY_NOTE if many else ""),
             "moments",

@@ -181,3 +181,20 @@ def test_convergence_overlay_draws_bands_for_a_few_models_only():
         ax = plot_convergence_overlay(curve).axes[0]
         assert len(ax.collections) == bands, k  # fill_between makes one collection per band
         assert len([ln for ln in ax.lines if ln.get_label() in {f"m{i}" for i in range(k)}]) == k
+
+
+def test_prompt_spread_never_pools_two_metrics_into_one_box():
+    """Issue 30: a HELM suite's 16 metrics were drawn as one box per model ('score (16 metrics)')."""
+    import polars as pl
+
+    from evalstats.plots.moments import plot_prompt_spread
+    from evalstats.simulate import unit_table
+
+    acc = unit_table(n_models=2, n_items=20, n_variants=6, seed=0)
+    tokens = acc.with_columns(pl.lit("tokens").alias("metric"), pl.col("score") * 100)
+    units = pl.concat([acc.with_columns(pl.lit("acc").alias("metric")), tokens])
+    fig = plot_prompt_spread(units)
+    titles = [a.get_title() for a in fig.axes if a.get_visible()]
+    assert len(titles) == 2 and all("acc" in t or "tokens" in t for t in titles)
+    tops = sorted(max(a.get_ylim()) for a in fig.axes if a.get_visible())
+    assert tops[0] < 2 < 50 < tops[1]  # each metric on its own axis
