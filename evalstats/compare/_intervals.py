@@ -314,9 +314,19 @@ def default_over(frame: pl.DataFrame | pl.LazyFrame) -> tuple[str, str]:
     )
 
 
+def _proportion_scale(bounds: tuple[float, float]) -> bool:
+    """A metric whose 0/1 scores are a proportion: on [0, 1], or with no bounds at all.
+
+    A count on [0, inf) that happens to be 0 or 1 (one output token), or a log-probability on
+    (-inf, 0] that is 0, is not a Bernoulli proportion: Wilson's interval of it left the
+    metric's range (a log-probability's interval reached 0.33).
+    """
+    return bounds == (0.0, 1.0) or not (math.isfinite(bounds[0]) or math.isfinite(bounds[1]))
+
+
 def _auto_method(x: np.ndarray, bounds: tuple[float, float]) -> str:
-    """``method='auto'``: Wilson for 0/1 scores, logit-t for a bounded metric, else t."""
-    if x.size and bool(np.all((x == 0) | (x == 1))):
+    """``method='auto'``: Wilson for 0/1 proportions, logit-t for a bounded metric, else t."""
+    if x.size and _proportion_scale(bounds) and bool(np.all((x == 0) | (x == 1))):
         return "wilson"
     if math.isfinite(bounds[0]) and math.isfinite(bounds[1]):
         return "logit"
@@ -744,7 +754,7 @@ def _design_intervals(
         binary = bool(g["__binary"].all())
         used = method
         if method == "auto":
-            if binary:
+            if binary and _proportion_scale((lo_b, hi_b)):
                 used = "wilson"
             elif math.isfinite(lo_b) and math.isfinite(hi_b):
                 used = "logit"

@@ -298,6 +298,14 @@ def _by_rank(frame: pl.DataFrame, rank: dict[str, int], *models: str) -> pl.Data
     )
 
 
+def cells_of(page: list[tuple]) -> str:
+    """'d0 to d1 (2 datasets)', or with metrics 'd0, acc to d1, f1 (4 panels)'."""
+    names = [", ".join(str(v) for v in cell) for cell in page]
+    if len(page[0]) == 1:
+        return span(names)
+    return names[0] if len(names) == 1 else f"{names[0]} to {names[-1]} ({len(names)} panels)"
+
+
 def _forest(
     key: str, title: str, caption: str, analysis: str, t: pl.DataFrame, total: str
 ) -> list[FigureSpec]:
@@ -310,15 +318,20 @@ def _forest(
 
     datasets = list(dict.fromkeys(t["dataset"].to_list())) if "dataset" in t.columns else []
     defaults = "default_score" in t.columns
-    if len(datasets) > 1 and t["model"].n_unique() > 1:
-        n_rows = int(t.group_by("dataset").len()["len"].max() or 1)
+    # several metrics are never drawn on one axis: a panel per dataset and metric
+    multi = "metric" in t.columns and t["metric"].n_unique() > 1 and bool(datasets)
+    keys = ["dataset", "metric"] if multi else ["dataset"]
+    cells = list(dict.fromkeys(t.select(keys).iter_rows())) if datasets else []
+    if len(cells) > 1 and (t["model"].n_unique() > 1 or multi):
+        n_rows = int(t.group_by(keys).len()["len"].max() or 1)
         height = panel_height(n_rows)
 
-        def draw_panels(page: list[str], pal: dict[str, Any]) -> Any:
+        def draw_panels(page: list[tuple], pal: dict[str, Any]) -> Any:
             fig, axes = panels(len(page), width=3.5, height=height)
-            for ax, d in zip(axes, page):
-                plots.plot_intervals(t.filter(pl.col("dataset") == d), ax=ax, palette=pal)
-                panel_labels(ax, d, n_rows)
+            for ax, cell in zip(axes, page):
+                here = pl.all_horizontal([pl.col(k) == v for k, v in zip(keys, cell)])
+                plots.plot_intervals(t.filter(here), ax=ax, palette=pal)
+                panel_labels(ax, ", ".join(str(v) for v in cell), n_rows)
             if defaults:  # one legend for the diamonds, below the panels
                 marker_legend(fig, axes)
             return fig
@@ -326,11 +339,12 @@ def _forest(
         return paged(
             key,
             title,
-            caption + " One panel per dataset.",
+            caption
+            + (" One panel per dataset and metric." if multi else " One panel per dataset."),
             analysis,
-            chunks(datasets, panels_per_page(height)),
+            chunks(cells, panels_per_page(height)),
             draw_panels,
-            span,
+            cells_of,
             total,
         )
     if len(datasets) > 1:
@@ -443,11 +457,20 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
 
     n_models = max(1, comps.filter(pl.col("model_b").is_null())["model"].n_unique())
     one = n_models == 1
-    if one:  # one bar per dataset in one panel
-        datasets = [", ".join(datasets)] if datasets else []
+    # several metrics: a panel per dataset and metric (a bar per model and metric in one panel
+    # ran dozens of labels over each other on a HELM suite)
+    multi = "metric" in comps.columns and comps["metric"].n_unique() > 1
+    if multi and not one:
+        datasets = [
+            f"{d}\x1f{m}"
+            for d, m in comps.select("dataset", "metric").unique().sort("dataset", "metric").rows()
+        ]
+    n_bars = comps.select("dataset", *(["metric"] if multi else [])).n_unique()
+    if one:  # one bar per dataset (and metric) in one panel
+        datasets = [", ".join(sorted(comps["dataset"].unique().to_list()))] if datasets else []
     # two columns of panels, as many rows as fit a page
     # (one model: a dataset a row, room for a name wrapped on two lines)
-    height = 0.85 + 0.3 * comps["dataset"].n_unique() if one else panel_height(n_models)
+    height = 0.85 + 0.3 * n_bars if one else panel_height(n_models)
     per_page = panels_per_page(height)
 
     def draw_components(page: list[str], pal: dict[str, Any]) -> Any:
@@ -456,10 +479,14 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
             if one:  # a bar per dataset, labelled by the dataset alone
                 name = str(comps["model"][0])
                 plots.plot_noise_components(per_dataset(comps, name), ax=ax)
-                panel_labels(ax, name, comps["dataset"].n_unique())
+                panel_labels(ax, name, n_bars)
                 continue
-            plots.plot_noise_components(comps.filter(pl.col("dataset") == d), ax=ax)
-            panel_labels(ax, d, n_models)
+            dataset, _, metric = d.partition("\x1f")
+            here = comps.filter(pl.col("dataset") == dataset)
+            if metric:
+                here = here.filter(pl.col("metric") == metric)
+            plots.plot_noise_components(here, ax=ax)
+            panel_labels(ax, f"{dataset}, {metric}" if metric else dataset, n_models)
         components_legend(fig, axes, comps.filter(pl.col("model_b").is_null()))
         return fig
 
@@ -472,7 +499,7 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
         "noise",
         chunks(datasets, per_page),
         draw_components,
-        span,
+        lambda names: span([n.replace("\x1f", ", ") for n in names]),
         "tables/noise_components.csv",
     )
     plan = res.objects.get("plan")

@@ -70,3 +70,29 @@ def test_friedman_ranks_lower_is_better_metrics_from_the_bottom():
     )
     ref = stats.friedmanchisquare(*wide.drop("dataset").to_numpy().T)
     assert_allclose(low.statistic, ref.statistic, rtol=1e-12)
+
+
+def test_zero_one_scores_of_a_count_or_log_probability_are_not_a_proportion():
+    """Issue 30: a HELM log-probability of 0 got a Wilson interval up to 0.33 (its range ends at
+    0) and a count of one output token one down to 0.59."""
+    import polars as pl
+
+    from evalstats.compare import intervals
+    from evalstats.schema import MetricInfo, with_metric
+
+    base = pl.DataFrame(
+        {"model": "m", "dataset": "d", "item": [str(i) for i in range(12)], "score": 0.0}
+    )
+    logprob = with_metric(base, MetricInfo("logprob", None, 0.0, True))
+    tokens = with_metric(
+        base.with_columns(score=pl.lit(1.0)), MetricInfo("tokens", 0.0, None, False)
+    )
+    for table, bound in ((logprob, ("ci_high", 0.0)), (tokens, ("ci_low", 0.0))):
+        out = intervals(table).row(0, named=True)
+        assert out["method"] != "wilson"
+        col, edge = bound  # never beyond the range (here no interval at all: constant scores)
+        assert not (out[col] > edge) if col == "ci_high" else not (out[col] < edge)
+        assert col != "ci_low" or out["ci_low"] != out["ci_low"] or out["ci_low"] > 0.5
+    # a proportion keeps Wilson
+    acc = with_metric(base, MetricInfo("acc", 0.0, 1.0, True))
+    assert intervals(acc).row(0, named=True)["method"] == "wilson"
