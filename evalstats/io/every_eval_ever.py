@@ -72,7 +72,7 @@ def _first_line(f: Path) -> dict | None:
         with open(f, "rb") as fh:
             line = fh.readline(1 << 22)
         doc = json.loads(line)
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):  # deep nesting: not ours
         return None
     return doc if isinstance(doc, dict) else None
 
@@ -159,6 +159,8 @@ def _load_json(f: Path) -> Any:
         return json.loads(f.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise IngestError(f"the file is not valid UTF-8 text ({exc}).", path=str(f)) from None
+    except RecursionError:
+        raise IngestError("the JSON is nested too deeply to read.", path=str(f)) from None
     except json.JSONDecodeError as exc:
         raise IngestError(
             f"the file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}).",
@@ -179,7 +181,7 @@ def _scalar(text: object) -> Any:
         return text if isinstance(text, (int, float, bool)) else None
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -517,7 +519,7 @@ def _samples_frame(
             row += 1
             try:
                 rec = json.loads(line)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 rec = None
                 if on_invalid == "error":
                     raise IngestError(

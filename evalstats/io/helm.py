@@ -263,6 +263,8 @@ def _load(f: Path) -> Any:
             return json.load(fh)
     except UnicodeDecodeError as exc:
         raise IngestError(f"the file is not valid UTF-8 text ({exc}).", path=str(f)) from None
+    except RecursionError:
+        raise IngestError("the JSON is nested too deeply to read.", path=str(f)) from None
     except json.JSONDecodeError as exc:
         raise IngestError(
             f"the file is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}).",

@@ -253,3 +253,21 @@ def test_a_line_that_is_not_json_names_the_file_and_row(tmp_path):
         1,
         {"invalid_json": 1},
     )
+
+
+def test_json_nested_too_deeply_is_one_line(tmp_path):
+    """A RecursionError escaped format detection and loading (issue 28's class, new loaders)."""
+    from evalstats.errors import IngestError
+    from evalstats.io import read
+
+    deep = "[" * 100_000 + "]" * 100_000
+    agg = tmp_path / "agg" / "x.json"
+    agg.parent.mkdir()
+    agg.write_text('{"schema_version": "0.2", "evaluation_results": ' + deep + "}")
+    with pytest.raises(IngestError, match="nested too deeply"):
+        read(agg, format="every-eval-ever")
+    samples = tmp_path / "s" / "x_samples.jsonl"
+    samples.parent.mkdir()
+    samples.write_text('{"evaluation_id": "e", "sample_id": "1", "x": ' + deep + "}\n")
+    with pytest.raises(IngestError):  # not valid here, and never a RecursionError
+        read(samples, format="every-eval-ever")
