@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -192,6 +193,34 @@ def alerts(report: ReportContents) -> list[str]:
         "analysed as they are, so every mean, interval and difference is in those units. If "
         "they are percentages, run again with --rescale 100 (Python: score_scale='percent')."
     ]
+
+
+_UNDECLARED = re.compile(r"metric (.+): unbounded, (higher|lower) is better \(no bounds declared\)")
+
+
+def loader_notes(report: ReportContents) -> list[str]:
+    """The ingest notes, with an undeclared metric described as the analyses treat it.
+
+    A metric that declares no range but whose scores all lie in [0, 1] is analysed as on [0, 1]
+    (Wilson and logit intervals, n*'s default epsilon, the planner); its note said "unbounded".
+    """
+    ing = report.ingest
+    if ing is None:
+        return []
+    from evalstats.schema import unit_interval_metrics
+
+    unit = unit_interval_metrics(report.units) if report.units is not None else {}
+    out = []
+    for n in ing.notes:
+        m = _UNDECLARED.fullmatch(n)
+        if m and unit.get(m.group(1)):
+            n = (
+                f"metric {m.group(1)}: no range declared; every score lies in [0, 1], so the "
+                f"analyses treat it as on [0, 1], {m.group(2)} is better (declare it with "
+                "--metric-range 0,1 to make it explicit)"
+            )
+        out.append(n)
+    return out
 
 
 def _source_name(report: ReportContents) -> str:
@@ -390,7 +419,7 @@ def _html_data(report: ReportContents) -> str:
             items = "".join(f"<li><code>{_e(e.describe())}</code></li>" for e in ing.examples)
             parts.append(f"<p>Examples of rows set aside:</p><ul>{items}</ul>")
         if ing.notes:
-            items = "".join(f"<li>{_e(n)}</li>" for n in ing.notes)
+            items = "".join(f"<li>{_e(n)}</li>" for n in loader_notes(report))
             parts.append(f"<p>Notes from the loader:</p><ul>{items}</ul>")
         sources = "".join(f"<li><code>{_e(s)}</code></li>" for s in ing.sources[:20])
         more = f"<li>… {len(ing.sources) - 20} more</li>" if len(ing.sources) > 20 else ""
@@ -551,7 +580,7 @@ def render_markdown(
             f"{ing.rows_set_aside:,} set aside.",
         ]
         out += [f"- set aside {n} × {md(reason)}" for reason, n in ing.set_aside.items()]
-        out += [f"- note: {md(n)}" for n in ing.notes]
+        out += [f"- note: {md(n)}" for n in loader_notes(report)]
     for key, title in SECTIONS.items():
         sub = [a for a in report.analyses if a.section == key]
         if not sub:

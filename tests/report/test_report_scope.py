@@ -119,3 +119,17 @@ def test_percent_scaled_scores_are_named_in_the_first_lines(tmp_path):
     assert "up to 1 prompt variant and 1 run" in head  # plural forms
     html = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     assert 'class="alert"' in html
+
+
+def test_an_undeclared_0_1_metric_is_described_as_the_analyses_treat_it(tmp_path):
+    """Issue 30: the ingest note said 'unbounded' while n*, Wilson and the planner used [0, 1]."""
+    from evalstats.cli import main
+
+    obs = observations(n_models=2, n_items=30, n_variants=1, seed=1)
+    path = tmp_path / "acc.csv"
+    obs.select("model", "dataset", "item", "score").write_csv(path)
+    assert main(["report", str(path), "--out", str(tmp_path / "r"), "--figures", "none",
+                 "--quiet"]) == 0  # fmt: skip
+    md = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert "unbounded" not in md.split("## Data")[1].split("##")[0]
+    assert "analyses treat it as on \\[0, 1\\]" in md
