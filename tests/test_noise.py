@@ -669,3 +669,20 @@ def test_reml_reaches_the_optimum_at_and_off_the_boundary(seed):
     best = _dense_reml_optimum(item, variant, y)
     assert ours >= -best.fun - 1e-6
     assert abs(ours + best.fun) < 1e-6
+
+
+def test_component_intervals_stay_within_what_the_metric_allows():
+    """Issue 30: a variance-component interval reached 3.85 for a 0/1 metric (at most 0.25)."""
+    import warnings
+
+    from evalstats.noise import variance_components
+    from evalstats.simulate import observations
+
+    obs = observations(n_models=2, n_items=6, n_variants=3, n_runs=2, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = variance_components(obs, pairs=True)
+    single = out.filter(pl.col("model_b").is_null())["ci_high"].drop_nulls()
+    pairs = out.filter(pl.col("model_b").is_not_null())["ci_high"].drop_nulls()
+    assert single.len() and (single <= 0.25).all()
+    assert pairs.len() and (pairs <= 1.0).all()  # a difference of two 0/1 scores: at most 1

@@ -275,8 +275,19 @@ def variance_components(
     schema_by = {b: lf.collect_schema()[b] for b in by}
     opts = dict(method=method, level=level_, n_resamples=n_resamples, seed=seed)
 
+    from evalstats.compare._intervals import _metric_bounds
+
+    bounds_of = _metric_bounds(lf, keys)
+
+    def cap(key: tuple, pair: bool) -> float:
+        """The largest variance a score (a difference, for pairs) on the metric's range has."""
+        lo, hi = bounds_of(key)
+        span = (hi - lo) * (2 if pair else 1)
+        return span * span / 4 if math.isfinite(span) else math.inf
+
     cells = _cells(lf, keys)
     for key, g in _partitions(cells, keys):
+        opts["cap"] = cap(tuple(key), False)
         rows += _group_rows(dict(zip(keys, key)), None, g, None, level, opts)
     if pairs:
         rest = [b for b in keys if b != "model"]
@@ -290,6 +301,7 @@ def variance_components(
             for key, g in _partitions(dcells, rest):
                 group = {"model": ma, **dict(zip(rest, key))}
                 group = {b: group[b] for b in keys}
+                opts["cap"] = cap(tuple(group.values()), True)
                 rows += _group_rows(group, mb, g, int(unp.get(tuple(key), 0)), level, opts)
     schema = schema_by | COMPONENT_COLUMNS
     out = pl.DataFrame(rows, schema=schema, orient="row")
@@ -301,6 +313,11 @@ def variance_components(
         .sort([*keys, "model_b", "_o"], nulls_last=False)
         .drop("_o")
     )
+
+
+def _capped(x: float, cap: float | None) -> float | None:
+    v = _num(x)
+    return v if v is None or cap is None else min(v, cap)
 
 
 def _partitions(cells: pl.DataFrame, keys: list[str]) -> Iterator[tuple[tuple, pl.DataFrame]]:
@@ -382,8 +399,10 @@ def _group_rows(
                 **base,
                 "component": comp,
                 "variance": v,
-                "ci_low": _num(fit.low[j]) if ok else None,
-                "ci_high": _num(fit.high[j]) if ok else None,
+                # never beyond what the metric allows: a variance of scores on [lo, hi] is at
+                # most (hi - lo)^2 / 4 (0.25 for 0/1 scores; an interval reached 3.85)
+                "ci_low": _capped(fit.low[j], opts.get("cap")) if ok else None,
+                "ci_high": _capped(fit.high[j], opts.get("cap")) if ok else None,
                 "share": (v / total) if ok and total > 0 else None,
                 "raw_estimate": raw,
                 "truncated": bool(ok and raw is not None and raw < 0),
