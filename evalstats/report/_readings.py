@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from evalstats.report._model_readings import compare_reading, intervals_reading, ranks_reading
+from evalstats.report._noise_reading import noise_reading
 from evalstats.report._wording import (
     _LIST_MAX,
     _counts,
@@ -483,132 +484,6 @@ def _providers(res: AnalysisResult, data: DataSummary) -> str:
     return " ".join(sentences)
 
 
-_COMPONENT_NAMES = {
-    "item": "items",
-    "variant": "prompt variants",
-    "item_variant": "the item × prompt interaction",
-    "residual": "run-to-run noise",
-    "residual_merged": "the item × prompt interaction and run noise (one run per item and "
-    "prompt: not separable)",
-}
-
-
-def _share_span(lo: float, hi: float) -> str:
-    """'52.7 %–83.0 %', or one value when the groups agree to the shown digit."""
-    a, b = f"{100 * lo:.1f} %", f"{100 * hi:.1f} %"
-    return a if a == b else f"{a}–{b}"
-
-
-def _noise(res: AnalysisResult, data: DataSummary) -> str:
-    comps = res.tables["components"].filter(pl.col("model_b").is_null())
-    keys = [c for c in ("model", "dataset", "metric") if c in comps.columns]
-    groups = comps.partition_by(keys, maintain_order=True) if keys else [comps]
-    # a group says where its variance comes from only with two or more separable components
-    # and some variance: constant scores have none to split, and a single separable
-    # component holds 100 % by construction (one prompt and one run per item: the items)
-    informative, constant, single = [], 0, 0
-    for g in groups:
-        ok = g.filter(pl.col("identified"))
-        total = ok["variance"].fill_nan(None).drop_nulls().sum()
-        if not total > 0:
-            constant += 1
-        elif ok.height < 2:
-            single += 1
-        else:
-            informative.append(ok)
-    n = len(groups)
-    sentences = []
-    if informative:
-        t = pl.concat(informative)
-        top = (
-            t.sort("share", descending=True, nulls_last=True)
-            .group_by(keys, maintain_order=True)
-            .first()
-        )
-        # with one run per item and prompt the residual holds the item x prompt interaction
-        # too (not separable): it is not run-to-run noise alone
-        merged = {
-            tuple(g.row(0, named=True)[k] for k in keys)
-            for g in groups
-            if not g.filter(
-                (pl.col("component") == "item_variant") & pl.col("identified").fill_null(False)
-            ).height
-            and g.filter(pl.col("component") == "item_variant").height
-        }
-        counts: dict[str, int] = {}
-        for r in top.iter_rows(named=True):
-            name = r["component"]
-            if name == "residual" and tuple(r[k] for k in keys) in merged:
-                name = "residual_merged"
-            counts[name] = counts.get(name, 0) + 1
-        main = max(counts, key=lambda k: counts[k])
-        where = (
-            f"{counts[main]} of {n} model-dataset groups"
-            if top.height == n
-            else f"{counts[main]} of the {top.height} model-dataset groups (of {n}) where "
-            "scores vary and two or more components are separable"
-        )
-        sentences.append(
-            f"The largest share of the variance of an item score comes from "
-            f"{_COMPONENT_NAMES[main]} in {where} "
-            f"({_share_span(top['share'].min(), top['share'].max())} of the total)."
-        )
-        if t["truncated"].any():
-            sentences.append(
-                f"{int(t['truncated'].sum())} negative ANOVA estimate(s) were set to 0 "
-                "(a component smaller than its noise)."
-            )
-    else:
-        sentences.append(
-            f"No model-dataset group (of {n}) has scores that vary and two or more separable "
-            "components: there is no variance to split."
-        )
-    if constant:
-        sentences.append(f"{constant} of {n} group(s) have constant scores (no variance).")
-    if single:
-        sentences.append(
-            f"In {single} of {n} group(s) only one component is separable; it holds all the "
-            "variance by construction, so they are left out of the count."
-        )
-    absent = (
-        comps.group_by("component")
-        .agg((~pl.col("identified").fill_null(False)).sum().alias("k"))
-        .filter(pl.col("k") > 0)
-        .sort("component")
-    )
-    if absent.height:
-        parts = [
-            _COMPONENT_NAMES.get(c, c) + ("" if k == n else f" (in {k} of {n} groups)")
-            for c, k in absent.iter_rows()
-        ]
-        sentences.append(
-            f"Not separable in this design: {_listed(parts)} (merged into the neighbouring term)."
-        )
-    text = " ".join(sentences)
-    plan = res.tables.get("plan")
-    if plan is None:
-        return text + " No plan: the metric has no declared range to set a default target."
-    allrow = plan.filter(pl.col("scope") == "all")
-    row = (allrow if allrow.height else plan).row(0, named=True)
-    targets = res.values.get("target_width") or {}
-    w = targets.get(row.get("metric"), next(iter(targets.values()), None)) if targets else None
-    level = res.params.get("confidence_level", 0.95)
-    if row["feasible"]:
-        text += (
-            f" For a {level:.0%} interval of width {w:g} on "
-            f"{'every model' if allrow.height else 'the model'}, the cheapest design is "
-            f"{row['n_items'] if row['n_items'] is not None else 'the same'} items × "
-            f"{row['n_variants']} prompt variants × {row['n_runs']} run(s) "
-            f"({row['calls']:,} calls per model)."
-        )
-        if row["at_limit"]:
-            text += f" It sits at the search limit for {row['at_limit']}."
-    else:
-        text += f" No design within the search limits reaches an interval of width {w:g}."
-    return text
-
-
-#: Reading of each analysis: ``(result, data summary) -> text``.
 READINGS: dict[str, Callable[[AnalysisResult, DataSummary], str]] = {
     "moments": _moments,
     "nstar": _nstar,
@@ -623,7 +498,7 @@ READINGS: dict[str, Callable[[AnalysisResult, DataSummary], str]] = {
     "ppi": _ppi,
     "ranks": ranks_reading,
     "friedman": _friedman,
-    "noise": _noise,
+    "noise": noise_reading,
     "audit": _audit,
     "providers": _providers,
 }

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from evalstats.report import audit_report
-from evalstats.report._render import headline
+from evalstats.report._glance import headline
 from evalstats.report._tables import display_frame
 from evalstats.simulate import observations
 
