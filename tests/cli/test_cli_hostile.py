@@ -25,30 +25,13 @@ import pytest
 
 from evalstats.cli import main
 from evalstats.simulate import observations
+from tests._cli import cli as _cli
+from tests._cli import ok as _ok
+from tests._cli import one_line_error as _one_line
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Cheap analyses: the point here is not the statistics.
 SKIP = "nstar,converge,anova,ranks,friedman,compare,noise"
-
-
-def _cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def _one_line(code: int, err: str, *needles: str) -> str:
-    assert code == 2, err[-3000:]
-    lines = [ln for ln in err.splitlines() if ln.startswith("evalstats: error: ")]
-    assert len(lines) == 1 and "Traceback" not in err, err[-3000:]
-    for n in needles:
-        assert n in lines[0], lines[0]
-    return lines[0]
-
-
-def _ok(code: int, err: str) -> None:
-    assert code == 0 and "Traceback" not in err, err[-3000:]
 
 
 def _table(path: Path, models: list[str], *, factors: dict | None = None, metric: str = "score"):

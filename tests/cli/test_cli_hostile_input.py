@@ -10,7 +10,6 @@ and a trailing blank line.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import gzip
 import io
@@ -21,29 +20,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from evalstats.cli import main
 from evalstats.errors import LimitError
 from evalstats.io import read
-
-
-def _cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def _one_line(code: int, err: str, *needles: str) -> str:
-    assert code == 2, err[-3000:]
-    lines = [ln for ln in err.splitlines() if ln.startswith("evalstats: error: ")]
-    assert len(lines) == 1 and "Traceback" not in err, err[-3000:]
-    for n in needles:
-        assert n in lines[0], lines[0]
-    return lines[0]
-
-
-def _ok(code: int, err: str) -> None:
-    assert code == 0 and "Traceback" not in err, err[-3000:]
+from tests._cli import cli as _cli
+from tests._cli import ok as _ok
+from tests._cli import one_line_error as _one_line
 
 
 def _rows(models=("a", "b"), items=6, variants=2) -> list[list[str]]:

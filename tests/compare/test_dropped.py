@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
@@ -12,17 +10,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from evalstats.cli import main
 from evalstats.compare import compare_models, rank_intervals, reversal_audit, subset_rankings
 from evalstats.errors import DesignWarning, EvalstatsWarning, SchemaError
 from evalstats.simulate import observations, unit_table
-
-
-def _cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
+from tests._cli import cli as _cli
 
 
 def _two_models(tmp_path: Path) -> Path:

@@ -3,7 +3,6 @@ by a counted reason; never a traceback, never a value guessed from the first row
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import subprocess
@@ -18,27 +17,12 @@ import polars as pl
 import pytest
 
 from evalstats.attribution import factor_anova
-from evalstats.cli import main
 from evalstats.errors import DegenerateDataWarning, IngestError
 from evalstats.io import read
+from tests._cli import cli as _cli
+from tests._cli import one_line_error as _one_line_error
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def _one_line_error(code: int, err: str, *needles: str) -> str:
-    assert code == 2, err
-    lines = [ln for ln in err.splitlines() if ln.startswith("evalstats: error: ")]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for n in needles:
-        assert n in lines[0], lines[0]
-    return lines[0]
 
 
 # --- Inspect logs: every field the reader uses has its documented type ------------------------

@@ -4,36 +4,19 @@ traceback, never a file or row dropped without a word."""
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import io
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from evalstats.cli import main
 from evalstats.errors import IngestError
 from evalstats.io import read, read_table
+from tests._cli import cli as _cli
+from tests._cli import one_line_error as _one_line_error
 from tests.conftest import needs_shared_data, shared
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def _one_line_error(code: int, err: str, *needles: str) -> str:
-    assert code == 2, err
-    lines = [ln for ln in err.splitlines() if ln.startswith("evalstats: error: ")]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for n in needles:
-        assert n in lines[0], lines[0]
-    return lines[0]
 
 
 # --- a malformed JSON line in a plain table -------------------------------------------------

@@ -8,8 +8,6 @@ when their process is gone, and never make a fresh folder "hold other files".
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -22,30 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from evalstats.cli import main
 from evalstats.errors import OutputError
 from evalstats.report import audit_report
 from evalstats.report._staging import MANIFEST, STAGING_PREFIX, check_output, make_staging
 from evalstats.simulate import observations
+from tests._cli import cli as _cli
+from tests._cli import one_line_error as _one_line
 
 ROOT = Path(__file__).resolve().parents[2]
 SKIP = ["nstar", "converge", "attribution", "anova", "ranks", "friedman", "compare", "noise"]
-
-
-def _cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
-def _one_line(code: int, err: str, *needles: str) -> str:
-    assert code == 2, err
-    lines = [ln for ln in err.splitlines() if ln.startswith("evalstats: error: ")]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for n in needles:
-        assert n in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
