@@ -35,7 +35,55 @@ if TYPE_CHECKING:
 __all__ = ["FriedmanResult", "friedman_nemenyi", "rank_intervals"]
 
 
-_RANK_METHODS = ("simultaneous", "marginal", "bootstrap")
+_RANK_METHODS = ("paired", "simultaneous", "marginal", "bootstrap")
+
+
+def _paired_decisions(observations, *, by, level, seed, over, cluster, variant_factors):
+    """The paired tests of :func:`compare_models` (Holm within each group), per group.
+
+    Returns ``{group key: {(a, b): +1 | -1}}``: +1 when ``a`` scores significantly higher than
+    ``b`` after the correction, -1 when lower; pairs not decided are absent.
+    """
+    from evalstats.compare._paired import compare_models
+
+    with warnings.catch_warnings():
+        # the report's comparison (or the user's own call) says these; the ranks say their own
+        warnings.simplefilter("ignore", DesignWarning)
+        pairs = compare_models(
+            observations,
+            by=by,
+            correction="holm",
+            family="group",
+            confidence_level=level,
+            seed=seed,
+            over=over,
+            cluster=cluster,
+            variant_factors=variant_factors,
+        )
+    keys = [c for c in by if c in pairs.columns]
+    out: dict[tuple, dict[tuple[str, str], int]] = {}
+    for row in pairs.filter(pl.col("reject")).iter_rows(named=True):
+        key = tuple(row[c] for c in keys)
+        sign = 1 if row["difference"] > 0 else -1
+        out.setdefault(key, {})[(row["model_a"], row["model_b"])] = sign
+    return out
+
+
+def _rank_sets_from_decisions(
+    models: list[str], decided: dict[tuple[str, str], int], hib: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rank sets from pairwise decisions: rank_low = 1 + #above, rank_high = M - #below."""
+    index = {m: i for i, m in enumerate(models)}
+    above = np.zeros(len(models), dtype=np.int64)  # models significantly better than j
+    below = np.zeros(len(models), dtype=np.int64)  # models significantly worse than j
+    for (a, b), sign in decided.items():
+        if a not in index or b not in index:
+            continue
+        a_better = (sign > 0) == hib
+        better, worse = (a, b) if a_better else (b, a)
+        above[index[worse]] += 1
+        below[index[better]] += 1
+    return 1 + above, len(models) - below
 
 
 def _two_way_inputs(cells, models: list[str]):
@@ -161,7 +209,7 @@ def _rank_sets_from(
 def rank_intervals(
     observations: TableLike,
     *,
-    method: str = "simultaneous",
+    method: str = "paired",
     confidence_level: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
@@ -178,8 +226,12 @@ def rank_intervals(
     ----------
     observations : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Item-level observation table; see :mod:`evalstats.schema`.
-    method : {'simultaneous', 'marginal', 'bootstrap'}, default 'simultaneous'
-        ``'simultaneous'``: rank sets that hold for every model of a group at once with
+    method : {'paired', 'simultaneous', 'marginal', 'bootstrap'}, default 'paired'
+        ``'paired'``: rank sets from the paired tests of :func:`compare_models` with Holm's
+        correction over all pairs of the group (the same test, design and interval target), so
+        a rank set separates two models exactly when their paired comparison does; they hold
+        for every model of a group at once with probability ``confidence_level`` (a step-down
+        version of Mogstad et al.'s construction). ``'simultaneous'``: rank sets that hold for every model of a group at once with
         probability ``confidence_level`` (Mogstad, Romano, Shaikh and Wilhelm 2024), from
         simultaneous max-t intervals of all pairwise differences. ``'marginal'``: each model's
         rank set holds with that probability on its own (max-t over the pairs involving the
@@ -247,6 +299,12 @@ def rank_intervals(
     These sets cover the true ranks (ties sharing the rank set) with probability at least the
     level, asymptotically, because they follow from simultaneous intervals of the
     differences [1]_. This is the single-step version (their stepwise refinement is shorter).
+    ``'paired'`` (the default) uses the same formula with "above" read from the paired tests
+    of :func:`compare_models` (``correction='holm'``, ``family='group'``): exact McNemar for
+    0/1 scores, the design-aware t otherwise, on the pair's shared items. Holm controls the
+    family-wise error of the directional claims, so the sets cover jointly as above, and they
+    cannot disagree with the paired table: at 3 shared items no pair is decided and every set
+    is ``1..M``, where a bootstrap max-t (``'simultaneous'``) claims separations from 3 items.
     ``'bootstrap'`` takes the ``(1 - level)/2`` quantiles of each model's rank over resamples
     (ties share the best rank, ``method='min'``, ``inverted_cdf``). It is the usual heuristic,
     but bootstrap ranks are inconsistent when models are close (Hall and Miller 2009), and it
@@ -306,6 +364,19 @@ def rank_intervals(
     prompt_cells = (
         _design_cells(observations, by, "model", cluster, variant_factors) if over == "auto" else {}
     )
+    decisions = (
+        _paired_decisions(
+            observations,
+            by=by,
+            level=level,
+            seed=seed,
+            over=over,
+            cluster=cluster,
+            variant_factors=variant_factors,
+        )
+        if method == "paired"
+        else {}
+    )
     rng = np.random.default_rng(seed)
     q = (1 - level) / 2
     frames = []
@@ -363,7 +434,9 @@ def rank_intervals(
                 boot_means[start : start + b] = sign * (counts @ sums) / (counts @ sizes)[:, None]
         best = boot_means == boot_means.max(axis=1, keepdims=True)
         p_best = (best / best.sum(axis=1, keepdims=True)).sum(axis=0)
-        if method == "bootstrap":
+        if method == "paired":
+            low, high = _rank_sets_from_decisions(models, decisions.get(key, {}), hib)
+        elif method == "bootstrap":
             boot_ranks = stats.rankdata(-boot_means, method="min", axis=1)
             low = np.quantile(boot_ranks, q, axis=0, method="inverted_cdf")
             high = np.quantile(boot_ranks, 1 - q, axis=0, method="inverted_cdf")

@@ -408,7 +408,13 @@ def ranks_reading(res: AnalysisResult, data: DataSummary) -> str:
     if "n_clusters" in t.columns and t["n_clusters"].drop_nulls().len():
         sentences.append("Items of one cluster are resampled together.")
     method = t["method"][0] if "method" in t.columns and t.height else "bootstrap"
-    if method == "simultaneous":
+    if method == "paired":
+        sentences.append(
+            "The rank sets follow the paired tests (Holm over the pairs of each dataset, the "
+            "per-dataset comparison table): two models' sets are apart exactly when their paired "
+            "difference is significant, and the sets hold for all models of a group together."
+        )
+    elif method == "simultaneous":
         sentences.append(
             "The rank sets hold for all models of a group together (simultaneous sets from "
             "max-t intervals of every pairwise difference, Mogstad et al. 2024)."

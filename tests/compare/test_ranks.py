@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import polars as pl
@@ -26,11 +27,16 @@ def test_rank_intervals_separate_clear_gaps_and_p_best_sums_to_one():
     assert boot["rank_low"].to_list() == boot["rank_high"].to_list() == [3, 2, 1]
     assert_allclose(boot["p_best"].sum(), 1.0, rtol=1e-12)
     assert boot.filter(model="m2")["p_best"].item() > 0.95
-    # the simultaneous sets: m1 - m2 has an unadjusted p of 0.035 (paired t), which three
-    # simultaneous intervals do not separate; m0 is last for sure
-    out = rank_intervals(obs, n_resamples=300, **kw)
+    # the single-step simultaneous sets: m1 - m2 has an unadjusted p of 0.035 (paired t),
+    # which three simultaneous intervals do not separate; m0 is last for sure
+    out = rank_intervals(obs, n_resamples=300, method="simultaneous", **kw)
     assert out["rank_low"].to_list() == [3, 1, 1] and out["rank_high"].to_list() == [3, 2, 2]
     assert out["method"].unique().to_list() == ["simultaneous"]
+    # the default follows the paired tests with Holm: the two clear pairs go first, and the
+    # last step tests m1 - m2 at 0.05, which p = 0.035 passes (step-down gains over single-step)
+    paired = rank_intervals(obs, n_resamples=300, **kw)
+    assert paired["rank_low"].to_list() == paired["rank_high"].to_list() == [3, 2, 1]
+    assert paired["method"].unique().to_list() == ["paired"]
     # over the prompt space two prompts say little: no set is narrower
     space = rank_intervals(obs, n_resamples=300)
     assert space["n_prompts"].to_list() == [2, 2, 2]
@@ -39,7 +45,7 @@ def test_rank_intervals_separate_clear_gaps_and_p_best_sums_to_one():
 
 def test_rank_intervals_overlap_for_tied_models():
     obs = observations(n_models=2, n_items=100, n_variants=1, model_accuracy=(0.6, 0.6), seed=3)
-    for method in ("simultaneous", "marginal", "bootstrap"):
+    for method in ("paired", "simultaneous", "marginal", "bootstrap"):
         out = rank_intervals(obs, n_resamples=500, method=method)
         assert out["rank_low"].to_list() == [1, 1] and out["rank_high"].to_list() == [2, 2]
     assert 0.02 < out["p_best"][0] < 0.98  # neither model is certainly best
@@ -181,14 +187,97 @@ def _rank_coverage(replicates, n_resamples, method="simultaneous"):
     return covered / replicates
 
 
-def test_simultaneous_rank_sets_cover_every_true_rank_short():
-    """Joint coverage of the true ranks of 5 models (200 items), 100 seeded replicates."""
-    cov = _rank_coverage(100, 200)
+@pytest.mark.parametrize("method", ["paired", "simultaneous"])
+def test_rank_sets_cover_every_true_rank_short(method):
+    """Joint coverage of the true ranks of 5 models (200 items), 100 seeded replicates
+    (1,000 replicates: 0.996 for 'paired', the Holm sets over exact McNemar tests)."""
+    cov = _rank_coverage(100, 200, method=method)
     assert cov >= 0.90  # nominal 0.95; 100 replicates: SE 0.022
 
 
 @pytest.mark.slow
-def test_simultaneous_rank_sets_cover_every_true_rank_slow():
+@pytest.mark.parametrize("method", ["paired", "simultaneous"])
+def test_rank_sets_cover_every_true_rank_slow(method):
     """1,000 replicates: joint coverage at least nominal up to Monte Carlo error (SE 0.007)."""
-    cov = _rank_coverage(1000, 500)
+    cov = _rank_coverage(1000, 500, method=method)
     assert cov >= 0.935
+
+
+# --- rank sets agree with the paired tests (issue 30) -------------------------------------------
+
+
+def _decided_by_ranks(ranks):
+    """Pairs whose rank sets do not overlap: {(better, worse)}."""
+    rows = ranks.rows(named=True)
+    return {
+        (a["model"], b["model"])
+        for a in rows
+        for b in rows
+        if a["rank_high"] < b["rank_low"] and a["dataset"] == b["dataset"]
+    }
+
+
+def _decided_by_pairs(pairs):
+    out = set()
+    for r in pairs.filter(pl.col("reject")).iter_rows(named=True):
+        a, b = r["model_a"], r["model_b"]
+        out.add((a, b) if r["difference"] > 0 else (b, a))
+    return out
+
+
+def _separated_by_rank_sets(ranks):
+    """Pairs the rank sets put in order: the better one's whole set above the other's."""
+    lows = {r["model"]: r for r in ranks.iter_rows(named=True)}
+    implied = set()
+    for a, ra in lows.items():
+        for b, rb in lows.items():
+            # a is declared above b when b's low rank counts a and a's high rank counts b;
+            # with sets from pairwise decisions that is rank_high(a) < rank_low(b) or a direct claim
+            if a != b and ra["rank_high"] < rb["rank_low"]:
+                implied.add((a, b))
+    return implied
+
+
+@pytest.mark.parametrize(
+    ("n_items", "n_variants"),
+    [(3, 1), (12, 1), (60, 1), (1500, 1), (40, 4), (400, 5)],
+)
+def test_rank_sets_and_paired_decisions_agree(n_items, n_variants):
+    """Every separation of the rank sets is a significant paired test in the same direction,
+    and the number of models each set excludes is the number of decided pairs (small and large
+    item counts, with and without prompt variants)."""
+    from evalstats.compare import compare_models
+
+    obs = observations(
+        n_models=5,
+        n_items=n_items,
+        n_variants=n_variants,
+        model_accuracy=(0.3, 0.5, 0.52, 0.7, 0.95),
+        seed=n_items,
+    )
+    ranks = rank_intervals(obs, n_resamples=200, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pairs = compare_models(obs, correction="holm", family="group", seed=1)
+    decided = _decided_by_pairs(pairs)
+    assert _separated_by_rank_sets(ranks) <= decided
+    for r in ranks.iter_rows(named=True):
+        m = r["model"]
+        assert r["rank_low"] - 1 == sum(1 for a, b in decided if b == m)
+        assert 5 - r["rank_high"] == sum(1 for a, b in decided if a == m)
+    if n_items == 3:  # no paired test decides from 3 items, so every set is 1..5
+        assert not decided
+        assert ranks["rank_low"].to_list() == [1] * 5 and ranks["rank_high"].to_list() == [5] * 5
+    if n_items == 1500:  # clear gaps are decided at this size
+        assert ("m4", "m3") in decided and ("m3", "m2") in decided
+
+
+def test_bootstrap_max_t_from_three_items_claims_what_the_paired_test_does_not():
+    """Why 'paired' is the default: the bootstrap distribution of 3 items is degenerate."""
+    obs = observations(
+        n_models=4, n_items=3, n_variants=1, model_accuracy=(0.05, 0.3, 0.6, 0.95), seed=7
+    )
+    paired = rank_intervals(obs, n_resamples=300)
+    assert (paired["rank_low"] == 1).all() and (paired["rank_high"] == 4).all()
+    maxt = rank_intervals(obs, n_resamples=300, method="simultaneous")
+    assert (maxt["rank_high"] - maxt["rank_low"]).min() < 3
