@@ -48,19 +48,33 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def parallel_map(fn: Callable[[T], R], items: Sequence[T], *, work: float) -> list[R]:
+def parallel_map(
+    fn: Callable[[T], R], items: Sequence[T], *, work: float, unit: str = "groups"
+) -> list[R]:
     """``[fn(x) for x in items]``, on threads when ``work`` (elements touched) is large.
 
     For functions whose time is spent in numpy calls that release the GIL (sorting,
     partitioning, cumulative sums, random draws), so that the threads run on several cores.
     Results come back in the order of ``items`` and each call is the same call as in the loop:
     a function whose randomness comes from its own item (a generator seeded by the item) gives
-    the same results on any number of threads.
+    the same results on any number of threads. Inside a report, a line now and then says how
+    many ``unit`` are done (:func:`evalstats._heartbeat.beat`).
     """
-    n = min(usable_cores(), len(items))
+    from evalstats._heartbeat import beat
+
+    total = len(items)
+    n = min(usable_cores(), total)
     if n <= 1 or work < PARALLEL_MIN_WORK:
-        return [fn(x) for x in items]
+        out = []
+        for x in items:
+            out.append(fn(x))
+            beat(len(out), total, unit)
+        return out
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=n, thread_name_prefix="evalstats") as pool:
-        return list(pool.map(fn, items))
+        out = []
+        for r in pool.map(fn, items):  # in order; a line says how many are back
+            out.append(r)
+            beat(len(out), total, unit)
+        return out

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from evalstats._heartbeat import beat
 from evalstats.attribution._common import _BLOCK
 from evalstats.attribution._permute import PermutationOutcome, settle_chunk
 from evalstats.errors import DegenerateDataWarning, InsufficientDataError
@@ -141,4 +142,5 @@ def sign_flip_f(
         stopped |= settle_chunk(f, observed, alive, hits, used, done, max_exceedances)
         chunks.append(f)
         done += b
+        beat(done, n_resamples, "sign flips")
     return PermutationOutcome(np.concatenate(chunks, axis=1), observed, hits, used, stopped)

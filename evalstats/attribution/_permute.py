@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evalstats._heartbeat import beat
+
 #: Budget of float64 cells of one chunk of permuted residuals (about 32 MB).
 CHUNK_CELLS = 4_000_000
 
@@ -292,6 +294,7 @@ def freedman_lane(
         chunks.append(f)
         done += b
         size *= 2
+        beat(done, n_resamples, "permutations")
     null_live = np.concatenate(chunks, axis=1)
     null = np.full((k, null_live.shape[1]), np.nan)
     null[live] = null_live

@@ -141,14 +141,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 parser.print_help(sys.stderr)
                 return 2
             try:
+                from evalstats._heartbeat import heartbeat
                 from evalstats._reproducible import reproducible
                 from evalstats.aggregate import item_set_rule
+                from evalstats.report._progress import progress_mode
 
                 rule = getattr(args, "on_mismatch", "error")
+                quiet = bool(getattr(args, "quiet", False)) or getattr(args, "progress", 1) is False
                 with (
                     redirect_stdout(_TerminalSafe(sys.stdout)),
                     item_set_rule("keep" if rule == "auto" else rule),
                     reproducible(),
+                    # a command of minutes says now and then how far it is (stderr)
+                    heartbeat(args.command, progress_mode(not quiet), stage="evalstats"),
                 ):
                     code = int(args.run(args) or 0)
                     _flush_stdout()

@@ -30,7 +30,7 @@ from evalstats.report._model import (
     summarise,
 )
 from evalstats.report._parallel import Outcome, resolve_workers, run_all
-from evalstats.report._progress import Progress
+from evalstats.report._progress import Progress, progress_env
 
 if TYPE_CHECKING:
     from evalstats._frames import TableLike
@@ -452,7 +452,7 @@ def _audit(
             return "skipped on request"
         return design_gate(key, ctx) or SPECS[key].applies(ctx)
 
-    with Progress("report", len(ANALYSES), progress) as bar:
+    with Progress("report", len(ANALYSES), progress) as bar, progress_env(progress):
 
         def report(outcome: Outcome) -> None:
             key, result, reason, seconds = outcome

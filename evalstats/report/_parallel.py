@@ -82,10 +82,11 @@ def resolve_workers(workers: int | str, n_rows: int) -> int:
 
 def run_one(spec_key: str, ctx: Context, options: dict[str, Any], seed: int) -> Outcome:
     """One analysis as every worker runs it: one BLAS thread; its result and seconds."""
+    from evalstats._heartbeat import heartbeat
     from evalstats._threads import single_blas_thread
 
     start = time.perf_counter()
-    with single_blas_thread():
+    with single_blas_thread(), heartbeat(spec_key):
         result, reason = run_analysis(SPECS[spec_key], ctx, options, seed)
     return spec_key, result, reason, time.perf_counter() - start
 

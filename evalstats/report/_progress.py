@@ -6,12 +6,15 @@ terminal gets a bar that redraws in place. Both go to stderr, so stdout stays cl
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import time
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any, Literal
 
-__all__ = ["Progress", "progress_mode"]
+__all__ = ["Progress", "progress_env", "progress_mode"]
 
 Mode = Literal["bar", "lines"] | None
 
@@ -23,6 +26,30 @@ def progress_mode(progress: bool | str) -> Mode:
     if not progress:
         return None
     return "bar" if sys.stderr.isatty() else "lines"
+
+
+@contextlib.contextmanager
+def progress_env(progress: bool | str) -> Iterator[None]:
+    """The progress mode in the environment for the block (unset without progress).
+
+    The analyses, in this process or in workers (which adopt its environment), then say how
+    far they are (:mod:`evalstats._heartbeat`).
+    """
+    from evalstats._heartbeat import ENV
+
+    mode = progress_mode(progress)
+    saved = os.environ.get(ENV)
+    if mode is None:
+        os.environ.pop(ENV, None)
+    else:
+        os.environ[ENV] = mode
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = saved
 
 
 class Progress:
