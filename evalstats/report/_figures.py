@@ -27,6 +27,7 @@ from evalstats.report._layout import (
     panels_per_page,
     per_dataset,
     row_pages,
+    shared_axis_labels,
     span,
 )
 from evalstats.report._palette import GREY_NOTE, ranked_models, report_palette, top_k
@@ -128,6 +129,7 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
                 plots.plot_convergence_overlay(
                     curve, table, dataset=d, moment="mean", ax=ax, palette=pal, where=where
                 )
+            shared_axis_labels(fig, axes)  # before the legend, which goes below the label
             one_legend(fig, axes, pal, ranked)
             return fig
 

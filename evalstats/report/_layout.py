@@ -187,6 +187,35 @@ def one_legend(fig: Any, axes: list[Any], pal: dict[str, Any], ranked: list[str]
         )
 
 
+def shared_axis_labels(fig: Any, axes: list[Any]) -> None:
+    """Labels said once in a grid of panels: x under each column, y left of the first.
+
+    In a grid whose panels' labels all say the same, the x label stays only under the lowest
+    panel of each column and the y label only left of the first column. Six copies of "Number of variants n" and of the y label say nothing the first did not,
+    and each costs a text to lay out and draw in every format. Labels that differ stay.
+    (``fig.supxlabel`` would say it once, but the layout engine puts it on top of a legend
+    below the panels.)
+    """
+    if len(axes) < 2:
+        return
+    spans = [ax.get_subplotspec() for ax in axes]
+    if any(s is None for s in spans):
+        return
+    rows = [s.rowspan.start for s in spans]
+    cols = [s.colspan.start for s in spans]
+    lowest = {c: max(r for r, c2 in zip(rows, cols) if c2 == c) for c in set(cols)}
+    first = min(cols)
+    for get, clear, keep in (
+        ("get_xlabel", "set_xlabel", [rows[i] == lowest[cols[i]] for i in range(len(axes))]),
+        ("get_ylabel", "set_ylabel", [cols[i] == first for i in range(len(axes))]),
+    ):
+        labels = {getattr(ax, get)() for ax in axes}
+        if len(labels) == 1 and labels.pop():
+            for ax, k in zip(axes, keep):
+                if not k:
+                    getattr(ax, clear)("")
+
+
 def panel_height(n_rows: int) -> float:
     """Height (inches) of a panel with ``n_rows`` rows: 0.17 inch a row, 0.12 beyond 16."""
     return 0.85 + (0.17 if n_rows <= 16 else 0.12) * n_rows
