@@ -1,0 +1,133 @@
+"""How the report writes a figure: one drawing for the PNG, lean PDF fonts, labels said once."""
+
+from __future__ import annotations
+
+import io
+import zlib
+
+import numpy as np
+import pytest
+
+pytest.importorskip("matplotlib")
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from evalstats.plots import paper_style  # noqa: E402
+from evalstats.report._layout import panels, shared_axis_labels  # noqa: E402
+from evalstats.report._write import _lean_pdf_fonts, _png_and_box  # noqa: E402
+
+
+def _grid(n=5, legend_outside=False):
+    fig, axes = panels(n)
+    rng = np.random.default_rng(0)
+    for i, ax in enumerate(axes):
+        ax.plot(np.cumsum(rng.normal(size=40)), label=f"model {i}")
+        ax.set_title(f"dataset {i}")
+        ax.set_xlabel("Number of variants n")
+        ax.set_ylabel("|Δ(n)|")
+    if legend_outside:  # beyond the canvas: the box reaches past the figure's edge
+        axes[0].legend(loc="upper left", bbox_to_anchor=(-0.9, 1.5))
+    return fig, axes
+
+
+@pytest.mark.parametrize("outside", [False, True])
+def test_one_drawing_gives_the_png_savefig_gives(outside):
+    """The PNG cut from the layout drawing equals ``savefig(bbox_inches=tight box)``: same size
+    (within a pixel of rounding), the same picture (mean difference a small fraction of the
+    ink), also when the tight box reaches beyond the canvas."""
+    with paper_style():
+        fig, _ = _grid(legend_outside=outside)
+        png, bbox = _png_and_box(fig, plt)
+        ref = io.BytesIO()
+        fig.savefig(ref, format="png", bbox_inches=bbox)
+        plt.close(fig)
+    ours = np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=float)
+    theirs = np.asarray(Image.open(ref).convert("L"), dtype=float)
+    assert abs(ours.shape[0] - theirs.shape[0]) <= 1 and abs(ours.shape[1] - theirs.shape[1]) <= 1
+    # the same picture up to where a line falls within a pixel: at the best alignment (the
+    # cut is rounded to whole pixels, savefig shifts by a fraction) under 0.3 % of the pixels
+    # differ by more than half their range, against 2 % of the pixels that carry ink
+    h, w = min(ours.shape[0], theirs.shape[0]) - 2, min(ours.shape[1], theirs.shape[1]) - 2
+
+    def off(dy, dx):
+        return np.abs(ours[1 + dy : 1 + dy + h, 1 + dx : 1 + dx + w] - theirs[1 : 1 + h, 1 : 1 + w])
+
+    d = min((off(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)), key=np.mean)
+    assert (d > 128).mean() < 0.003, (d > 128).mean()
+    assert ((255 - theirs) > 64).mean() > 0.01  # there is a picture to compare
+    if outside:  # the part beyond the canvas is drawn in the figure's colour, not cut off
+        assert bbox.x0 < 0
+    info = Image.open(io.BytesIO(png)).info
+    assert info.get("Software") == "evalstats" and round(info["dpi"][0]) == 300
+
+
+def _pdf(lean: bool) -> bytes:
+    with paper_style():
+        fig, _ = _grid(3)
+        fig.canvas.draw()
+        buf = io.BytesIO()
+        if lean:
+            with _lean_pdf_fonts():
+                fig.savefig(buf, format="pdf", metadata={"CreationDate": None})
+        else:
+            fig.savefig(buf, format="pdf", metadata={"CreationDate": None})
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def _embedded_fonts(pdf: bytes) -> list[bytes]:
+    """The decompressed FontFile2 streams of a matplotlib PDF."""
+    out = []
+    for part in pdf.split(b"stream\n")[1:]:
+        body = part.split(b"\nendstream")[0]
+        try:
+            data = zlib.decompress(body)
+        except zlib.error:
+            continue
+        if data[:4] in (b"\x00\x01\x00\x00", b"true"):  # a TrueType font
+            out.append(data)
+    return out
+
+
+def test_lean_pdf_fonts_drop_layout_tables_only_inside_the_block():
+    from fontTools.ttLib import TTFont
+
+    lean, full = _pdf(True), _pdf(False)
+    fonts_lean = [TTFont(io.BytesIO(f)) for f in _embedded_fonts(lean)]
+    fonts_full = [TTFont(io.BytesIO(f)) for f in _embedded_fonts(full)]
+    assert fonts_lean and len(fonts_lean) == len(fonts_full)
+    for a, b in zip(fonts_lean, fonts_full):
+        assert not {"GSUB", "GPOS", "GDEF"} & set(a.keys())
+        # the same glyphs, less the ligatures the substitution table pulled in
+        extra = set(b.getGlyphOrder()) - set(a.getGlyphOrder())
+        assert set(a.getGlyphOrder()) <= set(b.getGlyphOrder())
+        assert extra <= {"fi", "fl", "uniFB00", "uniFB01", "uniFB02", "uniFB03", "uniFB04"}
+    from fontTools import subset
+    from matplotlib.backends import _backend_pdf_ps
+
+    assert _backend_pdf_ps.subset is subset  # restored after the block
+    assert b"/ToUnicode" in lean  # copied text still reads as text
+
+
+def test_repeated_panel_labels_are_said_once_per_column_and_row():
+    with paper_style():
+        fig, axes = _grid(5)  # 3 rows x 2 columns, the last slot empty
+        shared_axis_labels(fig, axes)
+        xl = [ax.get_xlabel() for ax in axes]
+        yl = [ax.get_ylabel() for ax in axes]
+        plt.close(fig)
+    # the lowest panel of each column keeps the x label: panel 4 (left) and panel 3 (right,
+    # above the empty slot); the left column keeps the y label
+    assert [bool(x) for x in xl] == [False, False, False, True, True]
+    assert [bool(y) for y in yl] == [True, False, True, False, True]
+    with paper_style():
+        fig, axes = _grid(4)
+        axes[1].set_ylabel("other")  # labels that differ stay
+        shared_axis_labels(fig, axes)
+        assert [ax.get_ylabel() for ax in axes][1] == "other"
+        assert all(ax.get_ylabel() for ax in axes)
+        plt.close(fig)
