@@ -96,7 +96,7 @@ def plot_anova_effects(anova: Any, *, ax: Any = None, max_terms: int | None = 20
                 xytext=(2, 0),
                 textcoords="offset points",
                 va="center",
-                fontsize=7,
+                fontsize="small",
             )
     ax.set_yticks(range(len(terms)), terms)
     ax.grid(axis="y", visible=False)  # a term's grid line ran on past its bar, through the marks
@@ -155,7 +155,7 @@ def plot_attribution(result: Any, *, ax: Any = None) -> Any:
     ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
     ax.set_xlabel(label("mean_abs_shap"))
     ax.set_ylabel(label("factor"))
-    outside_legend(ax, fontsize=6)
+    outside_legend(ax, fontsize="x-small")
     return fig
 
 
@@ -207,9 +207,9 @@ def plot_interaction_heatmap(cells: pl.DataFrame, *, ax: Any = None, annotate: b
         xticklabels=col_labels,
         yticklabels=row_labels,
         cbar_kws={"label": label("score")},
-        annot_kws={"fontsize": 6},
+        annot_kws={"fontsize": "x-small"},
     )
     ax.set_xlabel(label(b))
     ax.set_ylabel(label(a))
-    ax.set_title(frame["term"][0], fontsize=8)
+    ax.set_title(frame["term"][0])
     return fig

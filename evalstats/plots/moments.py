@@ -381,7 +381,7 @@ def plot_convergence(
                 (r["n_star"], r["epsilon"]),
                 textcoords="offset points",
                 xytext=(4, 4),
-                fontsize=7,
+                fontsize="small",
                 color=color,
             )
     ax.set_xlabel(label("n"))

@@ -240,16 +240,20 @@ NOISE_TARGET_SHARE = 0.05
 
 def _run_noise(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
     from evalstats.noise import plan, variance_components
-    from evalstats.schema import metric_info
+    from evalstats.schema import metric_info, unit_interval_metrics
 
     comps = variance_components(ctx.obs, **p)
     level = p.get("confidence_level", 0.95)
     plans, targets, objects = [], {}, {}
     by_metric = "metric" in comps.columns
+    # the range every analysis uses: declared, or [0, 1] for an undeclared metric whose scores
+    # all lie there (as the ingest note and the axes say)
+    on_unit = unit_interval_metrics(ctx.obs)
     for name, info in metric_info(ctx.obs).items():
-        if info.range is None:  # unbounded: no scale-free default target
+        span = info.range if info.range is not None else (1.0 if on_unit.get(name) else None)
+        if span is None:  # unbounded: no scale-free default target
             continue
-        target = NOISE_TARGET_SHARE * info.range
+        target = NOISE_TARGET_SHARE * span
         sub = comps.filter(pl.col("metric") == name) if by_metric else comps
         if sub.height == 0:
             continue

@@ -118,7 +118,11 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
     text = " ".join(sentences)
     plan = res.tables.get("plan")
     if plan is None:
-        return text + " No plan: the metric has no declared range to set a default target."
+        return text + (
+            " No plan: the metric is not bounded (no declared range, and scores outside [0, 1]),"
+            " so there is no scale-free default target width; `evalstats plan --target-ci W` "
+            "sets one in its units."
+        )
     allrow = plan.filter(pl.col("scope") == "all")
     row = (allrow if allrow.height else plan).row(0, named=True)
     targets = res.values.get("target_width") or {}
