@@ -104,7 +104,13 @@ def _lean_pdf_fonts() -> Iterator[None]:
         pdf_ps.subset = subset
 
 
-def _png_and_box(fig: Any, plt: Any) -> tuple[bytes, Any]:
+#: Resolution of the PNG when a vector format (PDF, SVG) is written beside it: the PNG is then
+#: the screen copy (the HTML page; 2x a 96 dpi screen), the vector file the one for print.
+#: Alone, the PNG is the print copy at ``savefig.dpi`` (300).
+SCREEN_DPI = 200
+
+
+def _png_and_box(fig: Any, plt: Any, dpi: float | None = None) -> tuple[bytes, Any]:
     """The PNG of ``fig`` and its tight box, from one drawing that also lays the figure out.
 
     ``savefig(bbox_inches="tight")`` draws a figure twice per file (once to measure it, once
@@ -120,7 +126,7 @@ def _png_and_box(fig: Any, plt: Any) -> tuple[bytes, Any]:
     from PIL import Image
     from PIL.PngImagePlugin import PngInfo
 
-    dpi = float(plt.rcParams["savefig.dpi"])
+    dpi = float(plt.rcParams["savefig.dpi"] if dpi is None else dpi)
     canvas = FigureCanvasAgg(fig)  # the figure's canvas for the rest of its life
     fig.set_dpi(dpi)
     canvas.draw()
@@ -175,7 +181,8 @@ def draw_one(
             return {"key": spec.key, "analysis": spec.analysis, "reason": str(exc)}
         try:
             # the PNG (written, or only shown in the HTML) is drawn once, with the layout
-            png, bbox = _png_and_box(fig, plt)
+            vector = any(f in ("pdf", "svg") for f in formats)
+            png, bbox = _png_and_box(fig, plt, SCREEN_DPI if vector else None)
             files = {}
             for fmt in formats:
                 path = out / "figures" / f"{spec.key}.{fmt}"
