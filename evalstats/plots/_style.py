@@ -123,10 +123,10 @@ LABELS: dict[str, str] = {
     "runs": "Runs",
     "model_provider": "Model @ provider",
     "pair": "Model pair",
-    "component_variance": "Variance of an item score (score units²)",
+    "component_variance": "Variance of an item score (accuracy, 0–1)",
     "share": "Share of the variance",
     "cost": "Cost (call units)",
-    "width": "Interval width (score units)",
+    "width": "Interval width (accuracy, 0–1)",
 }
 
 
@@ -140,6 +140,8 @@ _SCORE_LIKE: dict[str, str] = {
     "acc_mean": "Mean {m} over runs",
     "difference": "Difference in {m}",
     "mean_abs_shap": "Mean |SHAP| ({m})",
+    "component_variance": "Variance of an item score ({m}, squared units)",
+    "width": "Interval width ({m})",
 }
 
 

@@ -144,7 +144,10 @@ def plot_noise_components(
     else:
         ax.set_xlim(left=0.0)
     ax.invert_yaxis()
-    ax.set_xlabel(label("share" if share else "component_variance"))
+    xlabel = label("share") if share else label("component_variance", frame)
+    if len(xlabel) > 36:  # a metric's name and units under a half-page panel: two lines
+        xlabel = xlabel.replace(" (", "\n(", 1)
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(label("pair" if pairs else "model"))
     title = components_legend_title(frame)
     ax.legend(
@@ -284,17 +287,17 @@ def plot_plan(result: Any, *, group: dict | None = None, ax: Any = None) -> Any:
     _plain_log(ax.xaxis)
     _plain_log(ax.yaxis)
     ax.set_xlabel(label("cost"))
-    ax.set_ylabel(label("width"))
+    ax.set_ylabel(label("width", cur))
     ax.legend(fontsize="x-small", frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     ax.set_title(title, fontsize="small")
     return fig
 
 
 def _log_label(v: float) -> str:
-    """'0.02', '300', '1e5': a log-axis tick as plain text (no mathtext, which is off)."""
+    """'0.02', '300', '1e4': a log-axis tick as plain text (no mathtext, which is off)."""
     if not (v > 0 and math.isfinite(v)):
         return ""
-    if 1e-3 <= v < 1e5:
+    if 1e-3 <= v < 1e4:  # 10,000 and up as 1e4, 1e5: never "10000" beside "1e5"
         return f"{v:g}"
     exp = math.floor(math.log10(v))
     mant = round(v / 10**exp, 6)

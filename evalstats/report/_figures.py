@@ -86,7 +86,9 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
                 schema={"dataset": units.schema["dataset"], **{c: units.schema[c] for c in held}},
             )
             sub = units.join(keys, on=["dataset", *held], nulls_equal=True)
-            return plots.plot_prompt_spread(sub, palette=pal, col_wrap=2, panel_by=held)
+            fig = plots.plot_prompt_spread(sub, palette=pal, col_wrap=2, panel_by=held)
+            shared_axis_labels(fig, [ax for ax in fig.axes if ax.get_visible()])
+            return fig
 
         specs += paged(
             "prompt_spread",

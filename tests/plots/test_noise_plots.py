@@ -64,10 +64,12 @@ def test_log_axes_of_the_plan_have_plain_tick_labels():
 
     from evalstats.plots.noise import _log_label, _plain_log
 
-    assert [_log_label(v) for v in (0.02, 0.5, 300, 1e5, 2e-4)] == [
+    assert [_log_label(v) for v in (0.02, 0.5, 300, 1000, 1e4, 1e5, 2e-4)] == [
         "0.02",
         "0.5",
         "300",
+        "1000",
+        "1e4",  # one style from 10,000 up: never "10000" beside "1e5"
         "1e5",
         "2e-4",
     ]
