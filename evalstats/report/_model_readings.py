@@ -399,11 +399,17 @@ def ranks_reading(res: AnalysisResult, data: DataSummary) -> str:
         )
     if len(groups) > _LIST_MAX:
         sentences.append(f"({len(groups) - _LIST_MAX} more groups in the table.)")
+    paired = "method" in t.columns and t.height and t["method"][0] == "paired"
     if "n_prompts" in t.columns and t["n_prompts"].drop_nulls().len():
         sentences.append(
-            "The ranks are of the means over the prompt space: items and prompt variants are "
-            "resampled together (a two-way bootstrap), so a model that leads only on the "
-            "recorded prompts does not lead for sure."
+            "The ranks are of the means over the prompt space: "
+            + (
+                "the paired tests count the model x prompt interaction and P(best) resamples "
+                "items and prompt variants together (a two-way bootstrap)"
+                if paired
+                else "items and prompt variants are resampled together (a two-way bootstrap)"
+            )
+            + ", so a model that leads only on the recorded prompts does not lead for sure."
         )
     if "n_clusters" in t.columns and t["n_clusters"].drop_nulls().len():
         sentences.append("Items of one cluster are resampled together.")
