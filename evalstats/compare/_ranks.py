@@ -60,6 +60,34 @@ def _paired_decisions(observations, *, by, level, seed, over, cluster, variant_f
             cluster=cluster,
             variant_factors=variant_factors,
         )
+    return _decisions_of(pairs, by, level)
+
+
+def _decisions_of(pairs: pl.DataFrame, by: Sequence[str], level: float) -> dict:
+    """``{group key: {(a, b): +1 | -1}}`` from a table of :func:`compare_models` (Holm, group)."""
+    need = ("model_a", "model_b", "difference", "reject", "correction", "family")
+    missing = [c for c in need if c not in pairs.columns]
+    if missing:
+        raise ParameterError(
+            f"`pairs` must be a table of compare_models(); it lacks column {missing[0]!r}."
+        )
+    if pairs.height:
+        corrections = set(pairs["correction"].unique().to_list())
+        groups = pairs.select([c for c in by if c in pairs.columns]).n_unique()
+        families = set(pairs["family"].unique().to_list())
+        if corrections != {"holm"} or (families != {"group"} and groups > 1):
+            raise ParameterError(
+                "`pairs` must come from compare_models(correction='holm', family='group') "
+                f"for the rank sets to hold; got correction {sorted(corrections)} and family "
+                f"{sorted(families)}."
+            )
+        if "confidence_level" in pairs.columns:
+            levels = set(pairs["confidence_level"].unique().to_list())
+            if levels != {level}:
+                raise ParameterError(
+                    f"`pairs` were decided at confidence level {sorted(levels)}, the rank sets "
+                    f"are asked at {level}."
+                )
     keys = [c for c in by if c in pairs.columns]
     out: dict[tuple, dict[tuple[str, str], int]] = {}
     for row in pairs.filter(pl.col("reject")).iter_rows(named=True):
@@ -219,6 +247,7 @@ def rank_intervals(
     variant_factors: Sequence[str] | str | None = None,
     roles: str | Mapping[str, str] | None = None,
     design: Design | str | Path | None = None,
+    pairs: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     r"""Rank of each model with a confidence set and the probability of being best.
 
@@ -267,6 +296,11 @@ def rank_intervals(
     design : Design or path, optional
         A design (:func:`evalstats.infer_design`) or a design file (``design.toml``) to apply,
         as ``--design`` does.
+    pairs : polars.DataFrame, optional
+        For ``method='paired'``: the table of :func:`compare_models` with
+        ``correction='holm'`` and ``family='group'`` on the same table and groups, whose
+        decisions the rank sets then follow instead of running the tests again (the report
+        passes its per-dataset comparison).
 
     Returns
     -------
@@ -364,8 +398,12 @@ def rank_intervals(
     prompt_cells = (
         _design_cells(observations, by, "model", cluster, variant_factors) if over == "auto" else {}
     )
-    decisions = (
-        _paired_decisions(
+    if method != "paired":
+        decisions = {}
+    elif pairs is not None:
+        decisions = _decisions_of(pairs, by, level)
+    else:
+        decisions = _paired_decisions(
             observations,
             by=by,
             level=level,
@@ -374,9 +412,6 @@ def rank_intervals(
             cluster=cluster,
             variant_factors=variant_factors,
         )
-        if method == "paired"
-        else {}
-    )
     rng = np.random.default_rng(seed)
     q = (1 - level) / 2
     frames = []

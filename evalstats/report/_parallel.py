@@ -42,7 +42,7 @@ __all__ = ["PARALLEL_MIN_ROWS", "Outcome", "resolve_workers", "run_all"]
 PARALLEL_MIN_ROWS = 20_000
 
 #: Analyses that read another's result: they start when it is done.
-DEPENDS = {"correlation": "stability"}
+DEPENDS = {"correlation": "stability", "ranks": "compare"}  # ranks reuse the paired tests
 
 #: Rough relative cost, to start the longest first (longest-processing-time scheduling).
 _COST = {

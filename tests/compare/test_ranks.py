@@ -281,3 +281,57 @@ def test_bootstrap_max_t_from_three_items_claims_what_the_paired_test_does_not()
     assert (paired["rank_low"] == 1).all() and (paired["rank_high"] == 4).all()
     maxt = rank_intervals(obs, n_resamples=300, method="simultaneous")
     assert (maxt["rank_high"] - maxt["rank_low"]).min() < 3
+
+
+def test_rank_sets_reuse_a_given_pairs_table_and_refuse_one_they_cannot_follow():
+    from evalstats.compare import compare_models
+    from evalstats.errors import ParameterError
+
+    obs = observations(
+        n_models=4, n_datasets=2, n_items=150, n_variants=1,
+        model_accuracy=(0.4, 0.5, 0.6, 0.75), seed=3,
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pairs = compare_models(obs, correction="holm", family="group")
+        own = rank_intervals(obs, n_resamples=200)
+        reused = rank_intervals(obs, n_resamples=200, pairs=pairs)
+    assert own.equals(reused)
+    for bad in (
+        compare_models(obs, correction="bonferroni", family="group"),
+        compare_models(obs, correction="holm", family="global"),  # 2 datasets in one family
+        compare_models(obs, correction="holm", family="group", confidence_level=0.9),
+        pairs.drop("reject"),
+    ):
+        with pytest.raises(ParameterError, match="pairs"):
+            rank_intervals(obs, n_resamples=50, pairs=bad)
+
+
+def test_the_reports_rank_sets_follow_its_per_dataset_comparison(monkeypatch):
+    import evalstats
+    from evalstats.compare import _ranks
+
+    def no_second_run(*a, **k):
+        raise AssertionError("the report's ranks ran the paired tests again")
+
+    monkeypatch.setattr(_ranks, "_paired_decisions", no_second_run)
+
+    obs = observations(
+        n_models=4, n_datasets=3, n_items=80, n_variants=1,
+        model_accuracy=(0.35, 0.5, 0.55, 0.8), seed=5,
+    )  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = evalstats.audit_report(
+            obs,
+            options={"ranks": {"n_resamples": 100}, "compare": {"n_resamples": 99}},
+            skip=("nstar", "converge", "noise", "moments", "intervals", "friedman"),
+        )
+    ranks = rep["ranks"].tables["ranks"]
+    per = rep["compare"].tables["compare_per_dataset"]
+    for (d,), g in ranks.partition_by("dataset", as_dict=True).items():
+        decided = _decided_by_pairs(per.filter(pl.col("dataset") == d))
+        for r in g.iter_rows(named=True):
+            assert r["rank_low"] - 1 == sum(1 for a, b in decided if b == r["model"])
+            assert 4 - r["rank_high"] == sum(1 for a, b in decided if a == r["model"])
+    assert ranks["method"].unique().to_list() == ["paired"]
