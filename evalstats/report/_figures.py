@@ -15,6 +15,7 @@ from evalstats.report._layout import (
     PANELS_PER_PAGE,
     FigureSpec,
     by_metric,
+    cells_of,
     cells_span,
     chunks,
     datasets_of,
@@ -300,14 +301,6 @@ def _by_rank(frame: pl.DataFrame, rank: dict[str, int], *models: str) -> pl.Data
     return tmp.sort([*keys, *(f"_r{i}" for i in range(len(models)))]).drop(
         [f"_r{i}" for i in range(len(models))]
     )
-
-
-def cells_of(page: list[tuple]) -> str:
-    """'d0 to d1 (2 datasets)', or with metrics 'd0, acc to d1, f1 (4 panels)'."""
-    names = [", ".join(str(v) for v in cell) for cell in page]
-    if len(page[0]) == 1:
-        return span(names)
-    return names[0] if len(names) == 1 else f"{names[0]} to {names[-1]} ({len(names)} panels)"
 
 
 def _forest(

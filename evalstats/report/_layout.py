@@ -145,6 +145,14 @@ def cells_span(page: list[tuple[str, dict[str, Any]]]) -> str:
     return f"{names[0]} to {names[-1]} ({len(names)} {unit})"
 
 
+def cells_of(page: list[tuple]) -> str:
+    """'d0 to d1 (2 datasets)', or with metrics 'd0, acc to d1, f1 (4 panels)'."""
+    names = [", ".join(str(v) for v in cell) for cell in page]
+    if len(page[0]) == 1:
+        return span(names)
+    return names[0] if len(names) == 1 else f"{names[0]} to {names[-1]} ({len(names)} panels)"
+
+
 def datasets_of(frame: pl.DataFrame) -> str:
     if "dataset" not in frame.columns:
         return f"{frame.height} rows"
