@@ -132,7 +132,13 @@ def _intervals_summary(
     if all(n == 1 for *_, n in rows):
         models = sorted({r["model"] for _, r, _ in rows})
         who = f"{models[0]} scores" if len(models) == 1 else f"the {len(models)} models score"
-        return f"Across {noun}, {who} from {span}." if span else f"Across {noun}, {who}."
+        if span:
+            return f"Across {noun}, {who} from {span}."
+        n_metrics = t["metric"].n_unique()
+        return (
+            f"Across {noun}, each has one model ({_listed(models)}), on {n_metrics} different "
+            "metrics: the means are not on one scale, so each group's is given below."
+        )
     word = "highest" if all(data.higher_is_better(r.get("metric")) for _, r, _ in rows) else "best"
     counts = Counter(r["model"] for _, r, _ in rows)
     if len(counts) == 1:

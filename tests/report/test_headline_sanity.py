@@ -81,8 +81,21 @@ def reports(
         "lm_eval_winogrande": lm_eval_subsets / "SlurmEvals/llama/winogrande_write_out_info.json",
         "inspect_mmlu": inspect_log,
     }
+    # folders with several datasets as users committed them: a 3-task lm-eval GPQA folder
+    # (runs of other configurations, a --limit run) and three Inspect logs of three tasks
+    dumps["lm_eval_gpqa_folder"] = (
+        shared_data
+        / "real-logs-2"
+        / "lm-eval"
+        / "allenlee-37+KT-lm-evaluation-harness__gpqa_2024-11-21"
+    )
+    dumps["inspect_folder"] = shared_data / "real-logs" / "inspect"
+    extra = {
+        "lm_eval_gpqa_folder": ("--on-invalid", "skip"),
+        "inspect_folder": ("--on-invalid", "skip"),
+    }
     base = tmp_path_factory.mktemp("headline")
-    return {name: _report(path, base / name) for name, path in dumps.items()}
+    return {name: _report(path, base / name, *extra.get(name, ())) for name, path in dumps.items()}
 
 
 DUMP_NAMES = (
@@ -91,7 +104,24 @@ DUMP_NAMES = (
     "llm_stability_fine_tuned",
     "lm_eval_winogrande",
     "inspect_mmlu",
+    "lm_eval_gpqa_folder",
+    "inspect_folder",
 )
+
+
+@pytest.mark.parametrize("name", ["lm_eval_gpqa_folder", "inspect_folder"])
+def test_multi_dataset_real_folders_name_their_coverage_in_every_headline(reports, name):
+    """Check 7 applies to these folders: each has 3 datasets, and every headline says how many
+    of them it covers ("all 3 datasets", "1 of 3 datasets", "3 datasets pooled")."""
+    rep = reports[name]
+    assert rep.code == 0, rep.stderr
+    datasets = {r.get("dataset") for a in rep.results["analyses"] for t in a["tables"].values()
+                for r in _rows(t) if isinstance(r, dict) and r.get("dataset")}  # fmt: skip
+    assert len(datasets) >= 3
+    heads = [ln for ln in glance(rep.markdown).splitlines() if ln.startswith("- **")]
+    assert heads
+    for ln in heads:
+        assert re.search(r"\((all \d+ datasets|\d+ of \d+ datasets|\d+ datasets pooled)\)", ln), ln
 
 
 @pytest.mark.parametrize("name", DUMP_NAMES)
