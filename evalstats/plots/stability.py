@@ -59,6 +59,7 @@ def plot_tar_heatmap(
     annot: bool = True,
     cmap: str = "viridis",
     row_order: list[str] | None = None,
+    fit: bool = True,
 ) -> Any:
     """Heatmap of TARr@N or TARa@N, models by tasks (the paper's Figures 3 and 4).
 
@@ -81,6 +82,11 @@ def plot_tar_heatmap(
     row_order : list of str, optional
         Order of the rows (e.g. models best first, as the report's other figures); rows not
         in it follow by name. Default: by name.
+    fit : bool, default True
+        Size the cell numbers to the cells now (:func:`fit_heatmap_cells`, one layout pass of
+        the figure). Drawing several panels into one figure, pass False and call
+        ``fit_heatmap_cells(fig)`` once when every panel is drawn: later panels take room from
+        the earlier ones, so only the last fit counts.
 
     Returns
     -------
@@ -154,7 +160,8 @@ def plot_tar_heatmap(
     ax.tick_params(axis="y", rotation=0)
     ax.grid(False)
     _CELLS[ax] = {"values": mat * 100, "cmap": cmap, "annot": annot, "texts": []}
-    fit_heatmap_cells(fig)
+    if fit:
+        fit_heatmap_cells(fig)
     return fig
 
 

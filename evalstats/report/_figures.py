@@ -177,7 +177,9 @@ def _stability_figures(report: ReportContents) -> list[FigureSpec]:
                 def draw(pal: dict[str, Any]) -> Any:
                     fig, axes = panels(len(values), width=7.0, height=4.4, ncol_max=1)
                     for ax, v in zip(axes, values):
-                        plots.plot_tar_heatmap(means, value=v, ax=ax, annot=small, row_order=order)
+                        plots.plot_tar_heatmap(
+                            means, value=v, ax=ax, annot=small, row_order=order, fit=False
+                        )
                     fit_heatmap_cells(fig)  # to the cells as all panels leave them
                     return fig
 
@@ -192,7 +194,7 @@ def _stability_figures(report: ReportContents) -> list[FigureSpec]:
                 def draw(pal: dict[str, Any]) -> Any:
                     fig, axes = panels(len(values))
                     for ax, v in zip(axes, values):
-                        plots.plot_tar_heatmap(table, value=v, ax=ax)
+                        plots.plot_tar_heatmap(table, value=v, ax=ax, fit=False)
                     fit_heatmap_cells(fig)
                     return fig
 
