@@ -118,14 +118,16 @@ def _mode(
         p = expit(x @ theta)
         return xt @ (n * p * (1 - p) * (x @ v)) + lam * v
 
-    res = minimize(
-        fun, theta0, jac=True, hessp=hessp, method="trust-ncg", options={"gtol": 1e-6}
-    )
+    res = minimize(fun, theta0, jac=True, hessp=hessp, method="trust-ncg", options={"gtol": 1e-6})
     return res.x, bool(res.success)
 
 
 def _posterior_var(
-    x: sp.csr_matrix, theta: np.ndarray, n: np.ndarray, lam: np.ndarray, cells: CellData,
+    x: sp.csr_matrix,
+    theta: np.ndarray,
+    n: np.ndarray,
+    lam: np.ndarray,
+    cells: CellData,
     blocks: list[slice],
 ) -> np.ndarray:
     """Approximate marginal posterior variances: diagonal of H with a Schur correction.
