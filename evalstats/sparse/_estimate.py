@@ -86,10 +86,14 @@ def _group_rng(seed: int, key: tuple) -> np.random.Generator:
 
 
 def _draws(group: Group, n_resamples: int, seed: int):
+    from evalstats._threads import single_blas_thread
+
     c = group.cells
-    fit = fit_cells(c)
-    rng = _group_rng(seed, group.key)
-    return fit, accuracy_draws(c, fit, n_resamples=n_resamples, rng=rng)
+    # small dense factorisations, many times: one BLAS thread (see evalstats/_threads.py)
+    with single_blas_thread():
+        fit = fit_cells(c)
+        rng = _group_rng(seed, group.key)
+        return fit, accuracy_draws(c, fit, n_resamples=n_resamples, rng=rng)
 
 
 def sparse_prompt_distribution(

@@ -68,6 +68,7 @@ class Fit:
     var_prompt: float
     iterations: int
     converged: bool
+    variance_method: str = "pql"
 
     def prompt_effect(self, levels: np.ndarray) -> np.ndarray:
         """b_p = sum_f c_f[level] + u_p for every prompt."""
@@ -114,9 +115,14 @@ def _mode(
         grad = xt @ (n * expit(eta) - k) + lam * theta
         return nll + pen, grad
 
+    cache: dict[str, np.ndarray] = {}
+
     def hessp(theta: np.ndarray, v: np.ndarray) -> np.ndarray:
-        p = expit(x @ theta)
-        return xt @ (n * p * (1 - p) * (x @ v)) + lam * v
+        # the solver asks for many products at one theta: weights computed once per theta
+        if "theta" not in cache or not np.array_equal(cache["theta"], theta):
+            p = expit(x @ theta)
+            cache["theta"], cache["w"] = theta.copy(), n * p * (1 - p)
+        return xt @ (cache["w"] * (x @ v)) + lam * v
 
     res = minimize(fun, theta0, jac=True, hessp=hessp, method="trust-ncg", options={"gtol": 1e-6})
     return res.x, bool(res.success)
@@ -162,12 +168,17 @@ def _update(theta: np.ndarray, var: np.ndarray, current: float) -> float:
     return max(float(np.sum(theta**2)) / gamma, _MIN_VAR)
 
 
-def fit_cells(cells: CellData, *, max_iter: int = 200, tol: float = 1e-4) -> Fit:
+def fit_cells(
+    cells: CellData, *, max_iter: int = 200, tol: float = 1e-3, laplace: bool = True
+) -> Fit:
     """Fit the crossed logistic model to the observed cells (module docstring).
 
     The variance components start at 1 (items), 0.25 (prompt factors, prompts) and are
     updated by MacKay's fixed point (that of the EM update s^2 = mean(theta^2 + v)) until every one moves by less than ``tol``
-    relatively (or ``max_iter`` updates).
+    relatively (or ``max_iter`` updates). With ``laplace`` they are then refined by the
+    Laplace approximation of the marginal likelihood (:mod:`evalstats.sparse._laplace`), which
+    the penalised-quasi-likelihood fixed point underestimates for binary cells; beyond its
+    size limit the fixed point is kept (``variance_method`` says which).
     """
     x, blocks = _design(cells)
     xt = x.T.tocsr()
@@ -191,6 +202,25 @@ def fit_cells(cells: CellData, *, max_iter: int = 200, tol: float = 1e-4) -> Fit
         if change < tol:
             converged = True
             break
+    method = "pql"
+    if laplace:
+        from evalstats.sparse._laplace import laplace_variances
+
+        found = laplace_variances(
+            x,
+            xt,
+            k,
+            n,
+            blocks,
+            variances,
+            theta,
+            lambda lam, t0: _mode(x, xt, k, n, lam, t0),
+            lambda v: _precision(blocks, v),
+            _MIN_VAR,
+        )
+        if found is not None:
+            variances, theta = found
+            method = "laplace"
     lam = _precision(blocks, variances)
     theta, ok = _mode(x, xt, k, n, lam, theta)
     var = _posterior_var(x, theta, n, lam, cells, blocks)
@@ -208,4 +238,5 @@ def fit_cells(cells: CellData, *, max_iter: int = 200, tol: float = 1e-4) -> Fit
         var_prompt=variances[-1],
         iterations=it,
         converged=converged and ok,
+        variance_method=method,
     )
