@@ -24,6 +24,7 @@ __all__ = [
     "PROMPT_COLUMNS",
     "sparse_prompt_distribution",
     "sparse_prompt_scores",
+    "sparse_unit_table",
 ]
 
 #: Result columns of :func:`sparse_prompt_distribution` after the group columns.
@@ -316,6 +317,68 @@ def sparse_prompt_scores(
         "ci_low": pl.Float64,
         "ci_high": pl.Float64,
         "confidence_level": pl.Float64,
+    }
+    if not frames:
+        return pl.DataFrame(schema=schema)
+    return pl.concat(frames).cast(schema).sort([*by, "variant"])  # type: ignore[arg-type]
+
+
+def sparse_unit_table(
+    observations: TableLike,
+    *,
+    by: Sequence[str] | str = ("model", "dataset", "metric"),
+    n_resamples: int = 1000,
+    seed: int = 0,
+    variant_factors: Sequence[str] | str | None = None,
+    roles: str | Mapping[str, str] | None = None,
+    design: Design | str | Path | None = None,
+) -> pl.DataFrame:
+    """A unit table of whole-grid variant scores: one representative posterior draw per group.
+
+    For the analyses that read unit scores (n*, moments) on a sparse grid. The posterior mean
+    of each variant is shrunk toward the others, so its spread is too narrow; one draw of
+    every variant's accuracy together has the spread the model infers. Of the
+    ``n_resamples`` draws, the one whose sd over variants is the median sd is taken (seeded:
+    the same seed gives the same table). On a full grid it is the observed unit table.
+
+    Returns
+    -------
+    polars.DataFrame
+        Unit table: group columns, ``variant``, ``run`` (0), ``score``, ``n_items`` (the
+        group's items: the score is over the whole grid).
+
+    Examples
+    --------
+    >>> from evalstats.sparse import sparse_grid
+    >>> obs, truth = sparse_grid(n_items=60, n_variants=30, share=0.2, seed=0)
+    >>> sparse_unit_table(obs, n_resamples=100).columns
+    ['model', 'dataset', 'metric', 'variant', 'run', 'score', 'n_items']
+    """
+    _input = analysis_input(observations, roles=roles, design=design)
+    table, variant_factors = _input.table, _input.variant_factors(variant_factors)
+    _validate(0.95, n_resamples, seed)
+    by, groups = groups_of(table, by=by, variant_factors=variant_factors)
+    frames = []
+    for g in groups:
+        _, draws = _draws(g, int(n_resamples), int(seed))
+        sds = draws.std(axis=1)
+        pick = int(np.argsort(sds, kind="stable")[len(sds) // 2])
+        frames.append(
+            pl.DataFrame(
+                {
+                    **{b: [str(v)] * len(g.variants) for b, v in zip(by, g.key)},
+                    "variant": g.variants,
+                    "run": 0,
+                    "score": draws[pick],
+                    "n_items": g.cells.n_items,
+                }
+            )
+        )
+    schema = {b: pl.String for b in by} | {
+        "variant": pl.String,
+        "run": pl.Int64,
+        "score": pl.Float64,
+        "n_items": pl.Int64,
     }
     if not frames:
         return pl.DataFrame(schema=schema)

@@ -28,7 +28,7 @@ class Group:
     items: list[str]
     variants: list[str]
     factors: tuple[str, ...]
-    factor_values: pl.DataFrame  # one row per variant (code order): variant, *factors
+    factor_values: pl.DataFrame  # one row per variant: variant and every factor column
 
 
 def _factor_columns(lf: pl.LazyFrame, by: Sequence[str], variant_factors) -> tuple[str, ...]:
@@ -130,7 +130,7 @@ def _iter(cells, per_variant, by, factors) -> Iterator[Group]:
             items=items.tolist(),
             variants=variants.tolist(),
             factors=tuple(used),
-            factor_values=fv.select("variant", *used),
+            factor_values=fv,
         )
 
 
