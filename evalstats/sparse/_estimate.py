@@ -105,6 +105,7 @@ def sparse_prompt_distribution(
     n_resamples: int = 1000,
     seed: int = 0,
     variant_factors: Sequence[str] | str | None = None,
+    max_cells_observed: float = 1.0,
     roles: str | Mapping[str, str] | None = None,
     design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
@@ -127,6 +128,9 @@ def sparse_prompt_distribution(
         The factor columns whose combinations are the prompt variants (as in
         :func:`evalstats.moments.prompt_spread`); those with two or more levels, fewer than the
         variants, enter the model as covariates of the prompt effect.
+    max_cells_observed : float, default 1.0
+        Groups observing a larger share of their item x variant grid are left out (the
+        report asks for the groups below 0.8; 1.0 keeps every group).
     roles, design : optional
         As in :func:`evalstats.moments.prompt_spread`.
 
@@ -190,7 +194,14 @@ def sparse_prompt_distribution(
     _input = analysis_input(observations, roles=roles, design=design)
     table, variant_factors = _input.table, _input.variant_factors(variant_factors)
     _validate(confidence_level, n_resamples, seed)
-    by, groups = groups_of(table, by=by, variant_factors=variant_factors)
+    if not (isinstance(max_cells_observed, (int, float)) and 0 < max_cells_observed <= 1):
+        raise ParameterError(f"`max_cells_observed` must be in (0, 1], got {max_cells_observed!r}.")
+    by, groups = groups_of(
+        table,
+        by=by,
+        variant_factors=variant_factors,
+        max_cells_observed=float(max_cells_observed),
+    )
     alpha = (1 - float(confidence_level)) / 2
     rows = []
     schema_keys: dict[str, pl.DataType] = {}

@@ -53,6 +53,7 @@ def groups_of(
     *,
     by: Sequence[str] | str,
     variant_factors: Sequence[str] | str | None,
+    max_cells_observed: float = 1.0,
 ) -> tuple[tuple[str, ...], Iterator[Group]]:
     """The group columns (``by`` and held factors) and each group's :class:`Group`.
 
@@ -87,6 +88,11 @@ def groups_of(
         if factors
         else None
     )
+    if max_cells_observed < 1.0:
+        share = (pl.len() / (pl.col("item").n_unique() * pl.col("variant").n_unique())).over(
+            list(by) if by else pl.lit(1)
+        )
+        cells = cells.filter(share <= max_cells_observed)
     return by, _iter(cells, per_variant, by, factors)
 
 

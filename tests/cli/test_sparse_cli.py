@@ -109,8 +109,17 @@ def test_nstar_sparse_runs_on_whole_grid_scores(dump):
 def test_plan_sparse_writes_the_cells_to_run(dump, tmp_path):
     target = tmp_path / "next.csv"
     code, _, err = cli(
-        "plan", str(dump), "--sparse", "--cells", "25", "--quantity", "q05",
-        "--n-resamples", "100", "--out", str(target),
+        "plan",
+        str(dump),
+        "--sparse",
+        "--cells",
+        "25",
+        "--quantity",
+        "q05",
+        "--n-resamples",
+        "100",
+        "--out",
+        str(target),
     )
     ok(code, err)
     t = pl.read_csv(target)
@@ -129,3 +138,25 @@ def test_plan_sparse_writes_the_cells_to_run(dump, tmp_path):
 def test_plan_needs_a_target_or_sparse(dump):
     code, _, err = cli("plan", str(dump))
     one_line_error(code, err, "--target-ci", "--sparse")
+
+
+def test_report_says_which_groups_are_sparse_and_estimates_the_whole_grid(dump, tmp_path):
+    out_dir = tmp_path / "report"
+    code, _, err = cli(
+        "report",
+        str(dump),
+        "--out",
+        str(out_dir),
+        "--figures",
+        "none",
+        "--quiet",
+        "--skip",
+        "attribution,anova,compare,ranks,converge,noise,intervals",
+    )
+    ok(code, err)
+    md = (out_dir / "report.md").read_text()
+    assert "observe only 15% of the item x prompt grid" in md
+    assert "sparse-grid model" in md
+    table = pl.read_csv(out_dir / "tables" / "moments_sparse_distribution.csv")
+    assert set(table["quantity"]) >= {"mean", "sd", "q05", "q95"}
+    assert table.height == 2 * 9
