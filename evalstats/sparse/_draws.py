@@ -74,6 +74,33 @@ def point_accuracy(cells: CellData, fit: Fit) -> np.ndarray:
     return np.clip((obs_sum + total - pred_obs) / cells.n_items, 0.0, 1.0)
 
 
+def _prompt_effects(fit: Fit):
+    """A sampler of the prompt effects u that also draws their variance s_u^2.
+
+    Normal-normal algebra per prompt: the data alone say u_p ~ N(r_p, nu_p), with nu_p from
+    1/v_p = 1/nu_p + 1/s^2 and r_p = u_hat_p / (1 - v_p/s^2). A draw takes s*^2 = s^2 g / chi2_g,
+    g = sum_p (1 - v_p/s^2) the effective number of prompt effects (the scaled inverse
+    chi-square posterior of a variance), then u_p ~ N(w r_p, w nu_p) with w = s*^2/(s*^2 + nu_p):
+    the spread of the prompt effects is as uncertain as its estimate, not fixed at it.
+    """
+    s2 = fit.var_prompt
+    keep = np.clip(1.0 - fit.u_var / s2, 0.0, 1.0)
+    informed = keep > 1e-8
+    nu = np.full(fit.u.size, np.inf)
+    nu[informed] = 1.0 / np.maximum(1.0 / fit.u_var[informed] - 1.0 / s2, 1e-12)
+    raw = np.zeros(fit.u.size)
+    raw[informed] = fit.u[informed] / keep[informed]
+    g = max(float(keep.sum()), 1.0)
+
+    def draw(rng: np.random.Generator) -> np.ndarray:
+        s2_star = s2 * g / rng.chisquare(g)
+        w = np.where(informed, s2_star / (s2_star + nu), 0.0)
+        var = np.where(informed, w * nu, s2_star)
+        return w * raw + np.sqrt(var) * rng.standard_normal(raw.size)
+
+    return draw
+
+
 def accuracy_draws(
     cells: CellData, fit: Fit, *, n_resamples: int, rng: np.random.Generator
 ) -> np.ndarray:
@@ -88,12 +115,12 @@ def accuracy_draws(
     v_all = _item_sums(fit.mu, fit.a, b0, _bernoulli_var)
     noise_sd = np.sqrt(np.maximum(v_all - v_obs, 0.0) / n_typ)
     sd_a = np.sqrt(fit.a_var)
-    sd_u = np.sqrt(fit.u_var)
     sd_c = [np.sqrt(v) for v in fit.c_var]
+    prompt_draw = _prompt_effects(fit)
     out = np.empty((n_resamples, cells.n_prompts))
     for r in range(n_resamples):
         a = fit.a + sd_a * rng.standard_normal(fit.a.size)
-        b = fit.u + sd_u * rng.standard_normal(fit.u.size)
+        b = prompt_draw(rng)
         for f, (c, s) in enumerate(zip(fit.c, sd_c)):
             b = b + (c + s * rng.standard_normal(c.size))[cells.levels[:, f]]
         pred_obs = np.bincount(
