@@ -12,6 +12,7 @@ from evalstats.moments import prompt_spread
 from evalstats.sparse import (
     full_grid,
     sparse_grid,
+    sparse_plan,
     sparse_prompt_distribution,
     sparse_prompt_scores,
     subsample_cells,
@@ -197,3 +198,42 @@ def test_intervals_cover_at_ten_percent():
         hits.append((out["ci_low"].to_numpy() <= t) & (t <= out["ci_high"].to_numpy()))
     cover = np.mean(hits, axis=0)
     assert cover.mean() >= 0.85, cover
+
+
+def test_plan_proposes_distinct_unobserved_cells_best_first():
+    obs, _ = sparse_grid(n_items=80, n_variants=40, share=0.1, seed=6)
+    plan = sparse_plan(obs, k=30, quantity="q05", n_resamples=100, seed=0)
+    assert plan.height == 30
+    assert plan["rank"].to_list() == list(range(1, 31))
+    cells = set(zip(plan["variant"], plan["item"]))
+    assert len(cells) == 30
+    assert not cells & set(zip(obs["variant"], obs["item"]))
+    gains = plan["variance_reduction"].to_numpy()
+    assert (np.diff(gains) <= 1e-15).all() and (gains > 0).all()
+    assert {"template", "separator"} <= set(plan.columns)
+    with pytest.raises(ParameterError, match="`quantity`"):
+        sparse_plan(obs, quantity="q10")
+
+
+@pytest.mark.slow
+def test_planned_cells_narrow_the_interval_more_than_random_cells():
+    """300 planned cells vs 300 random unobserved cells added to a 5 % subsample, 4 grids.
+
+    Measured: mean 90 %-interval width of q05 0.0764 (plan) vs 0.0806 (random).
+    """
+    widths = []
+    for seed in range(4):
+        grid = full_grid(n_items=300, n_variants=150, seed=seed)
+        obs = subsample_cells(grid, share=0.05, seed=seed + 50)
+        plan = sparse_plan(obs, k=300, quantity="q05", n_resamples=200, seed=0)
+        planned = grid.join(plan.select("variant", "item"), on=["variant", "item"], how="semi")
+        unseen = grid.join(obs, on=["variant", "item"], how="anti")
+        rnd = unseen.sample(300, seed=seed)
+        row = []
+        for extra in (planned, rnd):
+            out = sparse_prompt_distribution(pl.concat([obs, extra]), n_resamples=200, seed=0)
+            q = out.filter(pl.col("quantity") == "q05")
+            row.append(float(q["ci_high"][0] - q["ci_low"][0]))
+        widths.append(row)
+    plan_w, random_w = np.mean(widths, axis=0)
+    assert plan_w < random_w
