@@ -13,7 +13,7 @@ from evalstats.design._frames import analysis_input
 from evalstats.errors import ParameterError
 from evalstats.sparse._draws import STATISTICS, accuracy_draws, point_accuracy, statistics_of
 from evalstats.sparse._fit import fit_cells
-from evalstats.sparse._groups import Group, groups_of
+from evalstats.sparse._groups import Group, groups_of, key_columns
 
 if TYPE_CHECKING:
     from evalstats._frames import TableLike
@@ -203,59 +203,53 @@ def sparse_prompt_distribution(
         max_cells_observed=float(max_cells_observed),
     )
     alpha = (1 - float(confidence_level)) / 2
-    rows = []
-    schema_keys: dict[str, pl.DataType] = {}
+    frames = []
+    n_q = len(STATISTICS)
     for g in groups:
         fit, draws = _draws(g, int(n_resamples), int(seed))
         stats = statistics_of(draws)
-        est = stats.mean(axis=0)
         lo, hi = np.quantile(stats, [alpha, 1 - alpha], axis=0)
-        naive = statistics_of(_naive(g))[0]
         c = g.cells
-        share = c.item.size / (c.n_items * c.n_prompts)
-        for j, (name, _) in enumerate(STATISTICS):
-            rows.append(
-                (
-                    *g.key,
-                    name,
-                    float(est[j]),
-                    float(lo[j]),
-                    float(hi[j]),
-                    float(naive[j]),
-                    c.n_items,
-                    c.n_prompts,
-                    int(c.item.size),
-                    float(share),
-                    float(np.sqrt(fit.var_prompt + sum(fit.var_factor))),
-                    float(confidence_level),
-                    int(n_resamples),
-                    int(seed),
-                    METHOD,
-                )
+        frames.append(
+            pl.DataFrame(
+                {
+                    **key_columns(by, g, n_q),
+                    "quantity": [name for name, _ in STATISTICS],
+                    "estimate": stats.mean(axis=0),
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "naive": statistics_of(_naive(g))[0],
+                    "n_items": [c.n_items] * n_q,
+                    "n_variants": [c.n_prompts] * n_q,
+                    "n_cells": [int(c.item.size)] * n_q,
+                    "cells_observed": [c.item.size / (c.n_items * c.n_prompts)] * n_q,
+                    "prompt_sd_logit": [float(np.sqrt(fit.var_prompt + sum(fit.var_factor)))] * n_q,
+                }
             )
-    schema_keys = {b: pl.String for b in by}
-    schema = {
-        **schema_keys,
-        "quantity": pl.String,
-        "estimate": pl.Float64,
-        "ci_low": pl.Float64,
-        "ci_high": pl.Float64,
-        "naive": pl.Float64,
-        "n_items": pl.Int64,
-        "n_variants": pl.Int64,
-        "n_cells": pl.Int64,
-        "cells_observed": pl.Float64,
-        "prompt_sd_logit": pl.Float64,
-        "confidence_level": pl.Float64,
-        "n_resamples": pl.Int64,
-        "seed": pl.Int64,
-        "method": pl.String,
-    }
-    out = pl.DataFrame(
-        [tuple(str(v) if i < len(by) else v for i, v in enumerate(r)) for r in rows],
-        schema=schema,
-        orient="row",
-    )
+        )
+    if frames:
+        out = pl.concat(frames, how="vertical_relaxed")
+    else:
+        out = (
+            pl.DataFrame({**key_columns(by, None, 0), "quantity": pl.Series([], dtype=pl.String)})
+            .with_columns(
+                pl.lit(None, pl.Float64).alias(c)
+                for c in ("estimate", "ci_low", "ci_high", "naive")
+            )
+            .with_columns(
+                pl.lit(None, pl.Int64).alias(c) for c in ("n_items", "n_variants", "n_cells")
+            )
+            .with_columns(
+                pl.lit(None, pl.Float64).alias(c) for c in ("cells_observed", "prompt_sd_logit")
+            )
+        )
+    out = out.with_columns(
+        pl.col("n_items", "n_variants", "n_cells").cast(pl.Int64),
+        pl.lit(float(confidence_level)).alias("confidence_level"),
+        pl.lit(int(n_resamples), pl.Int64).alias("n_resamples"),
+        pl.lit(int(seed), pl.Int64).alias("seed"),
+        pl.lit(METHOD).alias("method"),
+    ).select(*by, *DISTRIBUTION_COLUMNS)
     order = {name: i for i, (name, _) in enumerate(STATISTICS)}
     return (
         out.with_columns(pl.col("quantity").replace_strict(order).alias("__o"))
@@ -306,7 +300,7 @@ def sparse_prompt_scores(
         frames.append(
             pl.DataFrame(
                 {
-                    **{b: [str(v)] * len(g.variants) for b, v in zip(by, g.key)},
+                    **key_columns(by, g, len(g.variants)),
                     "variant": g.variants,
                     "n_items_observed": np.bincount(
                         g.cells.prompt, minlength=g.cells.n_prompts
@@ -317,10 +311,9 @@ def sparse_prompt_scores(
                     "ci_high": hi,
                     "confidence_level": float(confidence_level),
                 },
-                schema_overrides={b: pl.String for b in by},
             )
         )
-    schema = {b: pl.String for b in by} | {
+    schema = {
         "variant": pl.String,
         "n_items_observed": pl.Int64,
         "naive": pl.Float64,
@@ -330,8 +323,10 @@ def sparse_prompt_scores(
         "confidence_level": pl.Float64,
     }
     if not frames:
-        return pl.DataFrame(schema=schema)
-    return pl.concat(frames).cast(schema).sort([*by, "variant"])  # type: ignore[arg-type]
+        return pl.DataFrame(key_columns(by, None, 0)).with_columns(
+            pl.Series(c, [], dtype=t) for c, t in schema.items()
+        )
+    return pl.concat(frames, how="vertical_relaxed").cast(schema).sort([*by, "variant"])  # type: ignore[arg-type]
 
 
 def sparse_unit_table(
@@ -377,7 +372,7 @@ def sparse_unit_table(
         frames.append(
             pl.DataFrame(
                 {
-                    **{b: [str(v)] * len(g.variants) for b, v in zip(by, g.key)},
+                    **key_columns(by, g, len(g.variants)),
                     "variant": g.variants,
                     "run": 0,
                     "score": draws[pick],
@@ -385,12 +380,14 @@ def sparse_unit_table(
                 }
             )
         )
-    schema = {b: pl.String for b in by} | {
+    schema = {
         "variant": pl.String,
         "run": pl.Int64,
         "score": pl.Float64,
         "n_items": pl.Int64,
     }
     if not frames:
-        return pl.DataFrame(schema=schema)
-    return pl.concat(frames).cast(schema).sort([*by, "variant"])  # type: ignore[arg-type]
+        return pl.DataFrame(key_columns(by, None, 0)).with_columns(
+            pl.Series(c, [], dtype=t) for c, t in schema.items()
+        )
+    return pl.concat(frames, how="vertical_relaxed").cast(schema).sort([*by, "variant"])  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ from evalstats.factors import hold_fixed
 from evalstats.schema import as_lazy, unit_interval_metrics, validate_by, validate_observations
 from evalstats.sparse._fit import CellData
 
-__all__ = ["Group", "groups_of"]
+__all__ = ["Group", "groups_of", "key_columns"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class Group:
     """One group's cells, and the names behind the codes."""
 
     key: tuple
+    key_types: dict  # group column -> its polars dtype
     cells: CellData
     items: list[str]
     variants: list[str]
@@ -132,6 +133,7 @@ def _iter(cells, per_variant, by, factors) -> Iterator[Group]:
         _check(cd, dict(zip(by, key)))
         yield Group(
             key=key,
+            key_types={b: cells.schema[b] for b in by},
             cells=cd,
             items=items.tolist(),
             variants=variants.tolist(),
@@ -175,3 +177,10 @@ def _check(cells: CellData, where: dict) -> None:
             DesignWarning,
             stacklevel=4,
         )
+
+
+def key_columns(by: Sequence[str], group: Group | None, n: int) -> dict[str, pl.Series]:
+    """The group columns of ``n`` result rows, in the table's own dtypes (String when empty)."""
+    if group is None:
+        return {b: pl.Series(b, [], dtype=pl.String) for b in by}
+    return {b: pl.Series(b, [v] * n, dtype=group.key_types[b]) for b, v in zip(by, group.key)}

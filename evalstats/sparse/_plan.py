@@ -15,7 +15,7 @@ from evalstats.design._frames import analysis_input
 from evalstats.errors import ParameterError
 from evalstats.sparse._draws import STATISTICS, point_accuracy
 from evalstats.sparse._estimate import _draws, _validate
-from evalstats.sparse._groups import groups_of
+from evalstats.sparse._groups import groups_of, key_columns
 
 if TYPE_CHECKING:
     from evalstats._frames import TableLike
@@ -151,27 +151,29 @@ def sparse_plan(
         picks = _plan_group(g, fit, draws, quantity, int(k))
         frame = pl.DataFrame(
             {
-                **{b: [str(v)] * len(picks) for b, v in zip(by, g.key)},
+                **key_columns(by, g, len(picks)),
                 "rank": np.arange(1, len(picks) + 1, dtype=np.int64),
                 "variant": [g.variants[p] for p, _, _ in picks],
                 "item": [g.items[i] for _, i, _ in picks],
                 "quantity": quantity,
                 "variance_reduction": [x for _, _, x in picks],
             },
-            schema_overrides={b: pl.String for b in by} | {"variant": pl.String},
+            schema_overrides={"variant": pl.String, "item": pl.String},
         )
         fv = g.factor_values
         frame = frame.join(fv, on="variant", how="left", maintain_order="left")
         factors += [f for f in fv.columns if f != "variant" and f not in factors]
         frames.append(frame)
     if not frames:
-        schema = {b: pl.String for b in by} | {
+        schema = {
             "rank": pl.Int64,
             "variant": pl.String,
             "item": pl.String,
             "quantity": pl.String,
             "variance_reduction": pl.Float64,
         }
-        return pl.DataFrame(schema=schema)
+        return pl.DataFrame(key_columns(by, None, 0)).with_columns(
+            pl.Series(c, [], dtype=t) for c, t in schema.items()
+        )
     out = pl.concat(frames, how="diagonal_relaxed")
     return out.select(*by, *PLAN_COLUMNS, *factors).sort([*by, "rank"])
