@@ -141,6 +141,9 @@ def sparse_prompt_distribution(
         ``median``, ``q75``, ``q95``, ``max`` of the per-prompt accuracies), group columns first,
         then :data:`DISTRIBUTION_COLUMNS`: ``estimate`` with ``ci_low``/``ci_high`` (model), and
         ``naive``, the same quantity of the per-prompt means of the observed cells.
+        ``n_cells`` and ``cells_observed`` count the observed item x variant cells;
+        ``prompt_sd_logit`` is the model's sd of the prompt effects (factor levels and the
+        rest) on the logit scale; ``method`` names the model and the interval.
 
     Raises
     ------
