@@ -237,3 +237,15 @@ def test_planned_cells_narrow_the_interval_more_than_random_cells():
         widths.append(row)
     plan_w, random_w = np.mean(widths, axis=0)
     assert plan_w < random_w
+
+
+def test_unit_table_of_a_full_grid_is_the_observed_unit_table():
+    """Every cell observed: the representative draw is each variant's observed mean."""
+    from evalstats.sparse import sparse_unit_table
+
+    grid = full_grid(n_items=30, n_variants=10, seed=2)
+    units = sparse_unit_table(grid, n_resamples=40, seed=0)
+    ref = grid.group_by("variant").agg(pl.col("score").mean()).sort("variant")
+    assert units["variant"].to_list() == ref["variant"].to_list()
+    assert_allclose(units["score"], ref["score"], rtol=1e-12)
+    assert units["n_items"].unique().to_list() == [30]
