@@ -78,6 +78,12 @@ if TYPE_CHECKING:
         validate_units,
         with_metric,
     )
+    from evalstats.sparse import (
+        sparse_plan,
+        sparse_prompt_distribution,
+        sparse_prompt_scores,
+        sparse_unit_table,
+    )
     from evalstats.stability import (
         format_stability_table,
         stability_table,
@@ -148,6 +154,10 @@ _LAZY: dict[str, str] = {
     "sample_size_curve": "evalstats.resampling",
     "sample_size_uncertainty": "evalstats.resampling",
     "SchemaError": "evalstats.errors",
+    "sparse_plan": "evalstats.sparse",
+    "sparse_prompt_distribution": "evalstats.sparse",
+    "sparse_prompt_scores": "evalstats.sparse",
+    "sparse_unit_table": "evalstats.sparse",
     "spearman_matrix": "evalstats.correlation",
     "stability_table": "evalstats.stability",
     "subset_rankings": "evalstats.compare",
@@ -238,6 +248,10 @@ __all__ = [
     "sample_size_curve",
     "sample_size_uncertainty",
     "SchemaError",
+    "sparse_plan",
+    "sparse_prompt_distribution",
+    "sparse_prompt_scores",
+    "sparse_unit_table",
     "spearman_matrix",
     "stability_table",
     "subset_rankings",

@@ -15,6 +15,7 @@ from evalstats.cli._common import (
     params_from,
     warnings_to_stderr,
 )
+from evalstats.errors import ParameterError
 
 
 def _by(text: str) -> tuple[str, ...]:
@@ -38,6 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="group columns (default: model,dataset)",
     )
     add_variant_factors_argument(p)
+    add_sparse_arguments(p)
     add_output_arguments(p)
     p.add_argument(
         "--plot",
@@ -48,12 +50,64 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+def add_sparse_arguments(p: argparse.ArgumentParser) -> None:
+    """``--sparse`` and the options of the sparse-grid estimator (also used by ``nstar``)."""
+    S = argparse.SUPPRESS
+    p.add_argument(
+        "--sparse",
+        action="store_true",
+        help="estimate each prompt variant's accuracy over the whole item grid from the cells "
+        "observed (item + prompt effects; docs/methods/sparse.md), for dumps that run each "
+        "variant on part of the items",
+    )
+    p.add_argument(
+        "--n-resamples",
+        dest="n_resamples",
+        type=int,
+        default=S,
+        help="with --sparse: posterior draws (default 1000)",
+    )
+    p.add_argument("--seed", type=int, default=S, help="with --sparse: random seed (default 0)")
+
+
+def sparse_note(args: argparse.Namespace) -> None:
+    """On stderr: which groups observe part of the grid, and that --sparse estimates the rest."""
+    import polars as pl
+
+    design = getattr(args, "design", None)
+    if design is None or getattr(args, "sparse", False):
+        return
+    sparse = design.groups.filter(pl.col("structure") == "sparse")
+    if sparse.height:
+        share = sparse["cells_observed"]
+        print(
+            f"{sparse.height} group(s) observe {share.min():.0%} to {share.max():.0%} of the "
+            "item x prompt grid: each variant's score is over its own items; --sparse estimates "
+            "the distribution over the whole grid.",
+            file=sys.stderr,
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``moments``."""
     from evalstats.moments import prompt_spread
 
     args.quiet = args.json
     obs, _ = load(args)
+    if args.sparse:
+        from evalstats.sparse import sparse_prompt_distribution
+
+        params = params_from(args, "by", "variant_factors", "n_resamples", "seed")
+        with warnings_to_stderr():
+            out = sparse_prompt_distribution(obs, **params)
+        if "by" in params:
+            params["by"] = list(params["by"])
+        emit(out, args, command="moments-sparse", params={**params, "sparse": True})
+        return 0
+    for name in ("n_resamples", "seed"):
+        if hasattr(args, name):
+            raise ParameterError(f"`--{name.replace('_', '-')}` applies with --sparse only.")
+    sparse_note(args)
     params = params_from(args, "by", "variant_factors")
     with warnings_to_stderr():
         out = prompt_spread(obs, **params)

@@ -114,6 +114,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="group columns (default model,dataset,metric)",
     )
     add_variant_factors_argument(p)
+    p.add_argument(
+        "--sparse",
+        action="store_true",
+        help="for dumps that run each variant on part of the items: n* of the variants' "
+        "accuracies over the whole item grid, estimated from the cells observed (one "
+        "representative posterior draw of evalstats.sparse; docs/methods/sparse.md)",
+    )
     what = p.add_mutually_exclusive_group()
     what.add_argument(
         "--reference-model",
@@ -149,6 +156,18 @@ def run(args: argparse.Namespace) -> int:
     args.quiet = args.json
     obs, _ = load(args)
     params = params_from(args, *_LIBRARY_OPTIONS)
+    if args.sparse:
+        from evalstats.sparse import sparse_unit_table
+
+        keep = {k: params[k] for k in ("by", "seed") if k in params}
+        with warnings_to_stderr():
+            obs = sparse_unit_table(
+                obs, variant_factors=params.pop("variant_factors", None), **keep
+            )
+    else:
+        from evalstats.cli.moments import sparse_note
+
+        sparse_note(args)
     with warnings_to_stderr():
         if args.reference_model is not None:
             out = resampling.reference_model_check(
@@ -182,6 +201,8 @@ def run(args: argparse.Namespace) -> int:
                 "tolerance (see the vacuous column).",
                 file=sys.stderr,
             )
+    if args.sparse:
+        command_params = {**command_params, "sparse": True}
     emit(out, args, command="nstar", params=command_params)
     if args.plot:
         _plot(obs, params, args.plot)

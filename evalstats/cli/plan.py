@@ -7,6 +7,7 @@ import sys
 
 from evalstats._output import writing
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
+from evalstats.errors import ParameterError
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -26,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_input_arguments(p)
     S = argparse.SUPPRESS
-    target = p.add_mutually_exclusive_group(required=True)
+    target = p.add_mutually_exclusive_group()
     target.add_argument(
         "--target-ci",
         dest="target_width",
@@ -73,6 +74,35 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--alternatives", action="store_true", help="write the table of alternative designs"
     )
+    p.add_argument(
+        "--sparse",
+        action="store_true",
+        help="for a sparse item x prompt dump: the next --cells (variant, item) cells to run "
+        "that most narrow the interval of --quantity (docs/methods/sparse.md), as a table a "
+        "harness can run (variant, item and the variant's prompt factors)",
+    )
+    p.add_argument(
+        "--cells",
+        dest="k",
+        type=int,
+        default=S,
+        metavar="K",
+        help="with --sparse: cells to propose per group (default 100)",
+    )
+    p.add_argument(
+        "--quantity",
+        choices=["mean", "sd", "min", "q05", "q25", "median", "q75", "q95", "max"],
+        default=S,
+        help="with --sparse: the quantity of the per-prompt distribution whose interval to "
+        "narrow (default q05)",
+    )
+    p.add_argument(
+        "--n-resamples",
+        dest="n_resamples",
+        type=int,
+        default=S,
+        help="with --sparse: posterior draws (default 400)",
+    )
     add_output_arguments(p)
     p.add_argument("--plot", default=None, metavar="FILE", help="save interval width against cost")
     p.set_defaults(run=run)
@@ -83,6 +113,14 @@ def run(args: argparse.Namespace) -> int:
     from evalstats.noise import plan
 
     args.quiet = args.json
+    if args.sparse:
+        return _sparse(args)
+    if args.target_width is None and args.detect is None:
+        raise ParameterError("give --target-ci W or --detect D (or --sparse for the next cells).")
+    for name in ("k", "quantity", "n_resamples"):
+        if hasattr(args, name):
+            flag = "--cells" if name == "k" else f"--{name.replace('_', '-')}"
+            raise ParameterError(f"`{flag}` applies with --sparse only.")
     obs, _ = load(args)
     params = params_from(
         args,
@@ -110,4 +148,35 @@ def run(args: argparse.Namespace) -> int:
             with writing(args.plot):
                 fig.savefig(args.plot, bbox_inches="tight")
         print(f"wrote {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _sparse(args: argparse.Namespace) -> int:
+    """``plan --sparse``: the next cells of a sparse grid, one table for the harness."""
+    from evalstats.sparse import sparse_plan
+
+    for name in ("target_width", "detect"):
+        if getattr(args, name) is not None:
+            raise ParameterError("--sparse proposes cells; --target-ci and --detect do not apply.")
+    for name in (
+        "power",
+        "confidence_level",
+        "cost",
+        "over",
+        "max_items",
+        "max_variants",
+        "max_runs",
+        "method",
+    ):
+        if hasattr(args, name):
+            flag = f"--{name.replace('_', '-')}"
+            raise ParameterError(f"`{flag}` does not apply with --sparse.")
+    if args.alternatives or args.plot:
+        raise ParameterError("--alternatives and --plot do not apply with --sparse.")
+    obs, _ = load(args)
+    params = params_from(args, "k", "quantity", "n_resamples", "seed", "by", "variant_factors")
+    out = sparse_plan(obs, **params)
+    if "by" in params:
+        params["by"] = list(params["by"])
+    emit(out, args, command="plan-sparse", params={**params, "sparse": True})
     return 0

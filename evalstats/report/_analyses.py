@@ -63,10 +63,30 @@ __all__ = [
 # runners ------------------------------------------------------------------------------------
 
 
+#: Groups observing at most this share of their item x variant grid also get the sparse-grid
+#: estimate of their distribution over the whole grid (table ``sparse_distribution``).
+SPARSE_SHARE = 0.8
+
+
 def _run_moments(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
     from evalstats.moments import prompt_spread
 
-    return {"moments": prompt_spread(ctx.obs, **p)}, {}, {}
+    tables = {"moments": prompt_spread(ctx.obs, **p)}
+    if "item" in ctx.obs.columns and "by" not in p:
+        from evalstats.sparse import sparse_prompt_distribution
+
+        try:
+            sparse = sparse_prompt_distribution(
+                ctx.obs,
+                max_cells_observed=SPARSE_SHARE,
+                **({"variant_factors": p["variant_factors"]} if "variant_factors" in p else {}),
+            )
+        except (InsufficientDataError, MetricScaleError) as exc:
+            warnings.warn(f"sparse-grid estimate not made: {exc}", stacklevel=2)
+        else:
+            if sparse.height:
+                tables["sparse_distribution"] = sparse
+    return tables, {}, {}
 
 
 def _run_nstar(ctx: Context, p: dict) -> tuple[dict, dict, dict]:

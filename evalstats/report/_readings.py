@@ -86,7 +86,30 @@ def _moments(res: AnalysisResult, data: DataSummary) -> str:
             f" In {k} of {known.height} groups the prompts differ by more than the variant x "
             f"item noise explains (the {level:.0%} interval of prompt_variance lies above 0)."
         )
+    if "sparse_distribution" in res.tables:
+        text += " " + _sparse(res.tables["sparse_distribution"])
     return text
+
+
+def _sparse(t: pl.DataFrame) -> str:
+    """Which groups observe part of their grid, and the whole-grid spread the model estimates."""
+    per_group = t.filter(pl.col("quantity") == "sd")
+    share = per_group["cells_observed"]
+    lo, hi = share.min(), share.max()
+    span = f"{lo:.0%}" if lo == hi else f"{lo:.0%} to {hi:.0%}"
+    g = per_group.sort("cells_observed").row(0, named=True)
+    where = ", ".join(str(g[k]) for k in ("model", "dataset") if k in g)
+    level = g["confidence_level"]
+    return (
+        f"{per_group.height} group{'s' if per_group.height != 1 else ''} observe{'' if per_group.height != 1 else 's'} "
+        f"only {span} of the item x prompt grid, so each variant's score above is over its "
+        "own few items and the range above is widened by that noise. Over the whole grid the "
+        "sparse-grid model (item + prompt effects; table sparse_distribution, "
+        f"docs/methods/sparse.md) estimates, in {where}, an sd over prompts of "
+        f"{_pts(g['estimate'])}{_points()} ({level:.0%} interval {_pts(g['ci_low'])} to "
+        f"{_pts(g['ci_high'])}) against {_pts(g['naive'])}{_points()} from the observed "
+        "cells alone."
+    )
 
 
 def _nstar(res: AnalysisResult, data: DataSummary) -> str:

@@ -1,0 +1,162 @@
+"""``moments``, ``nstar``, ``report`` and ``plan --sparse`` on a sparse DOVE-layout dump.
+
+The dump is synthetic (DOVE itself cannot be downloaded here) and follows the DOVE_Lite
+schema of fixtures/dumps/dove/make_fixtures.py: ``{model}/{language}/{N}_shot/{benchmark}
+.parquet`` with ``sample_index``, ``template``, ``separator``, ``enumerator``,
+``choices_order`` and ``score``. Each item is run under a few prompt variants (a walk of the
+prompt space), so every group covers about 15 % of its item x variant grid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from evalstats.sparse import full_grid, subsample_cells
+from tests._cli import cli, ok, one_line_error
+
+TEMPLATES = ("MultipleChoiceTemplatesInstructionsWithTopic", "MultipleChoiceTemplatesStructured")
+SEPARATORS = ("\n", "; ", " | ", ", ")
+ENUMERATORS = ("capitals", "lowercase", "numbers", "roman")
+ORDERS = ("none", "shortest_to_longest", "longest_to_shortest", "alphabetical")
+
+
+def dove_sparse_dump(root: Path, *, n_items=120, n_variants=40, share=0.15, seed=0) -> Path:
+    """Write two models' sparse DOVE_Lite files under ``root``; return ``root``."""
+    rng = np.random.default_rng(seed)
+    combos = list(itertools.product(TEMPLATES, SEPARATORS, ENUMERATORS, ORDERS))
+    pick = [combos[j] for j in rng.permutation(len(combos))[:n_variants]]
+    for m, model in enumerate(("Llama-3.2-1B-Instruct", "OLMoE-1B-7B-0924-Instruct")):
+        grid = full_grid(
+            n_items=n_items, n_variants=n_variants, factors={}, mean_logit=0.3 * m, seed=seed + m
+        )
+        obs = subsample_cells(grid, share=share, scheme="walk", seed=seed + 10 + m)
+        j = obs["variant"].str.slice(1).cast(pl.Int64).to_numpy()
+        df = pl.DataFrame(
+            {
+                "evaluation_id": [
+                    hashlib.sha256(f"{model}|{r}".encode()).hexdigest() for r in range(obs.height)
+                ],
+                "model": model,
+                "quantization": "None",
+                "dataset": "mmlu.global_facts",
+                "sample_index": obs["item"].str.slice(1).cast(pl.Int64),
+                "shots": 0,
+                "template": [pick[v][0] for v in j],
+                "separator": [pick[v][1] for v in j],
+                "enumerator": [pick[v][2] for v in j],
+                "choices_order": [pick[v][3] for v in j],
+                "score": obs["score"],
+            }
+        )
+        path = root / model / "en" / "0_shot" / "mmlu.global_facts.parquet"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        df.write_parquet(path)
+    return root
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory) -> Path:
+    return dove_sparse_dump(tmp_path_factory.mktemp("dove_sparse"))
+
+
+def _csv(out: str) -> pl.DataFrame:
+    return pl.read_csv(io.StringIO(out))
+
+
+def test_design_calls_the_dump_sparse(dump):
+    code, out, err = cli("design", str(dump), "--json")
+    ok(code, err)
+    assert '"structure": "sparse"' in out
+
+
+def test_moments_sparse_gives_the_model_beside_naive(dump):
+    code, out, err = cli("moments", str(dump), "--sparse", "--n-resamples", "100")
+    ok(code, err)
+    t = _csv(out)
+    assert t.height == 2 * 9
+    assert {"estimate", "ci_low", "ci_high", "naive"} <= set(t.columns)
+    sd = t.filter(pl.col("quantity") == "sd")
+    # the naive spread adds each variant's sampling noise over ~18 items
+    assert (sd["estimate"] < sd["naive"]).all()
+
+
+def test_moments_without_sparse_says_the_grid_is_partly_observed(dump):
+    code, out, err = cli("moments", str(dump))
+    ok(code, err)
+    assert "--sparse estimates the distribution over the whole grid" in err
+
+
+def test_moments_sparse_options_need_sparse(dump):
+    code, _, err = cli("moments", str(dump), "--seed", "3")
+    one_line_error(code, err, "--seed", "--sparse")
+
+
+def test_nstar_sparse_runs_on_whole_grid_scores(dump):
+    code, out, err = cli("nstar", str(dump), "--sparse", "--n-resamples", "200")
+    ok(code, err)
+    t = _csv(out)
+    assert set(t["model"]) == {"Llama-3.2-1B-Instruct", "OLMoE-1B-7B-0924-Instruct"}
+    assert (t["n_star"].drop_nulls() >= 1).all()
+
+
+def test_plan_sparse_writes_the_cells_to_run(dump, tmp_path):
+    target = tmp_path / "next.csv"
+    code, _, err = cli(
+        "plan",
+        str(dump),
+        "--sparse",
+        "--cells",
+        "25",
+        "--quantity",
+        "q05",
+        "--n-resamples",
+        "100",
+        "--out",
+        str(target),
+    )
+    ok(code, err)
+    t = pl.read_csv(target)
+    assert t.height == 2 * 25
+    assert {"variant", "item", "template", "separator", "enumerator", "choices_order"} <= set(
+        t.columns
+    )
+    assert t.group_by("model").agg(pl.col("rank").max())["rank"].to_list() == [25, 25]
+    # a proposed cell is one the dump did not run
+    seen = pl.read_parquet(dump / "*" / "en" / "0_shot" / "*.parquet")
+    ran = set(zip(seen["template"], seen["separator"], seen["sample_index"].cast(pl.String)))
+    proposed = set(zip(t["template"], t["separator"], t["item"].cast(pl.String)))
+    assert proposed - ran
+
+
+def test_plan_needs_a_target_or_sparse(dump):
+    code, _, err = cli("plan", str(dump))
+    one_line_error(code, err, "--target-ci", "--sparse")
+
+
+def test_report_says_which_groups_are_sparse_and_estimates_the_whole_grid(dump, tmp_path):
+    out_dir = tmp_path / "report"
+    code, _, err = cli(
+        "report",
+        str(dump),
+        "--out",
+        str(out_dir),
+        "--figures",
+        "none",
+        "--quiet",
+        "--skip",
+        "attribution,anova,compare,ranks,converge,noise,intervals",
+    )
+    ok(code, err)
+    md = (out_dir / "report.md").read_text()
+    assert "observe only 15% of the item x prompt grid" in md
+    assert "sparse-grid model" in md
+    table = pl.read_csv(out_dir / "tables" / "moments_sparse_distribution.csv")
+    assert set(table["quantity"]) >= {"mean", "sd", "q05", "q95"}
+    assert table.height == 2 * 9
