@@ -87,11 +87,16 @@ def _moments(res: AnalysisResult, data: DataSummary) -> str:
             f"item noise explains (the {level:.0%} interval of prompt_variance lies above 0)."
         )
     if "sparse_distribution" in res.tables:
-        text += " " + _sparse(res.tables["sparse_distribution"])
+        sparse = res.tables["sparse_distribution"]
+        if sparse.filter(pl.col("quantity") == "sd").height >= t.height:
+            # every group is sparse: the observed range is mostly the noise of each variant's
+            # few items, so the headline is the model's whole-grid estimate
+            return _sparse(sparse, lead=True) + " From the observed cells alone: " + text
+        text += " " + _sparse(sparse)
     return text
 
 
-def _sparse(t: pl.DataFrame) -> str:
+def _sparse(t: pl.DataFrame, lead: bool = False) -> str:
     """Which groups observe part of their grid, and the whole-grid spread the model estimates."""
     per_group = t.filter(pl.col("quantity") == "sd")
     share = per_group["cells_observed"]
@@ -100,6 +105,17 @@ def _sparse(t: pl.DataFrame) -> str:
     g = per_group.sort("cells_observed").row(0, named=True)
     where = ", ".join(str(g[k]) for k in ("model", "dataset") if k in g)
     level = g["confidence_level"]
+    n = per_group.height
+    if lead:
+        return (
+            "Over the whole item x prompt grid, the sparse-grid model (item + prompt effects; "
+            f"docs/methods/sparse.md) estimates an sd over prompts of {_pts(g['estimate'])}"
+            f"{_points()} ({level:.0%} interval {_pts(g['ci_low'])} to {_pts(g['ci_high'])}) in "
+            f"{where}, against {_pts(g['naive'])}{_points()} from the observed cells: "
+            f"{'all ' + str(n) + ' groups observe' if n > 1 else 'the group observes'} only "
+            f"{span} of the grid, so each variant's observed score is over its own few items "
+            "(table sparse_distribution has every group and quantile)."
+        )
     return (
         f"{per_group.height} group{'s' if per_group.height != 1 else ''} observe{'' if per_group.height != 1 else 's'} "
         f"only {span} of the item x prompt grid, so each variant's score above is over its "
