@@ -15,6 +15,7 @@ from evalstats.report._layout import (
     PANELS_PER_PAGE,
     FigureSpec,
     by_metric,
+    by_rank,
     cells_of,
     cells_span,
     chunks,
@@ -208,6 +209,9 @@ def _stability_figures(report: ReportContents) -> list[FigureSpec]:
                     fig, axes = panels(len(values))
                     for ax, v in zip(axes, values):
                         plots.plot_stability_distribution(table, value=v, ax=ax, palette=pal)
+                    for ax in axes[:-1]:  # the same models in each panel: one legend, last
+                        if ax.get_legend() is not None:
+                            ax.get_legend().remove()
                     fit_category_labels(fig)  # to the slots as all panels leave them
                     return fig
 
@@ -292,19 +296,6 @@ def _factor_figures(report: ReportContents) -> list[FigureSpec]:
     return specs
 
 
-def _by_rank(frame: pl.DataFrame, rank: dict[str, int], *models: str) -> pl.DataFrame:
-    """``frame`` sorted by dataset (and metric), then by the models' rank."""
-    keys = [c for c in ("dataset", "metric") if c in frame.columns]
-    order = [
-        pl.col(m).replace_strict(rank, default=len(rank)).alias(f"_r{i}")
-        for i, m in enumerate(models)
-    ]
-    tmp = frame.with_columns(order)
-    return tmp.sort([*keys, *(f"_r{i}" for i in range(len(models)))]).drop(
-        [f"_r{i}" for i in range(len(models))]
-    )
-
-
 def _forest(
     key: str, title: str, caption: str, analysis: str, t: pl.DataFrame, total: str
 ) -> list[FigureSpec]:
@@ -381,7 +372,7 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
     many = len(ranked) > top_k()
     if "intervals" in report:
         res = report["intervals"]
-        t = _by_rank(res.tables["intervals"], rank, "model")
+        t = by_rank(res.tables["intervals"], rank, "model")
         # the method and unit actually used (the parameters may say 'auto')
         used = ", ".join(t["method"].unique(maintain_order=True).to_list()) or "no"
         over = t["over"][0] if t.height else res.params["over"]
@@ -414,7 +405,7 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
                 f" Pairs among the {_TOP_PAIRS} best models by mean score only; "
                 "tables/compare.csv has every pair."
             )
-        t = _by_rank(t, rank, "model_a", "model_b")
+        t = by_rank(t, rank, "model_a", "model_b")
         specs += paged(
             "differences",
             "Paired differences between models",
@@ -544,7 +535,7 @@ def _default_figures(report: ReportContents) -> list[FigureSpec]:
         f"Mean accuracy over configurations with its {level} interval (dots and bars) and "
         "the score at the default configuration (black diamonds)." + (GREY_NOTE if many else ""),
         "audit",
-        _by_rank(res.models, rank, "model"),
+        by_rank(res.models, rank, "model"),
         "tables/audit_models.csv",
     )
     pairs = res.pairs
@@ -563,7 +554,7 @@ def _default_figures(report: ReportContents) -> list[FigureSpec]:
             f"Mean difference of each model pair over configurations with its {level} "
             "interval, and the difference at the default configuration (black diamonds)." + note,
             "audit",
-            row_pages(_by_rank(pairs, rank, "model_a", "model_b")),
+            row_pages(by_rank(pairs, rank, "model_a", "model_b")),
             lambda page, pal: by_metric(page, plots.plot_differences),
             datasets_of,
             "tables/audit_pairs.csv",

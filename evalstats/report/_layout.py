@@ -145,6 +145,19 @@ def cells_span(page: list[tuple[str, dict[str, Any]]]) -> str:
     return f"{names[0]} to {names[-1]} ({len(names)} {unit})"
 
 
+def by_rank(frame: pl.DataFrame, rank: dict[str, int], *models: str) -> pl.DataFrame:
+    """``frame`` sorted by dataset (and metric), then by the models' rank."""
+    keys = [c for c in ("dataset", "metric") if c in frame.columns]
+    order = [
+        pl.col(m).replace_strict(rank, default=len(rank)).alias(f"_r{i}")
+        for i, m in enumerate(models)
+    ]
+    tmp = frame.with_columns(order)
+    return tmp.sort([*keys, *(f"_r{i}" for i in range(len(models)))]).drop(
+        [f"_r{i}" for i in range(len(models))]
+    )
+
+
 def cells_of(page: list[tuple]) -> str:
     """'d0 to d1 (2 datasets)', or with metrics 'd0, acc to d1, f1 (4 panels)'."""
     names = [", ".join(str(v) for v in cell) for cell in page]
