@@ -325,11 +325,7 @@ def sparse_prompt_scores(
         "ci_high": pl.Float64,
         "confidence_level": pl.Float64,
     }
-    if not frames:
-        return pl.DataFrame(key_columns(by, None, 0)).with_columns(
-            pl.Series(c, [], dtype=t) for c, t in schema.items()
-        )
-    return pl.concat(frames, how="vertical_relaxed").cast(schema).sort([*by, "variant"])  # type: ignore[arg-type]
+    return _stacked(frames, by, schema)
 
 
 def sparse_unit_table(
@@ -389,6 +385,11 @@ def sparse_unit_table(
         "score": pl.Float64,
         "n_items": pl.Int64,
     }
+    return _stacked(frames, by, schema)
+
+
+def _stacked(frames: list[pl.DataFrame], by: Sequence[str], schema: dict) -> pl.DataFrame:
+    """The groups' frames in one table of ``schema`` (empty, with the group columns, if none)."""
     if not frames:
         return pl.DataFrame(key_columns(by, None, 0)).with_columns(
             pl.Series(c, [], dtype=t) for c, t in schema.items()
