@@ -11,7 +11,8 @@ For each (grid, scheme, budget) and each of ``--reps`` subsamples, both estimato
 logistic model) and ``naive`` (per-variant means of the observed cells). Printed per budget:
 the mean absolute error of each quantity (mean, sd, min, q05, q25, median, q75, q95, max)
 against the full grid's, for ours and naive, the ratio ours / naive, and the share of
-subsamples whose ``--confidence-level`` interval covers the full grid's value.
+subsamples whose ``--confidence-level`` interval covers the full grid's value, and
+the mean signed error of ours (``bias``).
 
 Grids (``--grids``):
 
@@ -62,7 +63,7 @@ def one(grid, truth, *, share, scheme, seed, n_resamples, level):
     t = np.array([truth[q] for q in out["quantity"]])
     est, nai = out["estimate"].to_numpy(), out["naive"].to_numpy()
     cover = (out["ci_low"].to_numpy() <= t) & (t <= out["ci_high"].to_numpy())
-    return np.abs(est - t), np.abs(nai - t), cover, out["quantity"].to_list()
+    return est - t, nai - t, cover, out["quantity"].to_list()
 
 
 def main() -> None:
@@ -102,14 +103,20 @@ def main() -> None:
                     nerrs.append(n)
                     covs.append(c)
                 sec = (time.perf_counter() - start) / args.reps
-                e, n, c = np.mean(errs, 0), np.mean(nerrs, 0), np.mean(covs, 0)
+                bias = np.mean(errs, 0)
+                e, n = np.mean(np.abs(errs), 0), np.mean(np.abs(nerrs), 0)
+                c = np.mean(covs, 0)
                 print(
                     f"\n-- {gname} {scheme} budget {share:.0%}  ({args.reps} subsamples, "
                     f"{sec:.2f} s each)"
                 )
-                print(f"   {'quantity':<8} {'ours':>7} {'naive':>7} {'ratio':>6} {'cover':>6}")
-                for q, a, b, cv in zip(names, e, n, c):
-                    print(f"   {q:<8} {a:7.4f} {b:7.4f} {a / b if b else np.nan:6.2f} {cv:6.2f}")
+                print(
+                    f"   {'quantity':<8} {'ours':>7} {'naive':>7} {'ratio':>6} {'cover':>6}"
+                    f" {'bias':>8}"
+                )
+                for q, a, b, cv, bs in zip(names, e, n, c, bias):
+                    ratio = a / b if b else np.nan
+                    print(f"   {q:<8} {a:7.4f} {b:7.4f} {ratio:6.2f} {cv:6.2f} {bs:+8.4f}")
 
 
 if __name__ == "__main__":

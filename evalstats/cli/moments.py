@@ -79,9 +79,9 @@ def sparse_note(args: argparse.Namespace) -> None:
         return
     sparse = design.groups.filter(pl.col("structure") == "sparse")
     if sparse.height:
-        share = sparse["cells_observed"]
+        lo, hi = f"{sparse['cells_observed'].min():.0%}", f"{sparse['cells_observed'].max():.0%}"
         print(
-            f"{sparse.height} group(s) observe {share.min():.0%} to {share.max():.0%} of the "
+            f"{sparse.height} group(s) observe {lo if lo == hi else f'{lo} to {hi}'} of the "
             "item x prompt grid: each variant's score is over its own items; --sparse estimates "
             "the distribution over the whole grid.",
             file=sys.stderr,

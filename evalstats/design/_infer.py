@@ -594,10 +594,10 @@ def _notes(groups: pl.DataFrame) -> list[str]:
         )
     sparse = groups.filter(pl.col("structure") == "sparse")
     if sparse.height:
-        share = sparse["cells_observed"]
+        lo, hi = f"{sparse['cells_observed'].min():.0%}", f"{sparse['cells_observed'].max():.0%}"
         notes.append(
             f"{sparse.height} group(s) observe part of the item x prompt grid "
-            f"({share.min():.0%} to {share.max():.0%} of the cells): a prompt's mean there is "
+            f"({lo if lo == hi else f'{lo} to {hi}'} of the cells): a prompt's mean there is "
             "over the items it was run on"
         )
     return notes

@@ -63,44 +63,17 @@ __all__ = [
 # runners ------------------------------------------------------------------------------------
 
 
-#: Groups observing at most this share of their item x variant grid also get the sparse-grid
-#: estimate of their distribution over the whole grid (table ``sparse_distribution``).
-SPARSE_SHARE = 0.8
-
-
 def _run_moments(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
     from evalstats.moments import prompt_spread
+    from evalstats.report._sparse import moments_with_whole_grid
 
-    tables = {"moments": prompt_spread(ctx.obs, **p)}
-    if "item" in ctx.obs.columns and "by" not in p:
-        from evalstats.sparse import sparse_prompt_distribution
-
-        try:
-            sparse = sparse_prompt_distribution(
-                ctx.obs,
-                max_cells_observed=SPARSE_SHARE,
-                **({"variant_factors": p["variant_factors"]} if "variant_factors" in p else {}),
-            )
-        except (InsufficientDataError, MetricScaleError) as exc:
-            warnings.warn(f"sparse-grid estimate not made: {exc}", stacklevel=2)
-        else:
-            if sparse.height:
-                tables["sparse_distribution"] = sparse
-    return tables, {}, {}
+    return moments_with_whole_grid(ctx, p, prompt_spread(ctx.obs, **p))
 
 
 def _run_nstar(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
-    from evalstats.resampling import required_sample_size, sample_size_curve
+    from evalstats.report._sparse import nstar_tables
 
-    nstar = required_sample_size(ctx.obs, **p)
-    epsilon_only = ("epsilon", "relative_epsilon", "relative_to")
-    curve = sample_size_curve(ctx.obs, **{k: v for k, v in p.items() if k not in epsilon_only})
-    tables = {"nstar": nstar, "curve": curve}
-    if p.get("method", "pool") != "pool" and p.get("compat") is None:
-        # the claim about the recorded variants only, beside the one about unseen variants
-        pool = {k: v for k, v in p.items() if k != "population_size"} | {"method": "pool"}
-        tables["recorded_variants"] = required_sample_size(ctx.obs, **pool)
-    return tables, {}, {}
+    return nstar_tables(ctx, p), {}, {}
 
 
 def _nstar_fixed(ctx: Context) -> dict[str, Any]:
@@ -572,7 +545,7 @@ def run_analysis(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            tables, values, objects = spec.run(ctx, params)
+            tables, values, objects = spec.run(replace(ctx, seed=seed), params)
         except InsufficientDataError as exc:
             return None, option_spelling(str(exc), spec.key, names)
         except LimitError as exc:  # 100,000 models: the other analyses still run

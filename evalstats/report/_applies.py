@@ -29,6 +29,9 @@ class Context:
     item_rule: str = "error"
     #: The design the report uses (:class:`evalstats.design.Design`; None in the workers).
     design: Any = None
+    #: The report's seed, for what an analysis draws beside its function's own call (the
+    #: sparse-grid model's posterior draws of the moments analysis).
+    seed: int = 0
 
 
 #: The analysis of the design (:attr:`evalstats.design.Design.supports`) that decides whether

@@ -53,7 +53,9 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
     specs: list[FigureSpec] = []
     many = len(report.data.models) > top_k()
     if "moments" in report:
-        units = report.units
+        from evalstats.report._sparse import figure_units, sparse_caption
+
+        units = figure_units(report.units, report["moments"])
         from evalstats.moments import SPREAD_COLUMNS
         from evalstats.plots.moments import VERTICAL_MAX, spread_panel_height
 
@@ -104,7 +106,9 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
                 else ""
             )
             + ". Boxes span the quartiles, whiskers 1.5 times the interquartile "
-            "range; points beyond them are single variants." + (GREY_NOTE if many else ""),
+            "range; points beyond them are single variants."
+            + sparse_caption(report["moments"])
+            + (GREY_NOTE if many else ""),
             "moments",
             chunks(cells, per_page),
             draw_spread,
@@ -114,10 +118,12 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
     if "nstar" in report:
         nstar = report["nstar"]
         curve, table = nstar.tables["curve"], nstar.tables["nstar"]
+        from evalstats.report._sparse import sparse_caption
         from evalstats.resampling import CURVE_COLUMNS
 
         # settings held fixed (decoding, serving) are groups of their own: a panel each
-        held = [c for c in curve.columns if c not in (*CURVE_COLUMNS, "model", "dataset", "metric")]
+        known = (*CURVE_COLUMNS, "model", "dataset", "metric", "scores")
+        held = [c for c in curve.columns if c not in known]
         cells = (
             curve.select("dataset", *held)
             .unique()
@@ -146,7 +152,7 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
             f"Mean distance |Δ(n)| between the mean {what} over n sampled variants and over "
             f"all variants, with its {1 - nstar.params['delta']:.0%} band, per model; the "
             f"dashed line is {eps} and the dots mark n*, the fewest variants whose "
-            "band stays below ε." + (GREY_NOTE if many else ""),
+            "band stays below ε." + sparse_caption(nstar) + (GREY_NOTE if many else ""),
             "nstar",
             chunks(datasets, PANELS_PER_PAGE),
             draw,

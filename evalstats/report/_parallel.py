@@ -44,6 +44,24 @@ PARALLEL_MIN_ROWS = 20_000
 #: Analyses that read another's result: they start when it is done.
 DEPENDS = {"correlation": "stability", "ranks": "compare"}  # ranks reuse the paired tests
 
+
+def dependencies(ctx: Context) -> dict[str, str]:
+    """:data:`DEPENDS`, and n* after the moments when the design has sparse groups.
+
+    n* of a sparse group reads the whole-grid scores the moments analysis draws from its fit
+    (evalstats/report/_sparse.py); without a design to tell, n* fits the model itself.
+    """
+    from evalstats.report._sparse import SPARSE_SHARE
+
+    groups = getattr(ctx.design, "groups", None)
+    if groups is None or "cells_observed" not in groups.columns:
+        return DEPENDS
+    share = groups.filter(pl.col("structure") == "sparse")["cells_observed"]
+    if share.len() and share.min() <= SPARSE_SHARE:
+        return {**DEPENDS, "nstar": "moments"}
+    return DEPENDS
+
+
 #: Rough relative cost, to start the longest first (longest-processing-time scheduling).
 _COST = {
     "nstar": 10,
@@ -164,7 +182,8 @@ def run_all(
                 ctx.done[key] = outcome[1]
             report(outcome)
         return
-    waiting = [k for k in keys if DEPENDS.get(k) in keys]
+    depends = dependencies(ctx)
+    waiting = [k for k in keys if depends.get(k) in keys]
     ready = _schedule([k for k in keys if k not in waiting], workers)
     with tempfile.TemporaryDirectory(prefix="evalstats-report-") as tmp:
         path = os.path.join(tmp, "observations.arrow")
@@ -189,7 +208,7 @@ def run_all(
             running: dict[cf.Future, str] = {}
 
             def settled(key: str) -> None:  # start what waited for ``key``
-                for k in [k for k in waiting if DEPENDS[k] == key]:
+                for k in [k for k in waiting if depends[k] == key]:
                     waiting.remove(k)
                     submit(k)
 
@@ -199,7 +218,7 @@ def run_all(
                     report((key, None, reason, 0.0))
                     settled(key)
                     return
-                needs = DEPENDS.get(key)
+                needs = depends.get(key)
                 done = {needs: ctx.done[needs]} if needs in ctx.done else {}
                 with deferred_signals():  # no worker half-started by a Ctrl-C
                     running[pool.submit(_work, key, checked.get(key, {}), seed, done)] = key

@@ -46,8 +46,24 @@ __all__ = ["READINGS", "method_name"]
 
 
 def _moments(res: AnalysisResult, data: DataSummary) -> str:
-    t = res.tables["moments"].filter(pl.col("spread").is_not_nan() & (pl.col("n_variants") >= 2))
-    single = res.tables["moments"].filter(pl.col("n_variants") < 2).height
+    from evalstats.report._sparse import MODELLED, SCORES_COLUMN
+
+    table = res.tables["moments"]
+    sparse = res.tables.get("sparse_distribution")
+    if SCORES_COLUMN in table.columns and sparse is not None:
+        observed = table.filter(pl.col(SCORES_COLUMN) != MODELLED)
+        if not observed.height:
+            # every group is sparse: the observed range is mostly the noise of each variant's
+            # few items, so the headline is the model's whole-grid estimate
+            return _sparse(sparse, lead=True)
+        return _spread(observed) + " " + _sparse(sparse)
+    return _spread(table)
+
+
+def _spread(table: pl.DataFrame) -> str:
+    """The range of scores over prompts, where it is widest and narrowest, and its reading."""
+    t = table.filter(pl.col("spread").is_not_nan() & (pl.col("n_variants") >= 2))
+    single = table.filter(pl.col("n_variants") < 2).height
     if t.height == 0:
         return "No group has two or more variants with a score; no spread to report."
     s = t.sort("spread", descending=True)
@@ -70,7 +86,7 @@ def _moments(res: AnalysisResult, data: DataSummary) -> str:
             f" {single} group{'s have' if single != 1 else ' has'} a single prompt variant and "
             "no spread (left out here)."
         )
-    held = _held(res.tables["moments"])
+    held = _held(table)
     if held:
         text += (
             f" The variants are prompt variants only: {_listed(held)} "
@@ -86,13 +102,6 @@ def _moments(res: AnalysisResult, data: DataSummary) -> str:
             f" In {k} of {known.height} groups the prompts differ by more than the variant x "
             f"item noise explains (the {level:.0%} interval of prompt_variance lies above 0)."
         )
-    if "sparse_distribution" in res.tables:
-        sparse = res.tables["sparse_distribution"]
-        if sparse.filter(pl.col("quantity") == "sd").height >= t.height:
-            # every group is sparse: the observed range is mostly the noise of each variant's
-            # few items, so the headline is the model's whole-grid estimate
-            return _sparse(sparse, lead=True) + " From the observed cells alone: " + text
-        text += " " + _sparse(sparse)
     return text
 
 
@@ -106,25 +115,40 @@ def _sparse(t: pl.DataFrame, lead: bool = False) -> str:
     where = ", ".join(str(g[k]) for k in ("model", "dataset") if k in g)
     level = g["confidence_level"]
     n = per_group.height
+    model = "the sparse-grid model (item + prompt effects; docs/methods/sparse.md)"
+    estimate = (
+        f"an sd over prompts of {_pts(g['estimate'])}{_points()} ({level:.0%} interval "
+        f"{_pts(g['ci_low'])} to {_pts(g['ci_high'])}) in {where}, against "
+        f"{_pts(g['naive'])}{_points()} from the observed cells alone"
+    )
+    rows = (
+        "moments table, the prompt-spread figure and n* use the model's whole-grid score of "
+        "each variant (one posterior draw; its mean, sd and quantiles in the table are the "
+        "model's estimates, and table sparse_distribution has their intervals and the observed "
+        "('naive') values beside them)"
+    )
     if lead:
+        extremes = t.filter(pl.col("quantity").is_in(["min", "max"]))
+        span_est = extremes.group_by(
+            [c for c in ("model", "dataset", "metric") if c in t.columns]
+        ).agg(
+            (pl.col("estimate").max() - pl.col("estimate").min()).alias("__model"),
+            (pl.col("naive").max() - pl.col("naive").min()).alias("__naive"),
+        )
+        widest = span_est.sort("__naive", descending=True).row(0, named=True)
         return (
-            "Over the whole item x prompt grid, the sparse-grid model (item + prompt effects; "
-            f"docs/methods/sparse.md) estimates an sd over prompts of {_pts(g['estimate'])}"
-            f"{_points()} ({level:.0%} interval {_pts(g['ci_low'])} to {_pts(g['ci_high'])}) in "
-            f"{where}, against {_pts(g['naive'])}{_points()} from the observed cells: "
+            f"Over the whole item x prompt grid, {model} estimates {estimate}: "
             f"{'all ' + str(n) + ' groups observe' if n > 1 else 'the group observes'} only "
-            f"{span} of the grid, so each variant's observed score is over its own few items "
-            "(table sparse_distribution has every group and quantile)."
+            f"{span} of the grid, so each variant's observed score is over its own few items. "
+            f"The observed cells put the best and the worst prompt up to "
+            f"{_pts(widest['__naive'])}{_points()} apart; the model, {_pts(widest['__model'])}"
+            f"{_points()} over the whole grid. The {rows}."
         )
     return (
-        f"{per_group.height} group{'s' if per_group.height != 1 else ''} observe{'' if per_group.height != 1 else 's'} "
-        f"only {span} of the item x prompt grid, so each variant's score above is over its "
-        "own few items and the range above is widened by that noise. Over the whole grid the "
-        "sparse-grid model (item + prompt effects; table sparse_distribution, "
-        f"docs/methods/sparse.md) estimates, in {where}, an sd over prompts of "
-        f"{_pts(g['estimate'])}{_points()} ({level:.0%} interval {_pts(g['ci_low'])} to "
-        f"{_pts(g['ci_high'])}) against {_pts(g['naive'])}{_points()} from the observed "
-        "cells alone."
+        f"{n} group{'s' if n != 1 else ''} observe{'' if n != 1 else 's'} only {span} of the "
+        f"item x prompt grid (left out of the ranges above): for them the {rows}. Over the "
+        "whole grid "
+        f"{model} estimates {estimate}."
     )
 
 

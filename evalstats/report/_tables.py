@@ -36,6 +36,7 @@ DISPLAY: dict[tuple[str, str], tuple[str, ...]] = {
     ("moments", "moments"): (
         "model",
         "dataset",
+        "scores",
         "n_variants",
         "mean",
         "std",
@@ -53,6 +54,7 @@ DISPLAY: dict[tuple[str, str], tuple[str, ...]] = {
     ("nstar", "nstar"): (
         "model",
         "dataset",
+        "scores",
         "moment",
         "n_star",
         "n_available",
@@ -63,6 +65,7 @@ DISPLAY: dict[tuple[str, str], tuple[str, ...]] = {
     ("nstar", "recorded_variants"): (
         "model",
         "dataset",
+        "scores",
         "moment",
         "n_star",
         "n_available",

@@ -191,9 +191,18 @@ def _alpha(params: dict[str, Any]) -> float:
 def _held(table: pl.DataFrame) -> list[str]:
     """Factor columns held fixed as group columns (decoding or serving settings)."""
     from evalstats.moments import SPREAD_COLUMNS
+    from evalstats.report._sparse import SCORES_COLUMN
     from evalstats.resampling import CURVE_COLUMNS, NSTAR_COLUMNS
 
-    known = {"model", "dataset", "metric", *SPREAD_COLUMNS, *NSTAR_COLUMNS, *CURVE_COLUMNS}
+    known = {
+        "model",
+        "dataset",
+        "metric",
+        SCORES_COLUMN,
+        *SPREAD_COLUMNS,
+        *NSTAR_COLUMNS,
+        *CURVE_COLUMNS,
+    }
     return [c for c in table.columns if c not in known]
 
 

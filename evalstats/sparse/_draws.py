@@ -82,6 +82,12 @@ def _prompt_effects(fit: Fit):
     g = sum_p (1 - v_p/s^2) the effective number of prompt effects (the scaled inverse
     chi-square posterior of a variance), then u_p ~ N(w r_p, w nu_p) with w = s*^2/(s*^2 + nu_p):
     the spread of the prompt effects is as uncertain as its estimate, not fixed at it.
+
+    The degrees of freedom are those of the variance's Fisher information in this model,
+    I(s^2) = sum_p 1 / (2 (s^2 + nu_p)^2), so g = 2 s^4 I = sum_p (1 - v_p/s^2)^2: a prompt
+    seen on a few items informs its own effect a little and the spread of all effects even
+    less. (The effective number of parameters, sum_p (1 - v_p/s^2), counted each prompt's
+    share once and made the sd's 90 % interval cover 0.84 at a 10 % budget and 0.72 at 5 %.)
     """
     s2 = fit.var_prompt
     keep = np.clip(1.0 - fit.u_var / s2, 0.0, 1.0)
@@ -90,7 +96,7 @@ def _prompt_effects(fit: Fit):
     nu[informed] = 1.0 / np.maximum(1.0 / fit.u_var[informed] - 1.0 / s2, 1e-12)
     raw = np.zeros(fit.u.size)
     raw[informed] = fit.u[informed] / keep[informed]
-    g = max(float(keep.sum()), 1.0)
+    g = max(float(np.sum(keep**2)), 1.0)
 
     def draw(rng: np.random.Generator) -> np.ndarray:
         s2_star = s2 * g / rng.chisquare(g)

@@ -170,8 +170,9 @@ def sparse_prompt_distribution(
     one-step Schur correction for the crossed facet), every unobserved cell predicted, its
     binomial noise added (normal approximation). ``estimate`` is the mean of a quantity over
     the draws (not the quantity of the shrunken per-prompt estimates, whose spread is too
-    narrow), ``ci_low``/``ci_high`` its equal-tailed percentiles. The variance components are
-    held at their estimates (their uncertainty is not propagated).
+    narrow), ``ci_low``/``ci_high`` its equal-tailed percentiles. The prompt variance is drawn
+    from a scaled inverse chi-square with the degrees of freedom of its Fisher information;
+    the item and factor variances are held at their estimates.
 
     ``sd`` is the population form (ddof 0), and quantiles interpolate linearly, as
     :func:`evalstats.moments.prompt_spread`'s ``std`` and ``q05``...: on a full grid every
@@ -197,39 +198,58 @@ def sparse_prompt_distribution(
     _input = analysis_input(observations, roles=roles, design=design)
     table, variant_factors = _input.table, _input.variant_factors(variant_factors)
     _validate(confidence_level, n_resamples, seed)
-    if not (isinstance(max_cells_observed, (int, float)) and 0 < max_cells_observed <= 1):
-        raise ParameterError(f"`max_cells_observed` must be in (0, 1], got {max_cells_observed!r}.")
     by, groups = groups_of(
         table,
         by=by,
         variant_factors=variant_factors,
-        max_cells_observed=float(max_cells_observed),
+        max_cells_observed=_share(max_cells_observed),
     )
-    alpha = (1 - float(confidence_level)) / 2
-    frames = []
-    n_q = len(STATISTICS)
+    frames = [
+        _distribution_frame(by, g, fit, draws, confidence_level)
+        for g, fit, draws in _fitted(groups, n_resamples, seed)
+    ]
+    return _distribution_table(frames, by, confidence_level, n_resamples, seed)
+
+
+def _fitted(groups, n_resamples: int, seed: int):
     for g in groups:
-        fit, draws = _draws(g, int(n_resamples), int(seed))
-        stats = statistics_of(draws)
-        lo, hi = np.quantile(stats, [alpha, 1 - alpha], axis=0)
-        c = g.cells
-        frames.append(
-            pl.DataFrame(
-                {
-                    **key_columns(by, g, n_q),
-                    "quantity": [name for name, _ in STATISTICS],
-                    "estimate": stats.mean(axis=0),
-                    "ci_low": lo,
-                    "ci_high": hi,
-                    "naive": statistics_of(_naive(g))[0],
-                    "n_items": [c.n_items] * n_q,
-                    "n_variants": [c.n_prompts] * n_q,
-                    "n_cells": [int(c.item.size)] * n_q,
-                    "cells_observed": [c.item.size / (c.n_items * c.n_prompts)] * n_q,
-                    "prompt_sd_logit": [float(np.sqrt(fit.var_prompt + sum(fit.var_factor)))] * n_q,
-                }
-            )
-        )
+        yield (g, *_draws(g, int(n_resamples), int(seed)))
+
+
+def _distribution_frame(
+    by: Sequence[str], g: Group, fit, draws: np.ndarray, confidence_level: float
+) -> pl.DataFrame:
+    """One group's rows of :func:`sparse_prompt_distribution`, from its fit and draws."""
+    alpha = (1 - float(confidence_level)) / 2
+    n_q = len(STATISTICS)
+    stats = statistics_of(draws)
+    lo, hi = np.quantile(stats, [alpha, 1 - alpha], axis=0)
+    c = g.cells
+    return pl.DataFrame(
+        {
+            **key_columns(by, g, n_q),
+            "quantity": [name for name, _ in STATISTICS],
+            "estimate": stats.mean(axis=0),
+            "ci_low": lo,
+            "ci_high": hi,
+            "naive": statistics_of(_naive(g))[0],
+            "n_items": [c.n_items] * n_q,
+            "n_variants": [c.n_prompts] * n_q,
+            "n_cells": [int(c.item.size)] * n_q,
+            "cells_observed": [c.item.size / (c.n_items * c.n_prompts)] * n_q,
+            "prompt_sd_logit": [float(np.sqrt(fit.var_prompt + sum(fit.var_factor)))] * n_q,
+        }
+    )
+
+
+def _distribution_table(
+    frames: list[pl.DataFrame],
+    by: Sequence[str],
+    confidence_level: float,
+    n_resamples: int,
+    seed: int,
+) -> pl.DataFrame:
+    """The groups' rows in the order and schema of :func:`sparse_prompt_distribution`."""
     if frames:
         out = pl.concat(frames, how="vertical_relaxed")
     else:
@@ -335,6 +355,7 @@ def sparse_unit_table(
     n_resamples: int = 1000,
     seed: int = 0,
     variant_factors: Sequence[str] | str | None = None,
+    max_cells_observed: float = 1.0,
     roles: str | Mapping[str, str] | None = None,
     design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
@@ -343,8 +364,12 @@ def sparse_unit_table(
     For the analyses that read unit scores (n*, moments) on a sparse grid. The posterior mean
     of each variant is shrunk toward the others, so its spread is too narrow; one draw of
     every variant's accuracy together has the spread the model infers. Of the
-    ``n_resamples`` draws, the one whose sd over variants is the median sd is taken (seeded:
+    ``n_resamples`` draws, the one whose sd over variants is nearest the mean of the draws' sds
+    is taken, so that its sd is :func:`sparse_prompt_distribution`'s ``sd`` estimate (seeded:
     the same seed gives the same table). On a full grid it is the observed unit table.
+    Parameters are those of :func:`sparse_prompt_distribution` (``max_cells_observed`` leaves
+    out the groups observing more of their grid); with the same ``n_resamples`` and ``seed``
+    the draws are the ones its estimates and intervals come from.
 
     Returns
     -------
@@ -362,30 +387,75 @@ def sparse_unit_table(
     _input = analysis_input(observations, roles=roles, design=design)
     table, variant_factors = _input.table, _input.variant_factors(variant_factors)
     _validate(0.95, n_resamples, seed)
-    by, groups = groups_of(table, by=by, variant_factors=variant_factors)
-    frames = []
-    for g in groups:
-        _, draws = _draws(g, int(n_resamples), int(seed))
-        sds = draws.std(axis=1)
-        pick = int(np.argsort(sds, kind="stable")[len(sds) // 2])
-        frames.append(
-            pl.DataFrame(
-                {
-                    **key_columns(by, g, len(g.variants)),
-                    "variant": g.variants,
-                    "run": 0,
-                    "score": draws[pick],
-                    "n_items": g.cells.n_items,
-                }
-            )
-        )
-    schema = {
-        "variant": pl.String,
-        "run": pl.Int64,
-        "score": pl.Float64,
-        "n_items": pl.Int64,
-    }
-    return _stacked(frames, by, schema)
+    by, groups = groups_of(
+        table,
+        by=by,
+        variant_factors=variant_factors,
+        max_cells_observed=_share(max_cells_observed),
+    )
+    frames = [_units_frame(by, g, draws) for g, _, draws in _fitted(groups, n_resamples, seed)]
+    return _stacked(frames, by, UNIT_SCHEMA)
+
+
+#: Columns of :func:`sparse_unit_table` after the group columns.
+UNIT_SCHEMA = {"variant": pl.String, "run": pl.Int64, "score": pl.Float64, "n_items": pl.Int64}
+
+
+def _units_frame(by: Sequence[str], g: Group, draws: np.ndarray) -> pl.DataFrame:
+    """One group's rows of :func:`sparse_unit_table`: the draw whose sd is nearest the mean sd."""
+    sds = draws.std(axis=1)
+    pick = int(np.argmin(np.abs(sds - sds.mean())))
+    return pl.DataFrame(
+        {
+            **key_columns(by, g, len(g.variants)),
+            "variant": g.variants,
+            "run": 0,
+            "score": draws[pick],
+            "n_items": g.cells.n_items,
+        }
+    )
+
+
+def _share(max_cells_observed: float) -> float:
+    if not (isinstance(max_cells_observed, (int, float)) and 0 < max_cells_observed <= 1):
+        raise ParameterError(f"`max_cells_observed` must be in (0, 1], got {max_cells_observed!r}.")
+    return float(max_cells_observed)
+
+
+def whole_grid(
+    observations: TableLike,
+    *,
+    variant_factors: Sequence[str] | str | None = None,
+    max_cells_observed: float = 1.0,
+    confidence_level: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
+    """:func:`sparse_prompt_distribution` and :func:`sparse_unit_table` from one fit per group.
+
+    For the report. A group the model cannot fit (``InsufficientDataError``) is left out and
+    its reason returned, instead of stopping the other groups. Returns the distribution, the
+    unit table and the reasons.
+    """
+    table = analysis_input(observations).table
+    _validate(confidence_level, n_resamples, seed)
+    refused: list[str] = []
+    by, groups = groups_of(
+        table,
+        by=("model", "dataset", "metric"),
+        variant_factors=variant_factors,
+        max_cells_observed=_share(max_cells_observed),
+        refused=refused,
+    )
+    dist, units = [], []
+    for g, fit, draws in _fitted(groups, n_resamples, seed):
+        dist.append(_distribution_frame(by, g, fit, draws, confidence_level))
+        units.append(_units_frame(by, g, draws))
+    return (
+        _distribution_table(dist, by, confidence_level, n_resamples, seed),
+        _stacked(units, by, UNIT_SCHEMA),
+        refused,
+    )
 
 
 def _stacked(frames: list[pl.DataFrame], by: Sequence[str], schema: dict) -> pl.DataFrame:

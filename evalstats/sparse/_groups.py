@@ -55,8 +55,12 @@ def groups_of(
     by: Sequence[str] | str,
     variant_factors: Sequence[str] | str | None,
     max_cells_observed: float = 1.0,
+    refused: list[str] | None = None,
 ) -> tuple[tuple[str, ...], Iterator[Group]]:
     """The group columns (``by`` and held factors) and each group's :class:`Group`.
+
+    With a ``refused`` list, a group that cannot be fitted is skipped and its reason appended
+    to the list, instead of raising.
 
     Raises
     ------
@@ -94,10 +98,10 @@ def groups_of(
             list(by) if by else pl.lit(1)
         )
         cells = cells.filter(share <= max_cells_observed)
-    return by, _iter(cells, per_variant, by, factors)
+    return by, _iter(cells, per_variant, by, factors, refused)
 
 
-def _iter(cells, per_variant, by, factors) -> Iterator[Group]:
+def _iter(cells, per_variant, by, factors, refused=None) -> Iterator[Group]:
     parts = cells.partition_by(list(by), as_dict=True, maintain_order=True) if by else {(): cells}
     for key, g in parts.items():
         key = key if isinstance(key, tuple) else (key,)
@@ -130,7 +134,13 @@ def _iter(cells, per_variant, by, factors) -> Iterator[Group]:
             n_prompts=len(variants),
             levels=levels,
         )
-        _check(cd, dict(zip(by, key)))
+        try:
+            _check(cd, dict(zip(by, key)))
+        except InsufficientDataError as exc:
+            if refused is None:
+                raise
+            refused.append(str(exc))
+            continue
         yield Group(
             key=key,
             key_types={b: cells.schema[b] for b in by},

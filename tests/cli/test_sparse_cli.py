@@ -27,8 +27,13 @@ ENUMERATORS = ("capitals", "lowercase", "numbers", "roman")
 ORDERS = ("none", "shortest_to_longest", "longest_to_shortest", "alphabetical")
 
 
-def dove_sparse_dump(root: Path, *, n_items=120, n_variants=40, share=0.15, seed=0) -> Path:
-    """Write two models' sparse DOVE_Lite files under ``root``; return ``root``."""
+def dove_sparse_dump(
+    root: Path, *, n_items=120, n_variants=40, share=0.15, seed=0, shares=None
+) -> Path:
+    """Write two models' sparse DOVE_Lite files under ``root``; return ``root``.
+
+    ``shares`` gives each model its own share of the grid (1.0: the full grid).
+    """
     rng = np.random.default_rng(seed)
     combos = list(itertools.product(TEMPLATES, SEPARATORS, ENUMERATORS, ORDERS))
     pick = [combos[j] for j in rng.permutation(len(combos))[:n_variants]]
@@ -36,7 +41,12 @@ def dove_sparse_dump(root: Path, *, n_items=120, n_variants=40, share=0.15, seed
         grid = full_grid(
             n_items=n_items, n_variants=n_variants, factors={}, mean_logit=0.3 * m, seed=seed + m
         )
-        obs = subsample_cells(grid, share=share, scheme="walk", seed=seed + 10 + m)
+        cut = share if shares is None else shares[m]
+        obs = (
+            grid
+            if cut >= 1
+            else subsample_cells(grid, share=cut, scheme="walk", seed=seed + 10 + m)
+        )
         j = obs["variant"].str.slice(1).cast(pl.Int64).to_numpy()
         df = pl.DataFrame(
             {
@@ -165,3 +175,74 @@ def test_report_says_which_groups_are_sparse_and_estimates_the_whole_grid(dump, 
     table = pl.read_csv(out_dir / "tables" / "moments_sparse_distribution.csv")
     assert set(table["quantity"]) >= {"mean", "sd", "q05", "q95"}
     assert table.height == 2 * 9
+
+
+def _report(dump, out_dir, *extra):
+    code, _, err = cli(
+        "report",
+        str(dump),
+        "--out",
+        str(out_dir),
+        "--figures",
+        "none",
+        "--quiet",
+        "--skip",
+        "attribution,anova,compare,ranks,converge,noise,intervals,ppi",
+        *extra,
+    )
+    ok(code, err)
+    return out_dir
+
+
+def test_report_moments_and_nstar_of_sparse_groups_are_the_models(dump, tmp_path):
+    """The moments table and n* of a sparse group come from the model's whole-grid scores:
+    its sd is the model's sd estimate, and its n* is what ``nstar --sparse`` gives (the same
+    draws: same seed, same 1,000 draws); the same with the analyses in two processes."""
+    out = _report(dump, tmp_path / "r1")
+    moments = pl.read_csv(out / "tables" / "moments.csv")
+    dist = pl.read_csv(out / "tables" / "moments_sparse_distribution.csv")
+    assert set(moments["scores"]) == {"sparse-grid model"}
+    for name, q in (("std", "sd"), ("mean", "mean"), ("q05", "q05"), ("max", "max")):
+        est = dist.filter(pl.col("quantity") == q).sort("model")["estimate"].to_numpy()
+        np.testing.assert_allclose(moments.sort("model")[name].to_numpy(), est, rtol=1e-9)
+    # the observed range would be far wider: the noise of each variant's few items
+    naive_sd = dist.filter(pl.col("quantity") == "sd")["naive"].to_numpy()
+    assert (moments.sort("model")["std"].to_numpy() < naive_sd).all()
+    # the chi-square interval would take a posterior draw for data: left empty
+    assert moments["prompt_variance_low"].is_null().all()
+
+    nstar = pl.read_csv(out / "tables" / "nstar.csv")
+    assert set(nstar["scores"]) == {"sparse-grid model"}
+    code, text, err = cli("nstar", str(dump), "--sparse", "--method", "bootstrap", "--seed", "0")
+    ok(code, err)
+    keys = ["model", "dataset", "moment"]
+    mine = nstar.select(*keys, "n_star", "reached").sort(keys)
+    theirs = _csv(text).select(*keys, "n_star", "reached").sort(keys)
+    assert mine.equals(theirs), (mine, theirs)
+
+    two = _report(dump, tmp_path / "r2", "--workers", "2")
+    for name in ("moments.csv", "nstar.csv", "nstar_curve.csv"):
+        a = pl.read_csv(out / "tables" / name)
+        assert a.equals(pl.read_csv(two / "tables" / name)), name
+
+
+def test_report_with_one_sparse_and_one_full_group(tmp_path):
+    """A full group keeps its observed moments; the sparse one is the model's, and the
+    reading says which is which."""
+    dump = dove_sparse_dump(tmp_path / "mixed", shares=(1.0, 0.15))
+    out = _report(dump, tmp_path / "r")
+    moments = pl.read_csv(out / "tables" / "moments.csv").sort("model")
+    assert moments["scores"].to_list() == ["observed cells", "sparse-grid model"]
+    dist = pl.read_csv(out / "tables" / "moments_sparse_distribution.csv")
+    assert set(dist["model"]) == {"OLMoE-1B-7B-0924-Instruct"}
+    nstar = pl.read_csv(out / "tables" / "nstar.csv")
+    by_model = dict(nstar.select("model", "scores").unique().iter_rows())
+    assert by_model == {
+        "Llama-3.2-1B-Instruct": "observed cells",
+        "OLMoE-1B-7B-0924-Instruct": "sparse-grid model",
+    }
+    md = (out / "report.md").read_text()
+    head = next(ln for ln in md.splitlines() if ln.startswith("- **Scores over prompt variants"))
+    # the range is of the full group only; the sparse one is named with its share
+    assert "moves by up to" in head and "Llama-3.2-1B-Instruct" in head
+    assert "1 group observes only 15% of the item x prompt grid" in md

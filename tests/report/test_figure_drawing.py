@@ -59,8 +59,10 @@ def test_one_drawing_gives_the_png_savefig_gives(outside):
     d = min((off(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)), key=np.mean)
     assert (d > 128).mean() < 0.003, (d > 128).mean()
     assert ((255 - theirs) > 64).mean() > 0.01  # there is a picture to compare
-    if outside:  # the part beyond the canvas is drawn in the figure's colour, not cut off
+    if outside:  # the part beyond the canvas is drawn (the legend there), not left blank
         assert bbox.x0 < 0
+        left = int(-bbox.x0 * 300) - 2
+        assert ((255 - ours[:, :left]) > 64).mean() > 2e-4, "nothing drawn left of the canvas"
     info = Image.open(io.BytesIO(png)).info
     assert info.get("Software") == "evalstats" and round(info["dpi"][0]) == 300
 
