@@ -20,6 +20,7 @@ from evalstats.report._layout import (
     cells_span,
     chunks,
     datasets_of,
+    fit_titles,
     marker_legend,
     one_legend,
     paged,
@@ -140,6 +141,7 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
                     curve, table, dataset=d, moment="mean", ax=ax, palette=pal, where=where
                 )
             shared_axis_labels(fig, axes)  # before the legend, which goes below the label
+            fit_titles(axes)
             one_legend(fig, axes, pal, ranked)
             return fig
 

@@ -19,6 +19,8 @@ __all__ = [
     "chunks",
     "datasets_of",
     "marker_legend",
+    "fit_titles",
+    "legend_columns",
     "one_legend",
     "paged",
     "panel_height",
@@ -202,10 +204,46 @@ def one_legend(fig: Any, axes: list[Any], pal: dict[str, Any], ranked: list[str]
         fig.legend(
             handles=handles,
             loc="outside lower center",
-            ncol=min(4, len(handles)),
+            ncol=legend_columns(fig, [h.get_label() for h in handles], 4),
             fontsize="x-small",
             frameon=False,
         )
+
+
+def _char_width(size: str | float) -> float:
+    """The mean width (inches) of a character of the sans-serif font at ``size``."""
+    from matplotlib.font_manager import FontProperties
+
+    return 0.55 * FontProperties(size=size).get_size_in_points() / 72
+
+
+def legend_columns(fig: Any, labels: list[str], most: int) -> int:
+    """The most columns (up to ``most``) whose widest entries fit side by side in the figure.
+
+    A legend wider than its figure reaches beyond the canvas: cut off in a PNG drawn once, or
+    drawn twice to hold it. Each entry is estimated as its handle (0.45 inch with the gaps)
+    and its text.
+    """
+    widths = sorted((0.45 + _char_width("x-small") * len(t) for t in labels), reverse=True)
+    room = fig.get_size_inches()[0] - 0.1
+    for ncol in range(min(most, len(labels)), 1, -1):
+        if sum(widths[:ncol]) <= room:
+            return ncol
+    return 1
+
+
+def fit_titles(axes: list[Any]) -> None:
+    """Break panel titles wider than their panel at spaces (never inside a name)."""
+    import textwrap
+
+    for ax in axes:
+        title = ax.get_title()
+        if not title:
+            continue
+        size = ax.title.get_fontsize()
+        fits = int(ax.get_position().width * ax.figure.get_size_inches()[0] / _char_width(size))
+        if len(title) > fits > 10:
+            ax.set_title(textwrap.fill(title, fits, break_long_words=False), fontsize=size)
 
 
 def shared_axis_labels(fig: Any, axes: list[Any]) -> None:

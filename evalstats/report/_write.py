@@ -116,12 +116,14 @@ def _png_and_box(fig: Any, plt: Any, dpi: float | None = None) -> tuple[bytes, A
     ``savefig(bbox_inches="tight")`` draws a figure twice per file (once to measure it, once
     to render it) and runs the layout engine each time. Here the Agg drawing at the PNG's
     resolution runs the layout engine, the tight box is measured on that drawing and the PNG
-    is its pixels cut to the box: one layout pass and one drawing for the PNG (two when the
-    box reaches beyond the canvas, whose outside the first drawing could not hold). The layout is then fixed (engine
+    is its pixels cut to the box (the padding around the ink in the figure's colour): one
+    layout pass and one drawing for the PNG, two when something drawn reaches beyond the
+    canvas, which the first drawing could not hold. The layout is then fixed (engine
     off) and the vector formats are cut to the same box, one drawing each.
     """
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import to_rgba
     from PIL import Image
     from PIL.PngImagePlugin import PngInfo
 
@@ -130,19 +132,29 @@ def _png_and_box(fig: Any, plt: Any, dpi: float | None = None) -> tuple[bytes, A
     fig.set_dpi(dpi)
     canvas.draw()
     renderer = canvas.get_renderer()
-    bbox = fig.get_tightbbox(renderer).padded(plt.rcParams["savefig.pad_inches"])
+    ink = fig.get_tightbbox(renderer)
+    bbox = ink.padded(plt.rcParams["savefig.pad_inches"])
     fig.set_layout_engine("none")
     pixels = np.asarray(canvas.buffer_rgba())
     h, w = pixels.shape[:2]
-    x0, x1 = round(bbox.x0 * dpi), round(bbox.x1 * dpi)
-    top, bottom = round(h - bbox.y1 * dpi), round(h - bbox.y0 * dpi)
-    if not (x0 >= 0 and top >= 0 and x1 <= w and bottom <= h):
-        # the box reaches beyond the canvas (a legend below or beside the panels): what lies
-        # there was not drawn, so this figure is drawn again on a canvas of the box's size
+    width, height = fig.get_size_inches()
+    slack = 1.0 / dpi  # the ink's box may pass the edge by a rounding pixel
+    if ink.x0 < -slack or ink.y0 < -slack or ink.x1 > width + slack or ink.y1 > height + slack:
+        # something drawn reaches beyond the canvas (a legend below or beside the panels): the
+        # drawing could not hold it, so this figure is drawn again on a canvas of the box's size
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=dpi, bbox_inches=bbox, metadata=_metadata("png"))
         return buf.getvalue(), bbox
-    cut = pixels[top:bottom, x0:x1]
+    x0, x1 = round(bbox.x0 * dpi), round(bbox.x1 * dpi)
+    top, bottom = round(h - bbox.y1 * dpi), round(h - bbox.y0 * dpi)
+    if x0 >= 0 and top >= 0 and x1 <= w and bottom <= h:
+        cut = pixels[top:bottom, x0:x1]
+    else:  # the padding reaches beyond the canvas: the figure's colour there, as savefig
+        colour = np.array(to_rgba(fig.get_facecolor())) * 255
+        cut = np.empty((bottom - top, x1 - x0, 4), dtype=np.uint8)
+        cut[:] = np.round(colour).astype(np.uint8)
+        sy0, sy1, sx0, sx1 = max(top, 0), min(bottom, h), max(x0, 0), min(x1, w)
+        cut[sy0 - top : sy1 - top, sx0 - x0 : sx1 - x0] = pixels[sy0:sy1, sx0:sx1]
     info = PngInfo()
     for key, value in _metadata("png").items():
         info.add_text(key, value)

@@ -133,3 +133,30 @@ def test_repeated_panel_labels_are_said_once_per_column_and_row():
         assert [ax.get_ylabel() for ax in axes][1] == "other"
         assert all(ax.get_ylabel() for ax in axes)
         plt.close(fig)
+
+
+def test_long_titles_and_legends_stay_on_the_canvas():
+    """A one-panel page with long model names and a long panel title: the title breaks at
+    spaces and the legend takes fewer columns, so nothing drawn leaves the canvas (a PNG
+    cut from the drawing would lose it, or the figure would be drawn twice)."""
+    from evalstats.report._layout import fit_titles, one_legend
+
+    names = ["OLMoE-1B-7B-0924-Instruct", "Llama-3.2-1B-Instruct", "Qwen2.5-72B-Instruct-Turbo"]
+    with paper_style():
+        fig, axes = panels(1)
+        for i, name in enumerate(names):
+            axes[0].plot(np.arange(10) + i, label=name)
+        axes[0].axhline(1, linestyle="--", label="ε = 0.01")
+        axes[0].set_title("mmlu.global_facts · mean (temperature 0.0, provider provider_a)")
+        fit_titles(axes)
+        one_legend(fig, axes, {n: f"C{i}" for i, n in enumerate(names)}, names)
+        fig.canvas.draw()
+        ink = fig.get_tightbbox(fig.canvas.get_renderer())
+        width, height = fig.get_size_inches()
+        title = axes[0].get_title()
+        plt.close(fig)
+    assert "\n" in title and "provider_a" in title.replace("\n", " ")
+    assert not any(len(w) < 3 for w in title.split("\n"))  # no word split
+    slack = 1 / 100
+    assert ink.x0 >= -slack and ink.y0 >= -slack, ink
+    assert ink.x1 <= width + slack and ink.y1 <= height + slack, (ink, width, height)
