@@ -160,3 +160,32 @@ def test_long_titles_and_legends_stay_on_the_canvas():
     slack = 1 / 100
     assert ink.x0 >= -slack and ink.y0 >= -slack, ink
     assert ink.x1 <= width + slack and ink.y1 <= height + slack, (ink, width, height)
+
+
+@pytest.mark.parametrize("ticks_on_top", [False, True])
+def test_settled_titles_and_labels_draw_the_same_picture(ticks_on_top):
+    """Titles fixed at the top of their axes and empty axis labels given a place draw the
+    picture matplotlib's search draws, pixel for pixel; a title over tick labels on top of
+    the axes is left to the search (it must clear them)."""
+    from evalstats.report._write import settle_decorations
+
+    def picture(settle):
+        with paper_style():
+            fig, axes = _grid(6)
+            shared_axis_labels(fig, axes)  # empty labels in most panels
+            if ticks_on_top:
+                axes[0].xaxis.set_ticks_position("top")
+            if settle:
+                settle_decorations(fig)
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=100)
+            auto = [ax._autotitlepos for ax in axes]
+            plt.close(fig)
+        return np.asarray(Image.open(buf).convert("L"), dtype=float), auto
+
+    base, _ = picture(False)
+    settled, auto = picture(True)
+    assert base.shape == settled.shape
+    assert np.abs(base - settled).max() == 0
+    assert auto[0] is not False if ticks_on_top else auto[0] is False
+    assert all(a is False for a in auto[1:])
