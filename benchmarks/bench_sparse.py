@@ -21,19 +21,36 @@ Grids (``--grids``):
 - ``interaction``: the same with an item x prompt interaction (sd 0.5 on the logit scale)
   that the estimator does not model.
 
-No real full grid is read: none with item-level scores for every (item, prompt) cell could be
-found in a form that is safe to read here (PromptEval's correctness matrices ship as Python
-pickles, which evalstats never loads).
+Real full grids (``--real PATH``): 0/1 correctness of every item under every prompt variant,
+read from a local file that is never copied into the project (see docs/methods/sparse.md,
+"Measured", for the grid used and its licence). ``--real-format``:
+
+- ``pickle``: a pickled numpy array, read by :class:`ArrayOnlyUnpickler`, which rebuilds numpy
+  arrays and plain containers and refuses every other class (a plain ``pickle.load`` of a
+  downloaded file could run any code); a 2-D array is one grid, a 3-D array or a dict of arrays
+  several (``--real-groups N`` keeps the first N);
+- ``npy``: the same array as ``.npy`` (read with ``allow_pickle=False``);
+- ``table``: a parquet, CSV or JSONL table with ``item``, ``variant``, ``score`` and optionally
+  ``model`` and ``dataset`` (one grid per model x dataset);
+- ``auto`` (default): from the file's suffix.
+
+Array axes are (variant, item) unless ``--real-layout item,variant``; a 3-D array has the group
+axis first. Missing cells (NaN) are dropped: the truth is then the per-variant mean over the
+observed cells of the (nearly) full grid. Scores must be 0 or 1. With ``--real`` only the real
+grids run, unless ``--grids`` is also given.
 
 Run:  python benchmarks/bench_sparse.py [--reps 200] [--budgets 2,5,10,20]
       [--schemes uniform,walk] [--grids planted,interaction] [--n-resamples 200] [--seed 0]
+      [--real PATH [--real-format auto] [--real-layout variant,item] [--real-groups N]]
 """
 
 from __future__ import annotations
 
 import argparse
+import pickle
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -42,6 +59,93 @@ GRIDS = {
     "planted": {"n_items": 400, "n_variants": 200},
     "interaction": {"n_items": 400, "n_variants": 200, "interaction_sd": 0.5},
 }
+
+
+class ArrayOnlyUnpickler(pickle.Unpickler):
+    """Rebuild numpy arrays and plain containers from a pickle; refuse every other class.
+
+    A downloaded pickle can name any importable callable; only numpy's array reconstruction and
+    builtin containers and scalars are looked up here, so loading cannot run other code.
+    """
+
+    ALLOWED = frozenset(
+        {
+            ("numpy.core.multiarray", "_reconstruct"),
+            ("numpy._core.multiarray", "_reconstruct"),
+            ("numpy", "ndarray"),
+            ("numpy", "dtype"),
+            *(("builtins", n) for n in ("dict", "list", "tuple", "str", "int", "float")),
+        }
+    )
+
+    def find_class(self, module: str, name: str) -> object:
+        """Return the class only if it is on the allow list."""
+        if (module, name) in self.ALLOWED:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # numpy.core in numpy 2
+                return super().find_class(module, name)
+        raise pickle.UnpicklingError(
+            f"refused {module}.{name}: only numpy arrays and plain containers are read"
+        )
+
+
+def _array_grid(a, *, model: str, dataset: str, layout: str) -> pl.DataFrame:
+    a = np.asarray(a, dtype=float)
+    if a.ndim != 2:
+        raise ValueError(f"a grid must be 2-D (variant x item), got shape {a.shape}")
+    if layout == "item,variant":
+        a = a.T
+    n_var, n_item = a.shape
+    vw, iw = len(str(n_var - 1)), len(str(n_item - 1))
+    frame = pl.DataFrame(
+        {
+            "model": model,
+            "dataset": dataset,
+            "item": np.tile([f"i{i:0{iw}d}" for i in range(n_item)], n_var),
+            "variant": np.repeat([f"p{j:0{vw}d}" for j in range(n_var)], n_item),
+            "run": 0,
+            "score": a.ravel(),
+        }
+    )
+    return frame.filter(pl.col("score").is_not_nan())
+
+
+def read_real(path: str, *, fmt: str = "auto", layout: str = "variant,item") -> list[pl.DataFrame]:
+    """The real full grids in ``path``, one long frame per grid (the columns of ``full_grid``)."""
+    p = Path(path)
+    if fmt == "auto":
+        suffix = p.suffix.lower()
+        fmt = {".pkl": "pickle", ".pickle": "pickle", ".npy": "npy"}.get(suffix, "table")
+    if fmt == "table":
+        reader = {".csv": pl.read_csv, ".jsonl": pl.read_ndjson}.get(p.suffix.lower())
+        t = (reader or pl.read_parquet)(p)
+        for c in ("model", "dataset"):
+            if c not in t.columns:
+                t = t.with_columns(pl.lit(p.stem if c == "model" else "d0").alias(c))
+        t = t.with_columns(
+            pl.col("item", "variant", "model", "dataset").cast(pl.String),
+            pl.col("score").cast(pl.Float64),
+        ).filter(pl.col("score").is_not_null() & pl.col("score").is_not_nan())
+        t = t.select("model", "dataset", "item", "variant", pl.lit(0).alias("run"), "score")
+        grids = [g for _, g in t.group_by("model", "dataset", maintain_order=True)]
+    else:
+        if fmt == "npy":
+            obj = np.load(p, allow_pickle=False)
+        else:
+            with p.open("rb") as f:
+                obj = ArrayOnlyUnpickler(f).load()
+        parts = obj.items() if isinstance(obj, dict) else [(p.stem, obj)]
+        grids = []
+        for name, a in parts:
+            a = np.asarray(a, dtype=float)
+            stack = a[None] if a.ndim == 2 else a
+            for k, g in enumerate(stack):
+                grids.append(_array_grid(g, model=str(name), dataset=f"g{k}", layout=layout))
+    for g in grids:
+        bad = g.filter(~pl.col("score").is_in([0.0, 1.0])).height
+        if bad:
+            raise ValueError(f"{bad} scores are not 0 or 1: the benchmark needs 0/1 correctness")
+    return grids
 
 
 def truth_of(grid: pl.DataFrame) -> dict[str, float]:
@@ -71,18 +175,46 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--budgets", default="2,5,10,20")
     parser.add_argument("--schemes", default="uniform,walk")
-    parser.add_argument("--grids", default="planted,interaction")
+    parser.add_argument("--grids", default=None, help="default: planted,interaction")
     parser.add_argument("--n-resamples", dest="n_resamples", type=int, default=200)
     parser.add_argument("--confidence-level", dest="level", type=float, default=0.9)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--real", default=None, help="a local file of real full grids")
+    parser.add_argument(
+        "--real-format",
+        dest="real_format",
+        default="auto",
+        choices=("auto", "pickle", "npy", "table"),
+    )
+    parser.add_argument(
+        "--real-layout",
+        dest="real_layout",
+        default="variant,item",
+        choices=("variant,item", "item,variant"),
+    )
+    parser.add_argument("--real-groups", dest="real_groups", type=int, default=None)
     args = parser.parse_args()
     from evalstats.sparse import full_grid
 
     budgets = [float(b) / 100 for b in args.budgets.split(",")]
-    for gname in args.grids.split(","):
-        grid = full_grid(seed=args.seed, **GRIDS[gname])
+    runs = []
+    grids = args.grids or ("" if args.real else "planted,interaction")
+    for gname in filter(None, grids.split(",")):
+        header = f"{GRIDS[gname]}, seed {args.seed}"
+        runs.append((gname, full_grid(seed=args.seed, **GRIDS[gname]), header))
+    if args.real:
+        real = read_real(args.real, fmt=args.real_format, layout=args.real_layout)
+        for grid in real[: args.real_groups]:
+            m, d = grid["model"][0], grid["dataset"][0]
+            n_i, n_v = grid["item"].n_unique(), grid["variant"].n_unique()
+            header = (
+                f"real {args.real}, {n_i} items x {n_v} variants, "
+                f"{grid.height / (n_i * n_v):.1%} of cells scored"
+            )
+            runs.append((f"{m}/{d}", grid, header))
+    for gname, grid, header in runs:
         truth = truth_of(grid)
-        print(f"\n== grid {gname}: {GRIDS[gname]}, seed {args.seed}")
+        print(f"\n== grid {gname}: {header}")
         print("   truth: " + ", ".join(f"{k} {v:.3f}" for k, v in truth.items()))
         for scheme in args.schemes.split(","):
             for share in budgets:
