@@ -239,25 +239,26 @@ def plain_text(function: _F) -> _F:
         plt, _ = require_plotting()
         with plt.rc_context({"text.parse_math": False}):
             fig = function(*args, **kwargs)
-        limit_text(fig)
+        # a panel drawn into a given axes: its texts only (a page of 24 panels would otherwise
+        # go over every text of the page 24 times)
+        ax = kwargs.get("ax")
+        limit_text(fig, axes=None if ax is None else [ax])
         return fig
 
     return wrapper  # type: ignore[return-value]
 
 
-def limit_text(fig: Any, limit: int = MAX_LABEL_CHARS) -> None:
-    """Cut every text of ``fig`` to ``limit`` characters per line, in place.
+def limit_text(fig: Any, limit: int = MAX_LABEL_CHARS, *, axes: list[Any] | None = None) -> None:
+    """Cut every text of ``fig`` (or of ``axes`` only) to ``limit`` characters per line.
 
     Texts that exist are cut now; tick labels, which matplotlib makes only when it draws (a
     categorical axis of model names), are cut by wrapping each axis's formatters.
     """
-    from matplotlib.text import Text
-
-    for text in fig.findobj(Text):
+    for text in _texts(fig if axes is None else axes):
         value = text.get_text()
         if len(value) > limit or value.count("\n") >= MAX_LABEL_LINES:
             text.set_text(_cut(value, limit))
-    for ax in fig.axes:
+    for ax in fig.axes if axes is None else axes:
         for axis in (ax.xaxis, ax.yaxis):
             for which in ("major", "minor"):
                 getter = getattr(axis, f"get_{which}_formatter")
@@ -271,6 +272,26 @@ def limit_text(fig: Any, limit: int = MAX_LABEL_CHARS) -> None:
                     default = getattr(axis, flag, False)
                     setter(_ShortFormatter.wrap(inner, limit))
                     setattr(axis, flag, default)
+
+
+def _texts(root: Any) -> Iterator[Any]:
+    """The texts under ``root`` (an artist or a list of them), tick labels left out.
+
+    Tick labels go through the axes' formatters (:func:`limit_text`); walking into an axis
+    would make its tick objects just to read them.
+    """
+    from matplotlib.axis import Axis
+    from matplotlib.text import Text
+
+    stack = list(root) if isinstance(root, list) else [root]
+    while stack:
+        artist = stack.pop()
+        if isinstance(artist, Axis):
+            yield from (artist.label, artist.offsetText)
+            continue
+        if isinstance(artist, Text):
+            yield artist
+        stack.extend(artist.get_children())
 
 
 #: Most lines of one text in a figure: a name of 50,000 lines made a figure that Agg could not
