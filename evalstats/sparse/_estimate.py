@@ -171,8 +171,8 @@ def sparse_prompt_distribution(
     binomial noise added (normal approximation). ``estimate`` is the mean of a quantity over
     the draws (not the quantity of the shrunken per-prompt estimates, whose spread is too
     narrow), ``ci_low``/``ci_high`` its equal-tailed percentiles. The prompt variance is drawn
-    from a scaled inverse chi-square with the degrees of freedom of its Fisher information;
-    the item and factor variances are held at their estimates.
+    from its marginal posterior given the prompts' data (flat prior on the sd, on a grid); the
+    item and factor variances are held at their estimates.
 
     ``sd`` is the population form (ddof 0), and quantiles interpolate linearly, as
     :func:`evalstats.moments.prompt_spread`'s ``std`` and ``q05``...: on a full grid every
