@@ -142,9 +142,16 @@ def with_whole_grid(table: pl.DataFrame, sparse: pl.DataFrame) -> pl.DataFrame:
 
 
 def _held(table: pl.DataFrame) -> list[str]:
-    from evalstats.report._wording import _held as held
+    """The settings held fixed as group columns.
 
-    return held(table)
+    What ``_wording._held`` finds; not imported from there, which imports this module.
+    """
+    from evalstats.moments import SPREAD_COLUMNS
+    from evalstats.resampling import CURVE_COLUMNS, NSTAR_COLUMNS
+
+    known = {"model", "dataset", "metric", SCORES_COLUMN, *SPREAD_COLUMNS}
+    known |= {*NSTAR_COLUMNS, *CURVE_COLUMNS}
+    return [c for c in table.columns if c not in known]
 
 
 def _marked(t: pl.DataFrame, source: str) -> pl.DataFrame:
