@@ -14,6 +14,7 @@ from evalstats.errors import SchemaError
 from evalstats.plots._style import (
     COLORS,
     PAGE_WIDTH_IN,
+    colorblind,
     fit_height,
     label,
     new_axes,
@@ -248,7 +249,7 @@ def plot_plan(result: Any, *, group: dict | None = None, ax: Any = None) -> Any:
     >>> from evalstats.simulate import crossed_scores
     >>> fig = plot_plan(plan(crossed_scores(seed=0), target_width=0.03))  # doctest: +SKIP
     """
-    plt, sns = require_plotting()
+    plt, _ = require_plotting()
     curves = getattr(result, "curves", None)
     best = getattr(result, "best", None)
     if curves is None or best is None:
@@ -273,7 +274,7 @@ def plot_plan(result: Any, *, group: dict | None = None, ax: Any = None) -> Any:
         ax.set_title(title, fontsize="small")
         return fig
     allocs = cur["allocation"].unique(maintain_order=True).to_list()
-    palette = sns.color_palette("colorblind", n_colors=max(len(allocs), 1))
+    palette = colorblind(max(len(allocs), 1))
     for color, alloc in zip(palette, allocs):
         c = cur.filter(pl.col("allocation") == alloc)
         style = "o" if c.height == 1 else "-"

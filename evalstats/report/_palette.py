@@ -46,7 +46,7 @@ def report_palette(report: ReportContents) -> dict[str, Any]:
     Beyond ``TOP_K`` models only the best ``TOP_K`` keep their colours; the rest are grey.
     """
     from evalstats.plots import model_colors
-    from evalstats.plots._style import TOP_K, highlight_palette, require_plotting
+    from evalstats.plots._style import TOP_K, highlight_palette
 
     if not report.data.models:
         return {}
@@ -54,9 +54,10 @@ def report_palette(report: ReportContents) -> dict[str, Any]:
     if len(ranked) <= TOP_K:
         return model_colors(report.data.models)
     # the highlighted models get the distinct colour-blind-safe colours, in rank order
-    _, sns = require_plotting()
+    from evalstats.plots._style import colorblind
+
     # (the palette's grey, its 8th colour, is left for the others)
-    colours = [c for i, c in enumerate(sns.color_palette("colorblind", 10)) if i != 7]
+    colours = [c for i, c in enumerate(colorblind(10)) if i != 7]
     distinct = dict(zip(ranked, colours[:TOP_K]))
     return highlight_palette(distinct | {m: None for m in ranked[TOP_K:]}, ranked)
 
