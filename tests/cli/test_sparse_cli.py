@@ -151,19 +151,7 @@ def test_plan_needs_a_target_or_sparse(dump):
 
 
 def test_report_says_which_groups_are_sparse_and_estimates_the_whole_grid(dump, tmp_path):
-    out_dir = tmp_path / "report"
-    code, _, err = cli(
-        "report",
-        str(dump),
-        "--out",
-        str(out_dir),
-        "--figures",
-        "none",
-        "--quiet",
-        "--skip",
-        "attribution,anova,compare,ranks,converge,noise,intervals",
-    )
-    ok(code, err)
+    out_dir = _report(dump, tmp_path / "report")
     md = (out_dir / "report.md").read_text()
     assert "observe only 15% of the grid" in md
     assert "sparse-grid model" in md
