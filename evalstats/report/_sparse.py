@@ -76,7 +76,10 @@ def _estimated(spread: pl.DataFrame, dist: pl.DataFrame) -> pl.DataFrame:
     headline agree; skewness and kurtosis are the draw's. The draw is for data of no interval:
     the model's intervals are in ``sparse_distribution``.
     """
-    keys = [c for c in dist.columns if c in spread.columns and c not in _ESTIMATED]
+    from evalstats.sparse import DISTRIBUTION_COLUMNS
+
+    # the group columns only: n_variants and confidence_level are results, not keys
+    keys = [c for c in dist.columns if c in spread.columns and c not in DISTRIBUTION_COLUMNS]
     wide = dist.pivot(on="quantity", index=keys, values="estimate")
     named = wide.select(*keys, *(pl.col(q).alias(c) for c, q in _ESTIMATED.items()))
     out = spread.drop(list(_ESTIMATED)).join(named, on=keys, how="left", nulls_equal=True)
@@ -112,6 +115,7 @@ def _whole_grid(ctx: Context, p: dict) -> tuple[pl.DataFrame | None, pl.DataFram
             ctx.obs,
             max_cells_observed=SPARSE_SHARE,
             seed=ctx.seed,
+            confidence_level=p.get("confidence_level", 0.95),
             **({"variant_factors": p["variant_factors"]} if "variant_factors" in p else {}),
         )
     except MetricScaleError as exc:

@@ -234,3 +234,25 @@ def test_report_with_one_sparse_and_one_full_group(tmp_path):
     # the range is of the full group only; the sparse one is named with its share
     assert "moves by up to" in head and "Llama-3.2-1B-Instruct" in head
     assert "1 group observes only 15% of the item x prompt grid" in md
+
+
+def test_report_moments_of_sparse_groups_at_another_confidence_level():
+    """The model's estimates reach the moments table whatever the level asked for (they were
+    joined on the level too, and came out empty at 0.9), and its intervals are at that level."""
+    import warnings
+
+    from evalstats.report import audit_report
+    from evalstats.sparse import sparse_grid
+
+    obs, _ = sparse_grid(n_items=80, n_variants=30, share=0.2, seed=0)
+    skip = ["nstar", "converge", "anova", "attribution", "compare", "ranks", "noise"]
+    skip += ["intervals", "stability", "normality", "correlation", "friedman", "ppi"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = audit_report(obs, options={"moments": {"confidence_level": 0.9}}, skip=skip)
+    moments = next(a for a in report.analyses if a.key == "moments")
+    table, dist = moments.tables["moments"], moments.tables["sparse_distribution"]
+    assert table["scores"].to_list() == ["sparse-grid model"]
+    sd = dist.filter(pl.col("quantity") == "sd")
+    assert table["std"].item() == pytest.approx(sd["estimate"].item(), rel=1e-12)
+    assert sd["confidence_level"].item() == 0.9
