@@ -153,8 +153,6 @@ def _png_and_box(fig: Any, plt: Any, dpi: float | None = None) -> tuple[bytes, A
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.colors import to_rgba
-    from PIL import Image
-    from PIL.PngImagePlugin import PngInfo
 
     dpi = float(plt.rcParams["savefig.dpi"] if dpi is None else dpi)
     settle_decorations(fig)
@@ -185,14 +183,42 @@ def _png_and_box(fig: Any, plt: Any, dpi: float | None = None) -> tuple[bytes, A
         cut[:] = np.round(colour).astype(np.uint8)
         sy0, sy1, sx0, sx1 = max(top, 0), min(bottom, h), max(x0, 0), min(x1, w)
         cut[sy0 - top : sy1 - top, sx0 - x0 : sx1 - x0] = pixels[sy0:sy1, sx0:sx1]
-    info = PngInfo()
-    for key, value in _metadata("png").items():
-        info.add_text(key, value)
-    buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(cut), "RGBA").save(
-        buf, format="png", pnginfo=info, dpi=(dpi, dpi)
-    )
-    return buf.getvalue(), bbox
+    return _encode_png(cut, dpi, _metadata("png")), bbox
+
+
+def _encode_png(rgba: Any, dpi: float, text: dict[str, str]) -> bytes:
+    """An RGBA array as PNG bytes: rows unfiltered, deflated at zlib's default level.
+
+    Pillow picks a filter for every row by trying all five (libpng's heuristic); on a
+    figure's flat colours and thin lines that took more time than the compression and gave a
+    larger file than no filter (SoWA BBH's 12 PNGs: 1.05 s and 1.86 MB, unfiltered 0.60 s
+    and 1.69 MB). The pixels decoded are the same; the resolution and the text go in
+    ``pHYs`` and ``tEXt`` chunks, as Pillow writes them.
+    """
+    import struct
+    import zlib
+
+    import numpy as np
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
+
+    h, w = rgba.shape[:2]
+    rows = np.zeros((h, 1 + 4 * w), dtype=np.uint8)  # each row: filter type 0, the pixels
+    rows[:, 1:] = np.asarray(rgba, dtype=np.uint8).reshape(h, 4 * w)
+    per_metre = int(dpi / 0.0254 + 0.5)
+    parts = [
+        b"\x89PNG\r\n\x1a\n",
+        chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)),  # 8-bit RGBA
+        chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)),
+        *(
+            chunk(b"tEXt", k.encode("latin-1") + b"\0" + v.encode("latin-1"))
+            for k, v in text.items()
+        ),
+        chunk(b"IDAT", zlib.compress(rows.tobytes(), 6)),
+        chunk(b"IEND", b""),
+    ]
+    return b"".join(parts)
 
 
 def draw_one(
