@@ -609,7 +609,9 @@ def paper_style(*, serif: bool = False, font_scale: float = 0.9) -> Iterator[Non
         "axes.spines.right": False,
         "savefig.dpi": DPI,
         "figure.dpi": 100,
+        # matplotlib 3.11's PDF sizes font subsets by ps.fonttype: 3 put –, Δ in a 2nd copy
         "pdf.fonttype": 42,
+        "ps.fonttype": 42,
         # names from the input are text: a `$` in one is a dollar sign, not mathtext
         "text.parse_math": False,
     }

@@ -212,3 +212,26 @@ def test_png_encoding_keeps_pixels_resolution_and_text():
     theirs = io.BytesIO()
     Image.fromarray(pixels, "RGBA").save(theirs, format="png")
     assert len(ours) < len(theirs.getvalue())
+
+
+def test_a_report_pdf_embeds_its_font_once(tmp_path):
+    """Text past Latin-1 (–, Δ) and ligature pairs (fl, fi) used to start a second embedded
+    copy of the font in matplotlib 3.11's PDFs (a second subsetting per figure)."""
+    from evalstats.report._layout import FigureSpec
+    from evalstats.report._write import draw_one
+
+    def draw(palette):
+        fig, axes = panels(2)
+        for ax in axes:
+            ax.plot([0, 1], [-1, 1])
+            ax.set_title("flan-t5 five")
+            ax.set_xlabel("Accuracy (0–1)")
+            ax.set_ylabel("Δ(n)")
+        return fig
+
+    (tmp_path / "figures").mkdir()
+    spec = FigureSpec("one_font", "t", "c", "a", draw)
+    drawn = draw_one(spec, {}, tmp_path, ("png", "pdf"), serif=False, plt=plt)
+    pdf = (tmp_path / drawn.files["pdf"]).read_bytes()
+    assert len(_embedded_fonts(pdf)) == 1
+    assert b"/ToUnicode" in pdf
