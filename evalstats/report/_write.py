@@ -70,7 +70,7 @@ def check_figure_formats(figure_formats: Sequence[str]) -> tuple[str, ...]:
 
 @contextlib.contextmanager
 def _lean_pdf_fonts() -> Iterator[None]:
-    """PDF fonts subset without their layout tables (GSUB, GPOS, GDEF), inside the block.
+    """PDF fonts subset without their layout tables (GSUB, GPOS, GDEF, kern), inside the block.
 
     A PDF embeds each font as a subset (``pdf.fonttype`` 42, which journals ask for); most of
     the time of writing a figure's PDF went to fontTools reading DejaVu Sans's kerning and
@@ -90,7 +90,8 @@ def _lean_pdf_fonts() -> Iterator[None]:
         yield
         return
 
-    layout = ("GSUB", "GPOS", "GDEF")
+    # the legacy kerning table too: the subsetter drops it only while GPOS is there
+    layout = ("GSUB", "GPOS", "GDEF", "kern")
 
     class _Options(subset.Options):  # type: ignore[misc, name-defined]
         def __init__(self, **kwargs: Any) -> None:
