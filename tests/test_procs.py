@@ -47,3 +47,31 @@ def test_adopt_without_a_state_changes_nothing(monkeypatch):
     import os
 
     assert os.environ["EVALSTATS_PROBE"] == "x"
+
+
+def test_a_server_started_for_figures_also_preloads_the_figure_modules():
+    """The server is one per process: checked in a fresh interpreter for each case."""
+    import subprocess
+    import sys
+
+    from evalstats._procs import FIGURE_PRELOAD
+
+    probe = (
+        "import concurrent.futures as cf\n"
+        "from evalstats._procs import FIGURE_PRELOAD, worker_context\n"
+        "ctx = worker_context(figures=FIGURES)  # starts the server\n"
+        "check = f'[m for m in {list(FIGURE_PRELOAD)!r} if m in __import__(\"sys\").modules]'\n"
+        "with cf.ProcessPoolExecutor(1, mp_context=ctx) as pool:\n"
+        "    print(pool.submit(eval, check).result())\n"
+    )
+    seen = {}
+    for figures in (True, False):
+        out = subprocess.run(
+            [sys.executable, "-c", probe.replace("FIGURES", str(figures))],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        seen[figures] = out.stdout.strip()
+    assert seen[True] == str(list(FIGURE_PRELOAD))
+    assert "backend_pdf" not in seen[False]

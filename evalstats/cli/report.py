@@ -240,13 +240,13 @@ def run(args: argparse.Namespace) -> int:
     # check what can be checked before the (slow) read and analyses
     default = _pairs(args.default) if args.default else None
     kwargs = report_kwargs(args)
-    check_figure_formats(args.figure_format)
+    figures = bool(check_figure_formats(args.figure_format))
     check_output(args.out, force=args.force)
     if args.workers != 1:
         from evalstats._procs import start_early
 
         # the workers' imports (in the fork server) run while the input is read
-        start_early()
+        start_early(figures=figures)
     obs, ingest = load(args)
     loader_options = {
         k: getattr(args, k)

@@ -278,7 +278,7 @@ class ReportWriter:
             # (polars' thread pool does not survive a fork)
             self._pool = cf.ProcessPoolExecutor(
                 max_workers=self.workers,
-                mp_context=worker_context(),
+                mp_context=worker_context(figures=True),
                 initializer=_worker_init,
                 initargs=(data, units, self._stage, self.formats, self.serif, parent_state()),
             )
