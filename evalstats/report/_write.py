@@ -155,8 +155,17 @@ def settle_decorations(fig: Any) -> None:
     even an empty one. In a 24-panel page that is most of the layout's time. A title over an
     axes whose tick labels and label are all below it goes where the search would put it, at
     the top of the axes; an empty axis label has no place to find. Both are set once here.
+
+    The boxes that measure the figure (the layout's two passes, the tight box) also ask every
+    artist of a panel whether it is clipped to the panel, and every spine where its axis's
+    tick marks reach, updating all the ticks to find out. What is clipped to the panel, and
+    a spine along the panel's edge with no tick marks, lie inside the panel's own box, which
+    is always counted: left out of the measuring (:func:`_inside_the_panel`), the boxes and
+    the picture are the same.
     """
     for ax in fig.axes:
+        for artist in _inside_the_panel(ax):
+            artist.set_in_layout(False)
         for axis, coords in ((ax.xaxis, (0.5, 0.0)), (ax.yaxis, (0.0, 0.5))):
             if not axis.label.get_text():
                 axis.set_label_coords(*coords)
@@ -173,6 +182,42 @@ def settle_decorations(fig: Any) -> None:
             fontweight=title.get_fontweight(),
             color=title.get_color(),
         )
+
+
+def _inside_the_panel(ax: Any) -> list[Any]:
+    """Artists of ``ax`` that lie inside its box whatever the layout does.
+
+    Those clipped to the axes (matplotlib's own test, which leaves them out of every tight
+    box already), and its straight spines at their default place along the whole edge when
+    no tick mark of their axis shows (a spine's box reaches past the edge only by the tick
+    marks' length). Nothing where matplotlib's private test is missing.
+    """
+    from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
+    from matplotlib.offsetbox import AnnotationBbox, OffsetBox
+
+    if not hasattr(ax.patch, "_fully_clipped_to_axes"):  # pragma: no cover - another matplotlib
+        return []
+    always = (Axes, Axis, AnnotationBbox, OffsetBox)  # matplotlib measures these regardless
+    inside = [
+        a
+        for a in ax.get_children()
+        if not isinstance(a, always) and a.get_in_layout() and a._fully_clipped_to_axes()
+    ]
+    for side, spine in ax.spines.items():
+        axis = spine.axis
+        if (
+            side not in ("left", "right", "bottom", "top")
+            or getattr(spine, "_patch_type", None) != "line"
+            or axis is None
+            or spine.get_bounds() is not None
+            or tuple(spine.get_position()) != ("outward", 0.0)
+        ):
+            continue
+        ticks = [*axis.get_major_ticks(), *axis.minorTicks[:1]]
+        if not any(t.tick1line.get_visible() or t.tick2line.get_visible() for t in ticks):
+            inside.append(spine)
+    return inside
 
 
 def _png_and_box(fig: Any, plt: Any, dpi: float | None = None) -> tuple[bytes, Any]:

@@ -235,3 +235,39 @@ def test_a_report_pdf_embeds_its_font_once(tmp_path):
     pdf = (tmp_path / drawn.files["pdf"]).read_bytes()
     assert len(_embedded_fonts(pdf)) == 1
     assert b"/ToUnicode" in pdf
+
+
+@pytest.mark.parametrize("tick_marks", [False, True])
+def test_what_lies_inside_a_panel_is_left_out_of_measuring_and_the_picture_stays(
+    tick_marks, monkeypatch
+):
+    """Lines clipped to their panel and spines along its edge are not measured (they lie in
+    the panel's box); a spine whose axis shows tick marks is (they reach past the edge), and
+    so is what is not clipped. The pixels are the same either way, the boxes to 1e-12."""
+    from evalstats.report import _write
+
+    def picture():
+        with paper_style():
+            fig, axes = _grid(4)
+            axes[1].plot([0, 60], [0, 9], clip_on=False)  # may reach out: measured
+            if tick_marks:
+                for ax in axes:
+                    ax.tick_params(axis="x", bottom=True)
+            png, bbox = _png_and_box(fig, plt)  # settles the figure first
+            boxes = [tuple(ax.get_position().bounds) for ax in axes]
+            out = {id(a) for ax in axes for a in ax.get_children() if not a.get_in_layout()}
+            sides = [(id(axes[0].lines[0]), id(axes[1].lines[-1]))]
+            sides.append(tuple(id(axes[0].spines[s]) for s in ("bottom", "left")))
+            plt.close(fig)
+        return np.asarray(Image.open(io.BytesIO(png))), tuple(bbox.bounds), boxes, out, sides
+
+    ours, bbox, boxes, out, (lines, spines) = picture()
+    monkeypatch.setattr(_write, "_inside_the_panel", lambda ax: [])
+    theirs, bbox0, boxes0, out0, _ = picture()
+    assert not out0
+    assert np.array_equal(ours, theirs)
+    # the same boxes but for the last bit of a float (the union is taken over fewer boxes)
+    assert np.allclose(bbox, bbox0, rtol=0, atol=1e-9)
+    assert np.allclose(boxes, boxes0, rtol=0, atol=1e-12)
+    assert lines[0] in out and lines[1] not in out  # clipped / not clipped
+    assert (spines[0] in out) is not tick_marks and spines[1] in out
