@@ -335,9 +335,11 @@ def draw_one(
                 path = out / "figures" / f"{spec.key}.{fmt}"
                 if fmt == "png":
                     path.write_bytes(png)  # a failure: the writer's OutputError names the file
-                else:
+                elif fmt == "pdf":
                     with _lean_pdf_fonts(), _pdf_without_ligatures(fig):
                         fig.savefig(path, bbox_inches=bbox, metadata=_metadata(fmt))
+                else:
+                    fig.savefig(path, bbox_inches=bbox, metadata=_metadata(fmt))
                 files[fmt] = path.relative_to(out).as_posix()
             width, height = fig.get_size_inches()
         finally:

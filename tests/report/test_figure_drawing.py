@@ -271,3 +271,26 @@ def test_what_lies_inside_a_panel_is_left_out_of_measuring_and_the_picture_stays
     assert np.allclose(boxes, boxes0, rtol=0, atol=1e-12)
     assert lines[0] in out and lines[1] not in out  # clipped / not clipped
     assert (spines[0] in out) is not tick_marks and spines[1] in out
+
+
+def test_the_svg_beside_a_pdf_keeps_its_ligatures(tmp_path):
+    """The PDF is drawn without ligatures (one embedded font); the SVG (text as paths) is not."""
+    from matplotlib.font_manager import FontProperties, findfont, get_font
+    from matplotlib.ft2font import LoadFlags
+
+    from evalstats.report._layout import FigureSpec
+    from evalstats.report._write import draw_one
+
+    def draw(palette):
+        fig, axes = panels(1)
+        axes[0].set_title("difference")  # "ff": a ligature of DejaVu Sans
+        return fig
+
+    (tmp_path / "figures").mkdir()
+    spec = FigureSpec("lig", "t", "c", "a", draw)
+    files = draw_one(spec, {}, tmp_path, ("pdf", "svg"), serif=False, plt=plt).files
+    svg = (tmp_path / files["svg"]).read_text()
+    with paper_style():
+        font = get_font(findfont(FontProperties()))
+    (ff,) = font._layout("ff", LoadFlags.NO_HINTING)  # one glyph for two characters
+    assert f"DejaVuSans-{ff.glyph_index:x}" in svg
