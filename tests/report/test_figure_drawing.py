@@ -294,3 +294,23 @@ def test_the_svg_beside_a_pdf_keeps_its_ligatures(tmp_path):
         font = get_font(findfont(FontProperties()))
     (ff,) = font._layout("ff", LoadFlags.NO_HINTING)  # one glyph for two characters
     assert f"DejaVuSans-{ff.glyph_index:x}" in svg
+
+
+def test_the_layout_runs_once_for_the_png_and_the_pdf(tmp_path, monkeypatch):
+    """The PNG's drawing lays the figure out; the PDF is drawn at the places found (the
+    engine is off after that drawing), not laid out again."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    from evalstats.report._layout import FigureSpec
+    from evalstats.report._write import draw_one
+
+    runs = []
+    execute = ConstrainedLayoutEngine.execute
+    monkeypatch.setattr(
+        ConstrainedLayoutEngine, "execute", lambda self, fig: runs.append(1) or execute(self, fig)
+    )
+    (tmp_path / "figures").mkdir()
+    spec = FigureSpec("once", "t", "c", "a", lambda palette: _grid(4)[0])
+    drawn = draw_one(spec, {}, tmp_path, ("png", "pdf"), serif=False, plt=plt)
+    assert set(drawn.files) == {"png", "pdf"}
+    assert len(runs) == 1
