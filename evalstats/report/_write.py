@@ -214,7 +214,9 @@ def _inside_the_panel(ax: Any) -> list[Any]:
             or tuple(spine.get_position()) != ("outward", 0.0)
         ):
             continue
-        ticks = [*axis.get_major_ticks(), *axis.minorTicks[:1]]
+        # the first tick of each kind: tick_params sets them all alike (every tick would be
+        # made and placed here, before the drawing places them again)
+        ticks = [*axis.majorTicks[:1], *axis.minorTicks[:1]]
         if not any(t.tick1line.get_visible() or t.tick2line.get_visible() for t in ticks):
             inside.append(spine)
     return inside
