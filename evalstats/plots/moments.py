@@ -51,7 +51,9 @@ def draw_boxes(
     Quartile boxes filled with each colour, whiskers to the furthest value within 1.5 IQR, the
     rest as open points, lines in a grey as dark as the darkest colour * 0.6. Matplotlib's own
     ``bxp`` with ``orientation`` (seaborn 0.13's ``boxplot`` passes ``vert``, deprecated in
-    Matplotlib 3.11 and removed in 3.13).
+    Matplotlib 3.11 and removed in 3.13). A box of fewer than :data:`FEW_VALUES` values also
+    shows each value as a filled point: its quartiles are not a distribution, and a box of one
+    value is a bare line a reader cannot tell from a collapsed spread.
     """
     from colorsys import rgb_to_hls
 
@@ -85,6 +87,19 @@ def draw_boxes(
     )
     for box, rgb in zip(artists["boxes"], used):
         box.set_facecolor(rgb)
+    few = [(p, v, c) for p, v, c in zip(positions, arrays, used) if 0 < len(v) < FEW_VALUES]
+    if few:
+        import numpy as np
+
+        at = np.concatenate([np.full(len(v), p, dtype=float) for p, v, _ in few])
+        val = np.concatenate([np.asarray(v, dtype=float) for _, v, _ in few])
+        face = [c for _, v, c in few for _ in range(len(v))]
+        xy = (val, at) if horizontal else (at, val)
+        ax.scatter(*xy, s=9, c=face, edgecolors=[line["color"]], linewidths=0.6, zorder=3)
+
+
+#: Boxes of fewer values than this also show the values themselves (:func:`draw_boxes`).
+FEW_VALUES = 5
 
 
 def _boxes(

@@ -168,3 +168,23 @@ def test_stability_boxes_use_no_deprecated_matplotlib_argument(recwarn):
     legend = ax.get_legend()
     assert [t.get_text() for t in legend.get_texts()] == ["m0", "m1", "m2"]
     assert not [w for w in recwarn if "vert" in str(w.message)]
+
+
+def test_boxes_of_few_values_show_the_values():
+    """A box of 1 to 4 values is not a distribution: its values are drawn as points too, at
+    their place (a box of one value would be a bare line); boxes of 5 or more are boxes only."""
+    import matplotlib.pyplot as plt
+
+    from evalstats.plots import plot_stability_distribution
+
+    rows = [{"model": "m0", "dataset": "d0", "tar_r": 0.6}]  # one configuration
+    rows += [{"model": "m0", "dataset": "d1", "tar_r": v} for v in (0.2, 0.4, 0.5, 0.7, 0.9)]
+    rows += [{"model": "m1", "dataset": "d1", "tar_r": v} for v in (0.3, 0.8)]
+    fig = plot_stability_distribution(pl.DataFrame(rows))
+    (ax,) = [a for a in fig.axes if a.collections]
+    points = np.vstack([c.get_offsets() for c in ax.collections])
+    # d0 at x = 0 (m0's box, offset left as the hue dodge puts it), d1's m1 right of 1
+    assert sorted(points[:, 1].tolist()) == pytest.approx([0.3, 0.6, 0.8])
+    assert (points[points[:, 1] == pytest.approx(0.6)][:, 0] < 0.5).all()
+    assert (points[np.isin(points[:, 1], [0.3, 0.8])][:, 0] > 1).all()
+    plt.close(fig)
