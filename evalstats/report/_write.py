@@ -245,7 +245,7 @@ def _png_and_box(fig: Any, plt: Any, dpi: float | None = None) -> tuple[bytes, A
     renderer = canvas.get_renderer()
     ink = fig.get_tightbbox(renderer)
     bbox = ink.padded(plt.rcParams["savefig.pad_inches"])
-    fig.set_layout_engine("none")
+    _keep_layout(fig, plt)
     pixels = np.asarray(canvas.buffer_rgba())
     h, w = pixels.shape[:2]
     width, height = fig.get_size_inches()
@@ -267,6 +267,18 @@ def _png_and_box(fig: Any, plt: Any, dpi: float | None = None) -> tuple[bytes, A
         sy0, sy1, sx0, sx1 = max(top, 0), min(bottom, h), max(x0, 0), min(x1, w)
         cut[sy0 - top : sy1 - top, sx0 - x0 : sx1 - x0] = pixels[sy0:sy1, sx0:sx1]
     return _encode_png(cut, dpi, _metadata("png")), bbox
+
+
+def _keep_layout(fig: Any, plt: Any) -> None:
+    """Keep the places the layout found: the figure left without a layout engine.
+
+    Not ``set_layout_engine("none")``: that leaves a placeholder engine, and while a figure has
+    any engine, ``savefig`` draws it once more before writing (to let the engine run), which
+    for the PDF was a third of its time (24 drawings for 12 figures). With none, the vector
+    file is drawn once, at the same places (tested).
+    """
+    with plt.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        fig.set_layout_engine(None)
 
 
 def _encode_png(rgba: Any, dpi: float, text: dict[str, str]) -> bytes:

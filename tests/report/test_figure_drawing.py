@@ -13,6 +13,7 @@ pytest.importorskip("matplotlib")
 import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
+import matplotlib.figure  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from PIL import Image  # noqa: E402
 
@@ -311,6 +312,16 @@ def test_the_layout_runs_once_for_the_png_and_the_pdf(tmp_path, monkeypatch):
     )
     (tmp_path / "figures").mkdir()
     spec = FigureSpec("once", "t", "c", "a", lambda palette: _grid(4)[0])
+    draws = []
+    draw = matplotlib.figure.Figure.draw
+    monkeypatch.setattr(
+        matplotlib.figure.Figure,
+        "draw",
+        lambda self, renderer: draws.append(type(renderer).__name__) or draw(self, renderer),
+    )
     drawn = draw_one(spec, {}, tmp_path, ("png", "pdf"), serif=False, plt=plt)
     assert set(drawn.files) == {"png", "pdf"}
     assert len(runs) == 1
+    # one drawing each: while a figure has any layout engine (even matplotlib's placeholder
+    # for "none"), savefig draws it once more before writing
+    assert draws == ["RendererAgg", "MixedModeRenderer"]
