@@ -20,14 +20,15 @@ than absolute times.
 CPU time (user + system of the report and all its worker processes, sampled from ``/proc``) is
 printed beside wall time: on a machine shared with other jobs it is the steadier number. Peak
 memory is the largest single process's high-water mark; the largest sum over all processes
-at once is printed besides. ``--workers N`` passes
+at once is printed besides. ``--pairs N`` runs the reports with and without figures N times
+alternately and prints the median ratio. ``--workers N`` passes
 ``--workers`` to the new code's report (default: its own default, ``auto``); ``--record FILE``
 appends one JSON line per case (times, peak, load average, cores) for the record.
 
 Usage::
 
     python benchmarks/bench_report.py [--sowa PATH] [--baseline DIR] [--skip-big] [--timeout S]
-        [--workers N] [--record FILE] [--skip-help]
+        [--workers N] [--record FILE] [--skip-help] [--pairs N]
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -195,8 +198,14 @@ def bench(
     record: Path | None = None,
     new_only: tuple[str, ...] = (),
     floor: bool = True,
+    pairs: int = 1,
 ) -> float:
-    """Run one case; print and return the report's CPU seconds."""
+    """Run one case; print and return the report's CPU seconds.
+
+    With ``floor``, the same report with ``--figures none`` too, ``pairs`` times alternately
+    with the report with figures (the ratio of one pair moves by about ±0.07 on a shared
+    machine whose speed drifts; the median of several pairs is the steadier number).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         new_args = [*report_args, *new_only, "--out", f"{tmp}/new", "--quiet"]
         wall, cpu, peak, code, together = run(new_args, ROOT, timeout)
@@ -207,16 +216,34 @@ def bench(
         row["all_processes_peak_mb"] = together
         row |= {"options": list(new_only)}
         if floor:  # the analysis floor: the same report without figures (issue 30: <= 1.3)
-            fwall, fcpu, _, fcode, _ = run(
-                [*new_args[:-3], "--figures", "none", "--out", f"{tmp}/floor", "--quiet"],
-                ROOT,
-                timeout,
-            )
-            print(
-                f"{name} (--figures none): {fwall:7.1f} s wall, {fcpu:7.1f} s CPU "
-                f"({_status(fcode)}); CPU with figures / without = {cpu / fcpu:.2f}"
-            )
-            row |= {"floor_wall_s": fwall, "floor_cpu_s": fcpu, "figure_cpu_ratio": cpu / fcpu}
+            floor_args = [*new_args[:-3], "--figures", "none", "--out", f"{tmp}/floor", "--quiet"]
+            cpus, fcpus = [cpu], []
+            for i in range(pairs):
+                if i:  # the next pair: with figures again, then without
+                    shutil.rmtree(f"{tmp}/new", ignore_errors=True)
+                    cpus.append(run(new_args, ROOT, timeout)[1])
+                shutil.rmtree(f"{tmp}/floor", ignore_errors=True)
+                fwall, fcpu, _, fcode, _ = run(floor_args, ROOT, timeout)
+                fcpus.append(fcpu)
+                print(
+                    f"{name} (--figures none): {fwall:7.1f} s wall, {fcpu:7.1f} s CPU "
+                    f"({_status(fcode)}); CPU with figures / without = {cpus[i] / fcpu:.2f}"
+                )
+            ratios = [a / b for a, b in zip(cpus, fcpus)]
+            if pairs > 1:
+                print(
+                    f"{name}: {pairs} pairs, CPU with figures / without: median "
+                    f"{statistics.median(ratios):.2f} (range {min(ratios):.2f} to "
+                    f"{max(ratios):.2f}; summed CPU {sum(cpus) / sum(fcpus):.2f})"
+                )
+            row |= {"floor_wall_s": fwall, "floor_cpu_s": fcpus[-1]}
+            row |= {"figure_cpu_ratio": statistics.median(ratios)}
+            if pairs > 1:
+                row |= {
+                    "figure_cpu_ratios": ratios,
+                    "cpu_s_pairs": cpus,
+                    "floor_cpu_s_pairs": fcpus,
+                }
         if baseline is not None:
             bwall, bcpu, bpeak, bcode, _ = run(
                 [*report_args, "--out", f"{tmp}/base", "--quiet"], baseline, timeout
@@ -282,6 +309,12 @@ def main() -> None:
     parser.add_argument(
         "--record", type=Path, default=None, help="append one JSON line per case to this file"
     )
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=1,
+        help="reports with and without figures, run alternately this many times (median ratio)",
+    )
     args = parser.parse_args()
     if not args.skip_help:
         bench_help()
@@ -294,6 +327,7 @@ def main() -> None:
             args.timeout,
             args.record,
             new_only,
+            pairs=args.pairs,
         )
     if args.sowa_release is not None:
         # the release folder as it is published, its format detected: per group no slower
@@ -326,6 +360,7 @@ def main() -> None:
             args.timeout,
             args.record,
             new_only,
+            pairs=args.pairs,
         )
 
 
