@@ -91,3 +91,32 @@ def test_tail_quality_axis_stops_where_the_curves_flatten():
     ax = plot_tail_quality(pl.DataFrame(rows)).axes[0]
     lo, hi = ax.get_xlim()
     assert lo == 0 and 4.0 <= hi <= 4.6
+
+
+def test_interval_marks_draw_each_interval_its_caps_and_its_point():
+    """Planted intervals, one without bounds: bars from low to high at each row, a cap at
+    each end, the point at the centre in the row's colour, nothing for the missing bounds,
+    and finite limits that hold every mark."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import to_hex
+
+    from evalstats.plots.compare import interval_marks
+
+    fig, ax = plt.subplots()
+    centre, low, high = [0.5, 0.2, 0.9], [0.4, np.nan, 0.7], [0.7, np.nan, 1.1]
+    interval_marks(ax, centre, [0, 1, 2], low, high, ["C0", "C1", "C2"])
+    (bars,) = [c for c in ax.collections if c.get_gid() == "bars"]
+    drawn = [s for s in bars.get_segments() if len(s) and np.isfinite(s).all()]
+    assert [s.tolist() for s in drawn] == [[[0.4, 0.0], [0.7, 0.0]], [[0.7, 2.0], [1.1, 2.0]]]
+    (caps,) = [c for c in ax.collections if c.get_gid() == "caps"]
+    ends = sorted(map(tuple, np.ma.compress_rows(np.ma.masked_invalid(caps.get_offsets()))))
+    assert ends == [(0.4, 0.0), (0.7, 0.0), (0.7, 2.0), (1.1, 2.0)]
+    (points,) = [c for c in ax.collections if c.get_gid() == "points"]
+    assert points.get_offsets().tolist() == [[0.5, 0.0], [0.2, 1.0], [0.9, 2.0]]
+    assert [to_hex(c) for c in points.get_facecolors()] == [to_hex(f"C{i}") for i in range(3)]
+    fig.canvas.draw()
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    assert np.isfinite([x0, x1, y0, y1]).all()
+    assert x0 < 0.2 and x1 > 1.1 and y0 < 0.0 and y1 > 2.0
+    plt.close(fig)

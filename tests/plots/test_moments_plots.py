@@ -28,7 +28,7 @@ def test_prompt_spread_boxes_one_panel_per_dataset(units):
     assert [a.get_title() for a in visible] == ["d0", "d1"]
     for a in visible:
         assert [t.get_text() for t in a.get_xticklabels()] == ["m0", "m1", "m2"]
-        assert len(a.patches) == 3  # one box per model
+        assert len(_drawn(a, "boxes").get_paths()) == 3  # one box per model
     # the shared score axis is labelled once per row, beside its first panel
     assert [a.get_ylabel() for a in visible] == ["Accuracy (0–1)", ""]
 
@@ -42,24 +42,34 @@ def test_prompt_spread_boxes_are_the_quartiles_and_whiskers_of_the_variant_score
     fig = plot_prompt_spread(one, order=["m0", "m1", "m2"], orient="v")
     ax = fig.axes[0]
     scores = variant_scores(one)
-    for i, (m, box) in enumerate(zip(["m0", "m1", "m2"], ax.patches)):
+    boxes = _drawn(ax, "boxes").get_paths()
+    whiskers = _drawn(ax, "whiskers").get_segments()
+    medians = _drawn(ax, "medians").get_segments()
+    assert len(boxes) == len(medians) == 3 and len(whiskers) == 4 * 3  # two whiskers, two caps
+    for i, (m, box) in enumerate(zip(["m0", "m1", "m2"], boxes)):
         x = np.sort(scores.filter(pl.col("model") == m)["score"].to_numpy())
         q1, med, q3 = np.percentile(x, [25, 50, 75])
-        ys = box.get_path().vertices[:, 1]
+        ys = box.vertices[:, 1]
         assert min(ys) == pytest.approx(q1) and max(ys) == pytest.approx(q3)
-        xs = box.get_path().vertices[:, 0]
+        xs = box.vertices[:, 0]
         assert (min(xs) + max(xs)) / 2 == pytest.approx(i)  # at the model's tick
         # whiskers end at the furthest scores within 1.5 IQR of the box
         inside = x[(x >= q1 - 1.5 * (q3 - q1)) & (x <= q3 + 1.5 * (q3 - q1))]
-        ends = sorted(
-            y
-            for ln in ax.lines
-            if len(ln.get_xdata()) == 2 and all(v == pytest.approx(i) for v in ln.get_xdata())
-            for y in ln.get_ydata()
-        )
+        ends = sorted(y for seg in whiskers if np.allclose(seg[:, 0], i) for y in seg[:, 1])
         assert ends[0] == pytest.approx(inside.min()) and ends[-1] == pytest.approx(inside.max())
-        medians = [ln for ln in ax.lines if list(ln.get_ydata()) == [med, med]]
-        assert medians, f"no median line at {med} for {m}"
+        (line,) = [seg for seg in medians if np.allclose(seg[:, 0].mean(), i)]
+        assert line[:, 1] == pytest.approx([med, med]), f"median of {m}"
+        # the variants beyond the whiskers, and only they, are drawn as points at the tick
+        beyond = np.sort(x[(x < inside.min()) | (x > inside.max())])
+        (fliers,) = [ln for ln in ax.lines if ln.get_gid() == "fliers"] or [None]
+        got = (
+            []
+            if fliers is None
+            else [
+                y for px, y in zip(fliers.get_xdata(), fliers.get_ydata()) if px == pytest.approx(i)
+            ]
+        )
+        assert np.sort(got) == pytest.approx(beyond)
 
 
 def test_prompt_spread_rejects_ax_with_several_datasets(units):
@@ -198,3 +208,46 @@ def test_prompt_spread_never_pools_two_metrics_into_one_box():
     assert len(titles) == 2 and all("acc" in t or "tokens" in t for t in titles)
     tops = sorted(max(a.get_ylim()) for a in fig.axes if a.get_visible())
     assert tops[0] < 2 < 50 < tops[1]  # each metric on its own axis
+
+
+def _drawn(ax, gid):
+    """The one collection of ``ax`` with ``gid`` (``draw_boxes`` names its four artists)."""
+    (found,) = [c for c in ax.collections if c.get_gid() == gid]
+    return found
+
+
+@pytest.mark.parametrize("horizontal", [False, True])
+def test_draw_boxes_places_quartiles_whiskers_and_outliers_in_either_orientation(horizontal):
+    """Planted values: a box of 0..9 with one value at 30 (beyond 1.5 IQR) and a box of three
+    values (drawn as points as well); the value axis is x when horizontal."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from evalstats.plots.moments import draw_boxes
+
+    big = np.r_[np.arange(10.0), 30.0]
+    small = np.array([2.0, 4.0, 5.0])
+    fig, ax = plt.subplots()
+    draw_boxes(ax, [0.0, 1.0], [big, small], ["C0", "C1"], width=0.8, horizontal=horizontal)
+
+    def along(xy):  # (position, value) of points whatever the orientation
+        xy = np.asarray(xy, dtype=float)
+        return xy[:, ::-1] if horizontal else xy
+
+    q1, med, q3 = np.percentile(big, [25, 50, 75])
+    box = along(_drawn(ax, "boxes").get_paths()[0].vertices)
+    assert box[:, 1].min() == pytest.approx(q1) and box[:, 1].max() == pytest.approx(q3)
+    assert box[:, 0].min() == pytest.approx(-0.4) and box[:, 0].max() == pytest.approx(0.4)
+    ends = sorted(
+        v for seg in _drawn(ax, "whiskers").get_segments()
+        if np.allclose(along(seg)[:, 0], 0.0) for v in along(seg)[:, 1]
+    )  # fmt: skip
+    assert ends[0] == 0.0 and ends[-1] == 9.0  # the furthest values within 1.5 IQR
+    assert along(_drawn(ax, "medians").get_segments()[0])[:, 1] == pytest.approx([med, med])
+    (fliers,) = [ln for ln in ax.lines if ln.get_gid() == "fliers"]
+    assert along(np.c_[fliers.get_xdata(), fliers.get_ydata()]).tolist() == [[0.0, 30.0]]
+    shown = along(_drawn(ax, "values").get_offsets())
+    assert shown.tolist() == [[1.0, 2.0], [1.0, 4.0], [1.0, 5.0]]
+    value_lim = ax.get_xlim() if horizontal else ax.get_ylim()
+    assert value_lim[0] < 0.0 and value_lim[1] > 30.0  # the axis reaches every value
+    plt.close(fig)

@@ -47,12 +47,18 @@ def test_a_model_keeps_its_colour_when_others_are_missing():
         {"model": ["m1", "m2"], "mean": [0.6, 0.7], "ci_low": [0.5, 0.6], "ci_high": [0.7, 0.8]}
     )
     ax = plots.plot_intervals(frame, palette=pal).axes[0]
-    drawn = [to_hex(line.get_color()) for line in ax.lines if line.get_marker() == "o"]
-    assert drawn == [to_hex(pal["m1"]), to_hex(pal["m2"])]
+    assert _point_colours(ax) == [to_hex(pal["m1"]), to_hex(pal["m2"])]
     # without a palette the two models would take the first two colours
     alone = plots.plot_intervals(frame).axes[0]
-    first = [to_hex(line.get_color()) for line in alone.lines if line.get_marker() == "o"]
-    assert first == [to_hex(c) for c in model_colors(["m1", "m2"]).values()]
+    assert _point_colours(alone) == [to_hex(c) for c in model_colors(["m1", "m2"]).values()]
+
+
+def _point_colours(ax):
+    """Colours of the interval points of ``ax``, in row order (``interval_marks``'s points)."""
+    (points,) = [c for c in ax.collections if c.get_gid() == "points"]
+    rows = points.get_offsets()[:, 1]
+    colours = [to_hex(c) for c in points.get_facecolors()]
+    return [c for _, c in sorted(zip(rows, colours))]
 
 
 def test_style_colours_come_from_the_colour_blind_palette():
@@ -91,11 +97,9 @@ def test_stability_distribution_draws_one_box_per_model_and_dataset():
     table = stability_table(obs)
     pal = model_colors(["m0", "m1", "m2", "m9"])
     ax = plots.plot_stability_distribution(table, value="tar_a", palette=pal).axes[0]
-    from matplotlib.patches import PathPatch
-
-    boxes = [p for p in ax.patches if isinstance(p, PathPatch)]
-    assert len(boxes) == 6
-    assert {to_hex(p.get_facecolor()) for p in boxes} == {
+    (boxes,) = [c for c in ax.collections if c.get_gid() == "boxes"]
+    assert len(boxes.get_paths()) == 6
+    assert {to_hex(c) for c in boxes.get_facecolors()} == {
         to_hex(pal[m]) for m in ("m0", "m1", "m2")
     }
     assert ax.get_ylabel() == LABELS["tar_a"] and ax.get_xlabel() == LABELS["dataset"]

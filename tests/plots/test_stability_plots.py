@@ -164,7 +164,8 @@ def test_stability_boxes_use_no_deprecated_matplotlib_argument(recwarn):
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["d0", "d1"]
     # 3 models x 2 datasets: six boxes, dodged within each dataset's slot
-    assert len(ax.patches) == 6
+    (boxes,) = [c for c in ax.collections if c.get_gid() == "boxes"]
+    assert len(boxes.get_paths()) == 6
     legend = ax.get_legend()
     assert [t.get_text() for t in legend.get_texts()] == ["m0", "m1", "m2"]
     assert not [w for w in recwarn if "vert" in str(w.message)]
@@ -182,7 +183,8 @@ def test_boxes_of_few_values_show_the_values():
     rows += [{"model": "m1", "dataset": "d1", "tar_r": v} for v in (0.3, 0.8)]
     fig = plot_stability_distribution(pl.DataFrame(rows))
     (ax,) = [a for a in fig.axes if a.collections]
-    points = np.vstack([c.get_offsets() for c in ax.collections])
+    (values,) = [c for c in ax.collections if c.get_gid() == "values"]
+    points = values.get_offsets()
     # d0 at x = 0 (m0's box, offset left as the hue dodge puts it), d1's m1 right of 1
     assert sorted(points[:, 1].tolist()) == pytest.approx([0.3, 0.6, 0.8])
     assert (points[points[:, 1] == pytest.approx(0.6)][:, 0] < 0.5).all()
