@@ -284,6 +284,9 @@ def _keep_layout(fig: Any, plt: Any) -> None:
 def _encode_png(rgba: Any, dpi: float, text: dict[str, str]) -> bytes:
     """An RGBA array as PNG bytes: rows unfiltered, deflated at zlib's default level.
 
+    An opaque picture (a report's figures have a white face) is written as RGB: a quarter
+    less to deflate (0.19 -> 0.15 s for four report pages) and a 5 % smaller file.
+
     Pillow picks a filter for every row by trying all five (libpng's heuristic); on a
     figure's flat colours and thin lines that took more time than the compression and gave a
     larger file than no filter (SoWA BBH's 12 PNGs: 1.05 s and 1.86 MB, unfiltered 0.60 s
@@ -299,12 +302,15 @@ def _encode_png(rgba: Any, dpi: float, text: dict[str, str]) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
 
     h, w = rgba.shape[:2]
-    rows = np.zeros((h, 1 + 4 * w), dtype=np.uint8)  # each row: filter type 0, the pixels
-    rows[:, 1:] = np.asarray(rgba, dtype=np.uint8).reshape(h, 4 * w)
+    rgba = np.asarray(rgba, dtype=np.uint8)
+    opaque = bool((rgba[..., 3] == 255).all())
+    channels, colour_type = (3, 2) if opaque else (4, 6)  # 8-bit RGB, or RGBA
+    rows = np.zeros((h, 1 + channels * w), dtype=np.uint8)  # each row: filter 0, the pixels
+    rows[:, 1:] = rgba[..., :channels].reshape(h, channels * w)
     per_metre = int(dpi / 0.0254 + 0.5)
     parts = [
         b"\x89PNG\r\n\x1a\n",
-        chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)),  # 8-bit RGBA
+        chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, colour_type, 0, 0, 0)),
         chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1)),
         *(
             chunk(b"tEXt", k.encode("latin-1") + b"\0" + v.encode("latin-1"))

@@ -209,7 +209,10 @@ def test_png_encoding_keeps_pixels_resolution_and_text():
         pixels = np.asarray(fig.canvas.buffer_rgba()).copy()
         plt.close(fig)
     ours = _encode_png(pixels, 300, {})
-    assert np.array_equal(np.asarray(Image.open(io.BytesIO(ours))), pixels)
+    back = Image.open(io.BytesIO(ours))
+    # an opaque figure is written without its alpha channel, every pixel the same
+    assert back.mode == "RGB" and (pixels[..., 3] == 255).all()
+    assert np.array_equal(np.asarray(back.convert("RGBA")), pixels)
     theirs = io.BytesIO()
     Image.fromarray(pixels, "RGBA").save(theirs, format="png")
     assert len(ours) < len(theirs.getvalue())
