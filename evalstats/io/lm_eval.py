@@ -314,6 +314,7 @@ def read_lm_eval(
     prints: list[dict[str, str]] = []
     companions: list[str | None] = []
     configs: dict[str, dict] = {}
+    unextracted: dict[tuple[str, str], list[int]] = {}  # (model, task): [not extracted, rows]
     for f, layout in files:
         if layout == "samples":
             task, date = _task_and_date(f, layout, None)
@@ -359,6 +360,10 @@ def read_lm_eval(
                 )
             frame = frame.with_columns(info.columns())
         notes.extend(n for n in file_notes if n not in notes)
+        read = frame.filter(~pl.col("__other_filter") & ~pl.col("__bad_json"))["answer"]
+        tally = unextracted.setdefault((model, task), [0, 0])
+        tally[0] += int((read == _NOT_EXTRACTED).sum())
+        tally[1] += read.len()
         if used not in metrics_used:
             metrics_used.append(used)
         metric_of_task.setdefault(task, used)
@@ -374,6 +379,7 @@ def read_lm_eval(
                 f"`metric` names the task {unknown[0]!r}, which is not in the logs (tasks: "
                 f"{', '.join(sorted(tasks))})."
             )
+    notes.extend(_unextracted_notes(unextracted))
     parts, doc_sets, config_rule = _number_runs(parts, keys, notes, prints, configs)
     checks = [
         Check(
@@ -414,6 +420,32 @@ def read_lm_eval(
         },
         notes=notes,
     )
+
+
+#: What lm-eval's regex filters answer when the pattern finds no answer in the response.
+_NOT_EXTRACTED = "[invalid]"
+
+#: The share of unextracted answers from which the report warns before any number.
+NOT_EXTRACTED_ALERT = 0.2
+
+
+def _unextracted_notes(unextracted: Mapping[tuple[str, str], list[int]]) -> list[str]:
+    """One note per model and task whose filter extracted no answer from some responses.
+
+    lm-eval's regex filters put ``[invalid]`` in ``filtered_resps`` when their pattern finds
+    nothing, and the metric scores it as wrong: the harness's score then counts the
+    extraction's failures as the model's. The scores are kept as the harness gave them; the
+    note says how many there were (the report repeats it first when they are many).
+    """
+    out = []
+    for (model, task), (bad, rows) in sorted(unextracted.items()):
+        if bad:
+            out.append(
+                f"{model} on {task}: {bad} of {rows} answers not extracted by the filter "
+                f"({_NOT_EXTRACTED!r}, {bad / rows:.0%}), scored as wrong as lm-eval scored "
+                "them: the score measures the answer extraction as much as the model"
+            )
+    return out
 
 
 _LAYOUT_NAMES = {

@@ -58,23 +58,55 @@ def headline(a: AnalysisResult, datasets: Sequence[str]) -> tuple[str, str]:
 
 
 def alerts(report: ReportContents) -> list[str]:
-    """What a reader must know before any number: scores that look percent-scaled.
+    """What a reader must know before any number: scores that look percent-scaled, answers
+    the harness could not extract.
 
     A file whose scores lie in [0, 100] with no declared range was analysed as it is (a mean of
     61.875, intervals in those units); the ingest note is repeated in the report's first lines.
+    So are lm-eval's answers its filter could not extract (``[invalid]``, scored as wrong) when
+    they are at least a fifth of a model's answers on a task: its score there is mostly the
+    extraction's (gpt-4o "scoring" 0 % on GPQA, far below a four-choice test's 25 %).
     """
     ing = report.ingest
     if ing is None:
         return []
+    out = []
     pct = [n for n in ing.notes if "score_scale='percent'" in n]
-    if not pct:
+    if pct:
+        first = pct[0].split(": scores lie", 1)[0]
+        more = f" (and {len(pct) - 1} more files)" if len(pct) > 1 else ""
+        out.append(
+            f"The scores of {first}{more} lie in [0, 100] and no range was declared: they were "
+            "analysed as they are, so every mean, interval and difference is in those units. If "
+            "they are percentages, run again with --rescale 100 (Python: score_scale='percent')."
+        )
+    out += _unextracted(ing.notes)
+    return out
+
+
+_NOT_EXTRACTED = re.compile(r"(.+) on (.+): (\d+) of (\d+) answers not extracted by the filter")
+
+
+def _unextracted(notes: Sequence[str]) -> list[str]:
+    """The alert for answers lm-eval's filter did not extract, from the loader's notes."""
+    from evalstats.io.lm_eval import NOT_EXTRACTED_ALERT
+
+    cases = []
+    for n in notes:
+        m = _NOT_EXTRACTED.match(n)
+        if m and int(m.group(3)) >= NOT_EXTRACTED_ALERT * int(m.group(4)) > 0:
+            cases.append((int(m.group(3)) / int(m.group(4)), m.group(1), m.group(2)))
+    if not cases:
         return []
-    first = pct[0].split(": scores lie", 1)[0]
-    more = f" (and {len(pct) - 1} more files)" if len(pct) > 1 else ""
+    cases.sort(reverse=True)
+    share, model, task = cases[0]
+    k = len(cases) - 1
+    more = f" and {k} more model–task pair{'s' if k > 1 else ''}" if k else ""
     return [
-        f"The scores of {first}{more} lie in [0, 100] and no range was declared: they were "
-        "analysed as they are, so every mean, interval and difference is in those units. If "
-        "they are percentages, run again with --rescale 100 (Python: score_scale='percent')."
+        f"lm-eval's filter extracted no answer from {share:.0%} of {model}'s responses on "
+        f"{task}{more}, and scored them as wrong: those scores measure the answer extraction "
+        "as much as the model (the ingest notes list each). Check the filter's pattern "
+        "against the responses, or compare with another filter or metric (--metric)."
     ]
 
 

@@ -358,3 +358,45 @@ def test_accounting_adds_up_for_any_mix_of_filters_duplicates_and_junk(tmp_path_
     assert rep.rows_kept == len(docs) == obs.collect().height
     assert rep.set_aside.get("other_filter", 0) == sum(r[1] != first for r in good)
     assert rep.set_aside.get("invalid_json", 0) == len(recs) - len(good)
+
+
+def test_answers_the_filter_did_not_extract_are_counted_per_model_and_task(tmp_path):
+    """lm-eval's regex filters answer '[invalid]' when their pattern finds nothing, and the
+    metric scores it 0. The loader keeps the scores and says how many there were, counting only
+    the filter it reads (the other filter's records are set aside)."""
+    d = tmp_path / "m"
+    d.mkdir()
+    recs = []
+    for i in range(5):
+        strict = "[invalid]" if i < 3 else "7"
+        recs.append({"doc_id": i, "filter": "strict-match", "metrics": ["exact_match"],
+                     "exact_match": float(strict == "7"), "target": "7",
+                     "resps": [["so the answer is 7"]], "filtered_resps": [strict]})
+        recs.append({"doc_id": i, "filter": "flexible-extract", "metrics": ["exact_match"],
+                     "exact_match": 1.0, "target": "7",
+                     "resps": [["so the answer is 7"]], "filtered_resps": ["7"]})  # fmt: skip
+    p = d / "samples_gsm8k_2024-01-01T00-00-00.000000.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    obs, report = read_lm_eval(p, filter="strict-match")
+    (note,) = [n for n in report.notes if "not extracted by the filter" in n]
+    assert note.startswith("m on gsm8k: 3 of 5 answers not extracted by the filter ('[invalid]'")
+    assert obs.collect()["score"].to_list() == [0.0, 0.0, 0.0, 1.0, 1.0]  # kept as scored
+    _, flexible = read_lm_eval(p, filter="flexible-extract")
+    assert not [n for n in flexible.notes if "not extracted" in n]
+
+
+def test_unextracted_answers_alert_from_a_fifth_of_a_models_answers():
+    from types import SimpleNamespace
+
+    from evalstats.report._glance import alerts
+
+    def alert(*notes):
+        return alerts(SimpleNamespace(ingest=SimpleNamespace(notes=list(notes))))
+
+    def note(bad, rows, model="m", task="t"):
+        return f"{model} on {task}: {bad} of {rows} answers not extracted by the filter (...)"
+
+    assert alert(note(1, 10)) == []  # 10 %: an ingest note only
+    (one,) = alert(note(2, 10), note(9, 10, "m2", "t2"))
+    assert one.startswith("lm-eval's filter extracted no answer from 90% of m2's responses on t2")
+    assert "and 1 more model–task pair," in one

@@ -305,3 +305,16 @@ def test_differences_on_a_metric_in_its_own_units_are_not_points():
     rep = audit_report(obs, options={"compare": {"n_resamples": 99}}, skip=("ranks", "noise"))
     reading = rep["compare"].reading
     assert "a ahead of b" in reading and "points" not in reading, reading
+
+
+def test_unextracted_answers_are_warned_before_any_number(reports):
+    """The GPQA folder: lm-eval's regex filter found no answer in 72-78 % of gpt-4o's
+    responses ('[invalid]', scored 0), so its 0-6 % "scores" sit far below a four-choice
+    test's 25 %. The report says so in its first lines, above the design and the headlines."""
+    rep = reports["lm_eval_gpqa_folder"]
+    assert rep.code == 0, rep.stderr
+    top = rep.markdown.split("## Design", 1)[0]
+    assert "> **Warning:** lm-eval's filter extracted no answer from 78% of gpt-4o's" in top
+    assert "and 2 more model–task pairs" in top
+    notes = [n for n in rep.results["ingest"]["notes"] if "not extracted by the filter" in n]
+    assert len(notes) == 3 and any("35 of 45 answers" in n for n in notes)
