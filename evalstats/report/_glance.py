@@ -58,8 +58,7 @@ def headline(a: AnalysisResult, datasets: Sequence[str]) -> tuple[str, str]:
 
 
 def alerts(report: ReportContents) -> list[str]:
-    """What a reader must know before any number: scores that look percent-scaled, answers
-    the harness could not extract.
+    """What a reader must know before any number: percent-scaled scores, unextracted answers.
 
     A file whose scores lie in [0, 100] with no declared range was analysed as it is (a mean of
     61.875, intervals in those units); the ingest note is repeated in the report's first lines.
