@@ -369,9 +369,17 @@ def test_answers_the_filter_did_not_extract_are_counted_per_model_and_task(tmp_p
     recs = []
     for i in range(5):
         strict = "[invalid]" if i < 3 else "7"
-        recs.append({"doc_id": i, "filter": "strict-match", "metrics": ["exact_match"],
-                     "exact_match": float(strict == "7"), "target": "7",
-                     "resps": [["so the answer is 7"]], "filtered_resps": [strict]})
+        recs.append(
+            {
+                "doc_id": i,
+                "filter": "strict-match",
+                "metrics": ["exact_match"],
+                "exact_match": float(strict == "7"),
+                "target": "7",
+                "resps": [["so the answer is 7"]],
+                "filtered_resps": [strict],
+            }
+        )
         recs.append({"doc_id": i, "filter": "flexible-extract", "metrics": ["exact_match"],
                      "exact_match": 1.0, "target": "7",
                      "resps": [["so the answer is 7"]], "filtered_resps": ["7"]})  # fmt: skip
