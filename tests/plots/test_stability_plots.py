@@ -190,3 +190,29 @@ def test_boxes_of_few_values_show_the_values():
     assert (points[points[:, 1] == pytest.approx(0.6)][:, 0] < 0.5).all()
     assert (points[np.isin(points[:, 1], [0.3, 0.8])][:, 0] > 1).all()
     plt.close(fig)
+
+
+def test_one_model_heatmap_with_long_task_names_is_laid_out(recwarn):
+    """One model, seven tasks with names up to 28 characters (the llm-stability runs): the
+    slanted names hung below a figure sized for the cells, and matplotlib gave up the layout
+    ("axes sizes collapsed to zero"); the figure now makes room for them."""
+    import matplotlib.pyplot as plt
+
+    from evalstats.plots import paper_style, plot_tar_heatmap
+
+    tasks = ["college_mathematics", "high_school_european_history", "logical_deduction",
+             "navigate", "professional_accounting", "public_relations", "ruin_names"]  # fmt: skip
+    table = pl.DataFrame(
+        {"model": ["gpt-4o_OAI"] * 7, "dataset": tasks, "tar_a": np.linspace(0.4, 0.9, 7)}
+    )
+    with paper_style():
+        fig = plot_tar_heatmap(table, value="tar_a")
+        fig.canvas.draw()
+    assert not [w for w in recwarn if "collapsed" in str(w.message)]
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    cells = ax.get_window_extent(renderer)
+    lowest = min(t.get_window_extent(renderer).y0 for t in ax.get_xticklabels())
+    assert cells.height / fig.dpi > 0.35  # a row of cells, not a sliver
+    assert lowest >= 0  # every slanted name inside the figure
+    plt.close(fig)
