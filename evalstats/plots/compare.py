@@ -203,7 +203,7 @@ def plot_intervals(intervals: Any, *, ax: Any = None, palette: Any = None) -> An
                 **_DEFAULT_MARKER,
             )
     ax.set_yticks(range(frame.height), labels)
-    ax.invert_yaxis()
+    ax.set_ylim(max(frame.height, 1) - 0.5, -0.5)  # first row on top, each row a full band
     ax.set_xlabel(label("score", frame))
     ax.set_ylabel(label("model"))
     if "default_score" in frame.columns:
@@ -265,7 +265,7 @@ def plot_differences(differences: Any, *, ax: Any = None) -> Any:
             )
     ax.axvline(0.0, color=COLORS["zero"], linestyle="--", linewidth=0.8)
     ax.set_yticks(range(frame.height), labels)
-    ax.invert_yaxis()
+    ax.set_ylim(max(frame.height, 1) - 0.5, -0.5)  # first row on top, each row a full band
     ax.set_xlabel(label("difference", frame))
     ax.set_ylabel(label("pair"))
     if "default_difference" in frame.columns:
@@ -477,7 +477,7 @@ def plot_provider_comparison(audit: Any, *, ax: Any = None, palette: Any = None)
             label=lab,
         )
     ax.set_yticks(range(frame.height), labels)
-    ax.invert_yaxis()
+    ax.set_ylim(max(frame.height, 1) - 0.5, -0.5)  # first row on top, each row a full band
     ax.set_xlabel(label("score", frame))
     ax.set_ylabel(label("model_provider"))
     _legend_above(ax)

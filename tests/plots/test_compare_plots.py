@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import matplotlib
+import polars as pl
 import pytest
 
 matplotlib.use("Agg")
@@ -120,3 +121,20 @@ def test_interval_marks_draw_each_interval_its_caps_and_its_point():
     assert np.isfinite([x0, x1, y0, y1]).all()
     assert x0 < 0.2 and x1 > 1.1 and y0 < 0.0 and y1 > 2.0
     plt.close(fig)
+
+
+def test_forest_rows_are_full_bands_with_the_first_on_top():
+    """Each row of a forest plot gets a whole band: with the axis's 5 % margins a short panel
+    of three models drew the last row's point on the bottom spine (the demo's intervals)."""
+    import matplotlib.pyplot as plt
+
+    frame = pl.DataFrame(
+        {"model": ["m2", "m1", "m0"], "mean": [0.7, 0.69, 0.61],
+         "ci_low": [0.65, 0.64, 0.55], "ci_high": [0.75, 0.74, 0.68]}
+    )  # fmt: skip
+    for fig in (plots.plot_intervals(frame), plots.plot_differences(
+        frame.rename({"model": "model_a", "mean": "difference"}).with_columns(model_b=pl.lit("x"))
+    )):  # fmt: skip
+        assert fig.axes[0].get_ylim() == (2.5, -0.5)
+        assert [t.get_text() for t in fig.axes[0].get_yticklabels()][0].startswith("m2")
+        plt.close(fig)
