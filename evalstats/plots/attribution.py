@@ -211,5 +211,6 @@ def plot_interaction_heatmap(cells: pl.DataFrame, *, ax: Any = None, annotate: b
     )
     ax.set_xlabel(label(b))
     ax.set_ylabel(label(a))
+    ax.tick_params(axis="y", rotation=0)  # level names read across, as the columns' do
     ax.set_title(frame["term"][0])
     return fig

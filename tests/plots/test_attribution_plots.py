@@ -76,6 +76,8 @@ def test_interaction_heatmap_cells(units):
     assert ax.get_title() == res.strongest_interaction() == "a:b"
     values = sorted(float(t.get_text()) for t in ax.texts)
     assert values == sorted(round(v, 3) for v in cells["score"].to_list())
+    # the row levels read across (seaborn turns short numeric row labels upright)
+    assert all(t.get_rotation() == 0 for t in ax.get_yticklabels())
 
 
 def test_plot_rejects_wrong_frame():
