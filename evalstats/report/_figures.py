@@ -84,6 +84,7 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
         per_page = PANELS_PER_PAGE
         if n_models > VERTICAL_MAX:  # boxes lie down the y axis: as many rows as fit a page
             per_page = 2 * max(1, int(8.4 // spread_panel_height(n_models)))
+        ranked = ranked_models(report)
 
         def draw_spread(page: list[tuple[str, dict[str, Any]]], pal: dict[str, Any]) -> Any:
             keys = pl.DataFrame(
@@ -91,7 +92,8 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
                 schema={"dataset": units.schema["dataset"], **{c: units.schema[c] for c in held}},
             )
             sub = units.join(keys, on=["dataset", *held], nulls_equal=True)
-            fig = plots.plot_prompt_spread(sub, palette=pal, col_wrap=2, panel_by=held)
+            order = [m for m in ranked if m in set(sub["model"])]  # best first on every page
+            fig = plots.plot_prompt_spread(sub, palette=pal, col_wrap=2, panel_by=held, order=order)
             shared_axis_labels(fig, [ax for ax in fig.axes if ax.get_visible()])
             return fig
 

@@ -151,3 +151,27 @@ def test_written_pngs_are_print_resolution_and_within_the_budget(wide_report, tm
     assert not (out / "figures" / "intervals_5.png").exists()
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "tables/intervals.csv has every group" in html
+
+
+def test_every_prompt_spread_page_lists_the_models_in_the_reports_order(wide_report):
+    """A model keeps its row on every page and panel of the prompt spread, best first as in
+    the interval figures; each page used to sort by its own medians (State of What Art: alpaca
+    above vicuna on one page, below it on the next)."""
+    import matplotlib.pyplot as plt
+
+    from evalstats.plots import paper_style
+    from evalstats.report._figures import figure_specs, ranked_models, report_palette
+
+    ranked = ranked_models(wide_report)
+    pages = [s for s in figure_specs(wide_report) if s.key.startswith("prompt_spread")]
+    assert len(pages) > 1
+    palette = report_palette(wide_report)
+    for spec in pages:
+        with paper_style():
+            fig = spec.draw(palette)
+        for ax in (a for a in fig.axes if a.get_visible()):
+            # boxes lie down the y axis (30 models), the first row on top
+            rows = [t.get_text() for t in ax.get_yticklabels()]
+            top_first = rows if ax.get_ylim()[0] > ax.get_ylim()[1] else rows[::-1]
+            assert top_first == ranked, spec.key
+        plt.close(fig)
