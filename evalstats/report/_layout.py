@@ -127,7 +127,9 @@ def paged(
             c = f"{caption} This page: {describe(page)}."
             if len(pages) > len(shown) and i == len(shown) - 1:
                 c += f" The first {len(shown)} pages are drawn; {total} has every group."
-        specs.append(FigureSpec(k, t, c, analysis, lambda pal, page=page: draw(page, pal)))
+        specs.append(
+            FigureSpec(k, t, c, analysis, lambda pal, page=page: said_once(draw(page, pal)))
+        )
     return specs
 
 
@@ -250,8 +252,11 @@ def shared_axis_labels(fig: Any, axes: list[Any]) -> None:
     """Labels said once in a grid of panels: x under each column, y left of the first.
 
     In a grid whose panels' labels all say the same, the x label stays only under the lowest
-    panel of each column and the y label only left of the first column. Six copies of "Number of variants n" and of the y label say nothing the first did not,
-    and each costs a text to lay out and draw in every format. Labels that differ stay.
+    panel of each column and the y label only left of the first column. Six copies of "Number
+    of variants n" and of the y label say nothing the first did not, and each costs a text to
+    lay out and draw in every format. Labels that differ stay. So do row names: panels whose
+    rows are the same names at the same places (the models of a forest or of box plots, in
+    the report's order) name them left of the first column only, as a shared y axis would.
     (``fig.supxlabel`` would say it once, but the layout engine puts it on top of a legend
     below the panels.)
     """
@@ -273,6 +278,31 @@ def shared_axis_labels(fig: Any, axes: list[Any]) -> None:
             for ax, k in zip(axes, keep):
                 if not k:
                     getattr(ax, clear)("")
+    # the same row names down every panel (models in the report's order) are named once, left
+    # of the first column, as a shared y axis would: beside every panel they took a quarter of
+    # a page's width and of its text to lay out and draw
+    from matplotlib.ticker import FixedLocator
+
+    def named(ax: Any) -> Any:
+        """Its rows' names, places and span; None for a numeric axis (labels made at drawing)."""
+        loc = ax.yaxis.get_major_locator()
+        if not isinstance(loc, FixedLocator):
+            return None
+        fmt = ax.yaxis.get_major_formatter()
+        locs = tuple(float(v) for v in loc.locs)
+        return tuple(fmt(v, i) for i, v in enumerate(locs)), locs, tuple(ax.get_ylim())
+
+    rows_named = {named(ax) for ax in axes}
+    if len(rows_named) == 1 and None not in rows_named and any(next(iter(rows_named))[0]):
+        for ax, c in zip(axes, cols):
+            if c != first:
+                ax.tick_params(axis="y", labelleft=False)
+
+
+def said_once(fig: Any) -> Any:
+    """``fig`` with :func:`shared_axis_labels` applied to its visible panels."""
+    shared_axis_labels(fig, [ax for ax in fig.axes if ax.get_visible()])
+    return fig
 
 
 def panel_height(n_rows: int) -> float:

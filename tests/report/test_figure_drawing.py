@@ -136,6 +136,37 @@ def test_repeated_panel_labels_are_said_once_per_column_and_row():
         plt.close(fig)
 
 
+def test_the_same_row_names_are_said_once_per_row_of_panels():
+    """Forests and boxes of the same models in the same order: the names stand left of the
+    first column only. Rows that differ (a model missing from one panel) and numeric axes
+    keep their labels in every panel."""
+
+    def shown(axes):
+        return [[t.get_text() for t in ax.get_yticklabels()] for ax in axes]
+
+    with paper_style():
+        fig, axes = panels(3)
+        for ax in axes:
+            ax.set_yticks(range(3), ["m0", "m1", "m2"])
+            ax.set_ylim(2.5, -0.5)
+        shared_axis_labels(fig, axes)
+        assert shown(axes) == [["m0", "m1", "m2"], [], ["m0", "m1", "m2"]]
+        plt.close(fig)
+        fig, axes = panels(2)
+        axes[0].set_yticks(range(3), ["m0", "m1", "m2"])
+        axes[1].set_yticks(range(2), ["m0", "m2"])  # m1 missing: its rows are not the same
+        shared_axis_labels(fig, axes)
+        assert shown(axes) == [["m0", "m1", "m2"], ["m0", "m2"]]
+        plt.close(fig)
+        fig, axes = panels(2)
+        for ax in axes:
+            ax.plot([0, 1], [0, 1])  # numbers, made at drawing, each panel its own
+        shared_axis_labels(fig, axes)
+        fig.canvas.draw()
+        assert all(labels for labels in shown(axes))
+        plt.close(fig)
+
+
 def test_long_titles_and_legends_stay_on_the_canvas():
     """A one-panel page with long model names and a long panel title: the title breaks at
     spaces and the legend takes fewer columns, so nothing drawn leaves the canvas (a PNG

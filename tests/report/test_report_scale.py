@@ -156,7 +156,8 @@ def test_written_pngs_are_print_resolution_and_within_the_budget(wide_report, tm
 def test_every_prompt_spread_page_lists_the_models_in_the_reports_order(wide_report):
     """A model keeps its row on every page and panel of the prompt spread, best first as in
     the interval figures; each page used to sort by its own medians (State of What Art: alpaca
-    above vicuna on one page, below it on the next)."""
+    above vicuna on one page, below it on the next). The rows are named once per row of
+    panels, beside the first."""
     import matplotlib.pyplot as plt
 
     from evalstats.plots import paper_style
@@ -171,7 +172,11 @@ def test_every_prompt_spread_page_lists_the_models_in_the_reports_order(wide_rep
             fig = spec.draw(palette)
         for ax in (a for a in fig.axes if a.get_visible()):
             # boxes lie down the y axis (30 models), the first row on top
-            rows = [t.get_text() for t in ax.get_yticklabels()]
+            fmt, locs = ax.yaxis.get_major_formatter(), ax.yaxis.get_major_locator().locs
+            rows = [fmt(v, i) for i, v in enumerate(locs)]
             top_first = rows if ax.get_ylim()[0] > ax.get_ylim()[1] else rows[::-1]
             assert top_first == ranked, spec.key
+            # the same rows in every panel: named once, left of the first column
+            shown = [t.get_text() for t in ax.get_yticklabels()]
+            assert shown == (rows if ax.get_subplotspec().colspan.start == 0 else []), spec.key
         plt.close(fig)
