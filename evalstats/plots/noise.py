@@ -151,6 +151,8 @@ def plot_noise_components(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(label("pair" if pairs else "model"))
     title = components_legend_title(frame)
+    if not ax.get_legend_handles_labels()[0]:
+        return fig  # no bar (constant scores): no key, and no matplotlib note about it
     ax.legend(
         loc="lower left",
         bbox_to_anchor=(0.0, 1.0),

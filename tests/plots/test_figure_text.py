@@ -3,6 +3,8 @@ fit their cells, legends and marks for what is not drawn (found on the llm-stabi
 
 from __future__ import annotations
 
+import warnings
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -190,8 +192,10 @@ def test_a_page_of_component_panels_without_any_bar_has_no_legend_and_no_error()
     with pytest.warns(Warning):
         comps = variance_components(obs)
     fig, axes = matplotlib.pyplot.subplots(1, 2)
-    for ax, m in zip(axes, ("m0", "m1")):
-        plots.plot_noise_components(comps.filter(pl.col("model") == m), ax=ax)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's "no artists with labels" note too
+        for ax, m in zip(axes, ("m0", "m1")):
+            plots.plot_noise_components(comps.filter(pl.col("model") == m), ax=ax)
     components_legend(fig, axes, comps)
     assert fig.legends == [] and all(ax.get_legend() is None for ax in axes)
     matplotlib.pyplot.close(fig)
