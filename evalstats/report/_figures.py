@@ -452,13 +452,13 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats.plots.noise import components_legend
 
     res = report["noise"]
-    comps = res.tables["components"]
+    rank = {m: i for i, m in enumerate(ranked_models(report))}  # the models' rows best first
+    comps = by_rank(res.tables["components"], rank, "model")
     datasets = sorted(comps["dataset"].unique().to_list())
 
     n_models = max(1, comps.filter(pl.col("model_b").is_null())["model"].n_unique())
     one = n_models == 1
-    # several metrics: a panel per dataset and metric (a bar per model and metric in one panel
-    # ran dozens of labels over each other on a HELM suite)
+    # several metrics: a panel per dataset and metric (one for all ran labels together, HELM)
     multi = "metric" in comps.columns and comps["metric"].n_unique() > 1
     if multi and not one:
         datasets = [

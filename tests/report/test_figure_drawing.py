@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import warnings
 import zlib
 
 import numpy as np
@@ -359,3 +360,35 @@ def test_the_layout_runs_once_for_the_png_and_the_pdf(tmp_path, monkeypatch):
     # one drawing each: while a figure has any layout engine (even matplotlib's placeholder
     # for "none"), savefig draws it once more before writing
     assert draws == ["RendererAgg", "MixedModeRenderer"]
+
+
+def test_rows_of_models_follow_the_reports_order_in_every_figure():
+    """The demo's noise components listed the models as the analysis table sorted them (m0
+    first) while the forests put the best first (m2): a model's row moved between figures.
+    Every figure with a row per model now follows the report's order."""
+    import polars as pl
+
+    from evalstats.demo import demo_path
+    from evalstats.report import ANALYSES, audit_report
+    from evalstats.report._figures import figure_specs, ranked_models, report_palette
+
+    keep = ("intervals", "noise")
+    obs = pl.read_parquet(demo_path())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = audit_report(obs, skip=[a.key for a in ANALYSES if a.key not in keep])
+    ranked = ranked_models(rep)
+    assert ranked[0] != sorted(ranked)[0]  # the premise: best first is not the name order
+    pal = report_palette(rep)
+    drawn = {}
+    for spec in figure_specs(rep):
+        if spec.key in ("intervals", "noise_components"):
+            with paper_style():
+                fig = spec.draw(pal)
+            ax = fig.axes[0]
+            fmt, locs = ax.yaxis.get_major_formatter(), ax.yaxis.get_major_locator().locs
+            rows = [fmt(v, i) for i, v in enumerate(locs)]
+            top_first = rows if ax.get_ylim()[0] > ax.get_ylim()[1] else rows[::-1]
+            drawn[spec.key] = top_first
+            plt.close(fig)
+    assert drawn == {"intervals": ranked, "noise_components": ranked}
