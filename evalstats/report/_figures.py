@@ -93,9 +93,9 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
             )
             sub = units.join(keys, on=["dataset", *held], nulls_equal=True)
             order = [m for m in ranked if m in set(sub["model"])]  # best first on every page
-            fig = plots.plot_prompt_spread(sub, palette=pal, col_wrap=2, panel_by=held, order=order)
-            shared_axis_labels(fig, [ax for ax in fig.axes if ax.get_visible()])
-            return fig
+            return plots.plot_prompt_spread(
+                sub, palette=pal, col_wrap=2, panel_by=held, order=order
+            )
 
         specs += paged(
             "prompt_spread",
