@@ -37,7 +37,7 @@ is stated in ``docs/design.md`` with a real example.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -48,6 +48,7 @@ __all__ = [
     "LONG_TEXT_CHARS",
     "MEASUREMENT_MIN",
     "NEAR_UNIQUE_MIN",
+    "OUTCOME_ROWS_PER_VALUE",
     "ColumnRule",
     "by_name",
     "classify",
@@ -57,6 +58,11 @@ __all__ = [
 #: Fewer distinct values than this never make a column "near-unique" or free text (a 40-row
 #: table with 30 prompts is a table of prompts; 3 system prompts spelled out are 3 prompts).
 NEAR_UNIQUE_MIN = 50
+
+#: Fewest rows per value (of the column or the score, whichever has more) before a column that
+#: goes with the score is called an outcome: in 12 rows two temperatures can line up with two
+#: scores by chance.
+OUTCOME_ROWS_PER_VALUE = 10
 
 #: Mean string length above which a column is free text, not a factor level.
 LONG_TEXT_CHARS = 40
@@ -301,25 +307,39 @@ def _values(n: int) -> str:
     return f"{n:,} value{'s' if n != 1 else ''}"
 
 
+def _is_numeric(dt: pl.DataType) -> bool:
+    return dt.is_numeric() and dt != pl.Boolean
+
+
+def _correction(column: str) -> str:
+    return f"--roles {column}=metadata"
+
+
 def classify(
     frame: pl.LazyFrame | pl.DataFrame,
     columns: Sequence[str],
     *,
     item: str | None = "item",
     within: Sequence[str] = ("model", "dataset"),
+    score: str | None = "score",
 ) -> dict[str, ColumnRule]:
-    """Decide the role of each of ``columns`` of ``frame`` (rules 1-9 of the module notes).
+    """Decide the role of each of ``columns`` of ``frame`` (the rules of the module notes).
 
     Parameters
     ----------
     frame : polars.LazyFrame or polars.DataFrame
-        The table (one pass over it computes the value statistics of every column at once).
+        The table. One grouped pass counts the distinct values of every column within each
+        (model, dataset, item) cell; one more pass over the table counts them overall.
     columns : sequence of str
         The columns to classify (those no explicit role or alias claimed).
     item : str or None, default 'item'
-        The item column, for rule 8 (None or absent: rule 8 is not applied).
+        The item column (None or absent: the cells are the groups of ``within``, as in a
+        unit-level table of one row per model and variant).
     within : sequence of str, default ('model', 'dataset')
-        Columns that, with ``item``, identify an item's rows (those present are used).
+        Columns that, with ``item``, identify a cell: the same item for the same model. The
+        first is the model (for model attributes), the second the dataset.
+    score : str or None, default 'score'
+        The score column, for outcome columns (None or absent: not checked).
 
     Returns
     -------
@@ -330,7 +350,7 @@ def classify(
     --------
     >>> t = pl.DataFrame({"model": ["m"] * 6, "item": ["1", "1", "2", "2", "3", "3"],
     ...                   "prompt_no": [1, 2] * 3, "subject": ["a", "a", "b", "b", "a", "a"],
-    ...                   "pred": list("ABCABD"), "score": [1.0] * 6})
+    ...                   "pred": list("ABCABD"), "score": [1.0, 0.0, 0.0, 1.0, 1.0, 0.0]})
     >>> {k: v.role for k, v in classify(t, ["prompt_no", "subject", "pred"]).items()}
     {'prompt_no': 'prompt', 'subject': 'item_attribute', 'pred': 'text'}
     """
@@ -348,78 +368,294 @@ def classify(
             pending.append(c)
     if not pending:
         return {c: out[c] for c in columns}
-    stats: list[pl.Expr] = [pl.len().alias("__rows")]
+    keys = [k for k in within if k in schema]
+    model_key = within[0] if within and within[0] in schema else None
+    has_item = item is not None and item in schema
+    cell = [*keys, item] if has_item else keys
+    has_score = score is not None and score in schema and score not in pending
+    stats = _value_stats(
+        lf, schema, pending, cell, model_key, has_item, score if has_score else None
+    )
+    for i, c in enumerate(pending):
+        out[c] = _decide(c, schema[c], stats, i, has_item=has_item, has_model=model_key is not None)
+    return {c: out[c] for c in columns}
+
+
+def _value_stats(
+    lf: pl.LazyFrame,
+    schema: pl.Schema,
+    pending: Sequence[str],
+    cell: Sequence[str],
+    model_key: str | None,
+    has_item: bool,
+    score: str | None,
+) -> dict[str, object]:
+    """Every count the rules read, for every pending column, in two grouped passes."""
+    glob: list[pl.Expr] = [pl.len().alias("__rows")]
+    if score is not None:
+        s = pl.col(score)
+        glob += [s.n_unique().alias("__su")]
     for i, c in enumerate(pending):
         col = pl.col(c)
-        stats.append(col.n_unique().alias(f"__u{i}"))
         dt = schema[c]
+        glob += [col.n_unique().alias(f"__u{i}"), col.null_count().alias(f"__z{i}")]
         if dt == pl.String or dt == pl.Categorical:
-            stats.append(col.cast(pl.String).str.len_chars().mean().alias(f"__l{i}"))
+            glob.append(col.cast(pl.String).str.len_chars().mean().alias(f"__l{i}"))
         if dt.is_float():
-            stats.append(
+            glob.append(
                 col.filter(col.is_finite() & (col != col.round(0))).n_unique().alias(f"__f{i}")
             )
-    keys = [k for k in within if k in schema]
-    check_items = item is not None and item in schema
-    if check_items:
-        per_item = lf.group_by([*keys, item]).agg(
+        if _is_numeric(dt):
+            glob += [
+                col.min().cast(pl.Float64).alias(f"__lo{i}"),
+                col.max().cast(pl.Float64).alias(f"__hi{i}"),
+            ]
+        if score is not None:
+            glob += [
+                pl.struct(col, s).n_unique().alias(f"__cs{i}"),
+                s.filter(col.is_null()).min().alias(f"__s0lo{i}"),
+                s.filter(col.is_null()).max().alias(f"__s0hi{i}"),
+                s.filter(col.is_not_null()).min().alias(f"__s1lo{i}"),
+                s.filter(col.is_not_null()).max().alias(f"__s1hi{i}"),
+            ]
+    queries = [lf.select(glob)]
+    if cell:
+        per_cell = lf.group_by(cell).agg(
             pl.len().alias("__n"),
-            *[pl.col(c).n_unique().alias(f"__i{i}") for i, c in enumerate(pending)],
+            *[pl.col(c).n_unique().alias(f"__w{i}") for i, c in enumerate(pending)],
+            *[pl.col(c).drop_nulls().n_unique().alias(f"__v{i}") for i, c in enumerate(pending)],
+            *[pl.col(c).first().alias(f"__x{i}") for i, c in enumerate(pending)],
         )
-        item_q = per_item.select(
-            (pl.col("__n") > 1).any().alias("__multi"),
-            *[(pl.col(f"__i{i}") <= 1).all().alias(f"__i{i}") for i in range(len(pending))],
+        within_q = per_cell.select(
+            pl.len().alias("__cells"),
+            (pl.col("__n") > 1).sum().alias("__multi"),
+            *[(pl.col(f"__w{i}") > 1).sum().alias(f"__w{i}") for i in range(len(pending))],
+            *[(pl.col(f"__v{i}") > 1).sum().alias(f"__v{i}") for i in range(len(pending))],
         )
-        row, irow = (d.row(0, named=True) for d in pl.collect_all([lf.select(stats), item_q]))
-    else:
-        row, irow = lf.select(stats).collect().row(0, named=True), {}
-    n_rows = int(row["__rows"])
-    for i, c in enumerate(pending):
-        k = int(row[f"__u{i}"])
-        rule = by_name(c)
-        mean_len = row.get(f"__l{i}")
-        frac = row.get(f"__f{i}")
-        if rule is not None and not check_items:
-            # unit-level rows (one per model and variant): a prompt column names the variant
-            # of its row, so its values are near-unique by construction
-            out[c] = ColumnRule(c, rule.role, f"{rule.evidence}; {_values(k)}", k)
-        elif k >= NEAR_UNIQUE_MIN and 2 * k >= n_rows:
-            out[c] = ColumnRule(
-                c,
-                "text",
-                f"near-unique: {_fmt(k)} distinct values in {_fmt(n_rows)} rows",
-                k,
+        queries.append(within_q)
+        constant = [pl.col(f"__w{i}") <= 1 for i in range(len(pending))]
+        if has_item:
+            # the same value on every row of an item, across models (dataset and item)
+            item_keys = [k for k in cell if k != model_key]
+            queries.append(
+                per_cell.group_by(item_keys)
+                .agg(
+                    *[
+                        (pl.col(f"__x{i}").n_unique() <= 1) & constant[i].all()
+                        for i in range(len(pending))
+                    ]
+                )
+                .select(pl.col(f"__x{i}").all().alias(f"__i{i}") for i in range(len(pending)))
             )
-        elif mean_len is not None and mean_len > LONG_TEXT_CHARS and k >= NEAR_UNIQUE_MIN:
-            out[c] = ColumnRule(
-                c, "text", f"free text: {mean_len:.0f} characters on average, {_fmt(k)} values", k
+        if has_item and len(cell) > 1:
+            # one value per (model, dataset): a configuration of the run
+            queries.append(
+                per_cell.group_by(list(cell[:-1]))
+                .agg(
+                    ((pl.col(f"__x{i}").n_unique() <= 1) & constant[i].all()).alias(f"__g{i}")
+                    for i in range(len(pending))
+                )
+                .select(pl.col(f"__g{i}").all() for i in range(len(pending)))
             )
-        elif rule is not None:  # a known prompt or setting name, with ordinary values
-            out[c] = ColumnRule(c, rule.role, f"{rule.evidence}; {_values(k)}", k)
-        elif frac is not None and int(frac) > MEASUREMENT_MIN:
-            out[c] = ColumnRule(
+        if model_key is not None:
+            queries.append(
+                per_cell.group_by(model_key)
+                .agg(
+                    pl.len().alias("__mc"),
+                    *[
+                        ((pl.col(f"__x{i}").n_unique() <= 1) & constant[i].all()).alias(f"__m{i}")
+                        for i in range(len(pending))
+                    ],
+                    *[pl.col(f"__x{i}").first().alias(f"__y{i}") for i in range(len(pending))],
+                )
+                .select(
+                    pl.len().alias("__models"),
+                    *[pl.col(f"__m{i}").all() for i in range(len(pending))],
+                    *[pl.col(f"__y{i}").n_unique() for i in range(len(pending))],
+                )
+            )
+    rows: dict[str, object] = {}
+    for frame in pl.collect_all(queries):
+        rows.update(frame.row(0, named=True))
+    return rows
+
+
+def _id_like(lo: float | None, hi: float | None, k: int) -> bool:
+    """Integers that fill their range (0..k-1, 1..k): ids or levels, not a measurement."""
+    return lo is not None and hi is not None and hi - lo + 1 == k
+
+
+def _decide(
+    c: str, dt: pl.DataType, st: Mapping[str, object], i: int, *, has_item: bool, has_model: bool
+) -> ColumnRule:
+    """The role of pending column ``c`` (index ``i`` in the counts ``st``)."""
+    n = int(st["__rows"])
+    k = int(st[f"__u{i}"])
+    nulls = int(st[f"__z{i}"])
+    k_set = k - (1 if nulls else 0)  # distinct values other than null
+    rule = by_name(c)
+    known = factor_role(c) != "other"  # the known vocabulary (template, temperature, ...)
+    mean_len = st.get(f"__l{i}")
+    frac = st.get(f"__f{i}")
+    cells = st.get("__cells")
+    cell_word = "(model, dataset, item) cell" if has_item else "(model, dataset) group"
+    if k <= 1:
+        if known and rule is not None:  # a known dimension held at one value (DOVE's shots)
+            return ColumnRule(c, rule.role, f"{rule.evidence}; one value", k)
+        return ColumnRule(c, "metadata", "one value on every row: it tells nothing apart", k)
+    if rule is not None and not has_item:
+        # unit-level rows (one per model and variant): a prompt column names the variant of
+        # its row, so its values are near-unique by construction
+        return ColumnRule(c, rule.role, f"{rule.evidence}; {_values(k)}", k)
+    if frac is not None and int(frac) > MEASUREMENT_MIN and not known:
+        return ColumnRule(
+            c,
+            "measurement",
+            f"a measurement: {_fmt(int(frac))} distinct non-integer values",
+            k,
+        )
+    if (
+        _is_numeric(dt)
+        and not known
+        and k_set > MEASUREMENT_MIN
+        and not _id_like(st.get(f"__lo{i}"), st.get(f"__hi{i}"), k_set)
+    ):
+        return ColumnRule(
+            c,
+            "measurement",
+            f"a measurement: {_fmt(k_set)} distinct numbers, not a run of ids or levels "
+            f"({st.get(f'__lo{i}'):g} to {st.get(f'__hi{i}'):g})"
+            + ("; its name is no evidence against its values" if rule is not None else ""),
+            k,
+        )
+    if k >= NEAR_UNIQUE_MIN and 2 * k >= n:
+        return ColumnRule(c, "text", f"near-unique: {_fmt(k)} distinct values in {_fmt(n)} rows", k)
+    if mean_len is not None and mean_len > LONG_TEXT_CHARS and k >= NEAR_UNIQUE_MIN:
+        return ColumnRule(
+            c, "text", f"free text: {mean_len:.0f} characters on average, {_fmt(k)} values", k
+        )
+    outcome = None if known else _outcome(st, i, n=n, k=k, nulls=nulls)
+    if outcome is not None:
+        return ColumnRule(c, "outcome", outcome, k)
+    if cells is None:  # no model, dataset or item to look within
+        if rule is not None:
+            return ColumnRule(c, rule.role, f"{rule.evidence}; {_values(k)}", k)
+        return ColumnRule(
+            c, "metadata", f"{_values(k)}, and no model, dataset or item to judge it by", k
+        )
+    cells = int(cells)
+    varies = int(st[f"__w{i}"])
+    varies_set = int(st[f"__v{i}"])
+    if varies:
+        share = f"{_fmt(varies)} of {_fmt(cells)} {cell_word}s"
+        if varies_set == 0 and 2 * nulls > n:
+            return ColumnRule(
                 c,
                 "metadata",
-                f"a measurement: {_fmt(int(frac))} distinct non-integer values",
+                f"set on {_fmt(n - nulls)} of {_fmt(n)} rows only, and never two values in one "
+                f"{cell_word}: bookkeeping of some files or rows, not a prompt dimension (say "
+                f"otherwise with --roles {c}=prompt)",
                 k,
             )
-        elif check_items and irow.get("__multi") and irow.get(f"__i{i}") and k > 1:
-            out[c] = ColumnRule(
+        if rule is not None:
+            return ColumnRule(
                 c,
-                "item_attribute",
-                f"the same value on every row of an item ({_fmt(k)} values): an attribute of "
-                "the item, not a prompt dimension (declare it a cluster with --roles "
-                f"{c}=cluster)",
+                rule.role,
+                f"{rule.evidence}; {_values(k)}, several within {share}",
                 k,
             )
-        else:
-            out[c] = ColumnRule(
-                c,
-                "prompt",
-                f"not a known name; {_values(k)}"
-                + (" that vary within items" if check_items else "")
-                + f": taken as a prompt dimension (say otherwise with --roles {c}=setting or "
-                f"{c}=text)",
-                k,
+        return ColumnRule(
+            c,
+            "prompt",
+            f"inferred from its values: {_values(k)}, several within {share} (the same item "
+            f"scored under different values): taken as a prompt dimension (if it is not one: "
+            f"{_correction(c)}, or {c}=setting)",
+            k,
+        )
+    # never two values for the same item of the same model: not a prompt dimension
+    single = int(st.get("__multi") or 0) == 0
+    named = (
+        f" (named like a {'prompt dimension' if rule.role == 'prompt' else 'setting'}, but "
+        "no item is scored under two of its values)"
+        if rule is not None
+        else ""
+    )
+    if has_model and st.get(f"__m{i}") and int(st.get(f"__y{i}") or 0) >= 2:
+        return ColumnRule(
+            c,
+            "model_attribute",
+            f"the same value on every row of a model, different between models ({_values(k)}): "
+            f"an attribute of the model, not a prompt dimension{named}",
+            k,
+        )
+    if rule is not None and (st.get(f"__g{i}") or rule.role == "setting"):
+        # a known prompt or setting name with one value per model and dataset (lm-eval's
+        # shots of a run, a log's temperature): a configuration of the run, held fixed and
+        # analysed per value, which splits no group into variants
+        return ColumnRule(
+            c,
+            "setting",
+            f"{rule.evidence}; {_values(k)}, "
+            + (
+                "one per model and dataset: a configuration of the run, held fixed"
+                if st.get(f"__g{i}")
+                else f"never two within one {cell_word}: held fixed"
+            ),
+            k,
+        )
+    if has_item and st.get(f"__i{i}"):
+        return ColumnRule(
+            c,
+            "item_attribute",
+            f"the same value on every row of an item ({_values(k)}): an attribute of the "
+            f"item, not a prompt dimension{named} (declare it a cluster with --roles "
+            f"{c}=cluster)",
+            k,
+        )
+    how = (
+        "each item has one row per model, so no column can vary within an item: the structure "
+        "cannot tell a prompt dimension from a property of the call"
+        if single
+        else f"never two values within one {cell_word}"
+    )
+    return ColumnRule(
+        c,
+        "metadata",
+        f"{_values(k)}, {how}; taken as metadata, the reading that claims nothing{named} (say "
+        f"otherwise with --roles {c}=prompt)",
+        k,
+    )
+
+
+def _outcome(st: Mapping[str, object], i: int, *, n: int, k: int, nulls: int) -> str | None:
+    """Why column ``i`` is an outcome (a function of the score), or None.
+
+    Two readings, each needing :data:`OUTCOME_ROWS_PER_VALUE` rows per value so that a
+    coincidence of a small table is not taken for a rule: the column is null exactly on the
+    rows of some scores (a failure reason, null when the answer is right: every null row's
+    score lies on one side of every set row's), or it relabels the score one to one (a
+    correct/incorrect label, a verdict).
+    """
+    su = st.get("__su")
+    if su is None or int(su) < 2:
+        return None
+    su = int(su)
+    if 0 < nulls < n and min(nulls, n - nulls) >= 3 and n >= 2 * OUTCOME_ROWS_PER_VALUE:
+        lo0, hi0, lo1, hi1 = (st.get(f"__s{w}{i}") for w in ("0lo", "0hi", "1lo", "1hi"))
+        if None not in (lo0, hi0, lo1, hi1) and (hi0 < lo1 or hi1 < lo0):  # type: ignore[operator]
+            side = "highest" if lo0 > hi1 else "lowest"  # type: ignore[operator]
+            return (
+                f"an outcome: null exactly on the rows of the {side} scores ({_fmt(nulls)} of "
+                f"{_fmt(n)} rows), set on the others: it records the result, it does not "
+                "shape it"
             )
-    return {c: out[c] for c in columns}
+    if 2 * su > n or n < OUTCOME_ROWS_PER_VALUE * max(k, su):
+        # near-unique scores, or too few rows to tell a rule from a coincidence
+        return None
+    cs = int(st[f"__cs{i}"])
+    if cs == su == k:
+        return (
+            f"an outcome: a relabelling of the score (each of its {_values(k)} goes with one "
+            "score and each score with one of them: a verdict or a correct/incorrect label)"
+        )
+    return None

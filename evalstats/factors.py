@@ -131,6 +131,18 @@ DEPLOYMENT_FACTORS = frozenset(
         "hardware",
         "region",
         "batch_size",
+        "quant",
+        "server",
+        "server_build",
+        "server_version",
+        "build",
+        "engine",
+        "inference_engine",
+        "serving_engine",
+        "runtime",
+        "gpu",
+        "device",
+        "accelerator",
     }
 )
 

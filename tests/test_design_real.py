@@ -124,7 +124,7 @@ EEE_LM_EVAL = ("real-logs-2", "lm-eval", "evaleval+every_eval_ever__tests__data_
 def test_every_eval_ever_test_logs_read_as_what_they_are(shared_data):
     """Every Eval Ever's own test logs (6 Inspect logs, one lm-eval run): five models that each
     ran one task once. Answers, responses and targets are outputs, not prompt factors; the
-    decoding settings of one log are settings; nothing is a variant or a run; Inspect's letter
+    decoding settings recorded in one model's log only are that model's attributes; nothing is a variant or a run; Inspect's letter
     grades (C/I) are on [0, 1]; the log without samples is counted in a note."""
     ingest = read(shared_data.joinpath(*EEE_INSPECT))
     design, table = design_and_table(ingest.observations, ingest=ingest.report)
@@ -132,7 +132,8 @@ def test_every_eval_ever_test_logs_read_as_what_they_are(shared_data):
     assert ingest.report.rows_read == ingest.report.rows_kept == df.height == 12
     assert df["model"].n_unique() == 5
     assert {design.role(c) for c in ("answer", "response", "gold")} == {"output"}
-    assert design.role("temperature") == "setting" and design.role("max_tokens") == "setting"
+    # set in one model's log only: an attribute of that model, not a dimension of the design
+    assert design.role("temperature") == design.role("max_tokens") == "model_attribute"
     assert not design.prompt_factors
     per = df.group_by("model", "dataset").agg(pl.col("variant").n_unique(), pl.col("run").max())
     assert (per["variant"] == 1).all() and (per["run"] == 0).all()

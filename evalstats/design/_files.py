@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from evalstats.design._roles import DESIGN_VERSION, USER_ROLES, user_role
+from evalstats.design._roles import ATTRIBUTE_ROLES, DESIGN_VERSION, USER_ROLES, user_role
 from evalstats.errors import ParameterError
 
 __all__ = ["design_roles", "design_toml", "read_design_file"]
@@ -67,7 +67,7 @@ def design_roles(design: Any) -> dict[str, str]:
     for column, role in _file_roles(design).items():
         if role in ("output", "metric_info"):
             continue
-        out[column] = user_role("metadata" if role == "item_attribute" else role, column)
+        out[column] = user_role("metadata" if role in ATTRIBUTE_ROLES else role, column)
     return out
 
 
@@ -77,7 +77,7 @@ def _user_role(c: Any) -> str:
         # (input_len, output_len) is written as 'output', which reading skips
         name = c.table_name or c.column
         return name if name in USER_ROLES else "output"
-    if c.role == "item_attribute":
+    if c.role in ATTRIBUTE_ROLES:
         return "metadata"
     return c.role
 
@@ -133,7 +133,7 @@ def read_design_file(path: str | Path) -> dict[str, str]:
             )
         if role in ("output", "metric_info"):
             continue  # canonical columns, written for the reader
-        if role == "item_attribute":
+        if role in ATTRIBUTE_ROLES:
             role = "metadata"
         out[column] = user_role(role, f"{p}, [roles], column {column!r}: the role")
     return out

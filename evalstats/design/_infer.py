@@ -24,7 +24,7 @@ from evalstats.design._model import (
     Design,
     Support,
 )
-from evalstats.design._roles import USER_ROLES, user_role
+from evalstats.design._roles import LEFT_OUT_ROLES, USER_ROLES, user_role
 from evalstats.errors import SchemaError
 from evalstats.schema import (
     METRIC_INFO_COLUMNS,
@@ -138,7 +138,7 @@ def _column_roles(
             )
     seen = {r.column for r in result}
     for c, rule in loader.items():  # what the loader left out, for the reader
-        if c not in seen and rule.role in ("text", "metadata", "item_attribute"):
+        if c not in seen and rule.role in LEFT_OUT_ROLES:
             result.append(ColumnRole(c, rule.role, rule.evidence, "loader", rule.n_values, False))
     return result
 

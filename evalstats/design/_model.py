@@ -9,7 +9,13 @@ from typing import Any
 
 import polars as pl
 
-from evalstats.design._roles import DESIGN_VERSION, ROLE_MEANING, ROLE_ORDER, USER_ROLES
+from evalstats.design._roles import (
+    DESIGN_VERSION,
+    LEFT_OUT_ROLES,
+    ROLE_MEANING,
+    ROLE_ORDER,
+    USER_ROLES,
+)
 
 __all__ = [
     "DESIGN_VERSION",
@@ -51,7 +57,8 @@ class ColumnRole:
         The column's name in the source (or in the observation table).
     role : str
         One of ``model, dataset, metric, item, cluster, variant, prompt, setting, run, score,
-        output, metric_info, item_attribute, text, metadata``.
+        output, metric_info, item_attribute, model_attribute, outcome, measurement, text,
+        metadata``.
     evidence : str
         Why (``"free text: 2,878 distinct values in 2,880 rows"``).
     source : str
@@ -197,10 +204,8 @@ class Design:
 
     @property
     def left_out(self) -> tuple[str, ...]:
-        """Columns no analysis reads (text, metadata, item attributes)."""
-        return tuple(
-            c.column for c in self.columns if c.role in ("text", "metadata", "item_attribute")
-        )
+        """Columns no analysis reads (text, metadata, attributes, outcomes, measurements)."""
+        return tuple(c.column for c in self.columns if c.role in LEFT_OUT_ROLES)
 
     def supports_analysis(self, key: str) -> Support | None:
         """The :class:`Support` of the report analysis ``key`` (None when not judged)."""

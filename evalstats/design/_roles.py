@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-__all__ = ["DESIGN_VERSION", "ROLE_MEANING", "ROLE_ORDER", "USER_ROLES", "user_role"]
+__all__ = [
+    "ATTRIBUTE_ROLES",
+    "DESIGN_VERSION",
+    "LEFT_OUT_ROLES",
+    "ROLE_MEANING",
+    "ROLE_ORDER",
+    "USER_ROLES",
+    "user_role",
+]
 
 #: Version of the design file layout (``evalstats design --out design.toml``).
 DESIGN_VERSION = 1
@@ -46,9 +54,19 @@ ROLE_ORDER = (
     "output",
     "metric_info",
     "item_attribute",
+    "model_attribute",
+    "outcome",
+    "measurement",
     "text",
     "metadata",
 )
+
+#: Roles the structure rules give a column that is not a design dimension; a design file
+#: writes them as ``metadata`` (what reading it back needs), the design shows them as they are.
+ATTRIBUTE_ROLES = ("item_attribute", "model_attribute", "outcome", "measurement")
+
+#: Roles of the columns no analysis reads.
+LEFT_OUT_ROLES = ("text", "metadata", *ATTRIBUTE_ROLES)
 
 #: What each role means, for the terminal table and docs/design.md.
 ROLE_MEANING = {
@@ -65,6 +83,9 @@ ROLE_MEANING = {
     "output": "model output or reference (answers, responses, lengths, errors)",
     "metric_info": "the metric's bounds and direction",
     "item_attribute": "the same on every row of an item: not a prompt dimension",
+    "model_attribute": "the same on every row of a model, different between models",
+    "outcome": "a function of the score (a failure reason, a verdict): records the result",
+    "measurement": "a count or a duration of the call (tokens, seconds): not a dimension",
     "text": "free text or model output: no analysis reads it",
     "metadata": "timings, sizes, harness settings: no analysis reads it",
 }

@@ -16,10 +16,27 @@ import polars as pl
 
 from evalstats.errors import IngestError
 
-__all__ = ["N_EXAMPLES", "Check", "parse_score", "read_error", "whole_run"]
+__all__ = ["N_EXAMPLES", "Check", "json_lines", "parse_score", "read_error", "whole_run"]
 
 #: How many example rows per reason the report keeps.
 N_EXAMPLES = 3
+
+
+def json_lines(text: str) -> list[str]:
+    r"""The lines of a JSON Lines text: split on ``\n`` only (``\r\n`` too).
+
+    JSON strings may hold U+2028, U+2029, form feeds and other characters that
+    :meth:`str.splitlines` breaks on; JSON Lines separates records by ``\n`` alone.
+
+    Examples
+    --------
+    >>> json_lines('{"a": "x\u2028y"}\r\n{"a": 2}\n')
+    ['{"a": "x\u2028y"}', '{"a": 2}']
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from evalstats.errors import IngestError, ParameterError
 from evalstats.io._files import is_hidden, lfs_pointer, skipped_note
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
+from evalstats.io._rows import json_lines
 from evalstats.schema import DEFAULT_METRIC, OBSERVATION_COLUMNS, factor_columns
 
 __all__ = [
@@ -413,7 +414,7 @@ def read_every_eval_ever(
     extra: dict[str, int] = {}
     if index:
         n_index = sum(
-            1 for f in index for line in f.read_text(encoding="utf-8").splitlines() if line.strip()
+            1 for f in index for line in json_lines(f.read_text(encoding="utf-8")) if line.strip()
         )
         notes.append(
             f"{len(index)} datastore index file(s) list {n_index} aggregate record(s) by object "

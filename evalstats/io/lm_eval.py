@@ -29,6 +29,7 @@ from evalstats.io._pipeline import (
     validate_options,
 )
 from evalstats.io._report import Ingest
+from evalstats.io._rows import json_lines
 from evalstats.schema import MetricInfo
 
 __all__ = ["detect_lm_eval", "metric_info", "read_lm_eval"]
@@ -346,8 +347,9 @@ def read_lm_eval(
         )
         task_config = ((results or {}).get("configs") or {}).get(task)
         if isinstance(task_config, dict):
-            print_ = {**print_, "config": _digest(task_config)}
-            configs[_digest(task_config)] = task_config
+            shaping = _shaping_config(task_config)
+            print_ = {**print_, "config": _digest(shaping)}
+            configs[_digest(shaping)] = shaping
         if used is not None:
             info = metric_info(used, results, task)
             factor = score_factor(score_scale)
@@ -389,6 +391,18 @@ def read_lm_eval(
             message="a record of another filter for the same document",
         ),
         Check("invalid_json", pl.col("__bad_json"), message="the line is not a JSON object"),
+        Check(
+            "truncated_line",
+            pl.col("__truncated"),
+            quirk=True,
+            message="the last line of the file is cut off (written while interrupted)",
+        ),
+        Check(
+            "broken_record",
+            pl.col("__broken"),
+            quirk=True,
+            message="a record broken across lines and damaged (part of a key lost)",
+        ),
         Check(
             "corpus_metric",
             pl.col("__corpus_metric"),
@@ -606,7 +620,7 @@ def _read_samples(
         text = f.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise IngestError(f"the file is not valid UTF-8 text ({exc}).", path=str(f)) from None
-    lines = text.splitlines()
+    lines = json_lines(text)
     if text.lstrip().startswith("["):  # older layouts: one JSON array (rows = its elements)
         try:
             array = json.loads(text)
@@ -618,14 +632,45 @@ def _read_samples(
             raise IngestError("expected a JSON array of samples.", path=str(f))
         lines = [json.dumps(x) for x in array]
     row = 0
-    for line in lines:
-        if not line.strip():
+    damage: list[str | None] = []  # a quirk of the line: truncated_line, broken_record
+    joined: list[str] = []
+    broken: list[str] = []
+    filled = [i for i, ln in enumerate(lines) if ln.strip()]
+    skip_to = -1
+    for pos, at in enumerate(filled):
+        if at <= skip_to:
             continue
+        line = lines[at]
         row += 1
         try:
             rec = json.loads(line)
         except (json.JSONDecodeError, RecursionError) as exc:
             rec = None
+            mended = _mend_broken_record(lines, filled, pos)
+            if mended is not None:
+                rec, skip_to = mended
+                joined.append(f"{at + 1}-{skip_to + 1}")
+                records.append(rec)
+                damage.append(None)
+                continue
+            opened_only = line.lstrip().startswith("{") and not line.rstrip().endswith("}")
+            if pos == len(filled) - 1 and pos > 0 and not text.endswith("\n"):
+                # the last line of the file, cut off while it was written: a quirk, counted
+                records.append(None)
+                damage.append("truncated_line")
+                continue
+            tail = [i for i in filled[pos + 1 : pos + 4] if not lines[i].lstrip().startswith("{")]
+            if opened_only and tail and tail[0] == filled[pos + 1]:
+                # a record broken by a raw line break and damaged (a key cut): its pieces
+                # are one record, set aside and counted as one
+                end = pos + 1
+                while end < len(filled) and not lines[filled[end]].lstrip().startswith("{"):
+                    end += 1
+                skip_to = filled[end - 1]
+                broken.append(f"{at + 1}-{skip_to + 1}")
+                records.append(None)
+                damage.append("broken_record")
+                continue
             if on_invalid == "error":
                 raise IngestError(
                     f"the line is not valid JSON ({_json_problem(exc)}). To set such "
@@ -634,6 +679,7 @@ def _read_samples(
                     row=row,
                 ) from None
         records.append(rec if isinstance(rec, dict) else None)
+        damage.append(None)
         if rec is not None and not isinstance(rec, dict) and on_invalid == "error":
             raise IngestError(
                 f"expected a JSON object, got {type(rec).__name__}.", path=str(f), row=row
@@ -641,6 +687,23 @@ def _read_samples(
     good = [r for r in records if r is not None]
     filters = list(dict.fromkeys(str(r.get("filter", "none")) for r in good))
     notes: list[str] = []
+    if joined:
+        notes.append(
+            f"{f.name}: {len(joined)} record(s) broken across lines by a raw line break inside "
+            f"a string (lines {', '.join(joined)}) read as one record each, the break kept as "
+            "a newline in the string"
+        )
+    if broken:
+        notes.append(
+            f"warning: {f.name}: {len(broken)} record(s) broken across lines and damaged "
+            f"(lines {', '.join(broken)}: a raw line break, and part of a key lost): set aside "
+            "as broken_record, one row each"
+        )
+    if "truncated_line" in damage:
+        notes.append(
+            f"{f.name}: the last line is cut off (the file was truncated while it was "
+            "written): set aside as truncated_line"
+        )
     chosen_filter = filter if filter is not None else (filters[0] if filters else "none")
     if good and chosen_filter not in filters:
         raise IngestError(
@@ -704,10 +767,12 @@ def _read_samples(
             "__input_text",
             "__other_filter",
             "__bad_json",
+            "__truncated",
+            "__broken",
             "__corpus_metric",
         )
     }
-    for rec in records:
+    for rec, cut in zip(records, damage):
         ok = isinstance(rec, dict)  # a line that is not a JSON object counts as bad_json
         rec = rec if ok else {}
         score, corpus = _value(rec.get(used))
@@ -729,7 +794,9 @@ def _read_samples(
         cols["gold"].append(None if gold is None else str(gold))
         cols["__input_text"].append(prompt)
         cols["__other_filter"].append(ok and str(rec.get("filter", "none")) != chosen_filter)
-        cols["__bad_json"].append(not ok)
+        cols["__bad_json"].append(not ok and cut is None)
+        cols["__truncated"].append(cut == "truncated_line")
+        cols["__broken"].append(cut == "broken_record")
         cols["__corpus_metric"].append(corpus)
     schema = {
         "model": pl.String,
@@ -742,6 +809,8 @@ def _read_samples(
         "__input_text": pl.String,
         "__other_filter": pl.Boolean,
         "__bad_json": pl.Boolean,
+        "__truncated": pl.Boolean,
+        "__broken": pl.Boolean,
         "__corpus_metric": pl.Boolean,
     }
     frame = pl.DataFrame(cols, schema=schema).with_columns(
@@ -750,8 +819,49 @@ def _read_samples(
     return frame, used, notes, _fingerprint(mine, chosen_filter)
 
 
+#: Keys of an lm-eval task config that are bookkeeping, not what shapes the prompt or the
+#: scoring: lm-eval 0.4.9 records the model arguments under ``metadata`` (``pretrained``,
+#: ``dtype``, the config's ``version``), so two runs of one prompt differ there.
+_BOOKKEEPING_KEYS = frozenset(
+    {"metadata", "version", "task_alias", "tag", "group", "group_alias", "unsafe_code"}
+)
+
+
+def _shaping_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a task config that shapes the prompt or the scoring (bookkeeping dropped).
+
+    Examples
+    --------
+    >>> _shaping_config({"doc_to_text": "Q: {{q}}", "metadata": {"pretrained": "a"}})
+    {'doc_to_text': 'Q: {{q}}'}
+    """
+    return {k: v for k, v in config.items() if k not in _BOOKKEEPING_KEYS}
+
+
 def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _mend_broken_record(
+    lines: Sequence[str], filled: Sequence[int], pos: int, most: int = 4
+) -> tuple[dict, int] | None:
+    """A record broken across lines by a raw line break inside a string, joined again.
+
+    A JSON string cannot hold a raw line break, so a record whose line fails to parse and
+    that parses once the next one to ``most`` lines are joined to it with an escaped newline
+    was one record: ``(record, index of its last line)``, else None.
+    """
+    text = lines[filled[pos]]
+    for nxt in filled[pos + 1 : pos + 1 + most]:
+        text = f"{text}\\n{lines[nxt]}"
+        try:
+            rec = json.loads(text)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if not isinstance(rec, dict) or any("\n" in str(k) for k in rec):
+            return None  # a break inside a key is damage, not a line break in a string
+        return rec, nxt
+    return None
 
 
 def _fingerprint(records: list[dict], chosen_filter: str) -> dict[str, str]:

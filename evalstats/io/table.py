@@ -149,6 +149,9 @@ def read_table(
                 renames[src] = role
         factors = [c for c in factors if decided.get(c, "factor") == "factor"]
         alias = next((k for k, v in renames.items() if v == "variant"), None)
+        if alias is not None and decided.get(alias, "factor") != "factor":
+            del renames[alias]  # an alias of the variant that is not one (see _leftover_roles)
+            alias = None
         if alias is not None and factors and alias not in mapping and alias.lower() != "variant":
             # `template` next to `shots`: both are factors of the variant, by name
             del renames[alias]
@@ -276,9 +279,14 @@ def _leftover_roles(
     other column of every file has it; other text and metadata are left out of the table.
     """
     found: dict[str, None] = {}
-    for _f, _lf, _names, _flagged, _renames, factors in opened:
+    for _f, _lf, _names, _flagged, renames, factors in opened:
         for c in factors:
             if c not in mapping:
+                found.setdefault(c)
+        for c, role in renames.items():
+            # a variant read from a documented alias (template, prompt_id) is judged by its
+            # structure too: one value per item is not a prompt variant
+            if role == "variant" and c not in mapping and c.lower() != "variant":
                 found.setdefault(c)
     candidates = list(found)
     if not candidates:
@@ -292,12 +300,19 @@ def _leftover_roles(
             )
             for k in ("model", "item")
         ]
+        keys.append(
+            (
+                pl.col(back["score"]).cast(pl.Float64, strict=False)
+                if "score" in back
+                else pl.lit(None, dtype=pl.Float64)
+            ).alias("__k_score")
+        )
         ds = (
             pl.col(back["dataset"]).cast(pl.String)
             if "dataset" in back
             else pl.lit(dataset if dataset is not None else _stem(f), dtype=pl.String)
         )
-        mine = set(factors)
+        mine = set(factors) | set(renames)
         frames.append(
             lf.select(*keys, ds.alias("__k_dataset"), *[c for c in candidates if c in mine])
         )
@@ -309,6 +324,7 @@ def _leftover_roles(
             candidates,
             item="__k_item" if has_item else None,
             within=("__k_model", "__k_dataset"),
+            score="__k_score",
         )
     except pl.exceptions.PolarsError:
         # an unreadable file (bad UTF-8, a broken line): the accounting pass that follows

@@ -250,7 +250,11 @@ def test_formula_cells_are_neutralised_in_csv_output_and_numbers_are_not(tmp_pat
         rows += [[name, item, "=v", CONTROLS[k], "-0.5"], [name, "2", "=v", CONTROLS[k], "1"]]
     f = _write_csv(tmp_path / "formula.csv", rows)
     out = tmp_path / "t.csv"
-    code, _o, err = _cli("ingest", str(f), "--level", "observations", "--out", str(out))
+    # each model under its own template: declared a prompt factor so that it is written
+    code, _o, err = _cli(
+        "ingest", str(f), "--level", "observations", "--out", str(out), "--roles",
+        "template=prompt",
+    )  # fmt: skip
     _ok(code, err)
     written = list(csv.DictReader(io.StringIO(out.read_bytes().decode(), newline="")))
     for row in written:
