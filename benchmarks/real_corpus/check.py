@@ -1,0 +1,307 @@
+"""Check evalstats' design and means against a hand-written truth on real public dumps.
+
+    python benchmarks/real_corpus/check.py --dest /tmp/evalstats-corpus [--only NAME]
+        [--fetch-root /work/.mirror] [--verbose]
+
+Every dump of ``manifest.toml`` names a public repository, a commit and the paths of its files
+inside it. The files are restored from a fetched snapshot of the repository (a bare git
+directory, ``<fetch-root>/<owner>+<name>/repo``) with ``git show COMMIT:PATH`` into
+``<dest>/<dump name>/`` -- outside the project: no data file is ever committed here. Archives
+the authors ship (``.tgz``) are unpacked there, as a user would. Then each dump is read with
+evalstats' public API (``evalstats.read`` and ``evalstats.infer_design``) and compared with the
+truth written by hand from reading the files themselves.
+
+What is compared (the rule, decided once for every dump)
+--------------------------------------------------------
+1. **Roles.** Every column the design lists whose ``source`` is not ``canonical`` is put in a
+   class and compared with the class of its truth role:
+
+   - ``prompt`` (and ``variant``): a prompt dimension. A column is one when it takes two or more
+     values within one (model, dataset, metric, item) cell -- the metric is part of the cell
+     because analyses never mix two metrics;
+   - ``setting``: a decoding / serving dimension (temperature, provider, quantization, server
+     build) that varies within cells;
+   - ``model``, ``dataset``, ``metric``, ``item``, ``run``, ``score``: themselves;
+   - everything else -- ``text``, ``metadata``, ``item_attribute``, ``model_attribute``,
+     ``outcome``, ``measurement``, ``cluster``, ``output``, ``answer``, ``response``,
+     ``gold``, ``metric_info`` -- is the one class **not a design dimension**: whether a
+     constant-per-item column is called an item attribute, a cluster or metadata is wording;
+     whether it makes prompt variants is not.
+
+   A column the design lists that the truth does not name is expected to be *not a design
+   dimension* (the truth names every prompt factor and setting of the dump). A prompt factor or
+   setting of the truth that the design does not list at all is a failure. The truth's roles
+   are written with the structural definitions of issue 40 (a prompt factor varies within a
+   cell; constant within every item = item attribute; constant within each model and
+   different between models = model attribute; null exactly when right = outcome; many-valued
+   numbers = metadata; free text = text).
+
+2. **Counts.** ``models`` and ``datasets`` (distinct values in the observation table),
+   ``items`` (distinct (dataset, item) pairs), ``variants`` (the largest ``n_variants`` of the
+   design's groups: prompt variants per (model, dataset, metric) with the settings held) and
+   ``runs`` (the largest ``runs_max``), each when the truth gives it.
+
+3. **Means.** For each (model, dataset, metric) of the truth, the mean score of the
+   observation table's rows of that model, dataset and metric (pooled over variants and runs)
+   against the producer's own mean (lm-eval ``results_*.json``, the Inspect header
+   ``results``, HELM ``stats.json``, a paper's table), pooled the same way (weighted by the
+   producer's sample counts) when the producer wrote one per file. Tolerance 1e-9 unless the
+   producer rounded (``tol``). Where the producer wrote no mean the truth says so
+   (``means_source``) and the mean was computed independently from the raw files
+   (``independent = true``). A truth model / dataset matches the table's value when equal or,
+   case-insensitively, a substring of it (the loaders keep the producer's spelling: paths,
+   ``org/name``).
+
+A dump is ``OK`` when roles and counts agree ("design right") and every mean agrees. A dump
+that evalstats cannot read (``expect_readable = false``) is listed and not scored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import io
+import subprocess
+import sys
+import tarfile
+import tomllib
+import traceback
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MANIFEST = HERE / "manifest.toml"
+
+LEFT_OUT = "not a design dimension"
+CLASSES = {
+    "prompt": "prompt",
+    "variant": "prompt",
+    "setting": "setting",
+    "model": "model",
+    "dataset": "dataset",
+    "metric": "metric",
+    "item": "item",
+    "run": "run",
+    "score": "score",
+}
+
+
+def role_class(role: str) -> str:
+    """The comparison class of a role (see the module docstring, rule 1)."""
+    return CLASSES.get(role, LEFT_OUT)
+
+
+# --- restoring the files ------------------------------------------------------------------
+
+
+def git_dir(fetch_root: Path, repo: str) -> Path:
+    return fetch_root / repo.replace("/", "+") / "repo"
+
+
+def git(gd: Path, *args: str) -> bytes:
+    return subprocess.run(
+        ["git", "--git-dir", str(gd), *args], check=True, capture_output=True
+    ).stdout
+
+
+def restore(dump: dict, dest: Path, fetch_root: Path) -> Path:
+    """Write the dump's files under ``dest/<name>``; return the path evalstats reads."""
+    out = dest / dump["name"]
+    marker = out / ".restored"
+    if not marker.exists():
+        gd = git_dir(fetch_root, dump["repo"])
+        if not gd.exists():
+            raise FileNotFoundError(
+                f"no snapshot of {dump['repo']} under {fetch_root}: fetch it first "
+                f"(the `fetch` tool with source github:{dump['repo']}, which lands it in "
+                f"{gd}), or pass --fetch-root"
+            )
+        listing = git(gd, "ls-tree", "-r", "--name-only", dump["commit"]).decode().splitlines()
+        strip = dump.get("strip", "")
+        n = 0
+        for pattern in dump["paths"]:
+            hits = [p for p in listing if fnmatch.fnmatchcase(p, pattern)]
+            if not hits:
+                raise FileNotFoundError(f"{pattern!r} matches no file at {dump['commit'][:12]}")
+            for p in hits:
+                data = git(gd, "show", f"{dump['commit']}:{p}")
+                rel = p[len(strip):] if strip and p.startswith(strip) else p
+                target = out / rel
+                if p.endswith((".tgz", ".tar.gz")) and dump.get("unpack", False):
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+                        members = [
+                            m
+                            for m in tar.getmembers()
+                            if not Path(m.name).name.startswith("._")
+                            and all(fnmatch.fnmatchcase(m.name, g) for g in dump.get("members", ["*"]))
+                            or m.isdir()
+                        ]
+                        tar.extractall(target.parent, members=members, filter="data")
+                else:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+                n += 1
+        marker.write_text(f"{dump['repo']}@{dump['commit']}: {n} files\n")
+    return out / dump.get("read", "")
+
+
+# --- comparing ------------------------------------------------------------------------------
+
+
+def _match(truth: str, value: str) -> bool:
+    return truth == value or truth.lower() in str(value).lower()
+
+
+def check_design(dump: dict, design, obs) -> list[str]:
+    import polars as pl
+
+    truth = dump.get("truth", {})
+    roles: dict[str, str] = truth.get("roles", {})
+    problems = []
+    listed = {}
+    for c in design.columns:
+        if c.source == "canonical":
+            continue
+        listed[c.column] = c
+        want = role_class(roles.get(c.column, LEFT_OUT))
+        got = role_class(c.role)
+        if want != got:
+            if c.column in roles:
+                problems.append(f"{c.column}: {c.role} (truth {roles[c.column]})")
+            else:
+                problems.append(f"{c.column}: {c.role} (truth: not a design dimension)")
+    for col, role in roles.items():
+        if role_class(role) in ("prompt", "setting") and col not in listed:
+            r = design.role(col)
+            if r is None or role_class(r) != role_class(role):
+                problems.append(f"{col}: {r or 'absent'} (truth {role})")
+
+    counts = truth.get("counts", {})
+    cols = obs.collect_schema().names()
+    if "models" in counts:
+        n = obs.select(pl.col("model").n_unique()).collect().item()
+        if n != counts["models"]:
+            problems.append(f"models {n} (truth {counts['models']})")
+    if "datasets" in counts:
+        n = obs.select(pl.col("dataset").n_unique()).collect().item()
+        if n != counts["datasets"]:
+            problems.append(f"datasets {n} (truth {counts['datasets']})")
+    if "items" in counts and "item" in cols:
+        n = obs.select(pl.struct("dataset", "item").n_unique()).collect().item()
+        if n != counts["items"]:
+            problems.append(f"items {n} (truth {counts['items']})")
+    g = design.groups
+    if "variants" in counts and "n_variants" in g.columns and g.height:
+        n = int(g["n_variants"].max())
+        if n != counts["variants"]:
+            problems.append(f"variants {n} (truth {counts['variants']})")
+    if "runs" in counts and "runs_max" in g.columns and g.height:
+        n = int(g["runs_max"].max())
+        if n != counts["runs"]:
+            problems.append(f"runs {n} (truth {counts['runs']})")
+    return problems
+
+
+def check_means(dump: dict, obs) -> tuple[list[str], int]:
+    import polars as pl
+
+    means = dump.get("truth", {}).get("means", [])
+    if not means:
+        return [], 0
+    got = (
+        obs.group_by("model", "dataset", "metric")
+        .agg(pl.col("score").mean().alias("mean"), pl.len().alias("n"))
+        .collect()
+    )
+    problems = []
+    for m in means:
+        rows = [
+            r
+            for r in got.iter_rows(named=True)
+            if _match(m["model"], r["model"])
+            and _match(m["dataset"], r["dataset"])
+            and _match(m.get("metric", ""), r["metric"])
+        ]
+        label = f"{m['model']} / {m['dataset']} / {m.get('metric', '')}"
+        if len(rows) != 1:
+            problems.append(f"mean {label}: {len(rows)} groups match")
+            continue
+        tol = m.get("tol", 1e-9)
+        if abs(rows[0]["mean"] - m["mean"]) > tol:
+            problems.append(f"mean {label}: {rows[0]['mean']:.6g} (truth {m['mean']:.6g})")
+    return problems, len(means)
+
+
+def run_dump(dump: dict, dest: Path, fetch_root: Path, verbose: bool) -> dict:
+    import evalstats
+
+    result = {"name": dump["name"], "design_ok": False, "means_ok": None, "problems": []}
+    path = restore(dump, dest, fetch_root)
+    opts = dict(dump.get("read_options", {}))
+    try:
+        obs, report = evalstats.read(str(path), format=dump.get("format", "auto"), **opts)
+        design = evalstats.infer_design(obs, ingest=report, roles=dump.get("roles") or None)
+    except Exception as exc:  # an unreadable dump is a result, not a crash of the checker
+        result["readable"] = False
+        result["problems"].append(f"not read: {type(exc).__name__}: {str(exc)[:200]}")
+        if verbose:
+            traceback.print_exc()
+        return result
+    result["readable"] = True
+    if verbose:
+        print(design.summary(width=110))
+    dp = check_design(dump, design, obs)
+    mp, n_means = check_means(dump, obs)
+    result["design_ok"] = not dp
+    result["means_ok"] = (not mp) if n_means else None
+    result["problems"] = dp + mp
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--dest", type=Path, required=True, help="folder to restore the dumps into")
+    ap.add_argument("--only", action="append", help="check only this dump (repeatable)")
+    ap.add_argument("--fetch-root", type=Path, default=Path("/work/.mirror"))
+    ap.add_argument("--manifest", type=Path, default=MANIFEST)
+    ap.add_argument("--verbose", action="store_true", help="print each design")
+    args = ap.parse_args(argv)
+
+    manifest = tomllib.loads(args.manifest.read_text())
+    dumps = manifest["dump"]
+    if args.only:
+        dumps = [d for d in dumps if d["name"] in args.only]
+        if not dumps:
+            ap.error(f"no dump named {args.only}")
+    args.dest.mkdir(parents=True, exist_ok=True)
+    scored = design_ok = with_means = means_ok = 0
+    unread_expected = []
+    for dump in dumps:
+        try:
+            r = run_dump(dump, args.dest, args.fetch_root, args.verbose)
+        except FileNotFoundError as exc:
+            print(f"{dump['name']:<34} MISSING: {exc}")
+            continue
+        if not dump.get("expect_readable", True):
+            state = "read (unexpected)" if r["readable"] else "not read, as expected"
+            print(f"{dump['name']:<34} SKIP ({state}): {dump.get('reason', '')}")
+            unread_expected.append(dump["name"])
+            continue
+        scored += 1
+        design_ok += r["design_ok"]
+        if r["means_ok"] is not None:
+            with_means += 1
+            means_ok += r["means_ok"]
+        line = "OK" if r["design_ok"] and r["means_ok"] in (True, None) else "FAIL: " + "; ".join(r["problems"])
+        print(f"{dump['name']:<34} {line}")
+    pct = round(100 * design_ok / scored) if scored else 0
+    print(
+        f"design right on {design_ok} of {scored} dumps ({pct} %); "
+        f"means right on {means_ok} of {with_means} dumps that have them"
+        + (f"; {len(unread_expected)} unreadable dumps listed" if unread_expected else "")
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
