@@ -29,8 +29,10 @@ What is compared (the rule, decided once for every dump)
      whether it makes prompt variants is not.
 
    A column the design lists that the truth does not name is expected to be *not a design
-   dimension* (the truth names every prompt factor and setting of the dump). A prompt factor or
-   setting of the truth that the design does not list at all is a failure. The truth's roles
+   dimension* (the truth names every prompt factor and setting of the dump). When the truth has
+   prompt factors (settings) and the design gives that role to none of them, that is a failure
+   (the truth may name one dimension under several names -- ``model_config`` or the ``prefix``
+   key a loader flattens out of it -- and any one of them suffices). The truth's roles
    are written with the structural definitions of issue 40 (a prompt factor varies within a
    cell; constant within every item = item attribute; constant within each model and
    different between models = model attribute; null exactly when right = outcome; many-valued
@@ -104,6 +106,15 @@ def git(gd: Path, *args: str) -> bytes:
     ).stdout
 
 
+def _member_kept(name: str, globs: list[str]) -> bool:
+    """An archive member is kept when it matches a glob and no ``!glob``."""
+    keep = [g for g in globs if not g.startswith("!")] or ["*"]
+    drop = [g[1:] for g in globs if g.startswith("!")]
+    return any(fnmatch.fnmatchcase(name, g) for g in keep) and not any(
+        fnmatch.fnmatchcase(name, g) for g in drop
+    )
+
+
 def restore(dump: dict, dest: Path, fetch_root: Path) -> Path:
     """Write the dump's files under ``dest/<name>``; return the path evalstats reads."""
     out = dest / dump["name"]
@@ -134,7 +145,7 @@ def restore(dump: dict, dest: Path, fetch_root: Path) -> Path:
                             m
                             for m in tar.getmembers()
                             if not Path(m.name).name.startswith("._")
-                            and all(fnmatch.fnmatchcase(m.name, g) for g in dump.get("members", ["*"]))
+                            and _member_kept(m.name, dump.get("members", ["*"]))
                             or m.isdir()
                         ]
                         tar.extractall(target.parent, members=members, filter="data")
@@ -180,11 +191,11 @@ def check_design(dump: dict, design, obs) -> list[str]:
                 problems.append(f"{c.column}: {role} (truth {roles[c.column]})")
             else:
                 problems.append(f"{c.column}: {role} (truth: not a design dimension)")
-    for col, role in roles.items():
-        if role_class(role) in ("prompt", "setting") and col not in listed:
-            r = design.role(col)
-            if r is None or role_class(r) != role_class(role):
-                problems.append(f"{col}: {r or 'absent'} (truth {role})")
+    for cls in ("prompt", "setting"):
+        want_cols = [col for col, role in roles.items() if role_class(role) == cls]
+        got_cols = [c.column for c in design.columns if role_class(c.role) == cls]
+        if want_cols and not set(want_cols) & set(got_cols):
+            problems.append(f"no {cls} column (truth: {' or '.join(want_cols)})")
 
     counts = truth.get("counts", {})
     cols = obs.collect_schema().names()
