@@ -49,8 +49,9 @@ What is compared (the rule, decided once for every dump)
    ``results``, HELM ``stats.json``, a paper's table), pooled the same way (weighted by the
    producer's sample counts) when the producer wrote one per file. Tolerance 1e-9 unless the
    producer rounded (``tol``). Where the producer wrote no mean the truth says so
-   (``means_source``) and the mean was computed independently from the raw files
-   (``independent = true``). A truth model / dataset matches the table's values when equal or,
+   (``means_source``) and, for plain tables, the checker computes it itself from the raw
+   files with the standard library (``truth.independent``: which column is the model and the
+   score, which score values the producer's own analysis drops). A truth model / dataset matches the table's values when equal or,
    case-insensitively, a substring of them (the loaders keep the producer's spelling: paths,
    ``org/name``, HELM's ``mmlu:subject=...``); the metric matches by name. The mean is taken
    over every row that matches (a dataset the loader splits in two is pooled back).
@@ -254,6 +255,50 @@ def check_means(dump: dict, obs) -> tuple[list[str], int]:
     return problems, len(means)
 
 
+def independent_means(dump: dict, folder: Path) -> list[dict]:
+    """Means computed here from the raw files, without evalstats (``truth.independent``).
+
+    For plain tables whose producer wrote no mean: ``glob`` (files under the restored folder),
+    ``model`` (a column, or ``"file"`` for the file's stem), ``score`` (the column), ``drop``
+    (score values the producer's own analysis leaves out, e.g. a judge's -1 for an unparsed
+    rating) and optionally ``metric``/``dataset`` to match. JSON Lines and CSV only, read with
+    the standard library.
+    """
+    import csv
+    import json
+
+    spec = dump.get("truth", {}).get("independent")
+    if not spec:
+        return []
+    sums: dict[str, list[float]] = {}
+    for f in sorted(folder.glob(spec["glob"])):
+        if f.suffix == ".jsonl":
+            rows = [json.loads(line) for line in f.read_text(encoding="utf-8").split("\n") if line.strip()]
+        else:
+            with f.open(newline="", encoding="utf-8") as fh:
+                rows = list(csv.DictReader(fh))
+        for r in rows:
+            v = r.get(spec["score"])
+            if v in (None, ""):
+                continue
+            v = float(v)
+            if v in spec.get("drop", []):
+                continue
+            key = f.stem if spec["model"] == "file" else str(r[spec["model"]])
+            acc = sums.setdefault(key, [0.0, 0])
+            acc[0] += v
+            acc[1] += 1
+    return [
+        {
+            "model": k,
+            "dataset": spec.get("dataset", ""),
+            "metric": spec.get("metric"),
+            "mean": a[0] / a[1],
+        }
+        for k, a in sums.items()
+    ]
+
+
 def run_dump(dump: dict, dest: Path, fetch_root: Path, verbose: bool) -> dict:
     import evalstats
 
@@ -273,6 +318,9 @@ def run_dump(dump: dict, dest: Path, fetch_root: Path, verbose: bool) -> dict:
     if verbose:
         print(design.summary(width=110))
     dp = check_design(dump, design, obs)
+    extra = independent_means(dump, dest / dump["name"])
+    if extra:
+        dump = {**dump, "truth": {**dump["truth"], "means": dump["truth"].get("means", []) + extra}}
     mp, n_means = check_means(dump, obs)
     result["design_ok"] = not dp
     result["means_ok"] = (not mp) if n_means else None
