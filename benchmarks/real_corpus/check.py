@@ -38,7 +38,8 @@ What is compared (the rule, decided once for every dump)
    different between models = model attribute; null exactly when right = outcome; many-valued
    numbers = metadata; free text = text).
 
-2. **Counts.** ``models`` and ``datasets`` (distinct values in the observation table),
+2. **Counts.** ``models`` and ``datasets`` (distinct values in the observation table; with
+   ``dataset_names``, each name must also be found among the datasets),
    ``items`` (distinct (dataset, item) pairs), ``variants`` (the largest ``n_variants`` of the
    design's groups: prompt variants per (model, dataset, metric) with the settings held) and
    ``runs`` (the largest ``runs_max``), each when the truth gives it.
@@ -208,6 +209,11 @@ def check_design(dump: dict, design, obs) -> list[str]:
         n = obs.select(pl.col("dataset").n_unique()).collect().item()
         if n != counts["datasets"]:
             problems.append(f"datasets {n} (truth {counts['datasets']})")
+    if "dataset_names" in counts:
+        names = obs.select(pl.col("dataset").unique()).collect()["dataset"].to_list()
+        for want in counts["dataset_names"]:
+            if not any(_match(want, str(n)) for n in names):
+                problems.append(f"no dataset named {want!r} (datasets: {', '.join(map(str, names[:5]))})")
     if "items" in counts and "item" in cols:
         n = obs.select(pl.struct("dataset", "item").n_unique()).collect().item()
         if n != counts["items"]:
