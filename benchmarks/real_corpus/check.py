@@ -28,6 +28,10 @@ What is compared (the rule, decided once for every dump)
      constant-per-item column is called an item attribute, a cluster or metadata is wording;
      whether it makes prompt variants is not.
 
+   A column the truth marks ``alias`` is a one-to-one alias of a prompt factor it also names
+   (a prompt file's path or hash beside the condition's name): it may be read as a prompt
+   factor or left out -- the variants are the same either way -- but not as anything else.
+
    A column the design lists that the truth does not name is expected to be *not a design
    dimension* (the truth names every prompt factor and setting of the dump). When the truth has
    prompt factors (settings) and the design gives that role to none of them, that is a failure
@@ -163,6 +167,8 @@ def restore(dump: dict, dest: Path, fetch_root: Path) -> Path:
 
 
 def _match(truth: str, value: str) -> bool:
+    if truth.startswith("="):  # exact match wanted ("=gpt-5.4" is not gpt-5.4-mini)
+        return str(value) == truth[1:]
     return truth == value or truth.lower() in str(value).lower()
 
 
@@ -184,6 +190,8 @@ def check_design(dump: dict, design, obs) -> list[str]:
         listed[c.column] = c
         want = role_class(roles.get(c.column, LEFT_OUT))
         got = role_class(c.role)
+        if roles.get(c.column) == "alias" and got in ("prompt", LEFT_OUT):
+            continue  # a one-to-one alias of a prompt factor: either reading is right
         if want != got:
             if got in ("prompt", "setting") and c.n_values == 1:
                 role = f"{c.role} [one value in the whole table]"
