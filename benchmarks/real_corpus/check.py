@@ -62,7 +62,10 @@ What is compared (the rule, decided once for every dump)
    over every row that matches (a dataset the loader splits in two is pooled back).
 
 A dump is ``OK`` when roles and counts agree ("design right") and every mean agrees. A dump
-that evalstats cannot read (``expect_readable = false``) is listed and not scored.
+that evalstats cannot read (``expect_readable = false``) is listed and not scored. The total
+line also says how many designs would be right if a column with one value in the whole table,
+given a prompt or setting role by its name only, were let pass (it makes no variants; the rule
+"structure over names" still calls it wrong, and the strict count is the score).
 """
 
 from __future__ import annotations
@@ -337,6 +340,7 @@ def run_dump(dump: dict, dest: Path, fetch_root: Path, verbose: bool) -> dict:
         dump = {**dump, "truth": {**dump["truth"], "means": dump["truth"].get("means", []) + extra}}
     mp, n_means = check_means(dump, obs)
     result["design_ok"] = not dp
+    result["only_constant"] = bool(dp) and all("[one value in the whole table]" in x for x in dp)
     result["means_ok"] = (not mp) if n_means else None
     result["problems"] = dp + mp
     return result
@@ -358,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         if not dumps:
             ap.error(f"no dump named {args.only}")
     args.dest.mkdir(parents=True, exist_ok=True)
-    scored = design_ok = with_means = means_ok = 0
+    scored = design_ok = with_means = means_ok = only_constant = 0
     unread_expected = []
     for dump in dumps:
         try:
@@ -373,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         scored += 1
         design_ok += r["design_ok"]
+        only_constant += r.get("only_constant", False)
         if r["means_ok"] is not None:
             with_means += 1
             means_ok += r["means_ok"]
@@ -382,6 +387,12 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"design right on {design_ok} of {scored} dumps ({pct} %); "
         f"means right on {means_ok} of {with_means} dumps that have them"
+        + (
+            f" ({design_ok + only_constant} of {scored} designs right if a constant column "
+            "given a prompt or setting role by its name were let pass)"
+            if only_constant
+            else ""
+        )
         + (f"; {len(unread_expected)} unreadable dumps listed" if unread_expected else "")
     )
     return 0
