@@ -49,6 +49,7 @@ __all__ = [
     "MEASUREMENT_MIN",
     "NEAR_UNIQUE_MIN",
     "OUTCOME_ROWS_PER_VALUE",
+    "RUN_CROSSING_MIN",
     "ColumnRule",
     "by_name",
     "classify",
@@ -63,6 +64,10 @@ NEAR_UNIQUE_MIN = 50
 #: goes with the score is called an outcome: in 12 rows two temperatures can line up with two
 #: scores by chance.
 OUTCOME_ROWS_PER_VALUE = 10
+
+#: In a table without items, the least share of the (value, run) pairs a prompt dimension
+#: crossed with the runs would give, for a column that varies within a group to be one.
+RUN_CROSSING_MIN = 0.9
 
 #: Mean string length above which a column is free text, not a factor level.
 LONG_TEXT_CHARS = 40
@@ -322,6 +327,7 @@ def classify(
     item: str | None = "item",
     within: Sequence[str] = ("model", "dataset"),
     score: str | None = "score",
+    run: str | None = "run",
 ) -> dict[str, ColumnRule]:
     """Decide the role of each of ``columns`` of ``frame`` (the rules of the module notes).
 
@@ -340,6 +346,9 @@ def classify(
         first is the model (for model attributes), the second the dataset.
     score : str or None, default 'score'
         The score column, for outcome columns (None or absent: not checked).
+    run : str or None, default 'run'
+        The run column, for run labels (a column each of whose values belongs to one run of
+        a cell that has several is a label of the run, not a prompt dimension).
 
     Returns
     -------
@@ -373,8 +382,16 @@ def classify(
     has_item = item is not None and item in schema
     cell = [*keys, item] if has_item else keys
     has_score = score is not None and score in schema and score not in pending
+    has_run = run is not None and run in schema and run not in pending
     stats = _value_stats(
-        lf, schema, pending, cell, model_key, has_item, score if has_score else None
+        lf,
+        schema,
+        pending,
+        cell,
+        model_key,
+        has_item,
+        score if has_score else None,
+        run if has_run else None,
     )
     for i, c in enumerate(pending):
         out[c] = _decide(c, schema[c], stats, i, has_item=has_item, has_model=model_key is not None)
@@ -389,6 +406,7 @@ def _value_stats(
     model_key: str | None,
     has_item: bool,
     score: str | None,
+    run: str | None = None,
 ) -> dict[str, object]:
     """Every count the rules read, for every pending column, in two grouped passes."""
     glob: list[pl.Expr] = [pl.len().alias("__rows")]
@@ -425,12 +443,54 @@ def _value_stats(
             *[pl.col(c).n_unique().alias(f"__w{i}") for i, c in enumerate(pending)],
             *[pl.col(c).drop_nulls().n_unique().alias(f"__v{i}") for i, c in enumerate(pending)],
             *[pl.col(c).first().alias(f"__x{i}") for i, c in enumerate(pending)],
+            *(
+                [
+                    pl.col(run).n_unique().alias("__nr"),
+                    *[
+                        pl.struct(c, run).n_unique().alias(f"__cr{i}")
+                        for i, c in enumerate(pending)
+                    ],
+                ]
+                if run is not None
+                else []
+            ),
+        )
+        # cells where the column varies and is not a run label (a run_id, a timestamp: each
+        # of its values in one run of a cell that has several)
+        labels = (
+            [
+                (
+                    (pl.col(f"__w{i}") > 1)
+                    & ((pl.col("__nr") <= 1) | (pl.col(f"__cr{i}") > pl.col(f"__w{i}")))
+                )
+                .sum()
+                .alias(f"__nl{i}")
+                for i in range(len(pending))
+            ]
+            if run is not None
+            else []
+        )
+        # how fully a column's values are crossed with the runs of the cells where both vary:
+        # a prompt's values recur in every run; a per-run measurement's do not
+        both = [(pl.col(f"__w{i}") > 1) & (pl.col("__nr") > 1) for i in range(len(pending))]
+        covers = (
+            [
+                (
+                    pl.col(f"__cr{i}").filter(both[i]).sum()
+                    / (pl.col(f"__w{i}") * pl.col("__nr")).filter(both[i]).sum()
+                ).alias(f"__cov{i}")
+                for i in range(len(pending))
+            ]
+            if run is not None
+            else []
         )
         within_q = per_cell.select(
             pl.len().alias("__cells"),
             (pl.col("__n") > 1).sum().alias("__multi"),
             *[(pl.col(f"__w{i}") > 1).sum().alias(f"__w{i}") for i in range(len(pending))],
             *[(pl.col(f"__v{i}") > 1).sum().alias(f"__v{i}") for i in range(len(pending))],
+            *labels,
+            *covers,
         )
         queries.append(within_q)
         constant = [pl.col(f"__w{i}") <= 1 for i in range(len(pending))]
@@ -500,9 +560,13 @@ def _decide(
     cells = st.get("__cells")
     cell_word = "(model, dataset, item) cell" if has_item else "(model, dataset) group"
     if k <= 1:
-        if known and rule is not None:  # a known dimension held at one value (DOVE's shots)
-            return ColumnRule(c, rule.role, f"{rule.evidence}; one value", k)
-        return ColumnRule(c, "metadata", "one value on every row: it tells nothing apart", k)
+        return ColumnRule(
+            c,
+            "fixed",
+            "one value on every row: held fixed, it tells nothing apart"
+            + (f" ({rule.evidence})" if rule is not None else ""),
+            k,
+        )
     if rule is not None and not has_item:
         # unit-level rows (one per model and variant): a prompt column names the variant of
         # its row, so its values are near-unique by construction
@@ -546,6 +610,26 @@ def _decide(
     cells = int(cells)
     varies = int(st[f"__w{i}"])
     varies_set = int(st[f"__v{i}"])
+    if varies and int(st.get(f"__nl{i}") or 0) == 0 and st.get(f"__nl{i}") is not None:
+        return ColumnRule(
+            c,
+            "metadata",
+            f"a label of the run: {_values(k)}, each of them in one run of a cell that has "
+            f"several (say otherwise with --roles {c}=prompt)",
+            k,
+        )
+    cover = st.get(f"__cov{i}")
+    if varies and not has_item and cover is not None and cover < RUN_CROSSING_MIN:
+        # unit-level rows (no item to look within): a prompt's values recur in every run
+        return ColumnRule(
+            c,
+            "metadata",
+            f"{_values(k)} that vary between the runs of one prompt: {cover:.0%} of the "
+            "(value, run) pairs a prompt dimension crossed with the runs would give; a "
+            f"measurement of each run, not a prompt dimension (say otherwise with --roles "
+            f"{c}=prompt)",
+            k,
+        )
     if varies:
         share = f"{_fmt(varies)} of {_fmt(cells)} {cell_word}s"
         if varies_set == 0 and 2 * nulls > n:
@@ -588,20 +672,21 @@ def _decide(
             f"an attribute of the model, not a prompt dimension{named}",
             k,
         )
-    if rule is not None and (st.get(f"__g{i}") or rule.role == "setting"):
-        # a known prompt or setting name with one value per model and dataset (lm-eval's
-        # shots of a run, a log's temperature): a configuration of the run, held fixed and
-        # analysed per value, which splits no group into variants
+    if st.get(f"__g{i}"):
+        # one value per model and dataset (lm-eval's shots of a run, a HELM run's max_tokens):
+        # a configuration of the run, held fixed; it splits no group into variants
         return ColumnRule(
             c,
-            "setting",
-            f"{rule.evidence}; {_values(k)}, "
-            + (
-                "one per model and dataset: a configuration of the run, held fixed"
-                if st.get(f"__g{i}")
-                else f"never two within one {cell_word}: held fixed"
-            ),
+            "fixed",
+            f"{_values(k)}, one per model and dataset: a configuration of each run, held "
+            "fixed, not a dimension within any group" + (f" ({rule.evidence})" if rule else ""),
             k,
+        )
+    if rule is not None and rule.role == "setting":
+        # a setting fixed for each item of a model (a log's temperature): held fixed and
+        # analysed per value, which splits no item's rows
+        return ColumnRule(
+            c, "setting", f"{rule.evidence}; {_values(k)}, never two within one {cell_word}", k
         )
     if has_item and st.get(f"__i{i}"):
         return ColumnRule(

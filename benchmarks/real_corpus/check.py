@@ -145,7 +145,7 @@ def restore(dump: dict, dest: Path, fetch_root: Path) -> Path:
                 raise FileNotFoundError(f"{pattern!r} matches no file at {dump['commit'][:12]}")
             for p in hits:
                 data = git(gd, "show", f"{dump['commit']}:{p}")
-                rel = p[len(strip):] if strip and p.startswith(strip) else p
+                rel = p[len(strip) :] if strip and p.startswith(strip) else p
                 target = out / rel
                 if p.endswith((".tgz", ".tar.gz")) and dump.get("unpack", False):
                     target.parent.mkdir(parents=True, exist_ok=True)
@@ -224,7 +224,9 @@ def check_design(dump: dict, design, obs) -> list[str]:
         names = obs.select(pl.col("dataset").unique()).collect()["dataset"].to_list()
         for want in counts["dataset_names"]:
             if not any(_match(want, str(n)) for n in names):
-                problems.append(f"no dataset named {want!r} (datasets: {', '.join(map(str, names[:5]))})")
+                problems.append(
+                    f"no dataset named {want!r} (datasets: {', '.join(map(str, names[:5]))})"
+                )
     if "items" in counts and "item" in cols:
         n = obs.select(pl.struct("dataset", "item").n_unique()).collect().item()
         if n != counts["items"]:
@@ -290,7 +292,11 @@ def independent_means(dump: dict, folder: Path) -> list[dict]:
     sums: dict[str, list[float]] = {}
     for f in sorted(folder.glob(spec["glob"])):
         if f.suffix == ".jsonl":
-            rows = [json.loads(line) for line in f.read_text(encoding="utf-8").split("\n") if line.strip()]
+            rows = [
+                json.loads(line)
+                for line in f.read_text(encoding="utf-8").split("\n")
+                if line.strip()
+            ]
         else:
             with f.open(newline="", encoding="utf-8") as fh:
                 rows = list(csv.DictReader(fh))
@@ -381,7 +387,11 @@ def main(argv: list[str] | None = None) -> int:
         if r["means_ok"] is not None:
             with_means += 1
             means_ok += r["means_ok"]
-        line = "OK" if r["design_ok"] and r["means_ok"] in (True, None) else "FAIL: " + "; ".join(r["problems"])
+        line = (
+            "OK"
+            if r["design_ok"] and r["means_ok"] in (True, None)
+            else "FAIL: " + "; ".join(r["problems"])
+        )
         print(f"{dump['name']:<34} {line}")
     pct = round(100 * design_ok / scored) if scored else 0
     print(

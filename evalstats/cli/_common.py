@@ -156,6 +156,14 @@ def add_input_arguments(
         help="the model of a table without a model column",
     )
     parser.add_argument(
+        "--dataset",
+        dest="dataset_name",
+        default=argparse.SUPPRESS,
+        metavar="NAME",
+        help="the dataset of a table without a dataset column (default: the file's name); "
+        "--roles file=model reads one file per model, file=dataset one per dataset",
+    )
+    parser.add_argument(
         "--keep-copies",
         dest="copies",
         action="store_const",
@@ -285,7 +293,7 @@ def load(args: argparse.Namespace):
     options = loader_options(args)
     roles = roles_of(args)
     fmt = args.format
-    if fmt == "auto" and (roles or hasattr(args, "model_name")):
+    if fmt == "auto" and (roles or hasattr(args, "model_name") or hasattr(args, "dataset_name")):
         fmt = detect_format(args.path) if not isinstance(args.path, list) else "table"
     design_roles = roles
     if roles and fmt == "table":
@@ -294,6 +302,8 @@ def load(args: argparse.Namespace):
         options["columns"], design_roles = table_roles(roles, options.get("columns"))
     if hasattr(args, "model_name"):
         options["model"] = args.model_name
+    if hasattr(args, "dataset_name"):
+        options["dataset"] = args.dataset_name
     if hasattr(args, "copies"):
         options["copies"] = args.copies
     ingest = read(args.path, format=args.format, **options)

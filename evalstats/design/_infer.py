@@ -25,7 +25,7 @@ from evalstats.design._model import (
     Support,
 )
 from evalstats.design._roles import LEFT_OUT_ROLES, USER_ROLES, user_role
-from evalstats.errors import SchemaError
+from evalstats.errors import ParameterError, SchemaError
 from evalstats.schema import (
     METRIC_INFO_COLUMNS,
     OBSERVATION_COLUMNS,
@@ -95,13 +95,24 @@ def _column_roles(
             out[c] = ColumnRole(
                 c, _factor_role(roles[c]), "given (--roles or a design file)", "explicit"
             )
-        elif c in loader and loader[c].role in ("prompt", "setting"):
+        elif c in loader and loader[c].role in ("prompt", "setting", "fixed"):
             out[c] = ColumnRole(c, loader[c].role, loader[c].evidence, "loader", loader[c].n_values)
+            if loader[c].role != "fixed":
+                pending.append(c)  # the loader's word, checked against the structure below
         else:
             pending.append(c)
     if pending:
         has_item = "item" in names
-        for c, rule in classify(lf, pending, item="item" if has_item else None).items():
+        cell = ("model", "dataset", "metric")  # analyses never mix two metrics
+        rules = classify(lf, pending, item="item" if has_item else None, within=cell)
+        for c, rule in rules.items():
+            if c in out:  # declared by the loader: kept only where it varies within a cell
+                if rule.role not in ("prompt", "setting"):
+                    r = out[c]
+                    out[c] = ColumnRole(
+                        c, rule.role, f"{r.evidence}; here {rule.evidence}", "loader", rule.n_values
+                    )
+                continue
             source = "name" if rule.n_values is None or "by name" in rule.evidence else "values"
             out[c] = ColumnRole(c, rule.role, rule.evidence, source, rule.n_values)
     renamed = {r.role: r for r in loader.values() if r.role in OBSERVATION_COLUMNS}
@@ -513,6 +524,7 @@ def design_and_table(
             f"`roles` names {unknown[0]!r}, which is not a column of the table (columns: "
             f"{', '.join(n for n in names if not n.startswith('__'))})."
         )
+    _refuse_ignored_roles(explicit, names, ingest)
     columns = _column_roles(lf, ingest, explicit)
     draft = Design(columns=tuple(columns), groups=pl.DataFrame(), roles=explicit)
     table = apply_design(lf, draft)
@@ -551,6 +563,27 @@ def design_and_table(
         notes=tuple(notes),
     )
     return design, table
+
+
+def _refuse_ignored_roles(
+    explicit: Mapping[str, str], names: Sequence[str], ingest: IngestReport | None
+) -> None:
+    """Refuse a role given to a column the loader filled, which the design cannot change.
+
+    ``--roles dataset=prompt`` on an Inspect log (whose loader fills ``dataset`` from the
+    task name) was ignored without a word; it is an error that says what can be done.
+    """
+    for column, role in explicit.items():
+        canonical = _CANONICAL_ROLE.get(column)
+        if canonical is None or column not in names or _factor_role(role) == canonical:
+            continue
+        who = f"the {ingest.format} loader" if ingest is not None else "the table"
+        raise ParameterError(
+            f"`roles` gives {column!r} the role {role!r}, but {column!r} is the {canonical} "
+            f"column {who} fills, and the design keeps it: read the files as a table "
+            f"(--format table, where --roles {column}={role} applies to the source column), "
+            "or name the source column instead."
+        )
 
 
 def _merged_by_dropping(lf: pl.LazyFrame, table: pl.LazyFrame, draft: Design) -> list[str]:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["is_canonical", "loader_columns", "read_frame", "table_roles"]
 
 #: Roles the table loader cannot apply while reading; the design applies them.
-_DESIGN_ROLES = ("prompt", "setting")
+_DESIGN_ROLES = ("prompt", "setting", "fixed")
 
 
 def loader_columns(roles: Mapping[str, str]) -> dict[str, str]:
@@ -28,6 +28,8 @@ def loader_columns(roles: Mapping[str, str]) -> dict[str, str]:
     for col, role in roles.items():
         if role in ("prompt", "setting"):
             out[col] = role
+        elif role == "fixed":
+            out[col] = "factor"  # kept in the table; the design gives it its role
         elif role in ("text", "metadata"):
             out[col] = "ignore"
         else:

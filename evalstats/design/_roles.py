@@ -37,6 +37,7 @@ USER_ROLES: dict[str, str] = {
     "text": "text",
     "ignore": "text",
     "metadata": "metadata",
+    "fixed": "fixed",
 }
 
 #: Every role a column can have, in display order.
@@ -53,6 +54,7 @@ ROLE_ORDER = (
     "score",
     "output",
     "metric_info",
+    "fixed",
     "item_attribute",
     "model_attribute",
     "outcome",
@@ -82,6 +84,7 @@ ROLE_MEANING = {
     "score": "the item score",
     "output": "model output or reference (answers, responses, lengths, errors)",
     "metric_info": "the metric's bounds and direction",
+    "fixed": "one value in each model and dataset: held fixed, kept, tells no row apart",
     "item_attribute": "the same on every row of an item: not a prompt dimension",
     "model_attribute": "the same on every row of a model, different between models",
     "outcome": "a function of the score (a failure reason, a verdict): records the result",

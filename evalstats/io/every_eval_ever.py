@@ -230,6 +230,24 @@ def _result_info(result: dict) -> dict[str, Any]:
     }
 
 
+def _dataset_of(result: Mapping[str, Any] | None, name: Any) -> str | None:
+    """The dataset of an evaluation result: its name, prefixed by its data when they differ.
+
+    Records converted from Inspect name the evaluation after its scorer (``choice``) and the
+    data in ``source_data.dataset_name`` (``ai2_arc``, ``pubmed_qa``): two datasets scored by
+    one scorer are two datasets (``ai2_arc/choice``, ``pubmed_qa/choice``), not one; a
+    record whose name already says its data (``mmlu``, ``mmlu_pro``) keeps it.
+    """
+    src = _d(_d(result).get("source_data"))
+    ds = src.get("dataset_name")
+    if name is None:
+        return ds if isinstance(ds, str) and ds.strip() else None
+    name = str(name)
+    if isinstance(ds, str) and ds.strip() and ds.lower() not in name.lower():
+        return f"{ds}/{name}"
+    return name
+
+
 def _factor_name(k: str) -> str:
     if (
         k in OBSERVATION_COLUMNS
@@ -578,7 +596,8 @@ def _samples_frame(
             cols["model"].append(
                 (rec.get("model_id") or _d(_d(doc).get("model_info")).get("id")) if ok else None
             )
-            cols["dataset"].append(str(rname) if ok and rname is not None else None)
+            dataset = _dataset_of(match, rname)
+            cols["dataset"].append(dataset if ok else None)
             cols["metric"].append(info["metric"])
             cols["metric_low"].append(info["low"])
             cols["metric_high"].append(info["high"])
@@ -728,7 +747,7 @@ def _aggregate_only(
             unc = _d(_d(r.get("score_details")).get("uncertainty"))
             n = src.get("samples_number", unc.get("num_samples"))
             cols["model"].append(model)
-            cols["dataset"].append(r.get("evaluation_name"))
+            cols["dataset"].append(_dataset_of(r, r.get("evaluation_name")))
             cols["metric"].append(info["metric"])
             cols["metric_low"].append(info["low"])
             cols["metric_high"].append(info["high"])

@@ -116,6 +116,11 @@ def read_table(
     text_columns = [k for k, v in mapping.items() if v not in FACTOR_ROLES | IGNORE_ROLES]
     for f, lf in _sources(path, text_columns, _hidden):
         names = lf.collect_schema().names()
+        if FILE_ROLE in mapping and FILE_ROLE not in names:
+            # `--roles file=model`: the file's name (its stem) as a column, for layouts of one
+            # file per model, dataset or variant that name it nowhere inside
+            lf = lf.with_columns(pl.lit(_stem(f), dtype=pl.String).alias(FILE_ROLE))
+            names = [*names, FILE_ROLE]
         flagged = "__bad_json" in names
         if flagged:
             names = [n for n in names if n != "__bad_json"]
@@ -333,8 +338,8 @@ def _leftover_roles(
     taken = set.intersection(*(set(r.values()) for *_, r, _fs in opened))
     decided: dict[str, str] = {}
     for c, rule in rules.items():
-        if rule.role in ("prompt", "setting"):
-            decided[c] = "factor"
+        if rule.role in ("prompt", "setting", "fixed"):
+            decided[c] = "factor"  # fixed: kept, though no analysis varies it
             continue
         decided[c] = "drop"
         if rule.role == "text" and rule.n_values is None:  # by name: an output or a reference
@@ -475,6 +480,10 @@ def _sources(
     return [
         (f, scan_file(f, text_columns=text_columns)) for f in expand_paths(path, skipped=hidden)
     ]
+
+
+#: The name ``--roles`` gives the file itself (``file=model``, ``file=dataset``, ``file=variant``).
+FILE_ROLE = "file"
 
 
 def _stem(path: Path | _Frame) -> str:

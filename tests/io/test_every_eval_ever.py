@@ -51,6 +51,13 @@ def _errors(folder: Path, validators) -> list[str]:
     return out
 
 
+def _dataset(result: dict) -> str:
+    """The dataset evalstats names a result by: its name, prefixed by its data when they
+    differ (an Inspect scorer's ``accuracy`` over ``inspect_evals/pubmedqa``)."""
+    name, data = result["evaluation_name"], result.get("source_data", {}).get("dataset_name")
+    return f"{data}/{name}" if data and data.lower() not in name.lower() else name
+
+
 def _aggregates(folder: Path) -> dict[tuple[str, str, str], float]:
     """``(model, evaluation_name, metric_id) -> score_details.score`` of records with samples."""
     out = {}
@@ -59,7 +66,7 @@ def _aggregates(folder: Path) -> dict[tuple[str, str, str], float]:
             continue
         doc = json.loads(f.read_text())
         for r in doc["evaluation_results"]:
-            key = (doc["model_info"]["id"], r["evaluation_name"], r["metric_config"]["metric_id"])
+            key = (doc["model_info"]["id"], _dataset(r), r["metric_config"]["metric_id"])
             out[key] = r["score_details"]["score"]
     return out
 
@@ -152,7 +159,7 @@ def test_an_aggregate_only_record_gives_its_scores_as_unit_rows(shared_data):
     f = shared_data / "every-eval-ever" / "examples" / "98ea850e-7019-4728-a558-8b1819ec47c2.json"
     obs, report = read(f)
     doc = json.loads(f.read_text())
-    want = {r["evaluation_name"]: r["score_details"]["score"] for r in doc["evaluation_results"]}
+    want = {_dataset(r): r["score_details"]["score"] for r in doc["evaluation_results"]}
     got = dict(obs.select("dataset", "score").collect().iter_rows())
     assert got == want and report.rows_kept == 6
     assert "item" not in obs.collect_schema()
