@@ -230,7 +230,9 @@ def _result_info(result: dict) -> dict[str, Any]:
     }
 
 
-def _dataset_of(result: Mapping[str, Any] | None, name: Any) -> str | None:
+def _dataset_of(
+    result: Mapping[str, Any] | None, name: Any, doc: Mapping[str, Any] | None = None
+) -> str | None:
     """The dataset of an evaluation result: its name, prefixed by its data when they differ.
 
     Records converted from Inspect name the evaluation after its scorer (``choice``) and the
@@ -238,7 +240,7 @@ def _dataset_of(result: Mapping[str, Any] | None, name: Any) -> str | None:
     one scorer are two datasets (``ai2_arc/choice``, ``pubmed_qa/choice``), not one; a
     record whose name already says its data (``mmlu``, ``mmlu_pro``) keeps it.
     """
-    src = _d(_d(result).get("source_data"))
+    src = _d(_d(result).get("source_data")) or _d(_d(doc).get("source_data"))  # 0.0.1: the record's
     ds = src.get("dataset_name")
     if name is None:
         return ds if isinstance(ds, str) and ds.strip() else None
@@ -596,7 +598,7 @@ def _samples_frame(
             cols["model"].append(
                 (rec.get("model_id") or _d(_d(doc).get("model_info")).get("id")) if ok else None
             )
-            dataset = _dataset_of(match, rname)
+            dataset = _dataset_of(match, rname, doc)
             cols["dataset"].append(dataset if ok else None)
             cols["metric"].append(info["metric"])
             cols["metric_low"].append(info["low"])
@@ -747,7 +749,7 @@ def _aggregate_only(
             unc = _d(_d(r.get("score_details")).get("uncertainty"))
             n = src.get("samples_number", unc.get("num_samples"))
             cols["model"].append(model)
-            cols["dataset"].append(_dataset_of(r, r.get("evaluation_name")))
+            cols["dataset"].append(_dataset_of(r, r.get("evaluation_name"), doc))
             cols["metric"].append(info["metric"])
             cols["metric_low"].append(info["low"])
             cols["metric_high"].append(info["high"])
