@@ -99,6 +99,8 @@ def _column_roles(
             out[c] = ColumnRole(c, loader[c].role, loader[c].evidence, "loader", loader[c].n_values)
             if loader[c].role != "fixed":
                 pending.append(c)  # the loader's word, checked against the structure below
+        elif c in loader and loader[c].role in LEFT_OUT_ROLES:  # what the format knows
+            out[c] = ColumnRole(c, loader[c].role, loader[c].evidence, "loader", loader[c].n_values)
         else:
             pending.append(c)
     if pending:

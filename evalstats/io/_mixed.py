@@ -58,8 +58,12 @@ def _lm_eval_companion(f: Path) -> bool:
 
 def _state_of_what_art_companion(f: Path) -> bool:
     """Paraphrase metadata or the published per-task metrics of the State of What Art release."""
-    from evalstats.io.state_of_what_art import META_FOLDER
+    from evalstats.io.state_of_what_art import ACC_FOLDER, META_FOLDER
 
+    if any((d / ACC_FOLDER).is_dir() for d in f.parents[1:]):
+        # a file of a release folder as published (its aggregated rankings, its metrics): the
+        # loader reads the accuracy tables and names the rest in a note
+        return True
     if f.suffix.lower() != ".csv":
         return False
     if META_FOLDER in f.parts or "metric results" in f.parts:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
+from evalstats._column_rules import ColumnRule
 from evalstats.errors import IngestError
 from evalstats.io._files import csv_header, expand_paths, polars_path, skipped_note
 from evalstats.io._pipeline import OnInvalid, ScoreScale, finalize, read_error
@@ -325,4 +326,21 @@ def read_state_of_what_art(
         notes=[*notes, *filter(None, [skipped_note(_hidden)])],
         source_names={"variant": IDX_COLUMN, "score": "<model>_acc"},
         metric=MetricInfo("accuracy", 0.0, 1.0),
+        column_rules=[
+            ColumnRule(
+                "method",
+                "prompt",
+                "State of What Art paraphrase metadata: how each paraphrase was made (a coarse "
+                "prompt dimension)",
+            ),
+            ColumnRule(
+                "correct",
+                "metadata",
+                "State of What Art paraphrase metadata: the authors' validation mark of the "
+                "paraphrase (a filter, not a dimension: keep the validated ones with "
+                "--roles correct=setting to compare them)",
+            ),
+        ]
+        if use_meta
+        else None,
     )
