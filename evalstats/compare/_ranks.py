@@ -115,7 +115,11 @@ def _rank_sets_from_decisions(
 
 
 def _two_way_inputs(cells, models: list[str]):
-    """The shared (item, prompt) cells of ``models`` when a group has 2 or more prompts."""
+    """The shared (item, prompt) cells of ``models`` when a group has 2 or more prompts.
+
+    None when the group has one prompt; ``False`` when the models share cells on fewer than 2
+    items (no prompt in common): they are then ranked over their recorded prompts.
+    """
     if cells is None:
         return None
     table, clustered = cells
@@ -128,6 +132,8 @@ def _two_way_inputs(cells, models: list[str]):
         .drop_nulls(list(models))
         .sort("__item", "__p")
     )
+    if wide["__item"].n_unique() < 2:
+        return False
     return wide, clustered
 
 
@@ -284,7 +290,10 @@ def rank_intervals(
         the prompt space: the bootstrap resamples items (or clusters) and prompt variants
         independently (a two-way bootstrap, Owen 2007; slightly conservative) and the pairwise
         differences are studentized by the design's variance (model x prompt interaction
-        included, as :func:`compare_models`); ``n_prompts`` says how many.
+        included, as :func:`compare_models`) on the (item, prompt) cells every model of the
+        group has; ``n_prompts`` says how many prompts. When the models share no prompt
+        variant on 2 or more items, the group is ranked over the recorded prompts instead
+        (``n_prompts`` null) and a :class:`DesignWarning` names it.
         ``'recorded-prompts'`` ranks the means over the recorded prompts (items resampled).
     variant_factors : sequence of str, str or None, default None
         Which factor columns make the prompt variants (settings are not prompts; see
@@ -314,7 +323,8 @@ def rank_intervals(
     -----
     DesignWarning
         Items that not every model of a group has are left out (``n_items_dropped``): the
-        ranking is over the shared items only.
+        ranking is over the shared items only. Models that share no prompt variant are ranked
+        over their recorded prompts.
 
     Notes
     -----
@@ -416,6 +426,7 @@ def rank_intervals(
     q = (1 - level) / 2
     frames = []
     dropped: list[str] = []
+    recorded: list[str] = []
     n_dropped_total = 0
     for key, w in wide.items():
         unit = [c for c in ("dataset", "item") if c in w.columns and c not in by]
@@ -442,6 +453,9 @@ def rank_intervals(
         hib = higher_is_better(direction, key)
         sign = 1.0 if hib else -1.0  # rank 1 is the best: the highest, or the lowest error
         two_way = _two_way_inputs(prompt_cells.get(key), models)
+        if two_way is False:
+            recorded.append(", ".join(f"{b}={k!r}" for b, k in zip(by, key)) or "all")
+            two_way = None
         n_prompts = None
         se = None
         if two_way is not None:
@@ -508,6 +522,15 @@ def rank_intervals(
         warnings.warn(
             f"rank intervals: {n_dropped_total} item(s) that not every model has are left out "
             f"(counted in `n_items_dropped`; {shown}); models are ranked on the shared items.",
+            DesignWarning,
+            stacklevel=2,
+        )
+    if recorded:
+        shown = "; ".join(recorded[:3]) + (" ..." if len(recorded) > 3 else "")
+        warnings.warn(
+            f"rank intervals: in {len(recorded)} group(s) the models share no prompt variant on "
+            f"2 or more items ({shown}): they are ranked over their own recorded prompts "
+            "(`n_prompts` is null), where a prompt effect cannot be told from a model's.",
             DesignWarning,
             stacklevel=2,
         )
