@@ -630,6 +630,16 @@ def _pair_designs(cells, models: list[str], pairs, prompt_space: bool) -> list |
     return out
 
 
+def _nothing_left(skipped: list[str], empty: str) -> str:
+    """The error when every group was skipped: its one reason, or the first three."""
+    if len(skipped) == 1:
+        return f"{skipped[0]}."
+    if not skipped:
+        return f"{empty}."
+    more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    return f"no group is left: {'; '.join(skipped[:3])}{more}."
+
+
 def _in(by: Sequence[str], blk: dict) -> str:
     """' in dataset='d'' for a block's group (empty without groups)."""
     where = ", ".join(f"{b}={k!r}" for b, k in zip(by, blk["key"]))
@@ -755,7 +765,9 @@ def compare_models(
     SchemaError
         ``on_mismatch='error'`` and the runs of a configuration cover different items.
     InsufficientDataError
-        A group has fewer than two models, or a pair shares fewer than two units.
+        No group has two models that share two units. A group with a single model, or a pair
+        that shares fewer than two units, is left out with a :class:`DesignWarning` and the
+        others are compared.
 
     Warns
     -----
@@ -849,29 +861,36 @@ def compare_models(
         else {}
     )
     blocks = []
+    skipped: list[str] = []  # groups and pairs with nothing to compare, and why
     for key, (w, cnt) in wide.items():
         unit = [c for c in ("dataset", "item", "variant") if c in w.columns and c not in by]
         models = [c for c in w.columns if c not in unit]
         where = ", ".join(f"{b}={k!r}" for b, k in zip(by, key))
         if len(models) < 2:
-            raise InsufficientDataError(
+            # a dataset with one model leaves the others' comparisons as they are
+            skipped.append(
                 f"comparing models needs at least 2 models{' in ' + where if where else ''}; "
-                f"got {models}."
+                f"got {models}"
             )
+            continue
         x = w.select(models).to_numpy().astype(float)
         c = cnt.select(models).to_numpy().astype(float)
         mask = ~np.isnan(x)
         x = np.where(mask, x, 0.0)
         full = np.nanmax(np.where(mask, c, np.nan), axis=0)
         incomplete = mask & (c < full)
-        pairs = list(combinations(range(len(models)), 2))
-        for i, j in pairs:
+        pairs = []
+        for i, j in combinations(range(len(models)), 2):
             shared = int(np.sum(mask[:, i] & mask[:, j]))
             if shared < 2:
-                raise InsufficientDataError(
+                skipped.append(
                     f"{models[i]!r} and {models[j]!r} share {shared} unit(s)"
-                    f"{' in ' + where if where else ''}; a paired comparison needs at least 2."
+                    f"{' in ' + where if where else ''}; a paired comparison needs at least 2"
                 )
+            else:
+                pairs.append((i, j))
+        if not pairs:
+            continue
         design = _pair_designs(cells.get(key), models, pairs, over == "auto")
         blocks.append(
             {
@@ -883,6 +902,16 @@ def compare_models(
                 "inc": incomplete,
                 "design": design,
             }
+        )
+    if not blocks:
+        raise InsufficientDataError(_nothing_left(skipped, "no models to compare"))
+    if skipped:
+        more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        warnings.warn(
+            f"comparisons skipped where there is nothing to compare ({'; '.join(skipped[:3])}"
+            f"{more}); the other groups and pairs are compared.",
+            DesignWarning,
+            stacklevel=2,
         )
     families = [blocks] if family == "global" else [[b] for b in blocks]
     bounds = _metric_bounds(frame, by)

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from evalstats.compare._paired import paired_matrix
+from evalstats.compare._paired import _nothing_left, paired_matrix
 from evalstats.design._frames import analysis_input
 from evalstats.errors import DesignWarning, InsufficientDataError, ParameterError, SchemaError
 from evalstats.results import check_confidence_level, check_positive_int
@@ -319,6 +319,13 @@ def rank_intervals(
         is the best: the highest mean score, or the lowest for a metric where lower is better.
         ``n_items_dropped`` counts the group's items left out because some model lacks them.
 
+    Raises
+    ------
+    InsufficientDataError
+        No group has 2 models sharing 2 items. A group with a single model (or fewer than 2
+        items every model has) is left out with a :class:`DesignWarning`, and the others
+        are ranked.
+
     Warns
     -----
     DesignWarning
@@ -427,6 +434,7 @@ def rank_intervals(
     frames = []
     dropped: list[str] = []
     recorded: list[str] = []
+    skipped: list[str] = []
     n_dropped_total = 0
     for key, w in wide.items():
         unit = [c for c in ("dataset", "item") if c in w.columns and c not in by]
@@ -440,15 +448,18 @@ def rank_intervals(
             labels = complete.select(on).join(cluster_of.select(*on, "__g"), on=on, how="left")
             _, codes = np.unique(labels["__g"].fill_null("").to_numpy(), return_inverse=True)
         n_dropped = w.height - n
+        where = ", ".join(f"{b}={k!r}" for b, k in zip(by, key))
+        if n < 2 or len(models) < 2:
+            # a dataset with one model (or no shared items) leaves the others' ranks as they are
+            skipped.append(
+                f"rank intervals need at least 2 models and 2 shared items"
+                f"{' in ' + where if where else ''}; got {len(models)} model(s) "
+                f"({', '.join(map(str, models))}) and {n} shared item(s)"
+            )
+            continue
         if n_dropped:
             n_dropped_total += n_dropped
-            where = ", ".join(f"{b}={k!r}" for b, k in zip(by, key))
             dropped.append(f"{where or 'all'}: {n_dropped} of {w.height}")
-        if n < 2 or len(models) < 2:
-            raise InsufficientDataError(
-                f"rank intervals need at least 2 models and 2 shared items; got {len(models)} "
-                f"models and {n} items."
-            )
         observed = x.mean(axis=0)
         hib = higher_is_better(direction, key)
         sign = 1.0 if hib else -1.0  # rank 1 is the best: the highest, or the lowest error
@@ -516,6 +527,16 @@ def rank_intervals(
                     "higher_is_better": [hib] * len(models),
                 }
             )
+        )
+    if not frames:
+        raise InsufficientDataError(_nothing_left(skipped, "no models to rank"))
+    if skipped:
+        more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        warnings.warn(
+            f"rank intervals skipped where there is nothing to rank ({'; '.join(skipped[:3])}"
+            f"{more}); the other groups are ranked.",
+            DesignWarning,
+            stacklevel=2,
         )
     if n_dropped_total:
         shown = "; ".join(dropped[:3]) + (" ..." if len(dropped) > 3 else "")

@@ -353,3 +353,58 @@ def test_compare_cli_without_a_shared_prompt_exits_0(tmp_path):
     row = pl.read_csv(out.encode()).row(0, named=True)
     assert row["method"] == "permutation-recorded" and math.isfinite(row["difference"])
     assert "share no prompt variant" in err
+
+
+def _one_model_on_d0(**kw) -> pl.DataFrame:
+    """Issue 41: three datasets, d0 with model m0 alone, d1 and d2 with m0, m1 and m2."""
+    obs = observations(n_models=3, n_items=40, n_datasets=3, n_variants=1, seed=0, **kw)
+    return obs.filter((pl.col("dataset") != "d0") | (pl.col("model") == "m0"))
+
+
+def test_a_dataset_with_one_model_leaves_the_others_compared():
+    """Issue 41: it raised for the whole table; now the others are compared as on their own."""
+    obs = _one_model_on_d0()
+    with pytest.warns(DesignWarning, match=r"at least 2 models in dataset='d0'.*got \['m0'\]"):
+        out = compare_models(obs)
+    assert out.equals(compare_models(obs.filter(pl.col("dataset") != "d0")))
+    assert out["dataset"].unique().sort().to_list() == ["d1", "d2"] and out.height == 6
+    # a setting value with one model (by a setting column) is left out in the same way
+    by_setting = obs.with_columns(
+        server=pl.when((pl.col("dataset") == "d1") & (pl.col("model") == "m2"))
+        .then(pl.lit("s2"))
+        .otherwise(pl.lit("s1"))
+    )
+    with pytest.warns(DesignWarning, match=r"dataset='d1'.*server='s2'.*got \['m2'\]"):
+        out = compare_models(by_setting, by=("dataset", "metric", "server"), family="group")
+    assert out.select("dataset", "server").unique().sort("dataset").rows() == [
+        ("d1", "s1"),
+        ("d2", "s1"),
+    ]
+
+
+def test_a_pair_sharing_one_item_is_left_out_and_the_others_compared():
+    """m2 answered one item of d1: its two pairs there are left out, named; the rest stay."""
+    obs = _one_model_on_d0().filter(
+        (pl.col("dataset") != "d1") | (pl.col("model") != "m2") | (pl.col("item") == "0")
+    )
+    with pytest.warns(DesignWarning, match=r"'m0' and 'm2' share 1 unit\(s\) in dataset='d1'"):
+        out = compare_models(obs, family="group")
+    assert out.select("dataset", "model_a", "model_b").rows() == [
+        ("d1", "m0", "m1"),
+        ("d2", "m0", "m1"),
+        ("d2", "m0", "m2"),
+        ("d2", "m1", "m2"),
+    ]
+    alone = obs.filter(pl.col("model") != "m2", pl.col("dataset") == "d1")
+    assert out.filter(dataset="d1").equals(compare_models(alone))
+
+
+def test_compare_cli_on_a_dump_with_a_single_model_dataset(tmp_path):
+    from tests._cli import cli, ok
+
+    path = tmp_path / "one_model_d0.csv"
+    _one_model_on_d0().write_csv(path)
+    code, out, err = cli("compare", str(path))
+    ok(code, err)
+    assert pl.read_csv(out.encode())["dataset"].unique().sort().to_list() == ["d1", "d2"]
+    assert "at least 2 models in dataset='d0'" in err

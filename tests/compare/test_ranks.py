@@ -455,3 +455,17 @@ def test_rank_intervals_rank_on_the_prompts_every_model_shares():
     out = rank_intervals(obs, n_resamples=200, method="simultaneous")
     assert out.equals(rank_intervals(shared, n_resamples=200, method="simultaneous"))
     assert out["n_prompts"].to_list() == [2, 2]
+
+
+def test_a_dataset_with_one_model_leaves_the_others_ranked():
+    """Issue 41: one single-model dataset raised for the whole table; now it is named, skipped."""
+    obs = observations(n_models=3, n_items=40, n_datasets=3, n_variants=1, seed=0)
+    obs = obs.filter((pl.col("dataset") != "d0") | (pl.col("model") == "m0"))
+    with pytest.warns(DesignWarning, match=r"dataset='d0'.*got 1 model\(s\) \(m0\)"):
+        out = rank_intervals(obs, n_resamples=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the other datasets alone: nothing to warn about
+        ref = rank_intervals(obs.filter(pl.col("dataset") != "d0"), n_resamples=200)
+    assert out.equals(ref) and out["dataset"].unique().sort().to_list() == ["d1", "d2"]
+    with pytest.raises(InsufficientDataError, match=r"at least 2 models .* dataset='d0'"):
+        rank_intervals(obs.filter(dataset="d0"))
