@@ -254,7 +254,7 @@ def _run_family(
         xa, xb = np.where(pm, xa, 0.0), np.where(pm, xb, 0.0)
         design = blk.get("design")
         plain = np.arange(len(pairs))
-        if design is not None and correction not in RESAMPLING_CORRECTIONS:
+        if design is not None:
             on_design = np.array([v is not None for v in design], dtype=bool)
             mv = [design[j][0] for j in np.flatnonzero(on_design)]
             if mv:
@@ -891,7 +891,11 @@ def compare_models(
                 pairs.append((i, j))
         if not pairs:
             continue
-        design = _pair_designs(cells.get(key), models, pairs, over == "auto")
+        design = (  # a resampling correction bootstraps the item means: no design's test
+            None
+            if correction in RESAMPLING_CORRECTIONS
+            else _pair_designs(cells.get(key), models, pairs, over == "auto")
+        )
         blocks.append(
             {
                 "key": key,

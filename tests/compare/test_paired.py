@@ -328,6 +328,10 @@ def test_a_pair_is_compared_on_its_shared_prompts_as_on_the_filtered_table():
     assert out.select(cols).rows() == ref.select(cols).rows()
     assert out["method"].to_list() == ["t-design"]
     assert_allclose(out["mean_a"] - out["mean_b"], out["difference"], rtol=1e-12)
+    # a resampling correction bootstraps the item means over all prompts: its means are those
+    boot = compare_models(obs, correction="maxt", n_resamples=999).row(0, named=True)
+    assert boot["method"] == "bootstrap"
+    assert_allclose(boot["mean_a"] - boot["mean_b"], boot["difference"], rtol=1e-12)
 
 
 def test_three_models_two_share_prompts_one_does_not():
