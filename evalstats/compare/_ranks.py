@@ -49,17 +49,20 @@ def _paired_decisions(observations, *, by, level, seed, over, cluster, variant_f
     with warnings.catch_warnings():
         # the report's comparison (or the user's own call) says these; the ranks say their own
         warnings.simplefilter("ignore", DesignWarning)
-        pairs = compare_models(
-            observations,
-            by=by,
-            correction="holm",
-            family="group",
-            confidence_level=level,
-            seed=seed,
-            over=over,
-            cluster=cluster,
-            variant_factors=variant_factors,
-        )
+        try:
+            pairs = compare_models(
+                observations,
+                by=by,
+                correction="holm",
+                family="group",
+                confidence_level=level,
+                seed=seed,
+                over=over,
+                cluster=cluster,
+                variant_factors=variant_factors,
+            )
+        except InsufficientDataError:
+            return {}  # no pair to test anywhere: the ranks say why in their own words
     return _decisions_of(pairs, by, level)
 
 

@@ -467,5 +467,5 @@ def test_a_dataset_with_one_model_leaves_the_others_ranked():
         warnings.simplefilter("error")  # the other datasets alone: nothing to warn about
         ref = rank_intervals(obs.filter(pl.col("dataset") != "d0"), n_resamples=200)
     assert out.equals(ref) and out["dataset"].unique().sort().to_list() == ["d1", "d2"]
-    with pytest.raises(InsufficientDataError, match=r"at least 2 models .* dataset='d0'"):
+    with pytest.raises(InsufficientDataError, match=r"^rank intervals need at least 2 models"):
         rank_intervals(obs.filter(dataset="d0"))
