@@ -93,19 +93,42 @@ def _start_server() -> None:
 
     The server imports :data:`PRELOAD` before it ignores SIGINT itself: a Ctrl-C in those
     seconds printed its traceback under the command's one line.
+
+    The server is ``python -c ...``, which puts the working directory first on ``sys.path``,
+    and Python 3.11's server does not take the main process's ``sys.path`` (3.12 does): from
+    the folder that holds a clone (``./evalstats/``, the repository) the server imported that
+    folder as an empty namespace package ``evalstats`` instead of the installed one, and every
+    worker failed with "module 'evalstats' has no attribute ...". ``PYTHONSAFEPATH`` (Python
+    3.11+) keeps the working directory off the server's ``sys.path``; the workers then import
+    what the main process imports.
     """
     import signal
     import threading
     from multiprocessing import forkserver
 
-    if threading.current_thread() is not threading.main_thread():
-        forkserver.ensure_running()
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with _safe_path():
+        if threading.current_thread() is not threading.main_thread():
+            forkserver.ensure_running()
+            return
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            forkserver.ensure_running()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _safe_path() -> Iterator[None]:
+    """``PYTHONSAFEPATH=1`` in the environment while the block starts a process."""
+    before = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
     try:
-        forkserver.ensure_running()
+        yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        if before is None:
+            del os.environ["PYTHONSAFEPATH"]
+        else:
+            os.environ["PYTHONSAFEPATH"] = before
 
 
 def start_early(*, figures: bool = False) -> None:

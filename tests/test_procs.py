@@ -75,3 +75,33 @@ def test_a_server_started_for_figures_also_preloads_the_figure_modules():
         seen[figures] = out.stdout.strip()
     assert seen[True] == str(list(FIGURE_PRELOAD))
     assert "backend_pdf" not in seen[False]
+
+
+def test_workers_import_the_installed_package_not_a_folder_of_the_working_directory(tmp_path):
+    """Issue 41: the server is ``python -c``, which put the working directory first on its
+    ``sys.path`` (Python 3.11's server ignores the main process's): standing in a folder with
+    an ``evalstats/`` of its own (a clone's parent), the workers imported that one. Here it is
+    a decoy regular package; the workers must import the package the main process imports.
+    """
+    import subprocess
+    import sys
+
+    import evalstats
+
+    (tmp_path / "evalstats").mkdir()
+    (tmp_path / "evalstats" / "__init__.py").write_text("")  # the decoy
+    (tmp_path / "run").mkdir()
+    script = tmp_path / "run" / "probe.py"  # a script elsewhere, as the console script is
+    script.write_text(
+        "import concurrent.futures as cf\n"
+        "import pkgutil\n"
+        "from evalstats._procs import worker_context\n"
+        "if __name__ == '__main__':\n"
+        "    with cf.ProcessPoolExecutor(1, mp_context=worker_context()) as pool:\n"
+        "        print(pool.submit(pkgutil.resolve_name, 'evalstats:__file__').result())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == evalstats.__file__

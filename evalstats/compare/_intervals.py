@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-from scipy import stats
+from scipy import special, stats
 
 from evalstats.design._frames import analysis_input
 from evalstats.errors import (
@@ -209,11 +209,7 @@ def mean_interval(
         if not 0 < m01 < 1:  # every unit at one bound is constant, handled above
             return mean, se, mean, mean
         q = float(stats.t.ppf(1 - alpha / 2, n - 1))
-        # delta method: se of logit(m) is se / (m (1 - m)) on the [0, 1] scale
-        half = q * (se / width) / (m01 * (1 - m01))
-        centre = math.log(m01 / (1 - m01))
-        lo01 = 1 / (1 + math.exp(-(centre - half)))
-        hi01 = 1 / (1 + math.exp(-(centre + half)))
+        lo01, hi01 = _expit_interval(m01, se / width, q)
         return mean, se, lo_b + width * lo01, lo_b + width * hi01
     if method == "t":
         se = float(np.std(x, ddof=1) / math.sqrt(n))
@@ -432,7 +428,10 @@ def intervals(
     - ``t``: :math:`\bar x \pm t_{n-1,1-\alpha/2}\, s/\sqrt n`.
     - ``logit``: with :math:`m = (\bar x - L)/(H - L)` on the metric's bounds :math:`[L, H]`,
       :math:`\mathrm{expit}(\mathrm{logit}(m) \pm t_{n-1,1-\alpha/2}\,
-      \frac{s/\sqrt n}{(H-L)\, m (1-m)})` mapped back to :math:`[L, H]`.
+      \frac{s/\sqrt n}{(H-L)\, m (1-m)})` mapped back to :math:`[L, H]`. With the design's
+      Satterthwaite df in place of :math:`n-1` the df can be far below 1: the quantile is then
+      in the millions, or beyond float range (taken as infinite), and the interval widens to
+      all of :math:`[L, H]`.
     - ``wilson``: :math:`(\hat p + z^2/2n \pm z\sqrt{\hat p(1-\hat p)/n + z^2/4n^2})/(1+z^2/n)`.
     - ``cluster``: :math:`SE^2 = \frac{G}{G-1}\sum_g (\sum_{i\in g}(x_i-\bar x))^2/n^2`,
       with :math:`t_{G-1}` quantiles (statsmodels OLS on a constant, ``cov_type='cluster'``,
@@ -806,12 +805,34 @@ def _logit_interval(
     m01 = (mean - lo_b) / width
     if not 0 < m01 < 1:
         return mean, mean
-    q = float(stats.t.isf((1 - level) / 2, df))
-    half = q * (se / width) / (m01 * (1 - m01))
-    centre = math.log(m01 / (1 - m01))
-    lo01 = 1 / (1 + math.exp(-(centre - half)))
-    hi01 = 1 / (1 + math.exp(-(centre + half)))
+    lo01, hi01 = _expit_interval(m01, se / width, _t_quantile((1 - level) / 2, df))
     return lo_b + width * lo01, lo_b + width * hi01
+
+
+def _t_quantile(tail: float, df: float) -> float:
+    """The upper ``tail`` quantile of Student's t at ``df`` > 0, ``inf`` beyond float range.
+
+    Below a df of about 0.01 the quantile exceeds the largest float, and ``scipy.stats.t.isf``
+    returns a finite number whose tail probability is not ``tail`` (scipy 1.17: 2.1e152 at
+    df 0.001, where ``t.sf`` of it is 0.35); that answer is replaced by ``inf``.
+    """
+    q = float(stats.t.isf(tail, df))
+    if math.isfinite(q) and not math.isclose(float(stats.t.sf(q, df)), tail, rel_tol=1e-6):
+        return math.inf
+    return q
+
+
+def _expit_interval(m01: float, se01: float, q: float) -> tuple[float, float]:
+    """``expit(logit(m01) -+ q se01 / (m01 (1 - m01)))``: the delta-method interval on [0, 1].
+
+    ``scipy.special.expit`` saturates at 0 and 1 instead of overflowing, so a tiny
+    Satterthwaite df (a quantile in the thousands, or infinite) gives a wide interval, at the
+    limit all of [0, 1], never a ``math.exp`` overflow.
+    """
+    # delta method: the se of logit(m) is se / (m (1 - m)) on the [0, 1] scale
+    half = q * se01 / (m01 * (1 - m01))
+    centre = math.log(m01 / (1 - m01))
+    return float(special.expit(centre - half)), float(special.expit(centre + half))
 
 
 def _missing_reason(x: np.ndarray, method: str) -> str:

@@ -252,24 +252,29 @@ def _run_family(
         xa, xb = x[:, ia], x[:, ib]
         pm = mask[:, ia] & mask[:, ib]
         xa, xb = np.where(pm, xa, 0.0), np.where(pm, xb, 0.0)
-        if blk.get("design") is not None and correction not in RESAMPLING_CORRECTIONS:
-            mv = blk["design"]
-            test = DesignT(
-                np.array([v.mean for v in mv]),
-                np.array([v.var for v in mv]),
-                np.array([v.df for v in mv]),
-                np.array([v.n_items for v in mv]),
-                alternative,
-            )
-            tests.append((bi, np.arange(len(pairs)), test))
-            continue
+        design = blk.get("design")
+        plain = np.arange(len(pairs))
+        if design is not None:
+            on_design = np.array([v is not None for v in design], dtype=bool)
+            mv = [design[j][0] for j in np.flatnonzero(on_design)]
+            if mv:
+                test = DesignT(
+                    np.array([v.mean for v in mv]),
+                    np.array([v.var for v in mv]),
+                    np.array([v.df for v in mv]),
+                    np.array([v.n_items for v in mv]),
+                    alternative,
+                )
+                tests.append((bi, np.flatnonzero(on_design), test))
+            plain = np.flatnonzero(~on_design)  # no prompt in common: the recorded prompts
         if correction in RESAMPLING_CORRECTIONS:
             kinds = np.array(["bootstrap"] * len(pairs))
         elif method == "auto":
             kinds = np.array([_auto_kind(xa[:, j], xb[:, j], pm[:, j]) for j in range(len(pairs))])
         else:
             kinds = np.array([method] * len(pairs))
-        for kind in dict.fromkeys(kinds.tolist()):
+        kinds = np.where(np.isin(np.arange(len(pairs)), plain), kinds, "")
+        for kind in dict.fromkeys(kinds[plain].tolist()):
             cols = np.flatnonzero(kinds == kind)
             if kind.startswith("mcnemar") and not all(
                 _binary(xa[:, j], pm[:, j]) and _binary(xb[:, j], pm[:, j]) for j in cols
@@ -584,7 +589,12 @@ def _design_cells(
 
 
 def _pair_designs(cells, models: list[str], pairs, prompt_space: bool) -> list | None:
-    """The design's mean difference and variance of each pair (None: the plain tests apply)."""
+    """The design's mean difference and variance of each pair (None: the plain tests apply).
+
+    One entry per pair: ``(MeanVariance of the differences, mean_a, mean_b)`` over the (item,
+    prompt) cells both models have, or None when they share such cells on fewer than 2 items
+    (no prompt in common: the pair gets the plain test over the recorded prompts).
+    """
     from evalstats.compare._design_var import design_variance
 
     if cells is None:
@@ -603,17 +613,37 @@ def _pair_designs(cells, models: list[str], pairs, prompt_space: bool) -> list |
         both = a.join(b.select("__item", "__p", "__y"), on=["__item", "__p"], suffix="_b").sort(
             "__item", "__p"
         )
+        if both["__item"].n_unique() < 2:
+            out.append(None)
+            continue
         d = (both["__y"] - both["__y_b"]).to_numpy()
-        out.append(
-            design_variance(
-                both["__item"].to_numpy(),
-                both["__p"].to_numpy(),
-                d,
-                clusters=both["__g"].to_numpy() if clustered else None,
-                prompt_space=prompt_space,
-            )
+        mv = design_variance(
+            both["__item"].to_numpy(),
+            both["__p"].to_numpy(),
+            d,
+            clusters=both["__g"].to_numpy() if clustered else None,
+            prompt_space=prompt_space,
         )
+        # each model's mean as the difference's: over items, of the item's shared cells
+        means = both.group_by("__item").agg(pl.col("__y").mean(), pl.col("__y_b").mean())
+        out.append((mv, float(means["__y"].mean()), float(means["__y_b"].mean())))
     return out
+
+
+def _nothing_left(skipped: list[str], empty: str) -> str:
+    """The error when every group was skipped: its one reason, or the first three."""
+    if len(skipped) == 1:
+        return f"{skipped[0]}."
+    if not skipped:
+        return f"{empty}."
+    more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    return f"no group is left: {'; '.join(skipped[:3])}{more}."
+
+
+def _in(by: Sequence[str], blk: dict) -> str:
+    """' in dataset='d'' for a block's group (empty without groups)."""
+    where = ", ".join(f"{b}={k!r}" for b, k in zip(by, blk["key"]))
+    return f" in {where}" if where else ""
 
 
 def _item_set_rule(frame: pl.DataFrame | pl.LazyFrame, on_mismatch: str | None) -> pl.LazyFrame:
@@ -672,6 +702,11 @@ def compare_models(
         sign-flip permutation test (exact under exchangeability) below that. McNemar and t give
         exact or analytic p-values with no resampling floor, so a family of hundreds of pairs
         can reach its corrected level; the ``method`` column says which test each pair got.
+        With the prompt-space design (``over='auto'``, 2 or more prompt variants) a pair gets
+        ``t-design`` on the (item, prompt) cells both models have; a pair that shares no
+        prompt variant on 2 or more items gets the plain test of its item means over each
+        model's own recorded prompts, named with ``-recorded`` (``'permutation-recorded'``,
+        ``'mcnemar-recorded'``, ``'t-recorded'``), and a :class:`DesignWarning` names it.
     alternative : {'two-sided', 'less', 'greater'}, default 'two-sided'
         Direction, for ``model_a - model_b``.
     confidence_level : float, default 0.95
@@ -730,15 +765,18 @@ def compare_models(
     SchemaError
         ``on_mismatch='error'`` and the runs of a configuration cover different items.
     InsufficientDataError
-        A group has fewer than two models, or a pair shares fewer than two units.
+        No group has two models that share two units. A group with a single model, or a pair
+        that shares fewer than two units, is left out with a :class:`DesignWarning` and the
+        others are compared.
 
     Warns
     -----
     DesignWarning
         Units that only one model of a pair has (``n_unpaired``), units averaged over fewer
         rows (runs, variants) than the model's other units (``n_incomplete``: missing runs are
-        averaged over the runs present, never imputed), and pairs whose test cannot reach a
-        p-value below ``alpha`` at their sample size.
+        averaged over the runs present, never imputed), pairs whose test cannot reach a
+        p-value below ``alpha`` at their sample size, and pairs that share no prompt variant
+        (compared over their recorded prompts, where the prompt and the model are confounded).
 
     See Also
     --------
@@ -823,30 +861,41 @@ def compare_models(
         else {}
     )
     blocks = []
+    skipped: list[str] = []  # groups and pairs with nothing to compare, and why
     for key, (w, cnt) in wide.items():
         unit = [c for c in ("dataset", "item", "variant") if c in w.columns and c not in by]
         models = [c for c in w.columns if c not in unit]
         where = ", ".join(f"{b}={k!r}" for b, k in zip(by, key))
         if len(models) < 2:
-            raise InsufficientDataError(
+            # a dataset with one model leaves the others' comparisons as they are
+            skipped.append(
                 f"comparing models needs at least 2 models{' in ' + where if where else ''}; "
-                f"got {models}."
+                f"got {models}"
             )
+            continue
         x = w.select(models).to_numpy().astype(float)
         c = cnt.select(models).to_numpy().astype(float)
         mask = ~np.isnan(x)
         x = np.where(mask, x, 0.0)
         full = np.nanmax(np.where(mask, c, np.nan), axis=0)
         incomplete = mask & (c < full)
-        pairs = list(combinations(range(len(models)), 2))
-        for i, j in pairs:
+        pairs = []
+        for i, j in combinations(range(len(models)), 2):
             shared = int(np.sum(mask[:, i] & mask[:, j]))
             if shared < 2:
-                raise InsufficientDataError(
+                skipped.append(
                     f"{models[i]!r} and {models[j]!r} share {shared} unit(s)"
-                    f"{' in ' + where if where else ''}; a paired comparison needs at least 2."
+                    f"{' in ' + where if where else ''}; a paired comparison needs at least 2"
                 )
-        design = _pair_designs(cells.get(key), models, pairs, over == "auto")
+            else:
+                pairs.append((i, j))
+        if not pairs:
+            continue
+        design = (  # a resampling correction bootstraps the item means: no design's test
+            None
+            if correction in RESAMPLING_CORRECTIONS
+            else _pair_designs(cells.get(key), models, pairs, over == "auto")
+        )
         blocks.append(
             {
                 "key": key,
@@ -858,11 +907,22 @@ def compare_models(
                 "design": design,
             }
         )
+    if not blocks:
+        raise InsufficientDataError(_nothing_left(skipped, "no models to compare"))
+    if skipped:
+        more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        warnings.warn(
+            f"comparisons skipped where there is nothing to compare ({'; '.join(skipped[:3])}"
+            f"{more}); the other groups and pairs are compared.",
+            DesignWarning,
+            stacklevel=2,
+        )
     families = [blocks] if family == "global" else [[b] for b in blocks]
     bounds = _metric_bounds(frame, by)
     rows = []
     n_unpaired_total = n_incomplete_total = 0
     low_power = []
+    recorded: list[str] = []
     for fam in families:
         results = _run_family(
             fam,
@@ -895,6 +955,12 @@ def compare_models(
                 if not can_reject:
                     low_power.append(f"{blk['models'][i]} vs {blk['models'][j]}")
                 mcn = test.name.startswith("mcnemar")
+                shared = None if blk["design"] is None else blk["design"][pi]
+                name = test.name
+                if blk["design"] is not None and shared is None:
+                    name += "-recorded"  # the pair shares no prompt: over its recorded prompts
+                    recorded.append(f"{blk['models'][i]} vs {blk['models'][j]}{_in(by, blk)}")
+                mean_a, mean_b = (a.mean(), b.mean()) if shared is None else shared[1:]
                 rows.append(
                     {
                         **dict(zip(by, blk["key"])),
@@ -902,11 +968,11 @@ def compare_models(
                         "model_b": blk["models"][j],
                         "compared": column,
                         "paired_on": paired_on,
-                        "n": int(pm.sum()),
+                        "n": int(pm.sum()) if shared is None else shared[0].n_items,
                         "n_unpaired": n_unpaired,
                         "n_incomplete": n_incomplete,
-                        "mean_a": float(a.mean()),
-                        "mean_b": float(b.mean()),
+                        "mean_a": float(mean_a),
+                        "mean_b": float(mean_b),
                         "difference": float(test.diff[col]),
                         "se": float(test.se[col]),
                         "ci_low": _clip(float(res["low"][pi]), -span, span),
@@ -924,7 +990,7 @@ def compare_models(
                         "at_floor": bool(test.at_floor()[col]),
                         "min_pvalue": float(min_p),
                         "can_reject": bool(can_reject),
-                        "method": test.name,
+                        "method": name,
                         "alternative": alternative,
                         "n_a_only": int(test.n10[col]) if mcn else None,
                         "n_b_only": int(test.n01[col]) if mcn else None,
@@ -948,6 +1014,15 @@ def compare_models(
             f"{n_incomplete_total} paired unit(s) average fewer rows (runs, variants) than the "
             "model's other units: missing runs are averaged over the runs present, not imputed "
             "(counted in `n_incomplete`).",
+            DesignWarning,
+            stacklevel=2,
+        )
+    if recorded:
+        shown = "; ".join(recorded[:3]) + (" ..." if len(recorded) > 3 else "")
+        warnings.warn(
+            f"{len(recorded)} pair(s) share no prompt variant on 2 or more items ({shown}): "
+            "each is compared over the two models' own recorded prompts, where a prompt effect "
+            "cannot be told from the model's (`method` ends in '-recorded').",
             DesignWarning,
             stacklevel=2,
         )

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from evalstats.compare._paired import paired_matrix
+from evalstats.compare._paired import _nothing_left, paired_matrix
 from evalstats.design._frames import analysis_input
 from evalstats.errors import DesignWarning, InsufficientDataError, ParameterError, SchemaError
 from evalstats.results import check_confidence_level, check_positive_int
@@ -49,17 +49,20 @@ def _paired_decisions(observations, *, by, level, seed, over, cluster, variant_f
     with warnings.catch_warnings():
         # the report's comparison (or the user's own call) says these; the ranks say their own
         warnings.simplefilter("ignore", DesignWarning)
-        pairs = compare_models(
-            observations,
-            by=by,
-            correction="holm",
-            family="group",
-            confidence_level=level,
-            seed=seed,
-            over=over,
-            cluster=cluster,
-            variant_factors=variant_factors,
-        )
+        try:
+            pairs = compare_models(
+                observations,
+                by=by,
+                correction="holm",
+                family="group",
+                confidence_level=level,
+                seed=seed,
+                over=over,
+                cluster=cluster,
+                variant_factors=variant_factors,
+            )
+        except InsufficientDataError:
+            return {}  # no pair to test anywhere: the ranks say why in their own words
     return _decisions_of(pairs, by, level)
 
 
@@ -115,7 +118,11 @@ def _rank_sets_from_decisions(
 
 
 def _two_way_inputs(cells, models: list[str]):
-    """The shared (item, prompt) cells of ``models`` when a group has 2 or more prompts."""
+    """The shared (item, prompt) cells of ``models`` when a group has 2 or more prompts.
+
+    None when the group has one prompt; ``False`` when the models share cells on fewer than 2
+    items (no prompt in common): they are then ranked over their recorded prompts.
+    """
     if cells is None:
         return None
     table, clustered = cells
@@ -128,6 +135,8 @@ def _two_way_inputs(cells, models: list[str]):
         .drop_nulls(list(models))
         .sort("__item", "__p")
     )
+    if wide["__item"].n_unique() < 2:
+        return False
     return wide, clustered
 
 
@@ -284,7 +293,10 @@ def rank_intervals(
         the prompt space: the bootstrap resamples items (or clusters) and prompt variants
         independently (a two-way bootstrap, Owen 2007; slightly conservative) and the pairwise
         differences are studentized by the design's variance (model x prompt interaction
-        included, as :func:`compare_models`); ``n_prompts`` says how many.
+        included, as :func:`compare_models`) on the (item, prompt) cells every model of the
+        group has; ``n_prompts`` says how many prompts. When the models share no prompt
+        variant on 2 or more items, the group is ranked over the recorded prompts instead
+        (``n_prompts`` null) and a :class:`DesignWarning` names it.
         ``'recorded-prompts'`` ranks the means over the recorded prompts (items resampled).
     variant_factors : sequence of str, str or None, default None
         Which factor columns make the prompt variants (settings are not prompts; see
@@ -310,11 +322,19 @@ def rank_intervals(
         is the best: the highest mean score, or the lowest for a metric where lower is better.
         ``n_items_dropped`` counts the group's items left out because some model lacks them.
 
+    Raises
+    ------
+    InsufficientDataError
+        No group has 2 models sharing 2 items. A group with a single model (or fewer than 2
+        items every model has) is left out with a :class:`DesignWarning`, and the others
+        are ranked.
+
     Warns
     -----
     DesignWarning
         Items that not every model of a group has are left out (``n_items_dropped``): the
-        ranking is over the shared items only.
+        ranking is over the shared items only. Models that share no prompt variant are ranked
+        over their recorded prompts.
 
     Notes
     -----
@@ -416,6 +436,8 @@ def rank_intervals(
     q = (1 - level) / 2
     frames = []
     dropped: list[str] = []
+    recorded: list[str] = []
+    skipped: list[str] = []
     n_dropped_total = 0
     for key, w in wide.items():
         unit = [c for c in ("dataset", "item") if c in w.columns and c not in by]
@@ -429,19 +451,25 @@ def rank_intervals(
             labels = complete.select(on).join(cluster_of.select(*on, "__g"), on=on, how="left")
             _, codes = np.unique(labels["__g"].fill_null("").to_numpy(), return_inverse=True)
         n_dropped = w.height - n
+        where = ", ".join(f"{b}={k!r}" for b, k in zip(by, key))
+        if n < 2 or len(models) < 2:
+            # a dataset with one model (or no shared items) leaves the others' ranks as they are
+            skipped.append(
+                f"rank intervals need at least 2 models and 2 shared items"
+                f"{' in ' + where if where else ''}; got {len(models)} model(s) "
+                f"({', '.join(map(str, models))}) and {n} shared item(s)"
+            )
+            continue
         if n_dropped:
             n_dropped_total += n_dropped
-            where = ", ".join(f"{b}={k!r}" for b, k in zip(by, key))
             dropped.append(f"{where or 'all'}: {n_dropped} of {w.height}")
-        if n < 2 or len(models) < 2:
-            raise InsufficientDataError(
-                f"rank intervals need at least 2 models and 2 shared items; got {len(models)} "
-                f"models and {n} items."
-            )
         observed = x.mean(axis=0)
         hib = higher_is_better(direction, key)
         sign = 1.0 if hib else -1.0  # rank 1 is the best: the highest, or the lowest error
         two_way = _two_way_inputs(prompt_cells.get(key), models)
+        if two_way is False:
+            recorded.append(", ".join(f"{b}={k!r}" for b, k in zip(by, key)) or "all")
+            two_way = None
         n_prompts = None
         se = None
         if two_way is not None:
@@ -503,11 +531,30 @@ def rank_intervals(
                 }
             )
         )
+    if not frames:
+        raise InsufficientDataError(_nothing_left(skipped, "no models to rank"))
+    if skipped:
+        more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        warnings.warn(
+            f"rank intervals skipped where there is nothing to rank ({'; '.join(skipped[:3])}"
+            f"{more}); the other groups are ranked.",
+            DesignWarning,
+            stacklevel=2,
+        )
     if n_dropped_total:
         shown = "; ".join(dropped[:3]) + (" ..." if len(dropped) > 3 else "")
         warnings.warn(
             f"rank intervals: {n_dropped_total} item(s) that not every model has are left out "
             f"(counted in `n_items_dropped`; {shown}); models are ranked on the shared items.",
+            DesignWarning,
+            stacklevel=2,
+        )
+    if recorded:
+        shown = "; ".join(recorded[:3]) + (" ..." if len(recorded) > 3 else "")
+        warnings.warn(
+            f"rank intervals: in {len(recorded)} group(s) the models share no prompt variant on "
+            f"2 or more items ({shown}): they are ranked over their own recorded prompts "
+            "(`n_prompts` is null), where a prompt effect cannot be told from a model's.",
             DesignWarning,
             stacklevel=2,
         )

@@ -257,7 +257,10 @@ def _tests_named(t: pl.DataFrame, paired_on: str) -> str:
     unit = paired_on[:-1] if paired_on.endswith("s") else paired_on
     for m, g in t.group_by("method", maintain_order=True):
         b = g["n_resamples"].max() if "n_resamples" in g.columns else None
-        text = _TESTS.get(m[0], m[0]).format(unit=unit, units=paired_on, b=int(b or 0))
+        name = m[0].removesuffix("-recorded")
+        text = _TESTS.get(name, name).format(unit=unit, units=paired_on, b=int(b or 0))
+        if name != m[0]:
+            text += " over each model's own recorded prompts (the pair shares no prompt variant)"
         parts.append(text if g.height == t.height else f"{text} for {g.height} pairs")
     return f"Each pair's p-value is from {_join(parts)}."
 

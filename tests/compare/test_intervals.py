@@ -213,3 +213,61 @@ def test_logit_interval_covers_near_the_bound_slow():
     """2,000 replicates (SE 0.005): logit 0.951, t 0.926 in the run quoted in the docs."""
     cov = _coverage_near_bound(2000, seed=2)
     assert 0.935 <= cov["logit"] <= 0.965 and cov["t"] < 0.935
+
+
+def _tiny_df_table() -> pl.DataFrame:
+    """Issue 41: one model, variant A run 0 on 27 items and run 1 on 40, variant B on 2 of them.
+
+    Scores on [0, 1] but not 0/1 (the logit interval); B's two cells make the prompt part of
+    the variance dominate, and its Satterthwaite df falls far below 1.
+    """
+    rng = np.random.default_rng(0)
+    rows = [("A", 0, i, float(rng.uniform(0.4, 0.6))) for i in range(27)]
+    rows += [("A", 1, i, float(rng.uniform(0.4, 0.6))) for i in range(40)]
+    rows += [("B", 0, i, 0.5) for i in range(2)]
+    return pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "metric": "f1",
+            "variant": [r[0] for r in rows],
+            "run": [r[1] for r in rows],
+            "item": [str(r[2]) for r in rows],
+            "score": [r[3] for r in rows],
+        }
+    )
+
+
+def test_logit_interval_at_a_tiny_satterthwaite_df_is_wide_not_an_overflow():
+    """Issue 41: math.exp overflowed (OverflowError) at df 0.1; the interval is all of [0, 1]."""
+    out = intervals(_tiny_df_table()).row(0, named=True)
+    assert out["method"] == "logit" and out["over"] == "items+prompts"
+    assert 0 < out["df"] < 0.2
+    assert_allclose((out["ci_low"], out["ci_high"]), (0.0, 1.0), atol=1e-12)
+    assert out["ci_low"] <= out["mean"] <= out["ci_high"]
+
+
+def test_logit_interval_helper_at_any_df():
+    """The t quantile at df 0.19 (about 1.6e6) and an infinite one, where exp() overflowed."""
+    from evalstats.compare._intervals import _logit_interval
+
+    # a small se keeps the half-width near 30 on the logit scale: the direct formula holds
+    q = stats.t.isf(0.025, 0.19)
+    se = 30 * 0.25 / q
+    low, high = _logit_interval(0.5, se, 0.19, 0.95, (0.0, 1.0))
+    assert_allclose((low, high), (1 / (1 + np.exp(30)), 1 / (1 + np.exp(-30))), rtol=1e-9)
+    assert _logit_interval(0.5, 0.2, 0.19, 0.95, (0.0, 1.0)) == (0.0, 1.0)
+    # an infinite quantile (df -> 0) gives the whole range of the metric, on its own scale
+    assert _logit_interval(30.0, 2.0, 1e-300, 0.95, (0.0, 100.0)) == (0.0, 100.0)
+
+
+def test_intervals_cli_at_a_tiny_df_exits_0(tmp_path):
+    """The same table from a file: `evalstats intervals` prints the [0, 1] row, no traceback."""
+    from tests._cli import cli, ok
+
+    path = tmp_path / "tiny_df.csv"
+    _tiny_df_table().write_csv(path)
+    code, out, err = cli("intervals", str(path), "--on-mismatch", "keep", "--metric-range", "0,1")
+    ok(code, err)
+    row = pl.read_csv(out.encode()).row(0, named=True)
+    assert (row["method"], row["ci_low"], row["ci_high"]) == ("logit", 0.0, 1.0)

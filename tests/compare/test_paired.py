@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import polars as pl
 import pytest
@@ -9,7 +11,7 @@ from numpy.testing import assert_allclose
 from scipy import stats
 
 from evalstats.compare import compare_models, paired_difference
-from evalstats.errors import InsufficientDataError, ParameterError
+from evalstats.errors import DesignWarning, InsufficientDataError, ParameterError
 from evalstats.simulate import observations
 
 
@@ -283,3 +285,130 @@ def test_mcnemar_interval_coverage_with_few_discordant_pairs():
 def test_mcnemar_interval_coverage_with_few_discordant_pairs_long():
     for case, cov in _mcnemar_coverage(reps=4000, seed=2).items():
         assert 0.935 <= cov <= 0.985, (case, cov)
+
+
+def _own_prompts(prompts: dict[str, tuple[str, ...]], n_items: int = 5, seed: int = 0):
+    """Issue 41's table: each model on its own prompt ids, items shared, 3 runs."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        (m, i, p, r, float(rng.random() < (0.7 if m == "a" else 0.4)))
+        for m, ps in prompts.items()
+        for p in ps
+        for i in range(n_items)
+        for r in range(3)
+    ]
+    return pl.DataFrame(
+        rows, schema=["model", "item", "variant", "run", "score"], orient="row"
+    ).with_columns(dataset=pl.lit("d"), metric=pl.lit("acc"), item=pl.col("item").cast(str))
+
+
+def test_models_without_a_shared_prompt_are_compared_over_their_recorded_prompts():
+    """Issue 41: a NaN difference without a warning; now the recorded prompts' test, named."""
+    obs = _own_prompts({"a": ("p1",), "b": ("p2",)})
+    with pytest.warns(DesignWarning, match=r"share no prompt variant .*a vs b in dataset='d'"):
+        out = compare_models(obs)
+    ref = compare_models(obs, over="recorded-prompts")
+    row, want = out.row(0, named=True), ref.row(0, named=True)
+    assert row["method"] == want["method"] + "-recorded" == "permutation-recorded"
+    for col in ("n", "mean_a", "mean_b", "difference", "se", "ci_low", "ci_high", "pvalue"):
+        assert row[col] == want[col], col
+    # the difference of the item means over each model's own 3 runs, by hand
+    means = obs.group_by("model", "item").agg(pl.col("score").mean()).sort("item")
+    d = means.filter(model="a")["score"].to_numpy() - means.filter(model="b")["score"].to_numpy()
+    assert_allclose(row["difference"], d.mean(), rtol=1e-12)
+    assert np.isfinite([row["difference"], row["se"], row["pvalue"]]).all()
+
+
+def test_a_pair_is_compared_on_its_shared_prompts_as_on_the_filtered_table():
+    """Partly shared prompts: every number equals the comparison of the shared ones alone."""
+    obs = _own_prompts({"a": ("p1", "p2", "p3"), "b": ("p1", "p2", "p4")}, n_items=12, seed=1)
+    shared = obs.filter(pl.col("variant").is_in(["p1", "p2"]))
+    out, ref = compare_models(obs), compare_models(shared)
+    cols = ["n", "mean_a", "mean_b", "difference", "se", "ci_low", "ci_high", "pvalue", "method"]
+    assert out.select(cols).rows() == ref.select(cols).rows()
+    assert out["method"].to_list() == ["t-design"]
+    assert_allclose(out["mean_a"] - out["mean_b"], out["difference"], rtol=1e-12)
+    # a resampling correction bootstraps the item means over all prompts: its means are those
+    boot = compare_models(obs, correction="maxt", n_resamples=999).row(0, named=True)
+    assert boot["method"] == "bootstrap"
+    assert_allclose(boot["mean_a"] - boot["mean_b"], boot["difference"], rtol=1e-12)
+
+
+def test_three_models_two_share_prompts_one_does_not():
+    """a and b share p1 (prompt-space test); c shares none: its pairs say '-recorded'."""
+    obs = _own_prompts({"a": ("p1", "p3"), "b": ("p1", "p4"), "c": ("p2",)}, n_items=8)
+    with pytest.warns(DesignWarning, match=r"2 pair\(s\) share no prompt variant"):
+        out = compare_models(obs)
+    assert out.select("model_a", "model_b", "method").rows() == [
+        ("a", "b", "t-design"),
+        ("a", "c", "permutation-recorded"),
+        ("b", "c", "permutation-recorded"),
+    ]
+    assert out["difference"].is_finite().all() and out["pvalue"].is_finite().all()
+
+
+def test_compare_cli_without_a_shared_prompt_exits_0(tmp_path):
+    from tests._cli import cli, ok
+
+    path = tmp_path / "own_prompts.csv"
+    _own_prompts({"a": ("p1",), "b": ("p2",)}).write_csv(path)
+    code, out, err = cli("compare", str(path))
+    ok(code, err)
+    row = pl.read_csv(out.encode()).row(0, named=True)
+    assert row["method"] == "permutation-recorded" and math.isfinite(row["difference"])
+    assert "share no prompt variant" in err
+
+
+def _one_model_on_d0(**kw) -> pl.DataFrame:
+    """Issue 41: three datasets, d0 with model m0 alone, d1 and d2 with m0, m1 and m2."""
+    obs = observations(n_models=3, n_items=40, n_datasets=3, n_variants=1, seed=0, **kw)
+    return obs.filter((pl.col("dataset") != "d0") | (pl.col("model") == "m0"))
+
+
+def test_a_dataset_with_one_model_leaves_the_others_compared():
+    """Issue 41: it raised for the whole table; now the others are compared as on their own."""
+    obs = _one_model_on_d0()
+    with pytest.warns(DesignWarning, match=r"at least 2 models in dataset='d0'.*got \['m0'\]"):
+        out = compare_models(obs)
+    assert out.equals(compare_models(obs.filter(pl.col("dataset") != "d0")))
+    assert out["dataset"].unique().sort().to_list() == ["d1", "d2"] and out.height == 6
+    # a setting value with one model (by a setting column) is left out in the same way
+    by_setting = obs.with_columns(
+        server=pl.when((pl.col("dataset") == "d1") & (pl.col("model") == "m2"))
+        .then(pl.lit("s2"))
+        .otherwise(pl.lit("s1"))
+    )
+    with pytest.warns(DesignWarning, match=r"dataset='d1'.*server='s2'.*got \['m2'\]"):
+        out = compare_models(by_setting, by=("dataset", "metric", "server"), family="group")
+    assert out.select("dataset", "server").unique().sort("dataset").rows() == [
+        ("d1", "s1"),
+        ("d2", "s1"),
+    ]
+
+
+def test_a_pair_sharing_one_item_is_left_out_and_the_others_compared():
+    """m2 answered one item of d1: its two pairs there are left out, named; the rest stay."""
+    obs = _one_model_on_d0().filter(
+        (pl.col("dataset") != "d1") | (pl.col("model") != "m2") | (pl.col("item") == "0")
+    )
+    with pytest.warns(DesignWarning, match=r"'m0' and 'm2' share 1 unit\(s\) in dataset='d1'"):
+        out = compare_models(obs, family="group")
+    assert out.select("dataset", "model_a", "model_b").rows() == [
+        ("d1", "m0", "m1"),
+        ("d2", "m0", "m1"),
+        ("d2", "m0", "m2"),
+        ("d2", "m1", "m2"),
+    ]
+    alone = obs.filter(pl.col("model") != "m2", pl.col("dataset") == "d1")
+    assert out.filter(dataset="d1").equals(compare_models(alone))
+
+
+def test_compare_cli_on_a_dump_with_a_single_model_dataset(tmp_path):
+    from tests._cli import cli, ok
+
+    path = tmp_path / "one_model_d0.csv"
+    _one_model_on_d0().write_csv(path)
+    code, out, err = cli("compare", str(path))
+    ok(code, err)
+    assert pl.read_csv(out.encode())["dataset"].unique().sort().to_list() == ["d1", "d2"]
+    assert "at least 2 models in dataset='d0'" in err

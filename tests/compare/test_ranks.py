@@ -12,7 +12,7 @@ from numpy.testing import assert_allclose
 from scipy import stats
 
 from evalstats.compare import friedman_nemenyi, rank_intervals
-from evalstats.errors import InsufficientDataError
+from evalstats.errors import DesignWarning, InsufficientDataError
 from evalstats.simulate import observations, unit_table
 
 
@@ -414,3 +414,58 @@ def test_paired_rank_sets_cover_under_clusters_and_prompts_slow(make, reps):
     bootstrap max-t: 2.54 and 2.51 for the first two, also covering); at least nominal."""
     cov, _ = _design_rank_coverage(make, reps)
     assert cov >= 0.94
+
+
+def _own_prompts(prompts: dict[str, tuple[str, ...]], n_items: int = 5, seed: int = 0):
+    """Issue 41's table: each model on its own prompt ids, items shared, 3 runs."""
+    rng = np.random.default_rng(seed)
+    rows = [
+        (m, i, p, r, float(rng.random() < (0.8 if m == "a" else 0.3)))
+        for m, ps in prompts.items()
+        for p in ps
+        for i in range(n_items)
+        for r in range(3)
+    ]
+    return pl.DataFrame(
+        rows, schema=["model", "item", "variant", "run", "score"], orient="row"
+    ).with_columns(dataset=pl.lit("d"), metric=pl.lit("acc"), item=pl.col("item").cast(str))
+
+
+@pytest.mark.parametrize(
+    "prompts", [{"a": ("p1",), "b": ("p2",)}, {"a": ("p1",), "b": ("p2",), "c": ("p1",)}]
+)
+def test_rank_intervals_without_a_shared_prompt_rank_over_the_recorded_prompts(prompts):
+    """Issue 41: 'zero-size array to reduction operation maximum' in _two_way."""
+    obs = _own_prompts(prompts, n_items=20)
+    for method in ("paired", "simultaneous", "bootstrap"):
+        with pytest.warns(DesignWarning, match=r"share no prompt variant .*dataset='d'"):
+            out = rank_intervals(obs, n_resamples=200, method=method)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DesignWarning)
+            ref = rank_intervals(obs, n_resamples=200, method=method, over="recorded-prompts")
+        assert out.equals(ref)
+        assert out["n_prompts"].is_null().all() and out["n_items"].to_list() == [20] * len(prompts)
+    assert out.filter(model="a")["rank"].item() == 1
+
+
+def test_rank_intervals_rank_on_the_prompts_every_model_shares():
+    """Partly shared prompts: the same ranks as on the table of the shared prompts alone."""
+    obs = _own_prompts({"a": ("p1", "p2", "p3"), "b": ("p1", "p2", "p4")}, n_items=12)
+    shared = obs.filter(pl.col("variant").is_in(["p1", "p2"]))
+    out = rank_intervals(obs, n_resamples=200, method="simultaneous")
+    assert out.equals(rank_intervals(shared, n_resamples=200, method="simultaneous"))
+    assert out["n_prompts"].to_list() == [2, 2]
+
+
+def test_a_dataset_with_one_model_leaves_the_others_ranked():
+    """Issue 41: one single-model dataset raised for the whole table; now it is named, skipped."""
+    obs = observations(n_models=3, n_items=40, n_datasets=3, n_variants=1, seed=0)
+    obs = obs.filter((pl.col("dataset") != "d0") | (pl.col("model") == "m0"))
+    with pytest.warns(DesignWarning, match=r"dataset='d0'.*got 1 model\(s\) \(m0\)"):
+        out = rank_intervals(obs, n_resamples=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the other datasets alone: nothing to warn about
+        ref = rank_intervals(obs.filter(pl.col("dataset") != "d0"), n_resamples=200)
+    assert out.equals(ref) and out["dataset"].unique().sort().to_list() == ["d1", "d2"]
+    with pytest.raises(InsufficientDataError, match=r"^rank intervals need at least 2 models"):
+        rank_intervals(obs.filter(dataset="d0"))

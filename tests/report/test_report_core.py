@@ -291,3 +291,22 @@ def test_noise_reading_counts_only_groups_with_variance_to_split():
     assert "1 of 3 group(s) have constant scores" in reading
     assert "In 1 of 3 group(s) only one component is separable" in reading
     assert "run-to-run noise (in 1 of 3 groups)" in reading
+
+
+def test_a_dataset_with_one_model_leaves_comparisons_and_ranks_on_the_others():
+    """Issue 41: one single-model dataset switched off every comparison and rank.
+
+    d0 has model m0 alone, d1 and d2 all three: the comparison, the rank intervals and the
+    Friedman test run on d1 and d2, and each names d0 as left out, with its reason.
+    """
+    obs = observations(n_models=3, n_items=40, n_datasets=3, n_variants=1, seed=0)
+    obs = obs.filter((pl.col("dataset") != "d0") | (pl.col("model") == "m0"))
+    rep = audit_report(obs, options=FAST, skip=("providers",))
+    done = {a.key: a for a in rep.analyses}
+    assert {"compare", "ranks", "friedman"} <= set(done), [(s.key, s.reason) for s in rep.skipped]
+    for key, table in (("compare", "compare"), ("ranks", "ranks")):
+        assert done[key].tables[table]["dataset"].unique().sort().to_list() == ["d1", "d2"]
+        named = [w for w in done[key].warnings if "dataset='d0'" in w]
+        assert len(named) == 1 and "at least 2 models" in named[0], done[key].warnings
+    assert done["friedman"].values["n_blocks"] == 2
+    assert done["friedman"].values["dropped_blocks"][0]["dataset"] == "d0"
