@@ -24,7 +24,7 @@ from evalstats.design._model import (
     Design,
     Support,
 )
-from evalstats.design._roles import LEFT_OUT_ROLES, USER_ROLES, user_role
+from evalstats.design._roles import ATTRIBUTE_ROLES, LEFT_OUT_ROLES, USER_ROLES, user_role
 from evalstats.errors import ParameterError, SchemaError
 from evalstats.schema import (
     METRIC_INFO_COLUMNS,
@@ -109,7 +109,7 @@ def _column_roles(
         rules = classify(lf, pending, item="item" if has_item else None, within=cell)
         for c, rule in rules.items():
             if c in out:  # declared by the loader: kept only where it varies within a cell
-                if rule.role not in ("prompt", "setting"):
+                if rule.role in ("fixed", *ATTRIBUTE_ROLES):  # structure, not a name
                     r = out[c]
                     out[c] = ColumnRole(
                         c, rule.role, f"{r.evidence}; here {rule.evidence}", "loader", rule.n_values

@@ -609,6 +609,7 @@ def _frame(run: Path, spec: dict, schema: dict[str, bool | None] | None) -> pl.D
             "gold",
             "__input_text",
             "perturbation",
+            "split",
             "__bookkeeping",
             "__no_value",
         )
@@ -636,9 +637,9 @@ def _frame(run: Path, spec: dict, schema: dict[str, bool | None] | None) -> pl.D
                 value = float(total) / float(count)
             else:
                 value = None
-            ds = dataset if len(splits) <= 1 else f"{dataset}/{split}"
             cols["model"].append(model)
-            cols["dataset"].append(ds)
+            cols["dataset"].append(dataset)
+            cols["split"].append(None if split is None else str(split))
             cols["item"].append(None if iid is None else str(iid))
             cols["run"].append(trial if isinstance(trial, int) else None)
             cols["metric"].append(None if metric is None else str(metric))
@@ -667,10 +668,13 @@ def _frame(run: Path, spec: dict, schema: dict[str, bool | None] | None) -> pl.D
         "gold": pl.String,
         "__input_text": pl.String,
         "perturbation": pl.String,
+        "split": pl.String,
         "__bookkeeping": pl.Boolean,
         "__no_value": pl.Boolean,
     }
     frame = pl.DataFrame(cols, schema=schema_)
+    if len(splits) <= 1:
+        frame = frame.drop("split")
     shots = adapter.get("max_train_instances")
     settings = {
         "shots": shots if isinstance(shots, int) else None,
@@ -744,6 +748,23 @@ def _factor_rules(
             f"{sum(few_shot)} run folder(s) with in-context examples and several train trials: "
             "each trial draws other few-shot examples, so the trials are read as prompt "
             "variants (train_trial), not as identical runs (run 0)"
+        )
+    if any("split" in lf.collect_schema() for _, lf in parts):
+        # a run evaluated on several splits: each instance is in one split, so the split is an
+        # attribute of the item, not another dataset (HELM's stats.json reports each split;
+        # the dataset's mean pools them by their instances)
+        factors.append("split")
+        rules.append(
+            ColumnRule(
+                "split",
+                "item_attribute",
+                "HELM's split of the instance (test, valid): each instance is in one split, an "
+                "attribute of the item, not another dataset",
+            )
+        )
+        notes.append(
+            "run folder(s) evaluated on several splits: each split's instances are items of the "
+            "one dataset, told apart by the split column (filter on it for one split)"
         )
     if any("deployment" in lf.collect_schema() for _, lf in parts):
         factors.append("deployment")

@@ -26,6 +26,7 @@ from typing import Any
 
 import polars as pl
 
+from evalstats._column_rules import ColumnRule
 from evalstats.errors import IngestError, ParameterError
 from evalstats.io._files import (
     csv_header,
@@ -325,10 +326,92 @@ def _old_layout_names(path: Path) -> tuple[str, str, int, dict[str, Any]]:
 
 
 def _frame_v3(path: Path, names: list[str]) -> pl.DataFrame:
-    cols = list(V3_COLUMNS) + [c for c in ("question",) if c in names]
+    cols = list(V3_COLUMNS) + [c for c in ("question", EXPERIMENT) if c in names]
     df = _read(path, cols)
     df = df.rename({"task": "dataset", "rubric_id": "item", "gt": "gold"})
+    if EXPERIMENT in df.columns:
+        df = _with_experiment(df)
     return df.rename({"question": "__input_text"}) if "question" in df.columns else df
+
+
+#: The run file's column of harness settings (later v3 files: ``end_on_answer``, ...).
+EXPERIMENT = "experiment_config"
+
+
+def _experiment(text: str | None) -> dict[str, Any]:
+    """The scalar entries of an ``experiment_config`` cell ({} when absent or not an object)."""
+    if not text:
+        return {}
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return {str(k): v for k, v in doc.items() if _is_scalar(v)} if isinstance(doc, dict) else {}
+
+
+def _with_experiment(df: pl.DataFrame) -> pl.DataFrame:
+    """``experiment_config``'s entries folded into ``task_config``: part of the configuration.
+
+    The harness settings of a run (when generation stops, whether disagreements are kept) tell
+    otherwise identical configurations apart: two folders that differ only there are not
+    repeats of one configuration. Their keys are settings (:func:`_experiment_rules`).
+    """
+    pairs = df.select("task_config", EXPERIMENT).unique()
+    merged = []
+    for tc, ec in pairs.iter_rows():
+        extra = _experiment(ec)
+        try:
+            base = json.loads(tc) if tc else {}
+        except (ValueError, RecursionError):
+            base = None  # the configuration check names the file and row
+        if not extra or not isinstance(base, dict):
+            merged.append(tc)
+            continue
+        merged.append(json.dumps({**base, **{k: v for k, v in extra.items() if k not in base}}))
+    table = pairs.with_columns(pl.Series("__tc", merged, dtype=pl.String))
+    return (
+        df.join(table, on=["task_config", EXPERIMENT], how="left", nulls_equal=True)
+        .with_columns(pl.col("__tc").alias("task_config"))
+        .drop("__tc", EXPERIMENT)
+    )
+
+
+def _experiment_rules(files: Sequence[Path], kept: Sequence[str]) -> list[ColumnRule]:
+    """The role of every ``experiment_config`` entry of ``files`` that became a column.
+
+    An entry with two or more values is a setting of the harness; one with a single value,
+    absent from the other run files, records the harness version that wrote it (metadata).
+    """
+    values: dict[str, set[str]] = {}
+    for f in files:
+        if EXPERIMENT not in _header(f):
+            continue
+        for text in _read(f, [EXPERIMENT])[EXPERIMENT].unique().to_list():
+            for k, v in _experiment(text).items():
+                values.setdefault(k, set()).add(json.dumps(v))
+    rules = []
+    for k in sorted(values):
+        if k not in kept:
+            continue
+        if len(values[k]) > 1:
+            rules.append(
+                ColumnRule(
+                    k,
+                    "setting",
+                    f"llm-stability experiment_config: {k}, a setting of the harness (how a run "
+                    "was made, not its prompt)",
+                )
+            )
+        else:
+            rules.append(
+                ColumnRule(
+                    k,
+                    "metadata",
+                    f"llm-stability experiment_config: {k}, one value where recorded and absent "
+                    "from older run files: a record of the harness version, not a setting",
+                )
+            )
+    return rules
 
 
 def _frame_old(path: Path, names: list[str]) -> pl.DataFrame:
@@ -610,7 +693,8 @@ def read_llm_stability(
         kept = [*kept, "run_set"]
         notes.append(
             f"{spread.height} configuration(s) found in several run folders: each folder is a "
-            "run set of its own (column run_set, appended to the variant)"
+            "run set of its own (column run_set, in the variant's name: a setting held apart, "
+            "not a prompt variant)"
         )
     obs = obs.drop("__folder")
     for source in ("model_config", "task_config"):
@@ -679,4 +763,19 @@ def read_llm_stability(
         source_names={"dataset": "task", "item": "rubric_id", "gold": "gt"},
         notes=notes,
         metric=MetricInfo("accuracy", 0.0, 1.0),
+        column_rules=_experiment_rules([f for f, _ in frames], kept)
+        + (
+            [
+                ColumnRule(
+                    "run_set",
+                    "setting",
+                    "the run folder of a configuration found in several: the folders differ in "
+                    "something the configuration does not record (a rerun on another day), so "
+                    "they are held apart and analysed per folder, neither prompt variants nor "
+                    "runs of one another",
+                )
+            ]
+            if "run_set" in kept
+            else []
+        ),
     )
