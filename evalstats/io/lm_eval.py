@@ -362,7 +362,12 @@ def read_lm_eval(
                 )
             frame = frame.with_columns(info.columns())
         notes.extend(n for n in file_notes if n not in notes)
-        read = frame.filter(~pl.col("__other_filter") & ~pl.col("__bad_json"))["answer"]
+        read = frame.filter(
+            ~pl.col("__other_filter")
+            & ~pl.col("__bad_json")
+            & ~pl.col("__truncated")
+            & ~pl.col("__broken")
+        )["answer"]
         tally = unextracted.setdefault((model, task), [0, 0])
         tally[0] += int((read == _NOT_EXTRACTED).sum())
         tally[1] += read.len()
@@ -917,7 +922,12 @@ def _metrics_of(records: list[dict]) -> list[str]:
 
 
 def _doc_set(df: pl.DataFrame) -> frozenset:
-    mine = df.filter(~pl.col("__other_filter") & ~pl.col("__bad_json"))
+    mine = df.filter(
+        ~pl.col("__other_filter")
+        & ~pl.col("__bad_json")
+        & ~pl.col("__truncated")
+        & ~pl.col("__broken")
+    )
     return frozenset(mine.get_column("item").drop_nulls().to_list())
 
 

@@ -347,6 +347,9 @@ def _leftover_roles(
             if role is not None and role not in taken:
                 decided[c] = role
                 taken.add(role)
+    aliases = {c for *_, r, _fs in opened for c, role in r.items() if role == "variant"}
+    # a variant alias that is one (it varies within items) keeps its alias rule in the report
+    rules = {c: r for c, r in rules.items() if not (c in aliases and decided[c] == "factor")}
     return decided, rules
 
 
