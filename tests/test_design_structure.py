@@ -321,3 +321,33 @@ def test_json_lines_split_on_newline_only(sep):
 
     text = json.dumps({"a": f"x{sep}y"}, ensure_ascii=False) + "\n" + '{"a": 1}\r\n'
     assert [json.loads(line) for line in json_lines(text)] == [{"a": f"x{sep}y"}, {"a": 1}]
+
+
+# --- headlines that rest on an inferred factor ---------------------------------------------------
+
+
+def test_a_headline_over_an_inferred_factor_names_it_and_the_correction():
+    """A prompt factor taken from its values alone (an unknown name): the prompt-spread
+    reading says so and gives the one flag that corrects it; a declared one does not."""
+    rng = np.random.default_rng(5)
+    rows = [
+        {
+            "model": m,
+            "dataset": "d",
+            "item": f"i{i}",
+            "arm": f"a{a}",
+            "score": float(rng.random() < 0.4 + 0.1 * a),
+        }
+        for m in ("x", "y")
+        for i in range(40)
+        for a in range(4)
+    ]
+    obs = pl.DataFrame(rows)
+    skip = ["nstar", "converge", "anova", "attribution", "noise", "ranks", "friedman", "compare"]
+    rep = evalstats.audit_report(obs, skip=skip, progress=False, seed=0)
+    reading = next(a.reading for a in rep.analyses if a.key == "moments")
+    assert "taken as prompt dimension from its values alone" in reading
+    assert "--roles arm=metadata" in reading
+    declared = evalstats.audit_report(obs, skip=skip, progress=False, seed=0, roles="arm=prompt")
+    reading = next(a.reading for a in declared.analyses if a.key == "moments")
+    assert "--roles arm=metadata" not in reading

@@ -689,7 +689,7 @@ def infer_design(
     ...                     "score": [1.0, 0.0] * 4})
     >>> d = infer_design(obs)
     >>> d.prompt_factors, d.settings, d.left_out
-    (('template',), ('temperature',), ('latency_ms',))
+    (('template',), (), ('latency_ms',))
     >>> d.groups.select("n_items", "n_variants", "structure").rows()
     [(4, 2, 'crossed')]
     """

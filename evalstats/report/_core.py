@@ -9,6 +9,7 @@ package imports this module.
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -429,6 +430,13 @@ def _audit(
 
     n_workers = resolve_workers(workers, obs.height)
     data = summarise(obs, factors)
+    if design is not None:
+        inferred = tuple(
+            c.column
+            for c in design.columns
+            if c.role == "prompt" and c.source == "values" and c.column in obs.columns
+        )
+        data = dataclasses.replace(data, inferred=inferred)
     _check_default(obs, default)
     if variant_factors is None and design is not None and (design.held or design.roles):
         variant_factors = tuple(design.prompt_factors)  # the design's prompt factors

@@ -91,6 +91,10 @@ class DataSummary:
         Every metric with its bounds and direction (see :mod:`evalstats.schema`).
     percent : bool
         Whether every metric is on [0, 1], so that readings quote percentages and points.
+    inferred : tuple of str
+        Prompt factors the design took from their values alone (no declaration, no loader
+        knowledge, no known name): every reading that rests on them names them and the
+        one-flag correction.
     """
 
     n_rows: int
@@ -109,6 +113,7 @@ class DataSummary:
     has_responses: bool
     metrics: tuple[MetricInfo, ...] = ()
     percent: bool = True
+    inferred: tuple[str, ...] = ()
 
     def higher_is_better(self, metric: str | None) -> bool:
         """The direction of ``metric`` (higher is better when unknown)."""
@@ -138,6 +143,7 @@ class DataSummary:
             "has_responses": self.has_responses,
             "metrics": [m.to_dict() for m in self.metrics],
             "percent": self.percent,
+            "inferred": list(self.inferred),
         }
 
 

@@ -45,7 +45,25 @@ __all__ = ["READINGS", "method_name"]
 # ---------------------------------------------------------------------------------------------
 
 
+def inferred_caveat(data: DataSummary) -> str:
+    """The sentence a reading that rests on inferred prompt factors ends with ("" when none)."""
+    cols = data.inferred
+    if not cols:
+        return ""
+    flag = ",".join(f"{c}=metadata" for c in cols)
+    return (
+        f" The prompt variants rest on {_listed(list(cols))}, taken as prompt "
+        f"dimension{'s' if len(cols) > 1 else ''} from {'their' if len(cols) > 1 else 'its'} "
+        f"values alone (several values for the same item); if "
+        f"{'they are' if len(cols) > 1 else 'it is'} not, --roles {flag}."
+    )
+
+
 def _moments(res: AnalysisResult, data: DataSummary) -> str:
+    return _moments_text(res, data) + inferred_caveat(data)
+
+
+def _moments_text(res: AnalysisResult, data: DataSummary) -> str:
     from evalstats.report._sparse import MODELLED, SCORES_COLUMN
 
     table = res.tables["moments"]
@@ -547,21 +565,32 @@ def _providers(res: AnalysisResult, data: DataSummary) -> str:
     return " ".join(sentences)
 
 
+def _with_caveat(
+    reading: Callable[[AnalysisResult, DataSummary], str],
+) -> Callable[[AnalysisResult, DataSummary], str]:
+    """``reading`` followed by :func:`inferred_caveat` (a reading over prompt variants)."""
+
+    def read(res: AnalysisResult, data: DataSummary) -> str:
+        return reading(res, data) + inferred_caveat(data)
+
+    return read
+
+
 READINGS: dict[str, Callable[[AnalysisResult, DataSummary], str]] = {
     "moments": _moments,
-    "nstar": _nstar,
-    "converge": _converge,
+    "nstar": _with_caveat(_nstar),
+    "converge": _with_caveat(_converge),
     "stability": _stability,
     "normality": _normality,
     "correlation": _correlation,
-    "anova": _anova,
-    "attribution": _attribution,
+    "anova": _with_caveat(_anova),
+    "attribution": _with_caveat(_attribution),
     "intervals": intervals_reading,
     "compare": compare_reading,
     "ppi": _ppi,
     "ranks": ranks_reading,
     "friedman": _friedman,
-    "noise": noise_reading,
+    "noise": _with_caveat(noise_reading),
     "audit": _audit,
     "providers": _providers,
 }
