@@ -283,7 +283,11 @@ def read_inspect(
         if chosen is not None and chosen not in chosen_all:
             chosen_all.append(chosen)
         notes.extend(file_notes)
-        parts.append((str(f), frame.lazy()))
+        parts.append((str(f), frame))
+    parts, task_rule = _tasks_as_variants(parts, logs, notes)
+    if task_rule is not None:
+        rules = [*rules, task_rule]
+    parts = [(name, frame.lazy()) for name, frame in parts]
     note = skipped_note(hidden)
     if note:
         notes.append(note)
@@ -329,6 +333,81 @@ def read_inspect(
         extra_read={"superseded_log": superseded} if superseded else None,
         column_rules=rules,
     )
+
+
+#: Separators between a task's name and a suffix that names a variant of it (``gsm8k_guided``).
+_SUFFIX_SEPARATORS = ("_", "-", ".", ":")
+
+
+def _tasks_as_variants(
+    parts: list[tuple[str, pl.DataFrame]],
+    logs: list[tuple[Path, dict, list[dict], str | None]],
+    notes: list[str],
+) -> tuple[list[tuple[str, pl.DataFrame]], ColumnRule | None]:
+    """A task whose name is another's with a suffix, over the same samples: a variant of it.
+
+    Inspect names a task run with another system prompt or solver under a new task name
+    (``gsm8k`` and ``gsm8k_guided``). When, for one model, a task's name is another's plus a
+    suffix (after ``_``, ``-``, ``.`` or ``:``) and both score the same sample ids with the
+    same inputs, the two are one dataset (the shorter name) under two prompt variants: a
+    ``task`` factor names each, and a note gives the evidence (the samples, and the solver
+    plans that differ). Tasks that share a prefix but not their samples stay datasets.
+    """
+    info = []
+    for (_name, frame), (_f, header, _s, _n) in zip(parts, logs):
+        model = frame["model"][0] if frame.height else None
+        task = frame["dataset"][0] if frame.height else None
+        inputs = dict(zip(frame["item"].to_list(), frame["__input_text"].to_list()))
+        plan = "+".join(step for step, _ in _plan_steps(header)) or "none"
+        info.append((model, task, inputs, plan))
+    base_of: dict[tuple[str, str], str] = {}
+    names = {(m, t) for m, t, _, _ in info if m is not None and t is not None}
+    for model, task in sorted(names):
+        for m2, other in sorted(names):
+            if (
+                m2 != model
+                or other == task
+                or not any(other.startswith(task + sep) for sep in _SUFFIX_SEPARATORS)
+            ):
+                continue
+            mine = [x[2] for x in info if x[0] == model and x[1] == task]
+            theirs = [x[2] for x in info if x[0] == model and x[1] == other]
+            ids = {i for d in mine for i in d}
+            if not ids or ids != {i for d in theirs for i in d}:
+                continue
+            text = {i: v for d in mine for i, v in d.items() if v is not None}
+            if any(v is not None and text.get(i, v) != v for d in theirs for i, v in d.items()):
+                continue
+            base_of.setdefault((model, other), task)
+    if not base_of:
+        return parts, None
+    for (model, other), task in sorted(base_of.items()):
+        plans = sorted({x[3] for x in info if x[0] == model and x[1] in (task, other)})
+        n = len({i for x in info if x[0] == model and x[1] == task for i in x[2]})
+        notes.append(
+            f"{model}: task {other!r} scores the same {n} samples as {task!r}, with the same "
+            f"inputs ({'solver plans ' + ' vs '.join(plans) if len(plans) > 1 else 'one solver plan'}"
+            f"): read as a prompt variant of {task!r} (column task), not as another dataset"
+        )
+    out = []
+    merged_models = {m for m, _ in base_of}
+    for name, frame in parts:
+        model = frame["model"][0] if frame.height else None
+        task = frame["dataset"][0] if frame.height else None
+        base = base_of.get((model, task), task)
+        frame = frame.with_columns(
+            pl.lit(task if model in merged_models else None, dtype=pl.String).alias("task"),
+            pl.lit(base, dtype=pl.String).alias("dataset"),
+        )
+        out.append((name, frame))
+    rule = ColumnRule(
+        "task",
+        "prompt",
+        f"Inspect task names that add a suffix to another's over the same samples and inputs "
+        f"({len(base_of)} task(s)): prompt variants of that task (another system prompt or "
+        "solver), not other datasets",
+    )
+    return out, rule
 
 
 def _plan_steps(header: dict) -> list[tuple[str, str]]:

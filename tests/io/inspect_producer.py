@@ -30,7 +30,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalError, write_eval_log
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import Score, Target, match, mean, scorer
-from inspect_ai.solver import chain_of_thought, generate
+from inspect_ai.solver import chain_of_thought, generate, system_message
 
 #: mockllm answers "Default output from mockllm/model": targets 1 and 3 match, 2 and 4 do not.
 TARGETS = ["Default", "nope", "mockllm", "zzz"]
@@ -118,6 +118,29 @@ def design(out: Path) -> None:
         write_eval_log(log, str(out / "design" / f"{name}.eval"))
 
 
+def guided(out: Path) -> None:
+    """``arith`` and ``arith_guided`` (the same samples under a system prompt), and
+    ``arith_hard`` (a name with the same prefix over other samples): two datasets, one of them
+    under two prompt variants."""
+    model = get_model("mockllm/model", custom_outputs=reply)
+    common = {"model": model, "display": "none", "log_dir": str(out / "raw")}
+    hard = [Sample(id=i, input=f"Spell {t} backwards", target=t) for i, t in enumerate(TARGETS, 10)]
+    tasks = [
+        Task(name="arith", dataset=samples(), solver=generate(), scorer=match("any")),
+        Task(
+            name="arith_guided",
+            dataset=samples(),
+            solver=[system_message("Answer with one word."), generate()],
+            scorer=match("any"),
+        ),
+        Task(name="arith_hard", dataset=hard, solver=generate(), scorer=match("any")),
+    ]
+    for t in tasks:
+        log = eval(t, **common)[0]
+        write_eval_log(log, str(out / "guided" / f"{t.name}.eval"))
+
+
 if __name__ == "__main__":
     main(Path(sys.argv[1]))
     design(Path(sys.argv[1]))
+    guided(Path(sys.argv[1]))

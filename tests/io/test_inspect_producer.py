@@ -173,3 +173,22 @@ def test_serving_settings_are_not_prompts_and_the_same_configuration_is_runs(log
     assert "agent_url" in spread.columns
     at_a = spread.filter(pl.col("agent_url") == "http://a:8000")
     assert at_a["n_variants"].to_list() == [3]  # plain, cot template, cot solver
+
+
+def test_a_suffixed_task_over_the_same_samples_is_a_prompt_variant(logs):
+    """Issue 40: Inspect names a task run under a system prompt ``arith_guided``; it scores
+    ``arith``'s samples with the same inputs, so it is a prompt variant of ``arith`` (a task
+    factor), not another dataset. ``arith_hard`` shares the prefix, not the samples: a dataset."""
+    from evalstats.design import infer_design
+
+    obs, report = read(logs / "guided")
+    df = obs.collect()
+    assert sorted(df["dataset"].unique()) == ["arith", "arith_hard"]
+    arith = df.filter(pl.col("dataset") == "arith")
+    assert sorted(arith["task"].unique()) == ["arith", "arith_guided"]
+    assert arith["variant"].n_unique() == 2 and arith["item"].n_unique() == 4
+    note = next(n for n in report.notes if "arith_guided" in n)
+    assert "same 4 samples" in note and "system_message+generate" in note
+    design = infer_design(obs, ingest=report)
+    assert design.role("task") == "prompt"
+    assert "arith_hard" not in note
