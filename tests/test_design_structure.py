@@ -351,3 +351,40 @@ def test_a_headline_over_an_inferred_factor_names_it_and_the_correction():
     declared = evalstats.audit_report(obs, skip=skip, progress=False, seed=0, roles="arm=prompt")
     reading = next(a.reading for a in declared.analyses if a.key == "moments")
     assert "--roles arm=metadata" not in reading
+
+
+# --- layouts users have --------------------------------------------------------------------------
+
+
+def test_one_file_per_model_reads_with_file_as_the_model(tmp_path, capsys):
+    """A folder of one JSONL per model with no model column (arena-hard's judgments): with
+    ``--roles file=model`` the files are the models and ``--dataset`` names the benchmark."""
+    from evalstats.cli import main
+
+    for m, scores in {"gpt": [1, 0, 1, 1], "llama": [0, 0, 1, 0]}.items():
+        lines = [json.dumps({"question_id": f"q{i}", "score": s}) for i, s in enumerate(scores)]
+        (tmp_path / f"{m}.jsonl").write_text("\n".join(lines) + "\n")
+    obs, _ = evalstats.read(tmp_path, columns={"file": "model"}, dataset="arena")
+    df = obs.collect()
+    assert sorted(df["model"].unique()) == ["gpt", "llama"]
+    assert df["dataset"].unique().to_list() == ["arena"]
+    assert df.group_by("model").agg(pl.col("score").mean()).sort("model")["score"].to_list() == [
+        0.75,
+        0.25,
+    ]
+    code = main(["compare", str(tmp_path), "--roles", "file=model", "--dataset", "arena"])
+    out = capsys.readouterr().out
+    assert code == 0 and "arena,score,gpt,llama" in out
+
+
+def test_roles_on_a_column_the_loader_fills_are_refused_not_ignored(capsys):
+    """``--roles dataset=prompt`` on an lm-eval folder was ignored without a word."""
+    from pathlib import Path
+
+    from evalstats.cli import main
+
+    folder = Path(__file__).parent.parent / "fixtures" / "dumps" / "lm_eval" / "output"
+    assert main(["design", str(folder), "--roles", "dataset=prompt"]) == 2
+    err = capsys.readouterr().err
+    assert "'dataset' is the dataset column the lm-eval loader fills" in err
+    assert "Traceback" not in err
