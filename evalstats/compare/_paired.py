@@ -640,6 +640,14 @@ def _nothing_left(skipped: list[str], empty: str) -> str:
     return f"no group is left: {'; '.join(skipped[:3])}{more}."
 
 
+def _warn_skipped(skipped: list[str], what: str, rest: str) -> None:
+    """One DesignWarning naming the groups left out (the first three) and what went on."""
+    if not skipped:
+        return
+    more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    warnings.warn(f"{what} ({'; '.join(skipped[:3])}{more}); {rest}.", DesignWarning, stacklevel=3)
+
+
 def _in(by: Sequence[str], blk: dict) -> str:
     """' in dataset='d'' for a block's group (empty without groups)."""
     where = ", ".join(f"{b}={k!r}" for b, k in zip(by, blk["key"]))
@@ -909,14 +917,11 @@ def compare_models(
         )
     if not blocks:
         raise InsufficientDataError(_nothing_left(skipped, "no models to compare"))
-    if skipped:
-        more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
-        warnings.warn(
-            f"comparisons skipped where there is nothing to compare ({'; '.join(skipped[:3])}"
-            f"{more}); the other groups and pairs are compared.",
-            DesignWarning,
-            stacklevel=2,
-        )
+    _warn_skipped(
+        skipped,
+        "comparisons skipped where there is nothing to compare",
+        "the other groups and pairs are compared",
+    )
     families = [blocks] if family == "global" else [[b] for b in blocks]
     bounds = _metric_bounds(frame, by)
     rows = []

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from evalstats.compare._paired import _nothing_left, paired_matrix
+from evalstats.compare._paired import _nothing_left, _warn_skipped, paired_matrix
 from evalstats.design._frames import analysis_input
 from evalstats.errors import DesignWarning, InsufficientDataError, ParameterError, SchemaError
 from evalstats.results import check_confidence_level, check_positive_int
@@ -533,14 +533,11 @@ def rank_intervals(
         )
     if not frames:
         raise InsufficientDataError(_nothing_left(skipped, "no models to rank"))
-    if skipped:
-        more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
-        warnings.warn(
-            f"rank intervals skipped where there is nothing to rank ({'; '.join(skipped[:3])}"
-            f"{more}); the other groups are ranked.",
-            DesignWarning,
-            stacklevel=2,
-        )
+    _warn_skipped(
+        skipped,
+        "rank intervals skipped where there is nothing to rank",
+        "the other groups are ranked",
+    )
     if n_dropped_total:
         shown = "; ".join(dropped[:3]) + (" ..." if len(dropped) > 3 else "")
         warnings.warn(
