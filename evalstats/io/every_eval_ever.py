@@ -230,6 +230,187 @@ def _result_info(result: dict) -> dict[str, Any]:
     }
 
 
+def _record_config(doc: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
+    """What a record says it ran, beside the metric: the scalars that may tell records apart.
+
+    ``model_info.inference_platform``, ``model_info.inference_engine`` (``name``, ``version``),
+    ``model_info.additional_details`` (an agent scaffold, a reasoning effort, ...), then the
+    result's ``generation_config.additional_details`` and ``generation_args`` (which win when
+    a key is in both).
+    """
+    mi = _d(doc.get("model_info"))
+    out: dict[str, Any] = {}
+    for k, v in _d(mi.get("additional_details")).items():
+        if not str(k).startswith(_OWN):
+            out[str(k)] = _scalar(v)
+    if isinstance(mi.get("inference_platform"), str):
+        out["inference_platform"] = mi["inference_platform"]
+    engine = mi.get("inference_engine")
+    if isinstance(engine, dict):
+        for k, col in (("name", "inference_engine"), ("version", "inference_engine_version")):
+            if isinstance(engine.get(k), str):
+                out[col] = engine[k]
+    elif isinstance(engine, str):
+        out["inference_engine"] = engine
+    gen = _d(_d(result).get("generation_config"))
+    for k, v in _d(gen.get("additional_details")).items():
+        if not str(k).startswith(_OWN):
+            out[str(k)] = _scalar(v)
+    for k, v in _d(gen.get("generation_args")).items():
+        if k in _GENERATION_ARGS and (v is None or isinstance(v, (int, float, bool))):
+            out[k] = v
+    # a list or object (spelled as text by _scalar) is not a level of a setting
+    return {
+        k: v
+        for k, v in out.items()
+        if v is None
+        or isinstance(v, (bool, int, float))
+        or (isinstance(v, str) and v[:1] not in "[{")
+    }
+
+
+def _distinguishing(entries: Sequence[tuple[str, tuple, dict[str, Any]]]) -> list[str]:
+    """The configuration keys that tell apart results that would otherwise be the same unit.
+
+    ``entries`` are ``(record, key, config)`` per evaluation result: the record it comes from,
+    what identifies its rows without the configuration (model, dataset, metric and the settings
+    already read) and :func:`_record_config`. Results that share a key were told apart by their
+    producer only through their configuration (two agent scaffolds, two reasoning efforts of
+    one model on one dataset); without it their rows are duplicates.
+
+    The keys are chosen greedily: each time the key that separates the most pairs of
+    still-colliding results, until none collide or no key separates them (results of one
+    record that differ in nothing are duplicates). Keys whose values are levels -- a value
+    shared by two or more records (a scaffold, an effort) -- come before keys whose every value
+    belongs to one record (a rank, a cost, a timestamp: a quantity or an identifier of the
+    record, which tells records apart but is not what was varied); ties go to the key with
+    fewer values, then to text over numbers. A key that separates nothing more is left out: the
+    other keys that differ (a display name, a leaderboard flag) are functions of the ones kept.
+    """
+    groups: dict[tuple, list[tuple[str, dict[str, Any]]]] = {}
+    for record, key, cfg in entries:
+        groups.setdefault(key, []).append((record, cfg))
+    blocks = [[cfg for _, cfg in g] for g in groups.values() if len(g) > 1]
+    if not blocks:
+        return []
+    owners: dict[str, dict[Any, set[str]]] = {}
+    for g in groups.values():
+        for record, cfg in g:
+            for k, v in cfg.items():
+                if v is not None:
+                    owners.setdefault(k, {}).setdefault(_hashable(v), set()).add(record)
+    keys = sorted(owners)
+    level = {k for k in keys if any(len(recs) > 1 for recs in owners[k].values())}
+
+    def separated(k: str) -> int:
+        n = 0
+        for b in blocks:
+            counts: dict[Any, int] = {}
+            for cfg in b:
+                v = _hashable(cfg.get(k))
+                counts[v] = counts.get(v, 0) + 1
+            n += (len(b) * (len(b) - 1) - sum(c * (c - 1) for c in counts.values())) // 2
+        return n
+
+    def numeric(k: str) -> bool:
+        return all(
+            isinstance(v, (int, float)) or (isinstance(v, str) and _is_number(v)) for v in owners[k]
+        )
+
+    chosen: list[str] = []
+    while blocks:
+        best = None
+        for tier in ([k for k in keys if k in level], [k for k in keys if k not in level]):
+            scored = [
+                (-separated(k), len(owners[k]), numeric(k), k) for k in tier if k not in chosen
+            ]
+            scored = [s for s in scored if s[0] < 0]
+            if scored:
+                best = min(scored)[3]
+                break
+        if best is None:
+            break
+        chosen.append(best)
+        split: list[list[dict[str, Any]]] = []
+        for b in blocks:
+            parts: dict[Any, list[dict[str, Any]]] = {}
+            for cfg in b:
+                parts.setdefault(_hashable(cfg.get(best)), []).append(cfg)
+            split += [p for p in parts.values() if len(p) > 1]
+        blocks = split
+    return chosen
+
+
+def _configurations(
+    docs: Mapping[Path, dict], *, settings_read: bool
+) -> tuple[list[str], dict[int, dict[str, Any]]]:
+    """The distinguishing configuration keys of ``docs`` and, per result, their values.
+
+    ``settings_read``: the result's ``generation_config`` settings are columns already (records
+    with samples), so they are part of what identifies a result and not candidates.
+    """
+    entries = []
+    configs: dict[int, dict[str, Any]] = {}
+    for f, doc in docs.items():
+        mi = _d(doc.get("model_info"))
+        model = mi.get("id") or mi.get("name")
+        for r in doc.get("evaluation_results") or []:
+            if not isinstance(r, dict):
+                continue
+            info = _result_info(r)
+            cfg = _record_config(doc, r)
+            key: tuple = (model, _dataset_of(r, r.get("evaluation_name")), info["metric"])
+            if settings_read:
+                held = info["settings"]
+                key += (tuple(sorted((k, repr(v)) for k, v in held.items())), info["variant"])
+                cfg = {k: v for k, v in cfg.items() if k not in held}
+            configs[id(r)] = cfg
+            entries.append((str(f), key, cfg))
+    chosen = _distinguishing(entries)
+    return chosen, {i: {k: cfg.get(k) for k in chosen} for i, cfg in configs.items()}
+
+
+def _config_rules(chosen: Sequence[str], docs: Mapping[Path, dict]) -> list[ColumnRule]:
+    n = len(docs)
+    return [
+        ColumnRule(
+            _factor_name(k),
+            _role(k),
+            f"Every Eval Ever record configuration {k!r} (model_info or generation_config): "
+            f"tells apart results of the same model, dataset and metric in {n} record(s)",
+        )
+        for k in chosen
+    ]
+
+
+def _config_dtype(values: Sequence[Any]) -> pl.DataType:
+    """One column type for configuration values: their numeric or boolean type, else text."""
+    kinds = {type(v) for v in values if v is not None}
+    if kinds and kinds <= {int, float}:
+        return pl.Float64() if float in kinds else pl.Int64()
+    if kinds == {bool}:
+        return pl.Boolean()
+    return pl.String()
+
+
+def _config_series(name: str, values: Sequence[Any], dtype: pl.DataType) -> pl.Series:
+    if dtype == pl.String():
+        values = [None if v is None else str(v) for v in values]
+    return pl.Series(name, values, dtype=dtype, strict=False)
+
+
+def _hashable(v: Any) -> Any:
+    return (type(v).__name__, v) if v is not None else None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _dataset_of(result: Mapping[str, Any] | None, name: Any) -> str | None:
     """The dataset of an evaluation result: its name, prefixed by its data when they differ.
 
@@ -417,11 +598,18 @@ def read_every_eval_ever(
     summary: list[tuple[str, float, float | None, int]] = []  # (what, aggregate, mean, n)
     factors: list[str] = []
     runs: dict[tuple, int] = {}
+    # what tells records apart beyond the settings read from generation_config
+    chosen, configs = _configurations(aggregates, settings_read=True) if samples else ([], {})
+    if chosen:
+        notes.append(
+            "results of the same model, dataset and metric are told apart by their records' "
+            "configuration: " + ", ".join(chosen) + " (factor columns)"
+        )
     for f in samples:
         stem = _SAMPLES.match(f.name)
         twin = f.with_name(f"{stem['stem']}.json") if stem else None
         agg_file, agg = (twin, aggregates[twin]) if twin in aggregates else (None, None)
-        frame, results = _samples_frame(f, agg_file, agg, by_id, runs, on_invalid)
+        frame, results = _samples_frame(f, agg_file, agg, by_id, runs, on_invalid, configs)
         used.update(r[0] for r in results if r[0] is not None)
         for c in frame.columns:
             if c not in OBSERVATION_COLUMNS and not c.startswith("__") and c not in factors:
@@ -483,7 +671,12 @@ def read_every_eval_ever(
         notes=notes,
         extra_read=extra or None,
         column_rules=[
-            ColumnRule(c, _role(c), f"Every Eval Ever generation_config: {c}") for c in factors
+            *(
+                ColumnRule(c, _role(c), f"Every Eval Ever generation_config: {c}")
+                for c in factors
+                if c not in {_factor_name(k) for k in chosen}
+            ),
+            *_config_rules([k for k in chosen if _factor_name(k) in factors], aggregates),
         ],
     )
 
@@ -496,9 +689,19 @@ def _role(name: str) -> str:
 
 
 def _samples_frame(
-    f: Path, agg_file: Path | None, agg: dict | None, by_id: dict, runs: dict, on_invalid: str
+    f: Path,
+    agg_file: Path | None,
+    agg: dict | None,
+    by_id: dict,
+    runs: dict,
+    on_invalid: str,
+    configs: Mapping[int, dict[str, Any]],
 ) -> tuple[pl.DataFrame, list[tuple[Path | None, str, dict]]]:
-    """The rows of one samples file, and the aggregate results its lines name."""
+    """The rows of one samples file, and the aggregate results its lines name.
+
+    ``configs``: per aggregate result (by ``id``), the configuration that tells it apart from
+    results of the same model, dataset and metric (:func:`_configurations`), read as settings.
+    """
     pointer = lfs_pointer(f)
     if pointer:
         raise IngestError(pointer, path=str(f))
@@ -565,7 +768,12 @@ def _samples_frame(
                 match = named[0] if len(named) == 1 else None
             key = f"{eid}\x1f{rid if rid is not None else rname}"
             if match is not None:
-                info = infos.setdefault((eid, key), (src, _result_info(match)))[1]
+                if (eid, key) not in infos:
+                    base = _result_info(match)
+                    told = configs.get(id(match), {})
+                    base["settings"] = {**base["settings"], **told}
+                    infos[(eid, key)] = (src, base)
+                info = infos[(eid, key)][1]
                 seen.setdefault(key, (src, key, match))
             else:
                 info = {
@@ -723,9 +931,17 @@ def _summary_notes(summary: list[tuple[str, float, float | None, int]]) -> list[
 def _aggregate_only(
     docs: dict[Path, dict], notes: list[str], extra: dict[str, int], on_invalid: str, score_scale
 ) -> Ingest:
-    """Unit rows from aggregate records that have no samples: one per result."""
+    """Unit rows from aggregate records that have no samples: one per result.
+
+    What tells apart results of the same model, dataset and metric in the records'
+    configuration (:func:`_distinguishing`) becomes factor columns; nothing else of the
+    configuration is read (a constant setting says nothing about these units).
+    """
+    chosen, configs = _configurations(docs, settings_read=False)
+    dtypes = {k: _config_dtype([c[k] for c in configs.values()]) for k in chosen}
     parts = []
     for f, doc in docs.items():
+        config_cols: dict[str, list] = {k: [] for k in chosen}
         cols: dict[str, list] = {
             k: []
             for k in (
@@ -759,6 +975,8 @@ def _aggregate_only(
                 else None
             )
             cols["n_items"].append(n if isinstance(n, int) and not isinstance(n, bool) else None)
+            for k in chosen:
+                config_cols[k].append(configs.get(id(r), {}).get(k))
         frame = pl.DataFrame(
             cols,
             schema={
@@ -772,7 +990,17 @@ def _aggregate_only(
                 "n_items": pl.Int64,
             },
         )
+        if chosen:
+            frame = frame.with_columns(
+                _config_series(_factor_name(k), config_cols[k], dtypes[k]) for k in chosen
+            )
         parts.append((str(f), frame.lazy()))
+    if chosen:
+        notes = [
+            *notes,
+            "results of the same model, dataset and metric are told apart by their records' "
+            "configuration: " + ", ".join(chosen) + " (factor columns)",
+        ]
     notes = [
         *notes,
         "aggregate records only (no <uuid>_samples.jsonl): one unit row per result, the "
@@ -783,10 +1011,11 @@ def _aggregate_only(
         format="every-eval-ever",
         on_invalid=on_invalid,  # type: ignore[arg-type]
         score_scale=score_scale,
-        factors=[],
+        factors=[_factor_name(k) for k in chosen],
         source_names={"score": "score_details.score", "dataset": "evaluation_name"},
         notes=notes,
         extra_read=extra or None,
+        column_rules=_config_rules(chosen, docs),
     )
 
 

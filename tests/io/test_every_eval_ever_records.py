@@ -1,0 +1,165 @@
+"""Every Eval Ever records that differ in what the producer told apart: the configuration of
+the run (agent scaffold, reasoning effort), the split, the metric's declared range.
+
+The records are synthetic, written from the published schema (``eval.schema.json``,
+``instance_level_eval.schema.json``); no real data is copied here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from evalstats import infer_design
+from evalstats.io.every_eval_ever import read_every_eval_ever
+
+
+def _result(name: str, score: float, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "evaluation_name": name,
+        "source_data": {"dataset_name": name, "source_type": "url", "url": ["https://x.org"]},
+        "metric_config": {
+            "lower_is_better": False,
+            "score_type": "continuous",
+            "min_score": 0.0,
+            "max_score": 1.0,
+        },
+        "score_details": {"score": score},
+    }
+    out.update(extra)
+    return out
+
+
+def _record(
+    folder: Path,
+    eid: str,
+    model: str,
+    results: list[dict[str, Any]],
+    *,
+    details: dict[str, str] | None = None,
+    version: str = "0.2.2",
+) -> Path:
+    doc = {
+        "schema_version": version,
+        "evaluation_id": eid,
+        "retrieved_timestamp": "1",
+        "source_metadata": {
+            "source_type": "documentation",
+            "source_organization_name": "lab",
+            "evaluator_relationship": "third_party",
+        },
+        "eval_library": {"name": "harness", "version": "unknown"},
+        "model_info": {
+            "name": model,
+            "id": model,
+            **({"additional_details": details} if details else {}),
+        },
+        "evaluation_results": results,
+    }
+    f = folder / model.replace("/", "_") / f"{eid.replace('/', '_')}.json"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text(json.dumps(doc))
+    return f
+
+
+def _scaffold_records(folder: Path) -> None:
+    """Two models, each under two agent scaffolds; model a also under two reasoning efforts.
+
+    Every record also carries its leaderboard rank, its cost and a display name, which differ
+    from record to record but are not what was varied.
+    """
+    rank = 0
+    for model, efforts in (("org/a", [None, "high"]), ("org/b", ["low"])):
+        for scaffold in ("Generalist", "Deep Research"):
+            for effort in efforts:
+                rank += 1
+                details = {
+                    "agent_scaffold": scaffold,
+                    "display_name": f"{model} {effort or ''}".strip(),
+                    "total_cost_usd": str(10.5 * rank),
+                    **({"inference_effort": effort} if effort else {}),
+                }
+                gen = {
+                    "additional_details": {
+                        "agent_scaffold": scaffold,
+                        "rank": str(rank),
+                        "total_cost_usd": str(10.5 * rank),
+                    }
+                }
+                score = 0.1 * rank
+                results = [
+                    _result("bench", score, generation_config=gen),
+                    _result("bench - level 1", score / 2, generation_config=gen),
+                ]
+                _record(folder, f"bench/{model}/{rank}", model, results, details=details)
+
+
+def test_records_that_differ_in_scaffold_and_effort_are_settings_not_duplicates(tmp_path):
+    _scaffold_records(tmp_path)
+    obs, report = read_every_eval_ever(tmp_path)
+    df = obs.collect()
+    assert report.rows_read == report.rows_kept == 12
+    assert report.set_aside == {}
+    assert {"agent_scaffold", "inference_effort"} <= set(df.columns)
+    # the rank, the cost and the display name tell records apart too, but are not levels of
+    # what was varied: they are functions of (model, scaffold, effort) here
+    assert not {"rank", "total_cost_usd", "display_name"} & set(df.columns)
+    a = df.filter(pl.col("model") == "org/a", pl.col("dataset") == "bench")
+    assert sorted(a.select("agent_scaffold", "inference_effort").rows(), key=str) == sorted(
+        [
+            ("Generalist", None),
+            ("Generalist", "high"),
+            ("Deep Research", None),
+            ("Deep Research", "high"),
+        ],
+        key=str,
+    )
+    roles = {c.column: c.role for c in infer_design(obs, ingest=report).columns}
+    assert roles["agent_scaffold"] == roles["inference_effort"] == "setting"
+
+
+def test_samples_of_records_that_differ_only_in_their_scaffold_are_kept(tmp_path):
+    for i, scaffold in enumerate(("Generalist", "Deep Research")):
+        rid = "bench:acc"
+        res = _result("bench", 0.5, evaluation_result_id=rid)
+        f = _record(tmp_path, f"e{i}", "org/a", [res], details={"agent_scaffold": scaffold})
+        lines = [
+            {
+                "schema_version": "0.2.2",
+                "evaluation_id": f"e{i}",
+                "model_id": "org/a",
+                "evaluation_name": "bench",
+                "evaluation_result_id": rid,
+                "sample_id": str(item),
+                "interaction_type": "agentic",
+                "evaluation": {"score": float((item + i) % 2), "is_correct": (item + i) % 2 == 1},
+            }
+            for item in range(2)
+        ]
+        f.with_name(f"e{i}_samples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    obs, report = read_every_eval_ever(tmp_path)
+    df = obs.collect()
+    assert report.rows_read == report.rows_kept == 4
+    assert df.group_by("agent_scaffold").len().sort("agent_scaffold").rows() == [
+        ("Deep Research", 2),
+        ("Generalist", 2),
+    ]
+
+
+def test_a_key_of_each_record_alone_tells_records_apart_when_nothing_else_does(tmp_path):
+    for i in range(2):
+        _record(tmp_path, f"e{i}", "org/a", [_result("bench", 0.5)], details={"run_id": str(i)})
+    obs, report = read_every_eval_ever(tmp_path)
+    assert report.rows_kept == 2
+    assert obs.collect()["run_id"].sort().to_list() == [0, 1]
+
+
+def test_records_that_differ_in_nothing_are_duplicates(tmp_path):
+    for i in range(2):
+        _record(tmp_path, f"e{i}", "org/a", [_result("bench", 0.5)], details={"lab": "x"})
+    obs, report = read_every_eval_ever(tmp_path, on_invalid="skip")
+    assert report.rows_read == 2 and report.rows_kept == 1
+    assert report.set_aside == {"duplicate": 1}
