@@ -189,8 +189,13 @@ def _scalar(text: object) -> Any:
     return text  # a list or object stays its text
 
 
-def _result_info(result: dict) -> dict[str, Any]:
-    """Metric name, bounds, direction and settings of one ``evaluation_results`` entry."""
+def _result_info(
+    result: dict, metrics: Mapping[int, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Metric name, bounds, direction and settings of one ``evaluation_results`` entry.
+
+    ``metrics``: the metric of each result as :func:`_metrics` resolved it across records.
+    """
     cfg = _d(result.get("metric_config"))
     name = (
         cfg.get("metric_id")
@@ -217,11 +222,16 @@ def _result_info(result: dict) -> dict[str, Any]:
     for k, v in _d(gen.get("generation_args")).items():
         if k in _GENERATION_ARGS and (v is None or isinstance(v, (int, float, bool))):
             settings[k] = v
-    return {
+    declared = {
         "metric": str(name),
         "low": low,
         "high": high,
         "higher_is_better": (not lower) if isinstance(lower, bool) else None,
+    }
+    if metrics is not None and id(result) in metrics:
+        declared = metrics[id(result)]
+    return {
+        **declared,
         "settings": settings,
         "variant": variant,
         "score": _d(result.get("score_details")).get("score"),
@@ -342,7 +352,7 @@ def _distinguishing(entries: Sequence[tuple[str, tuple, dict[str, Any]]]) -> lis
 
 
 def _configurations(
-    docs: Mapping[Path, dict], *, settings_read: bool
+    docs: Mapping[Path, dict], *, settings_read: bool, metrics: Mapping[int, dict[str, Any]]
 ) -> tuple[list[str], dict[int, dict[str, Any]]]:
     """The distinguishing configuration keys of ``docs`` and, per result, their values.
 
@@ -357,7 +367,7 @@ def _configurations(
         for r in doc.get("evaluation_results") or []:
             if not isinstance(r, dict):
                 continue
-            info = _result_info(r)
+            info = _result_info(r, metrics)
             cfg = _record_config(doc, r)
             key: tuple = (model, _dataset_of(r, r.get("evaluation_name")), info["metric"])
             if settings_read:
@@ -409,6 +419,118 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _declares_range(result: Mapping[str, Any]) -> bool:
+    """Whether a result declares its metric's range (an absent or null bound is not provided)."""
+    cfg = _d(_d(result).get("metric_config"))
+    return (
+        cfg.get("min_score") is not None
+        or cfg.get("max_score") is not None
+        or cfg.get("score_type") == "binary"
+    )
+
+
+def _shown(low: float | None, high: float | None) -> str:
+    def num(v: float | None, inf: str) -> str:
+        return inf if v is None else f"{v:g}"
+
+    return f"[{num(low, '-inf')}, {num(high, 'inf')}]"
+
+
+def _metrics(docs: Mapping[Path, dict]) -> tuple[dict[int, dict[str, Any]], list[str]]:
+    """The metric of every result (by ``id``), its range and direction, one per name; notes.
+
+    A metric name means one scale. Records name metrics freely, and one name (``score``,
+    ``accuracy``) can be declared with different ranges: HELM Instruct's 0-1 mean win rate
+    and its 1-5 harmlessness ratings are both ``score``. Rescaling one to the other, or
+    stretching one range over both, would put a 0-5 rating and a 0-1 win rate in one analysis
+    and make bounds mean nothing; they are different metrics. So:
+
+    1. a result that does not provide a bound (absent or null ``min_score``/``max_score``,
+       ``lower_is_better``) takes what the others provide for its name when they agree;
+    2. a name whose results declare different ranges or directions is qualified by each
+       result's evaluation (``score (Mean win rate)``, ``score (Vicuna)``): one metric per
+       evaluation, each with its own declaration;
+    3. an evaluation whose records still disagree (one leaderboard declaring a range once
+       bounded, once unbounded) takes the widest range (``lower_is_better`` differing: the
+       ones that declare it get ``, lower is better`` in their name).
+
+    Every such decision is a note; none stops the read.
+    """
+    entries: dict[str, list[tuple[dict, dict[str, Any]]]] = {}
+    for doc in docs.values():
+        for r in doc.get("evaluation_results") or []:
+            if isinstance(r, dict):
+                info = _result_info(r)
+                entries.setdefault(info["metric"], []).append((r, info))
+    out: dict[int, dict[str, Any]] = {}
+    notes: list[str] = []
+
+    def agreed(group: list[tuple[dict, dict[str, Any]]]) -> tuple[set, set]:
+        ranges = {(i["low"], i["high"]) for r, i in group if _declares_range(r)}
+        dirs = {i["higher_is_better"] for _, i in group if i["higher_is_better"] is not None}
+        return ranges, dirs
+
+    def assign(group, name: str, low, high, hib) -> None:
+        for r, _ in group:
+            out[id(r)] = {"metric": name, "low": low, "high": high, "higher_is_better": hib}
+
+    for name, group in entries.items():
+        ranges, dirs = agreed(group)
+        if len(ranges) <= 1 and len(dirs) <= 1:
+            low, high = next(iter(ranges), (None, None))
+            assign(group, name, low, high, next(iter(dirs), None))
+            continue
+        by_eval: dict[str, list[tuple[dict, dict[str, Any]]]] = {}
+        for r, i in group:
+            label = r.get("evaluation_name") or _dataset_of(r, None) or "?"
+            by_eval.setdefault(str(label), []).append((r, i))
+        shown: dict[str, list[str]] = {}
+        for r, i in group:
+            if _declares_range(r):
+                label = str(r.get("evaluation_name") or _dataset_of(r, None) or "?")
+                what = _shown(i["low"], i["high"])
+                if i["higher_is_better"] is False:
+                    what += " lower is better"
+                if label not in shown.setdefault(what, []):
+                    shown[what].append(label)
+        declared = "; ".join(
+            f"{w} by {', '.join(ls[:3])}{', ...' if len(ls) > 3 else ''}" for w, ls in shown.items()
+        )
+        notes.append(
+            f"metric {name!r} is declared with different ranges or directions ({declared}): "
+            "scores on different scales are different metrics, so each evaluation's is named "
+            f"by it ({', '.join(repr(f'{name} ({e})') for e in list(by_eval)[:3])}"
+            f"{', ...' if len(by_eval) > 3 else ''})"
+        )
+        for label, sub in by_eval.items():
+            qualified = f"{name} ({label})"
+            ranges, dirs = agreed(sub)
+            if len(ranges) > 1:
+                lows = [lo for lo, _ in ranges]
+                highs = [hi for _, hi in ranges]
+                low = None if None in lows else min(lows)
+                high = None if None in highs else max(highs)
+                notes.append(
+                    f"metric {qualified!r} is declared with {len(ranges)} ranges across records "
+                    f"({', '.join(sorted(_shown(*x) for x in ranges))}): the widest, "
+                    f"{_shown(low, high)}, is used"
+                )
+            else:
+                low, high = next(iter(ranges), (None, None))
+            if len(dirs) > 1:
+                notes.append(
+                    f"metric {qualified!r} is declared both higher and lower is better: the "
+                    "results declaring lower is better are named apart"
+                )
+                for r, i in sub:
+                    lower = i["higher_is_better"] is False
+                    n = f"{name} ({label}, lower is better)" if lower else qualified
+                    assign([(r, i)], n, low, high, False if lower else True)
+            else:
+                assign(sub, qualified, low, high, next(iter(dirs), None))
+    return out, notes
 
 
 def _dataset_of(result: Mapping[str, Any] | None, name: Any) -> str | None:
@@ -599,7 +721,11 @@ def read_every_eval_ever(
     factors: list[str] = []
     runs: dict[tuple, int] = {}
     # what tells records apart beyond the settings read from generation_config
-    chosen, configs = _configurations(aggregates, settings_read=True) if samples else ([], {})
+    metrics, metric_notes = _metrics(aggregates)
+    notes.extend(metric_notes)
+    chosen, configs = (
+        _configurations(aggregates, settings_read=True, metrics=metrics) if samples else ([], {})
+    )
     if chosen:
         notes.append(
             "results of the same model, dataset and metric are told apart by their records' "
@@ -609,12 +735,12 @@ def read_every_eval_ever(
         stem = _SAMPLES.match(f.name)
         twin = f.with_name(f"{stem['stem']}.json") if stem else None
         agg_file, agg = (twin, aggregates[twin]) if twin in aggregates else (None, None)
-        frame, results = _samples_frame(f, agg_file, agg, by_id, runs, on_invalid, configs)
+        frame, results = _samples_frame(f, agg_file, agg, by_id, runs, on_invalid, configs, metrics)
         used.update(r[0] for r in results if r[0] is not None)
         for c in frame.columns:
             if c not in OBSERVATION_COLUMNS and not c.startswith("__") and c not in factors:
                 factors.append(c)
-        summary.extend(_summary(frame, results))
+        summary.extend(_summary(frame, results, metrics))
         parts.append((str(f), frame.lazy()))
     unused = {f: doc for f, doc in aggregates.items() if f not in used}
     extra: dict[str, int] = {}
@@ -641,7 +767,7 @@ def read_every_eval_ever(
                 "<uuid>_samples.jsonl).",
                 path=str(path),
             )
-        return _aggregate_only(unused, notes, extra, on_invalid, score_scale)
+        return _aggregate_only(unused, notes, extra, on_invalid, score_scale, metrics)
     if unused:
         n = sum(len(doc.get("evaluation_results") or []) for doc in unused.values())
         extra["aggregate_only"] = n
@@ -696,6 +822,7 @@ def _samples_frame(
     runs: dict,
     on_invalid: str,
     configs: Mapping[int, dict[str, Any]],
+    metrics: Mapping[int, dict[str, Any]],
 ) -> tuple[pl.DataFrame, list[tuple[Path | None, str, dict]]]:
     """The rows of one samples file, and the aggregate results its lines name.
 
@@ -769,7 +896,7 @@ def _samples_frame(
             key = f"{eid}\x1f{rid if rid is not None else rname}"
             if match is not None:
                 if (eid, key) not in infos:
-                    base = _result_info(match)
+                    base = _result_info(match, metrics)
                     told = configs.get(id(match), {})
                     base["settings"] = {**base["settings"], **told}
                     infos[(eid, key)] = (src, base)
@@ -893,7 +1020,9 @@ def _samples_frame(
 
 
 def _summary(
-    frame: pl.DataFrame, results: list[tuple[Path | None, str, dict]]
+    frame: pl.DataFrame,
+    results: list[tuple[Path | None, str, dict]],
+    metrics: Mapping[int, dict[str, Any]],
 ) -> list[tuple[str, float, float | None, int]]:
     out = []
     for _src, key, result in results:
@@ -904,7 +1033,7 @@ def _summary(
         scores = mine["score"].cast(pl.Float64, strict=False).drop_nulls()
         model = mine["model"].drop_nulls()
         what = f"{model[0] if len(model) else '?'} / {result.get('evaluation_name')} / " + str(
-            _result_info(result)["metric"]
+            _result_info(result, metrics)["metric"]
         )
         out.append((what, float(agg), float(scores.mean()) if len(scores) else None, len(scores)))
     return out
@@ -929,7 +1058,12 @@ def _summary_notes(summary: list[tuple[str, float, float | None, int]]) -> list[
 
 
 def _aggregate_only(
-    docs: dict[Path, dict], notes: list[str], extra: dict[str, int], on_invalid: str, score_scale
+    docs: dict[Path, dict],
+    notes: list[str],
+    extra: dict[str, int],
+    on_invalid: str,
+    score_scale,
+    metrics: Mapping[int, dict[str, Any]],
 ) -> Ingest:
     """Unit rows from aggregate records that have no samples: one per result.
 
@@ -937,7 +1071,7 @@ def _aggregate_only(
     configuration (:func:`_distinguishing`) becomes factor columns; nothing else of the
     configuration is read (a constant setting says nothing about these units).
     """
-    chosen, configs = _configurations(docs, settings_read=False)
+    chosen, configs = _configurations(docs, settings_read=False, metrics=metrics)
     dtypes = {k: _config_dtype([c[k] for c in configs.values()]) for k in chosen}
     parts = []
     for f, doc in docs.items():
@@ -958,7 +1092,7 @@ def _aggregate_only(
         model = _d(doc.get("model_info")).get("id") or _d(doc.get("model_info")).get("name")
         for r in doc.get("evaluation_results") or []:
             r = _d(r)
-            info = _result_info(r)
+            info = _result_info(r, metrics)
             src = _d(r.get("source_data"))
             unc = _d(_d(r.get("score_details")).get("uncertainty"))
             n = src.get("samples_number", unc.get("num_samples"))

@@ -163,3 +163,57 @@ def test_records_that_differ_in_nothing_are_duplicates(tmp_path):
     obs, report = read_every_eval_ever(tmp_path, on_invalid="skip")
     assert report.rows_read == 2 and report.rows_kept == 1
     assert report.set_aside == {"duplicate": 1}
+
+
+def _ranged(name: str, score: float, low: float | None, high: float | None) -> dict[str, Any]:
+    res = _result(name, score)
+    cfg = res["metric_config"]
+    cfg["min_score"], cfg["max_score"] = low, high
+    if low is None and high is None:
+        del cfg["min_score"], cfg["max_score"]
+    return res
+
+
+def test_one_metric_name_with_two_declared_ranges_is_one_metric_per_evaluation(tmp_path):
+    """A 0-1 win rate and 0-5 ratings, all named ``score`` (no metric_id), as a leaderboard
+    scraped into records writes them: read, each evaluation its own metric, scores unchanged."""
+    for i, model in enumerate(("org/a", "org/b")):
+        results = [
+            _ranged("Mean win rate", 0.25 + 0.5 * i, 0.0, 1.0),
+            _ranged("Ratings A", 4.5 - i, 0.0, 5.0),
+            _ranged("Ratings B", 3.0 + i, 0.0, 5.0),
+        ]
+        _record(tmp_path, f"e{i}", model, results)
+    obs, report = read_every_eval_ever(tmp_path)
+    df = obs.collect()
+    assert report.rows_kept == 6
+    got = {(m.name, m.low, m.high) for m in report.metrics}
+    assert got == {
+        ("score (Mean win rate)", 0.0, 1.0),
+        ("score (Ratings A)", 0.0, 5.0),
+        ("score (Ratings B)", 0.0, 5.0),
+    }
+    assert df.filter(pl.col("model") == "org/a").sort("metric")["score"].to_list() == [
+        0.25,
+        4.5,
+        3.0,
+    ]
+    assert any("'score' is declared with different ranges" in n for n in report.notes)
+
+
+def test_a_range_not_provided_takes_the_one_the_other_records_declare(tmp_path):
+    _record(tmp_path, "e0", "org/a", [_ranged("bench", 0.5, 0.0, 1.0)])
+    _record(tmp_path, "e1", "org/b", [_ranged("bench", 0.7, None, None)])
+    obs, report = read_every_eval_ever(tmp_path)
+    assert [(m.name, m.low, m.high) for m in report.metrics] == [("score", 0.0, 1.0)]
+    assert not any("declared with" in n for n in report.notes)
+
+
+def test_one_evaluation_declared_with_two_ranges_takes_the_widest_with_a_note(tmp_path):
+    _record(tmp_path, "e0", "org/a", [_ranged("bench", 0.5, 0.0, 1.0)])
+    _record(tmp_path, "e1", "org/b", [_ranged("bench", 0.7, 0.0, 100.0)])
+    _record(tmp_path, "e2", "org/b", [_ranged("other", 7.0, 0.0, 10.0)])
+    obs, report = read_every_eval_ever(tmp_path)
+    got = {(m.name, m.low, m.high) for m in report.metrics}
+    assert got == {("score (bench)", 0.0, 100.0), ("score (other)", 0.0, 10.0)}
+    assert any("the widest, [0, 100], is used" in n for n in report.notes)
