@@ -53,6 +53,13 @@ _OWN = "evalstats."
 #: Canonical columns the schema has no field for, carried in the sample's ``metadata``.
 _CARRIED = ("cluster", "input_len", "cumulative_logprob", "gold_score")
 
+#: A metric identifier (no spaces): how schema 0.1.0 records name the metric in
+#: ``metric_config.evaluation_description`` (later ones write a sentence there).
+_IDENT = re.compile(r"^[A-Za-z][\w.:@/-]*$")
+
+#: Split names in the order a dataset's result is taken from (see :func:`_other_splits`).
+_SPLITS = ("test", "valid", "validation", "val", "dev")
+
 #: Tolerance of the producer-summary check (aggregate score vs the mean of its samples).
 _SUMMARY_TOL = 1e-9
 
@@ -197,12 +204,21 @@ def _result_info(
     ``metrics``: the metric of each result as :func:`_metrics` resolved it across records.
     """
     cfg = _d(result.get("metric_config"))
+    description = cfg.get("evaluation_description")
     name = (
         cfg.get("metric_id")
         or cfg.get("metric_name")
         or result.get("evaluation_result_id")
+        # schema 0.1.0 has no metric_id: its converters name the metric in the description
+        or (description if isinstance(description, str) and _IDENT.match(description) else None)
         or "score"
     )
+    # schema 0.1.0 (HELM): a statistic computed on perturbed inputs (the worst case over
+    # robustness or fairness perturbations) is another statistic than the plain one
+    perturbation = _d(_d(_d(result.get("score_details")).get("details")).get("perturbation"))
+    if isinstance(perturbation.get("name"), str):
+        how = perturbation.get("computed_on")
+        name = f"{name} ({perturbation['name']}{f', {how}' if isinstance(how, str) else ''})"
     low, high = _bound(cfg.get("min_score")), _bound(cfg.get("max_score"))
     if low is None and high is None and cfg.get("score_type") == "binary":
         low, high = 0.0, 1.0
@@ -533,6 +549,95 @@ def _metrics(docs: Mapping[Path, dict]) -> tuple[dict[int, dict[str, Any]], list
     return out, notes
 
 
+def _legacy(doc: dict) -> dict:
+    """A record of schema 0.1.0 in the layout of later versions (in memory).
+
+    0.1.0 has one ``source_data`` for the record; later versions one per result. The record's
+    is given to each result that has none (the data it names are the dataset).
+    """
+    src = doc.get("source_data")
+    if isinstance(src, dict):
+        for r in doc.get("evaluation_results") or []:
+            if isinstance(r, dict) and not isinstance(r.get("source_data"), dict):
+                r["source_data"] = src
+    return doc
+
+
+def _split_of(result: Mapping[str, Any]) -> str | None:
+    """The split a result was computed on, if the record says.
+
+    ``score_details.details.split`` (schema 0.1.0) or ``source_data.hf_split``.
+    """
+    split = _d(_d(result.get("score_details")).get("details")).get("split")
+    if not isinstance(split, str):
+        split = _d(result.get("source_data")).get("hf_split")
+    return split if isinstance(split, str) and split else None
+
+
+def _other_splits(
+    docs: Mapping[Path, dict], metrics: Mapping[int, dict[str, Any]]
+) -> tuple[dict[Path, dict], dict[str, int], list[str]]:
+    """``docs`` without the results repeated verbatim in their record or of another split.
+
+    A split is part of the dataset: the test and the valid split of MMLU are parts of one
+    dataset, MMLU, not two datasets, and not two configurations of one. Item-level rows of both
+    splits are items of the dataset. An aggregate is one number for one part; when a record
+    reports one metric of one dataset for several splits (HELM's stats, schema 0.1.0), the
+    parts could be pooled into the dataset's score only with their instance counts, which the
+    records do not give. The result of the split a benchmark is scored on (``test``, else
+    ``valid``, ``validation``, ``val``, ``dev``, else the first reported) is the dataset's
+    unit row; the others are set aside as ``other_split``, counted and named in a note.
+    Results repeated verbatim within a record are set aside as ``duplicate``.
+    """
+    out: dict[Path, dict] = {}
+    extra: dict[str, int] = {}
+    dropped: list[str] = []
+    for f, doc in docs.items():
+        results = [r for r in doc.get("evaluation_results") or [] if isinstance(r, dict)]
+        seen: set[str] = set()
+        unique = []
+        for r in results:
+            text = json.dumps(r, sort_keys=True, default=str)
+            if text in seen:
+                extra["duplicate"] = extra.get("duplicate", 0) + 1
+                continue
+            seen.add(text)
+            unique.append(r)
+        by_unit: dict[tuple, list[dict]] = {}
+        for r in unique:
+            metric = _result_info(r, metrics)["metric"]
+            by_unit.setdefault((_dataset_of(r, r.get("evaluation_name")), metric), []).append(r)
+        kept = []
+        for (dataset, metric), group in by_unit.items():
+            splits = [_split_of(r) for r in group]
+            if len(set(splits)) < 2 or None in splits:
+                kept += group
+                continue
+            order = [s for s in _SPLITS if s in splits] or [splits[0]]
+            keep = order[0]
+            kept += [r for r, s in zip(group, splits, strict=True) if s == keep]
+            other = sorted({s for s in splits if s != keep})
+            extra["other_split"] = extra.get("other_split", 0) + sum(s != keep for s in splits)
+            dropped.append(f"{dataset} / {metric}: {keep} kept, {', '.join(other)} set aside")
+        order_of = {id(r): i for i, r in enumerate(results)}
+        out[f] = {**doc, "evaluation_results": sorted(kept, key=lambda r: order_of[id(r)])}
+    notes = []
+    if extra.get("duplicate"):
+        notes.append(
+            f"{extra['duplicate']} evaluation result(s) repeated verbatim within their record "
+            "set aside as duplicate"
+        )
+    if dropped:
+        notes.append(
+            f"{extra['other_split']} result(s) of another split set aside as other_split (a "
+            "split is part of the dataset; aggregates of two splits cannot be pooled without "
+            "their instance counts, so the dataset's result is its test split's): "
+            + "; ".join(dropped[:4])
+            + ("; ..." if len(dropped) > 4 else "")
+        )
+    return out, extra, notes
+
+
 def _dataset_of(result: Mapping[str, Any] | None, name: Any) -> str | None:
     """The dataset of an evaluation result: its name, prefixed by its data when they differ.
 
@@ -695,7 +800,7 @@ def read_every_eval_ever(
         if k == "aggregate":
             doc = _load_json(f)
             if isinstance(doc, dict):
-                aggregates[f] = doc
+                aggregates[f] = _legacy(doc)
     by_id = {str(doc.get("evaluation_id")): (f, doc) for f, doc in aggregates.items()}
     samples = [f for f, k in kinds.items() if k == "samples"]
     index = [f for f, k in kinds.items() if k == "index"]
@@ -1071,6 +1176,10 @@ def _aggregate_only(
     configuration (:func:`_distinguishing`) becomes factor columns; nothing else of the
     configuration is read (a constant setting says nothing about these units).
     """
+    docs, dropped, split_notes = _other_splits(docs, metrics)
+    for k, v in dropped.items():
+        extra = {**extra, k: extra.get(k, 0) + v}
+    notes = [*notes, *split_notes]
     chosen, configs = _configurations(docs, settings_read=False, metrics=metrics)
     dtypes = {k: _config_dtype([c[k] for c in configs.values()]) for k in chosen}
     parts = []

@@ -217,3 +217,77 @@ def test_one_evaluation_declared_with_two_ranges_takes_the_widest_with_a_note(tm
     got = {(m.name, m.low, m.high) for m in report.metrics}
     assert got == {("score (bench)", 0.0, 100.0), ("score (other)", 0.0, 10.0)}
     assert any("the widest, [0, 100], is used" in n for n in report.notes)
+
+
+def _helm_0_1_0(folder: Path, dataset: str, model: str, stats: list[tuple]) -> None:
+    """A record in schema 0.1.0's layout: one ``source_data`` for the record, the metric named
+    in ``evaluation_description``, the split and perturbation in ``score_details.details``."""
+    results = []
+    for metric, split, perturbation, score in stats:
+        results.append(
+            {
+                "evaluation_name": "multiple_choice_joint",
+                "metric_config": {
+                    "evaluation_description": metric,
+                    "lower_is_better": False,
+                    "min_score": None,
+                    "max_score": None,
+                },
+                "score_details": {
+                    "score": score,
+                    "details": {
+                        "count": 1,
+                        "mean": score,
+                        "split": split,
+                        "perturbation": (
+                            {"name": perturbation, "computed_on": "worst"} if perturbation else None
+                        ),
+                    },
+                },
+                "generation_config": {"temperature": 0.0, "max_tokens": 1},
+            }
+        )
+    doc = {
+        "schema_version": "0.1.0",
+        "evaluation_id": f"helm/{model}/{dataset}/1",
+        "retrieved_timestamp": "1",
+        "source_data": {"dataset_name": dataset, "samples_number": 10},
+        "source_metadata": {"source_name": "helm", "source_type": "evaluation_run"},
+        "model_info": {"name": model, "id": model, "inference_platform": "huggingface"},
+        "evaluation_results": results,
+    }
+    f = folder / dataset / f"{dataset}.json"
+    f.parent.mkdir(parents=True)
+    f.write_text(json.dumps(doc))
+
+
+def test_schema_0_1_0_splits_are_parts_of_one_dataset_and_the_test_split_is_its_result(tmp_path):
+    _helm_0_1_0(
+        tmp_path,
+        "mmlu",
+        "org/a",
+        [
+            ("exact_match", "test", None, 0.25),
+            ("exact_match", "test", None, 0.25),  # repeated verbatim by the converter
+            ("exact_match", "valid", None, 0.0),
+            ("exact_match", "test", "robustness", 0.125),
+            ("exact_match", "valid", "robustness", 0.0),
+        ],
+    )
+    _helm_0_1_0(tmp_path, "hellaswag", "org/b", [("exact_match", "valid", None, 0.5)])
+    obs, report = read_every_eval_ever(tmp_path)
+    df = obs.collect()
+    assert report.rows_read == 6
+    assert report.rows_read == report.rows_kept + sum(report.set_aside.values())
+    assert report.set_aside == {"duplicate": 1, "other_split": 2}
+    assert sorted(df["dataset"].unique()) == [
+        "hellaswag/multiple_choice_joint",
+        "mmlu/multiple_choice_joint",
+    ]
+    rows = df.sort("dataset", "metric").select("dataset", "metric", "score").rows()
+    assert rows == [
+        ("hellaswag/multiple_choice_joint", "exact_match", 0.5),
+        ("mmlu/multiple_choice_joint", "exact_match", 0.25),
+        ("mmlu/multiple_choice_joint", "exact_match (robustness, worst)", 0.125),
+    ]
+    assert any("other_split" in n and "test kept, valid set aside" in n for n in report.notes)
