@@ -758,7 +758,16 @@ def read_every_eval_ever(
     beside ``<uuid>_samples.jsonl``) or by ``evaluation_id``. The aggregate scores are the
     producer's summary: the report's notes say, for every result with samples, whether
     ``score_details.score`` equals the mean of its samples' scores (to 1e-9), and name those
-    that differ (a samples file trimmed to a few lines differs). Checked against: the Every Eval
+    that differ (a samples file trimmed to a few lines differs).
+
+    What tells results apart (``docs/formats/every-eval-ever.md``): results of the same model,
+    dataset and metric that differ in their record's configuration (an agent scaffold, a
+    reasoning effort in ``model_info.additional_details`` or ``generation_config``) get the
+    keys that tell them apart as setting columns (:func:`_distinguishing`); a split is part of
+    the dataset, and of aggregates reported per split the test split's is the dataset's unit
+    row, the others set aside as ``other_split`` (:func:`_other_splits`); one metric name
+    declared with different ranges is one metric per evaluation (:func:`_metrics`). Checked
+    against: the Every Eval
     Ever examples and records written by its converters (``fixtures/dumps/every_eval_ever/``),
     ``tests/io/test_every_eval_ever.py``.
 
