@@ -340,7 +340,8 @@ def _distinguishing(entries: Sequence[tuple[str, tuple, dict[str, Any]]]) -> lis
 
     def numeric(k: str) -> bool:
         return all(
-            isinstance(v, (int, float)) or (isinstance(v, str) and _is_number(v)) for v in owners[k]
+            isinstance(v, (int, float)) or (isinstance(v, str) and _is_number(v))
+            for _, v in owners[k]
         )
 
     chosen: list[str] = []

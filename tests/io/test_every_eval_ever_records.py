@@ -291,3 +291,22 @@ def test_schema_0_1_0_splits_are_parts_of_one_dataset_and_the_test_split_is_its_
         ("mmlu/multiple_choice_joint", "exact_match (robustness, worst)", 0.125),
     ]
     assert any("other_split" in n and "test kept, valid set aside" in n for n in report.notes)
+
+
+def test_of_two_keys_each_record_has_its_own_of_the_text_one_is_chosen_over_the_number():
+    from evalstats.io.every_eval_ever import _distinguishing
+
+    key = ("org/a", "bench", "score")
+    entries = [
+        ("r0", key, {"cost": 12.5, "harness": "alpha"}),
+        ("r1", key, {"cost": 30.0, "harness": "beta"}),
+    ]
+    assert _distinguishing(entries) == ["harness"]
+    # a key whose values are shared between records comes first, whatever its type
+    entries += [
+        ("r2", ("org/b", "bench", "score"), {"cost": 7.0, "harness": "gamma", "effort": 1}),
+        ("r3", ("org/b", "bench", "score"), {"cost": 8.0, "harness": "delta", "effort": 2}),
+    ]
+    entries[0][2]["effort"] = 1
+    entries[1][2]["effort"] = 2
+    assert _distinguishing(entries) == ["effort"]
