@@ -437,6 +437,11 @@ def _audit(
             if c.role == "prompt" and c.source == "values" and c.column in obs.columns
         )
         data = dataclasses.replace(data, inferred=inferred)
+        if factors is None:
+            # a column the design holds fixed (one value per model and dataset) is no factor
+            # of an ANOVA or an attribution: it is aliased with the blocks
+            dims = [f for f in data.factors if design.role(f) in ("prompt", "setting", None)]
+            data = dataclasses.replace(data, factors=tuple(dims))
     _check_default(obs, default)
     if variant_factors is None and design is not None and (design.held or design.roles):
         variant_factors = tuple(design.prompt_factors)  # the design's prompt factors
