@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import (
+    EvalstatsError,
     InsufficientDataError,
     LimitError,
     MetricScaleError,
@@ -533,6 +534,30 @@ def check_options(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, 
     return out
 
 
+#: How a skipped analysis's reason starts when evalstats itself failed (a bug, not the data).
+FAILED = "failed (an evalstats bug)"
+
+
+def failed_reason(exc: BaseException) -> str:
+    """The one line a failed analysis reports: what was raised, where, and where to send it."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "evalstats" in f.filename.replace("\\", "/")]
+    where = ours[-1] if ours else (frames[-1] if frames else None)
+    at = (
+        f" at {where.filename.rsplit('evalstats', 1)[-1].lstrip('/')}:{where.lineno}"
+        if where
+        else ""
+    )
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return (
+        f"{FAILED}: {type(exc).__name__}{': ' + message[:200] if message else ''}{at}; the "
+        "other analyses ran. Please report it to the evalstats maintainers with the command "
+        "line and `evalstats --version`."
+    )
+
+
 def run_analysis(
     spec: Spec, ctx: Context, options: dict[str, Any], seed: int
 ) -> tuple[AnalysisResult | None, str | None]:
@@ -561,6 +586,12 @@ def run_analysis(
                     f"--option {spec.key}: {option_spelling(str(exc), spec.key, names)}"
                 ) from None
             return None, f"could not run: {option_spelling(str(exc), spec.key, names)}"
+        except ParameterError:
+            raise  # the user's --option: an error of the command, not of this analysis
+        except EvalstatsError as exc:  # bad data this analysis cannot use: the others go on
+            return None, f"could not run: {option_spelling(str(exc), spec.key, names)}"
+        except Exception as exc:  # an evalstats bug: reported, and the other analyses go on
+            return None, failed_reason(exc)
     messages = tuple(dict.fromkeys(str(w.message) for w in caught))
     result = AnalysisResult(
         key=spec.key,

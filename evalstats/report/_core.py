@@ -89,6 +89,13 @@ class AuditReport(ReportContents):
         draw every unit score; not serialised.
     """
 
+    @property
+    def failed(self) -> tuple[Skipped, ...]:
+        """The analyses that failed through an evalstats bug (not the data): reported, not run."""
+        from evalstats.report._analyses import FAILED
+
+        return tuple(s for s in self.skipped if s.reason.startswith(FAILED))
+
     def to_dict(self) -> dict[str, Any]:
         """The ``results.json`` document (without the file lists that :meth:`write` adds)."""
         from evalstats.report._render import report_document
