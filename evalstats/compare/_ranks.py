@@ -38,6 +38,10 @@ __all__ = ["FriedmanResult", "friedman_nemenyi", "rank_intervals"]
 _RANK_METHODS = ("paired", "simultaneous", "marginal", "bootstrap")
 
 
+#: The groups of the analysis when ``by`` is not given (settings held are added).
+_BY = ("dataset", "metric")
+
+
 def _paired_decisions(observations, *, by, level, seed, over, cluster, variant_factors):
     """The paired tests of :func:`compare_models` (Holm within each group), per group.
 
@@ -250,7 +254,7 @@ def rank_intervals(
     confidence_level: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
-    by: Sequence[str] = ("dataset", "metric"),
+    by: Sequence[str] | None = None,
     cluster: str | None = None,
     over: str = "auto",
     variant_factors: Sequence[str] | str | None = None,
@@ -281,8 +285,10 @@ def rank_intervals(
         Bootstrap resamples of the items.
     seed : int, default 0
         Seed of the random generator; the same seed gives the same result.
-    by : tuple of str, default ('dataset', 'metric')
-        Columns that define the groups; models are ranked within each group.
+    by : tuple of str, optional
+        Columns that define the groups; models are ranked within each group. Default:
+        ``('dataset', 'metric')`` and every setting held fixed that varies (see
+        :mod:`evalstats.factors`). Given explicitly, exactly these groups.
     cluster : str, optional
         Column naming the cluster of each item (default: the ``cluster`` column when the table
         has one, as the design gives it). With clusters the bootstrap resamples whole clusters
@@ -386,13 +392,18 @@ def rank_intervals(
     [('m0', 3, 3, 3), ('m1', 2, 1, 2), ('m2', 1, 1, 2)]
     """
     _input = analysis_input(observations, roles=roles, design=design)
+    given_factors = variant_factors
     observations, variant_factors = _input.table, _input.variant_factors(variant_factors)
     from evalstats.results import check_choice
 
     check_choice("method", method, _RANK_METHODS)
     level = check_confidence_level(confidence_level)
     n_resamples = check_positive_int("n_resamples", n_resamples)
-    by = (by,) if isinstance(by, str) else tuple(by)
+    by = (
+        _input.held_by(_BY, given_factors)
+        if by is None
+        else ((by,) if isinstance(by, str) else tuple(by))
+    )
     wide = paired_matrix(observations, paired_on="items", by=by)
     obs = validate_observations(observations, check_values=False)
     direction = directions(obs, by)

@@ -191,13 +191,30 @@ def _run_compare(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
     return tables, {}, {}
 
 
+def _held(ctx: Context | None) -> tuple[str, ...]:
+    """The settings the design holds fixed that vary: every group is one value of each."""
+    design = getattr(ctx, "design", None)
+    return tuple(design.held) if design is not None else ()
+
+
+def _intervals_fixed(ctx: Context) -> dict[str, Any]:
+    """The design's prompt factors, and one interval per setting value (never pooled)."""
+    return {"by": ("model", "dataset", "metric", *_held(ctx)), **_variants_fixed(ctx)}
+
+
+def _ranks_fixed(ctx: Context) -> dict[str, Any]:
+    """The design's prompt factors, and ranks within each setting value (never pooled)."""
+    return {"by": ("dataset", "metric", *_held(ctx)), **_variants_fixed(ctx)}
+
+
 def _compare_fixed(ctx: Context) -> dict[str, Any]:
-    """One family for the whole study, and the design's prompt factors.
+    """One family for the whole study, the design's prompt factors, settings held apart.
 
     The headline count of differing pairs then holds study-wide (15 datasets corrected one by
-    one have a study-wide false-positive rate near 0.46); settings are not prompts.
+    one have a study-wide false-positive rate near 0.46); settings are not prompts, and each
+    value of a setting (a provider, a temperature) is compared on its own.
     """
-    return {"family": "global", **_variants_fixed(ctx)}
+    return {"family": "global", **_ranks_fixed(ctx)}
 
 
 def _run_ppi(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
@@ -441,7 +458,7 @@ ANALYSES: tuple[Spec, ...] = (
         "intervals",
         lambda ctx: None,
         _run_intervals,
-        _variants_fixed,  # the design's prompt factors: settings are not prompts
+        _intervals_fixed,  # the design's prompt factors; each setting value on its own
     ),
     Spec(
         "compare",
@@ -471,7 +488,7 @@ ANALYSES: tuple[Spec, ...] = (
         None,
         _need_models,
         _run_ranks,
-        _variants_fixed,  # the design's prompt factors: settings are not prompts
+        _ranks_fixed,  # the design's prompt factors; each setting value on its own
     ),
     Spec(
         "friedman",
