@@ -207,6 +207,12 @@ def _ranks_fixed(ctx: Context) -> dict[str, Any]:
     return {"by": ("dataset", "metric", *_held(ctx)), **_variants_fixed(ctx)}
 
 
+def _noise_fixed(ctx: Context) -> dict[str, Any]:
+    """Components per setting value: the variants of a group then differ in prompts only."""
+    held = _held(ctx)
+    return {"by": ("model", "dataset", "metric", *held)} if held else {}
+
+
 def _compare_fixed(ctx: Context) -> dict[str, Any]:
     """One family for the whole study, the design's prompt factors, settings held apart.
 
@@ -507,6 +513,7 @@ ANALYSES: tuple[Spec, ...] = (
         "noise",
         _need_noise,
         _run_noise,
+        _noise_fixed,  # each setting value on its own: a provider is not a prompt variant
     ),
     Spec(
         "audit",
