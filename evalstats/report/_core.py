@@ -443,7 +443,8 @@ def _audit(
             for c in design.columns
             if c.role == "prompt" and c.source == "values" and c.column in obs.columns
         )
-        data = dataclasses.replace(data, inferred=inferred)
+        differ = design.groups.filter(~pl.col("runs_cover_same_items").fill_null(True)).height
+        data = dataclasses.replace(data, inferred=inferred, runs_differ=differ)
         if factors is None:
             # a column the design holds fixed (one value per model and dataset) is no factor
             # of an ANOVA or an attribution: it is aliased with the blocks

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from evalstats.design._model import MIN_RANGE_ITEMS
 from evalstats.report._model_readings import compare_reading, intervals_reading, ranks_reading
 from evalstats.report._noise_reading import noise_reading
 from evalstats.report._wording import (
@@ -74,16 +75,42 @@ def _moments_text(res: AnalysisResult, data: DataSummary) -> str:
             # every group is sparse: the observed range is mostly the noise of each variant's
             # few items, so the headline is the model's whole-grid estimate
             return _sparse(sparse, lead=True)
-        return _spread(observed) + " " + _sparse(sparse)
-    return _spread(table)
+        return _spread(observed, data) + " " + _sparse(sparse)
+    return _spread(table, data)
 
 
-def _spread(table: pl.DataFrame) -> str:
-    """The range of scores over prompts, where it is widest and narrowest, and its reading."""
+def _few_items(table: pl.DataFrame, data: DataSummary | None) -> pl.Expr:
+    """Rows of groups whose prompts were scored on fewer than MIN_RANGE_ITEMS items."""
+    if data is None or not data.variant_items or not {"model", "dataset"} <= set(table.columns):
+        return pl.lit(False)
+    few = [(m, d) for m, d, n in data.variant_items if n < MIN_RANGE_ITEMS]
+    if not few:
+        return pl.lit(False)
+    key = pl.concat_str(
+        [pl.col("model").cast(pl.String), pl.col("dataset").cast(pl.String)], separator="\x1f"
+    )
+    return key.is_in([f"{m}\x1f{d}" for m, d in few]).fill_null(False)
+
+
+def _spread(table: pl.DataFrame, data: DataSummary | None = None) -> str:
+    """The range of scores over prompts, where it is widest and narrowest, and its reading.
+
+    Only groups whose every prompt was scored on MIN_RANGE_ITEMS items or more enter the
+    range: over one item a 0/1 score moves by 100 points between any two prompts.
+    """
+    few = table.filter(_few_items(table, data) & (pl.col("n_variants") >= 2)).height
+    table = table.filter(~_few_items(table, data))
     t = table.filter(pl.col("spread").is_not_nan() & (pl.col("n_variants") >= 2))
     single = table.filter(pl.col("n_variants") < 2).height
+    few_text = (
+        f" {few} group{'s' if few != 1 else ''} whose prompts were scored on fewer than "
+        f"{MIN_RANGE_ITEMS} items {'are' if few != 1 else 'is'} left out (over a few items the "
+        "range is mostly their noise)."
+        if few
+        else ""
+    )
     if t.height == 0:
-        return "No group has two or more variants with a score; no spread to report."
+        return "No group has two or more variants with a score; no spread to report." + few_text
     s = t.sort("spread", descending=True)
     wide, narrow = s.row(0, named=True), s.row(-1, named=True)
     n_var = _counts(t["n_variants"].to_list())
@@ -104,6 +131,7 @@ def _spread(table: pl.DataFrame) -> str:
             f" {single} group{'s have' if single != 1 else ' has'} a single prompt variant and "
             "no spread (left out here)."
         )
+    text += few_text
     held = _held(table)
     if held:
         text += (
@@ -242,15 +270,34 @@ def _stability(res: AnalysisResult, data: DataSummary) -> str:
     # sentence (and counted), not quoted as "changed by up to 0.0 points"
     t = everything.filter(pl.col("n_runs") >= 2)
     single = everything.height - t.height
+    lead = (
+        f"The runs of {data.runs_differ} group{'s' if data.runs_differ != 1 else ''} cover "
+        "different items: run-to-run change and agreement are over the items every run scored. "
+        if data.runs_differ
+        else ""
+    )
+    few = t.filter(pl.col("n_items") < MIN_RANGE_ITEMS).height if "n_items" in t.columns else 0
+    if few:
+        t = t.filter(pl.col("n_items") >= MIN_RANGE_ITEMS)
+    few_text = (
+        f" {few} configuration{'s' if few != 1 else ''} whose runs share fewer than "
+        f"{MIN_RANGE_ITEMS} items {'are' if few != 1 else 'is'} left out (too few to say how "
+        "much runs differ)."
+        if few
+        else ""
+    )
     if t.height == 0:
+        if few:
+            return (lead + few_text.strip()).strip()
         return "Every configuration was run once: there is no run-to-run change to report."
     runs = _counts(t["n_runs"].to_list())
     worst = t.sort("spread", descending=True, nulls_last=True).row(0, named=True)
     keys = [c for c in ("model", "dataset", "variant") if c in t.columns]
     unit = "one configuration" if t.height == 1 else f"each of {t.height} configurations"
-    text = (
-        f"Over {runs} identical runs of {unit}, {_score_word()} changed between runs by up to "
-        f"{_pts(worst['spread'])}{_points()} ({_where(worst, keys[:2])}"
+    items = f", {_counts(t['n_items'].to_list())} items" if "n_items" in t.columns else ""
+    text = lead + (
+        f"Over {runs} identical runs of {unit}{items}, {_score_word()} changed between runs by "
+        f"up to {_pts(worst['spread'])}{_points()} ({_where(worst, keys[:2])}"
     )
     if "variant" in keys and data.n_variants > 1:
         text += f", variant {_variant_text(worst['variant'])}"
@@ -269,7 +316,7 @@ def _stability(res: AnalysisResult, data: DataSummary) -> str:
             f" {single} configuration{'s were' if single > 1 else ' was'} run once and "
             f"{'are' if single > 1 else 'is'} left out of these ranges."
         )
-    return text
+    return text + few_text
 
 
 def _normality(res: AnalysisResult, data: DataSummary) -> str:
