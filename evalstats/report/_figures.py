@@ -48,6 +48,37 @@ _MAX_HIST_PANELS = 6
 _TOP_PAIRS = 5
 
 
+def _noun(report: ReportContents) -> str:
+    """What captions call the scores: accuracy on [0, 1], else score (never a 1-10 rating)."""
+    return "accuracy" if report.data.percent else "score"
+
+
+def _with_metric(t: pl.DataFrame, report: ReportContents) -> pl.DataFrame:
+    """``t`` with each metric's range and direction, for the axes to name the metric.
+
+    A metric that is not an accuracy on [0, 1] is named after itself on the axes (a 1-10
+    rating is never 'accuracy (0-1)').
+    """
+    if report.data.percent or "metric" not in t.columns or not report.data.metrics:
+        return t
+    info = pl.DataFrame(
+        {
+            "metric": [m.name for m in report.data.metrics],
+            "metric_low": [m.low for m in report.data.metrics],
+            "metric_high": [m.high for m in report.data.metrics],
+            "higher_is_better": [m.higher_is_better for m in report.data.metrics],
+        },
+        schema={
+            "metric": pl.String,
+            "metric_low": pl.Float64,
+            "metric_high": pl.Float64,
+            "higher_is_better": pl.Boolean,
+        },
+    )
+    drop = [c for c in ("metric_low", "metric_high", "higher_is_better") if c in t.columns]
+    return t.drop(drop).join(info, on="metric", how="left", maintain_order="left")
+
+
 def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
@@ -149,7 +180,7 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
 
         eps_values = table.filter(pl.col("moment") == "mean")["epsilon"].unique().drop_nulls()
         eps = f"ε = {eps_values[0]:.4g}" if eps_values.len() == 1 else "each metric's ε"
-        what = "accuracy" if report.data.percent else "score"
+        what = _noun(report)
         specs += paged(
             "convergence",
             "Convergence of the mean over prompt variants",
@@ -285,7 +316,8 @@ def _factor_figures(report: ReportContents) -> list[FigureSpec]:
                 FigureSpec(
                     "interaction",
                     f"Strongest interaction: {term}",
-                    f"Mean accuracy in each cell of {term}, the two-way term with the largest η².",
+                    f"Mean {_noun(report)} in each cell of {term}, the two-way term with the "
+                    "largest η².",
                     "anova",
                     lambda pal: plots.plot_interaction_heatmap(cells),
                 )
@@ -382,12 +414,12 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
     many = len(ranked) > top_k()
     if "intervals" in report:
         res = report["intervals"]
-        t = by_rank(res.tables["intervals"], rank, "model")
+        t = _with_metric(by_rank(res.tables["intervals"], rank, "model"), report)
         # the method and unit actually used (the parameters may say 'auto')
         used = ", ".join(t["method"].unique(maintain_order=True).to_list()) or "no"
         over = t["over"][0] if t.height else res.params["over"]
         caption = (
-            f"Mean accuracy per model with its {res.params['confidence_level']:.0%} "
+            f"Mean {_noun(report)} per model with its {res.params['confidence_level']:.0%} "
             f"{used} interval over {over}."
             + (
                 " Models without an interval (see the table's note) show the mean only."
@@ -398,7 +430,7 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
         )
         specs += _forest(
             "intervals",
-            "Mean accuracy with confidence intervals",
+            f"Mean {_noun(report)} with confidence intervals",
             caption,
             "intervals",
             t,
@@ -415,7 +447,7 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
                 f" Pairs among the {_TOP_PAIRS} best models by mean score only; "
                 "tables/compare.csv has every pair."
             )
-        t = by_rank(t, rank, "model_a", "model_b")
+        t = _with_metric(by_rank(t, rank, "model_a", "model_b"), report)
         specs += paged(
             "differences",
             "Paired differences between models",
@@ -542,7 +574,7 @@ def _default_figures(report: ReportContents) -> list[FigureSpec]:
     specs = _forest(
         "default_scores",
         "Default configuration against all configurations",
-        f"Mean accuracy over configurations with its {level} interval (dots and bars) and "
+        f"Mean {_noun(report)} over configurations with its {level} interval (dots and bars) and "
         "the score at the default configuration (black diamonds)." + (GREY_NOTE if many else ""),
         "audit",
         by_rank(res.models, rank, "model"),
@@ -585,7 +617,7 @@ def _provider_figures(report: ReportContents) -> list[FigureSpec]:
         FigureSpec(
             "provider_scores",
             "Accuracy per provider under two error policies",
-            f"Mean accuracy per model and provider with its {res.confidence_level:.0%} "
+            f"Mean {_noun(report)} per model and provider with its {res.confidence_level:.0%} "
             f"interval ({res.method}): errors scored as failures (circles) or left out "
             "(squares).",
             "providers",

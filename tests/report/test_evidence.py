@@ -63,3 +63,35 @@ def test_a_stability_headline_states_its_items():
     ]
     reading = _reading(pl.DataFrame(rows), "stability")
     assert reading.startswith("Over 3 identical runs of each of 2 configurations, 30 items,")
+
+
+def test_a_1_to_10_rating_is_never_called_accuracy_nor_hinted_as_percent(tmp_path):
+    """Issue 41: a judge's 1-10 rating was 'accuracy (0-1)' with notes suggesting --rescale."""
+    from evalstats.cli import main
+
+    rng = np.random.default_rng(3)
+    rows = [
+        {"model": m, "dataset": "mt", "item": f"q{i}", "score": float(rng.integers(1, 11))}
+        for m in ("a", "b", "c")
+        for i in range(60)
+    ]
+    path = tmp_path / "rating.csv"
+    pl.DataFrame(rows).write_csv(path)
+    obs, report = evalstats.read(path)
+    assert not any("rescale" in n or "percent" in n for n in report.notes)
+    out = tmp_path / "rep"
+    assert main(["report", str(path), "--out", str(out), "--quiet", "--figures", "none"]) == 0
+    md = (out / "report.md").read_text()
+    assert "accuracy" not in md.lower() and "--rescale" not in md
+
+
+def test_percentages_still_get_the_rescale_hint(tmp_path):
+    rows = [
+        {"model": m, "dataset": "d", "variant": f"v{v}", "score": 40.0 + 7.5 * v + (m == "b")}
+        for m in ("a", "b")
+        for v in range(6)
+    ]
+    path = tmp_path / "pct.csv"
+    pl.DataFrame(rows).write_csv(path)
+    _, report = evalstats.read(path)
+    assert any("--rescale 100" in n for n in report.notes)
