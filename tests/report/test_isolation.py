@@ -4,7 +4,6 @@ analyses run and are written, and the command exits 1 saying where the reason is
 from __future__ import annotations
 
 import json
-
 from dataclasses import replace
 
 from evalstats.cli import main
