@@ -347,13 +347,18 @@ def _forest(
     panels to a row. One model: a row per dataset. Otherwise one forest cut into pages of rows.
     """
     from evalstats import plots
+    from evalstats.plots.compare import _group_columns, _group_value
 
     datasets = list(dict.fromkeys(t["dataset"].to_list())) if "dataset" in t.columns else []
     defaults = "default_score" in t.columns
     # several metrics are never drawn on one axis: a panel per dataset and metric
     multi = "metric" in t.columns and t["metric"].n_unique() > 1 and bool(datasets)
-    keys = ["dataset", "metric"] if multi else ["dataset"]
+    # each setting held apart (a provider, a temperature) is a panel of its own
+    held = [c for c in _group_columns(t, "model") if c != "dataset" and t[c].n_unique() > 1]
+    keys = ["dataset", *(["metric"] if multi else []), *held]
     cells = list(dict.fromkeys(t.select(keys).iter_rows())) if datasets else []
+    if held:  # datasets in the table's order, each one's settings in order of their values
+        cells.sort(key=lambda c: (datasets.index(c[0]), [str(v) for v in c[1:]]))
     if len(cells) > 1 and (t["model"].n_unique() > 1 or multi):
         n_rows = int(t.group_by(keys).len()["len"].max() or 1)
         height = panel_height(n_rows)
@@ -363,7 +368,7 @@ def _forest(
             for ax, cell in zip(axes, page):
                 here = pl.all_horizontal([pl.col(k) == v for k, v in zip(keys, cell)])
                 plots.plot_intervals(t.filter(here), ax=ax, palette=pal)
-                panel_labels(ax, ", ".join(str(v) for v in cell), n_rows)
+                panel_labels(ax, ", ".join(_group_value(k, v) for k, v in zip(keys, cell)), n_rows)
             if defaults:  # one legend for the diamonds, below the panels
                 marker_legend(fig, axes)
             return fig
@@ -372,7 +377,8 @@ def _forest(
             key,
             title,
             caption
-            + (" One panel per dataset and metric." if multi else " One panel per dataset."),
+            + (" One panel per dataset and metric" if multi else " One panel per dataset")
+            + (f" and {', '.join(held)}." if held else "."),
             analysis,
             chunks(cells, panels_per_page(height)),
             draw_panels,
