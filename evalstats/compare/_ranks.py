@@ -178,7 +178,10 @@ def _two_way(inputs, models: list[str], sign: float, n_resamples: int, rng):
         ok = den > 0
         m = np.where(ok[:, None, :], num / np.where(ok, den, 1.0)[:, None, :], 0.0)
         wk = (w * ok).astype(float)
-        boot[start : start + b] = sign * (m * wk[:, None, :]).sum(axis=2) / wk.sum(axis=1)[:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):  # no item under a drawn prompt: NaN
+            boot[start : start + b] = (
+                sign * (m * wk[:, None, :]).sum(axis=2) / wk.sum(axis=1)[:, None]
+            )
     k = len(models)
     se = np.zeros((k, k))
     clusters = wide["__g"].to_numpy() if clustered else None
@@ -506,6 +509,11 @@ def rank_intervals(
                 draw = rng.integers(0, g, size=(b, g))
                 counts = np.stack([np.bincount(r, minlength=g) for r in draw]).astype(float)
                 boot_means[start : start + b] = sign * (counts @ sums) / (counts @ sizes)[:, None]
+        # a two-way resample can draw prompts no drawn item was run under (a sparse grid): it
+        # has no means and is left out of P(best) and the bootstrap rank sets
+        usable = np.isfinite(boot_means).all(axis=1)
+        n_usable = int(usable.sum())
+        boot_means = boot_means[usable]
         best = boot_means == boot_means.max(axis=1, keepdims=True)
         p_best = (best / best.sum(axis=1, keepdims=True)).sum(axis=0)
         if method == "paired":
@@ -537,7 +545,7 @@ def rank_intervals(
                     "rank": ranks_obs.astype(np.int64),
                     "rank_low": low.astype(np.int64),
                     "rank_high": high.astype(np.int64),
-                    "p_best": p_best / n_resamples,
+                    "p_best": p_best / n_usable if n_usable else np.full(len(models), np.nan),
                     "higher_is_better": [hib] * len(models),
                 }
             )

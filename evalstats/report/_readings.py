@@ -383,9 +383,18 @@ def _correlation(res: AnalysisResult, data: DataSummary) -> str:
 
 def _anova(res: AnalysisResult, data: DataSummary) -> str:
     t = res.tables["anova"].filter(pl.col("term") != "Residual")
+    if t.height and t["eta_sq"].fill_nan(None).is_null().all():
+        return (
+            "The unit scores do not vary: there is no variance for any term to explain "
+            "(every η² is undefined)."
+        )
     # a term is named for what it explains only when that rounds to something (η² >= 0.0005)
     top = (
-        t.filter(pl.col("eta_sq").is_not_null() & (pl.col("eta_sq") >= 0.0005))
+        t.filter(
+            pl.col("eta_sq").is_not_null()
+            & pl.col("eta_sq").is_not_nan()
+            & (pl.col("eta_sq") >= 0.0005)
+        )
         .sort("eta_sq", descending=True)
         .head(3)
     )
