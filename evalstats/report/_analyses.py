@@ -27,6 +27,8 @@ from evalstats.errors import (
 from evalstats.report._applies import (
     Context,
     Spec,
+    _compare_fixed,
+    _intervals_fixed,
     _need_blocks,
     _need_default,
     _need_factors,
@@ -37,10 +39,13 @@ from evalstats.report._applies import (
     _need_runs,
     _need_stability,
     _need_variants,
+    _noise_fixed,
+    _ranks_fixed,
     _variants_fixed,
     stability_fixed,
 )
 from evalstats.report._commands import _names_an_option, option_spelling
+from evalstats.report._failed import failed_reason
 from evalstats.report._model import (
     AnalysisResult,
     bound,
@@ -191,38 +196,6 @@ def _run_compare(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
     return tables, {}, {}
 
 
-def _held(ctx: Context | None) -> tuple[str, ...]:
-    """The settings the design holds fixed that vary: every group is one value of each."""
-    design = getattr(ctx, "design", None)
-    return tuple(design.held) if design is not None else ()
-
-
-def _intervals_fixed(ctx: Context) -> dict[str, Any]:
-    """The design's prompt factors, and one interval per setting value (never pooled)."""
-    return {"by": ("model", "dataset", "metric", *_held(ctx)), **_variants_fixed(ctx)}
-
-
-def _ranks_fixed(ctx: Context) -> dict[str, Any]:
-    """The design's prompt factors, and ranks within each setting value (never pooled)."""
-    return {"by": ("dataset", "metric", *_held(ctx)), **_variants_fixed(ctx)}
-
-
-def _noise_fixed(ctx: Context) -> dict[str, Any]:
-    """Components per setting value: the variants of a group then differ in prompts only."""
-    held = _held(ctx)
-    return {"by": ("model", "dataset", "metric", *held)} if held else {}
-
-
-def _compare_fixed(ctx: Context) -> dict[str, Any]:
-    """One family for the whole study, the design's prompt factors, settings held apart.
-
-    The headline count of differing pairs then holds study-wide (15 datasets corrected one by
-    one have a study-wide false-positive rate near 0.46); settings are not prompts, and each
-    value of a setting (a provider, a temperature) is compared on its own.
-    """
-    return {"family": "global", **_ranks_fixed(ctx)}
-
-
 def _run_ppi(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
     from evalstats.compare import ppi_mean
 
@@ -252,8 +225,9 @@ def _holm_pairs(ctx: Context, p: dict) -> pl.DataFrame | None:
     done = ctx.done.get("compare")
     if done is None or p.get("method", "paired") != "paired":
         return None
-    if any(k in p for k in ("by", "cluster", "over", "roles", "design")):
+    if any(k in p for k in ("cluster", "over", "roles", "design")):
         return None
+    by = tuple(p.get("by", ("dataset", "metric")))
     table = done.tables.get("compare_per_dataset", done.tables.get("compare"))
     level = p.get("confidence_level", 0.95)
     params = done.params
@@ -265,11 +239,11 @@ def _holm_pairs(ctx: Context, p: dict) -> pl.DataFrame | None:
         or params.get("column", "model") != "model"
         or params.get("over", "auto") != "auto"
         or params.get("cluster") is not None
-        or tuple(params.get("by", ("dataset", "metric"))) != ("dataset", "metric")
+        or tuple(params.get("by", ("dataset", "metric"))) != by  # the same groups
         or params.get("variant_factors") != p.get("variant_factors")
     ):
         return None
-    groups = table.select([c for c in ("dataset", "metric") if c in table.columns]).n_unique()
+    groups = table.select([c for c in by if c in table.columns]).n_unique()
     if "compare_per_dataset" not in done.tables and groups > 1 and params.get("family") != "group":
         return None
     return table
@@ -556,30 +530,6 @@ def check_options(options: Mapping[str, Mapping[str, Any]] | None) -> dict[str, 
                 )
         out[key] = dict(params)
     return out
-
-
-#: How a skipped analysis's reason starts when evalstats itself failed (a bug, not the data).
-FAILED = "failed (an evalstats bug)"
-
-
-def failed_reason(exc: BaseException) -> str:
-    """The one line a failed analysis reports: what was raised, where, and where to send it."""
-    import traceback
-
-    frames = traceback.extract_tb(exc.__traceback__)
-    ours = [f for f in frames if "evalstats" in f.filename.replace("\\", "/")]
-    where = ours[-1] if ours else (frames[-1] if frames else None)
-    at = (
-        f" at {where.filename.rsplit('evalstats', 1)[-1].lstrip('/')}:{where.lineno}"
-        if where
-        else ""
-    )
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return (
-        f"{FAILED}: {type(exc).__name__}{': ' + message[:200] if message else ''}{at}; the "
-        "other analyses ran. Please report it to the evalstats maintainers with the command "
-        "line and `evalstats --version`."
-    )
 
 
 def run_analysis(

@@ -92,7 +92,7 @@ class AuditReport(ReportContents):
     @property
     def failed(self) -> tuple[Skipped, ...]:
         """The analyses that failed through an evalstats bug (not the data): reported, not run."""
-        from evalstats.report._analyses import FAILED
+        from evalstats.report._failed import FAILED
 
         return tuple(s for s in self.skipped if s.reason.startswith(FAILED))
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from evalstats.design._model import MIN_RANGE_ITEMS
+from evalstats.report._basis import MIN_RANGE_ITEMS, few_items, inferred_caveat, with_caveat
 from evalstats.report._model_readings import compare_reading, intervals_reading, ranks_reading
 from evalstats.report._noise_reading import noise_reading
 from evalstats.report._wording import (
@@ -46,20 +46,6 @@ __all__ = ["READINGS", "method_name"]
 # ---------------------------------------------------------------------------------------------
 
 
-def inferred_caveat(data: DataSummary) -> str:
-    """The sentence a reading that rests on inferred prompt factors ends with ("" when none)."""
-    cols = data.inferred
-    if not cols:
-        return ""
-    flag = ",".join(f"{c}=metadata" for c in cols)
-    return (
-        f" The prompt variants rest on {_listed(list(cols))}, taken as prompt "
-        f"dimension{'s' if len(cols) > 1 else ''} from {'their' if len(cols) > 1 else 'its'} "
-        f"values alone (several values for the same item); if "
-        f"{'they are' if len(cols) > 1 else 'it is'} not, --roles {flag}."
-    )
-
-
 def _moments(res: AnalysisResult, data: DataSummary) -> str:
     return _moments_text(res, data) + inferred_caveat(data)
 
@@ -79,27 +65,14 @@ def _moments_text(res: AnalysisResult, data: DataSummary) -> str:
     return _spread(table, data)
 
 
-def _few_items(table: pl.DataFrame, data: DataSummary | None) -> pl.Expr:
-    """Rows of groups whose prompts were scored on fewer than MIN_RANGE_ITEMS items."""
-    if data is None or not data.variant_items or not {"model", "dataset"} <= set(table.columns):
-        return pl.lit(False)
-    few = [(m, d) for m, d, n in data.variant_items if n < MIN_RANGE_ITEMS]
-    if not few:
-        return pl.lit(False)
-    key = pl.concat_str(
-        [pl.col("model").cast(pl.String), pl.col("dataset").cast(pl.String)], separator="\x1f"
-    )
-    return key.is_in([f"{m}\x1f{d}" for m, d in few]).fill_null(False)
-
-
 def _spread(table: pl.DataFrame, data: DataSummary | None = None) -> str:
     """The range of scores over prompts, where it is widest and narrowest, and its reading.
 
     Only groups whose every prompt was scored on MIN_RANGE_ITEMS items or more enter the
     range: over one item a 0/1 score moves by 100 points between any two prompts.
     """
-    few = table.filter(_few_items(table, data) & (pl.col("n_variants") >= 2)).height
-    table = table.filter(~_few_items(table, data))
+    few = table.filter(few_items(table, data) & (pl.col("n_variants") >= 2)).height
+    table = table.filter(~few_items(table, data))
     t = table.filter(pl.col("spread").is_not_nan() & (pl.col("n_variants") >= 2))
     single = table.filter(pl.col("n_variants") < 2).height
     few_text = (
@@ -621,32 +594,21 @@ def _providers(res: AnalysisResult, data: DataSummary) -> str:
     return " ".join(sentences)
 
 
-def _with_caveat(
-    reading: Callable[[AnalysisResult, DataSummary], str],
-) -> Callable[[AnalysisResult, DataSummary], str]:
-    """``reading`` followed by :func:`inferred_caveat` (a reading over prompt variants)."""
-
-    def read(res: AnalysisResult, data: DataSummary) -> str:
-        return reading(res, data) + inferred_caveat(data)
-
-    return read
-
-
 READINGS: dict[str, Callable[[AnalysisResult, DataSummary], str]] = {
     "moments": _moments,
-    "nstar": _with_caveat(_nstar),
-    "converge": _with_caveat(_converge),
+    "nstar": with_caveat(_nstar),
+    "converge": with_caveat(_converge),
     "stability": _stability,
     "normality": _normality,
     "correlation": _correlation,
-    "anova": _with_caveat(_anova),
-    "attribution": _with_caveat(_attribution),
+    "anova": with_caveat(_anova),
+    "attribution": with_caveat(_attribution),
     "intervals": intervals_reading,
     "compare": compare_reading,
     "ppi": _ppi,
     "ranks": ranks_reading,
     "friedman": _friedman,
-    "noise": _with_caveat(noise_reading),
+    "noise": with_caveat(noise_reading),
     "audit": _audit,
     "providers": _providers,
 }
