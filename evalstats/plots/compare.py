@@ -165,7 +165,7 @@ def _row_labels(frame: pl.DataFrame, first: str, extra: tuple[str, ...] | None =
     labels = []
     for r in frame.iter_rows(named=True):
         # the dataset by its name, a setting with its column's (provider a, temperature 0.7)
-        tail = ", ".join(_group_value(c, r[c]) for c in parts)
+        tail = ", ".join(_group_value(c, r[c]) for c in parts if r[c] is not None)
         labels.append(f"{r[first]} ({tail})" if tail else str(r[first]))
     return labels
 

@@ -137,13 +137,19 @@ def _counts(values: Iterable[Any]) -> str:
     return _join([str(v) for v in distinct])
 
 
+def _setting(column: str, value: Any) -> str:
+    """A held setting's value in a sentence: 'temperature 0.7', 'provider_a' (not doubled)."""
+    text = str(value)
+    return text if column.lower() in text.lower() else f"{column} {text}"
+
+
 def _on(keys: Sequence[str], key: Sequence[Any], table: pl.DataFrame) -> str:
     """'On d0, ' for a group key; the metric is named only when the table has several."""
     one_metric = "metric" in table.columns and table["metric"].n_unique() == 1
     parts = [
-        (f"metric {v}" if c == "metric" else str(v))
+        (f"metric {v}" if c == "metric" else str(v) if c == "dataset" else _setting(c, v))
         for c, v in zip(keys, key)
-        if not (c == "metric" and one_metric)
+        if not (c == "metric" and one_metric) and v is not None
     ]
     return f"On {', '.join(parts)}, " if parts else ""
 
