@@ -103,10 +103,22 @@ def _need_runs(ctx: Context) -> str | None:
     return None
 
 
+#: Fewest configurations (points) for a rank correlation between stability measures: over 3
+#: points a Spearman coefficient of 0.87 is no evidence of anything.
+MIN_CORRELATION_POINTS = 10
+
+
 def _need_stability(ctx: Context) -> str | None:
     reason = _need_runs(ctx)
     if reason is None and "stability" not in ctx.done:
         return "it correlates the columns of the stability table, which was skipped"
+    if reason is None:
+        n = ctx.done["stability"].tables["stability"].height
+        if n < MIN_CORRELATION_POINTS:
+            return (
+                f"only {n} configuration(s) in the stability table: a rank correlation over "
+                f"fewer than {MIN_CORRELATION_POINTS} points is no evidence"
+            )
     return reason
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from evalstats.report._basis import MIN_RANGE_ITEMS
 from evalstats.report._forest import forest
 from evalstats.report._layout import (
     PANELS_PER_PAGE,
@@ -173,6 +174,9 @@ def _stability_figures(report: ReportContents) -> list[FigureSpec]:
     specs = []
     if "stability" in report:
         table = report["stability"].tables["stability"]
+        # agreement over a handful of shared items is no finding (the reading leaves them out)
+        if "n_items" in table.columns:
+            table = table.filter(pl.col("n_items") >= MIN_RANGE_ITEMS)
         values = [c for c in ("tar_a", "tar_r") if table[c].drop_nulls().drop_nans().len()]
         if values:
             one_cell = table.group_by("model", "dataset").len()["len"].max() == 1
