@@ -443,6 +443,7 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
                     here = here.filter(pl.col(k).cast(pl.String) == v)
             plots.plot_noise_components(here, ax=ax)
             panel_labels(ax, _cell_text(d), n_models)
+        fit_titles(axes)
         components_legend(fig, axes, comps.filter(pl.col("model_b").is_null()))
         return fig
 

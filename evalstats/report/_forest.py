@@ -11,6 +11,7 @@ from evalstats.report._layout import (
     cells_of,
     chunks,
     datasets_of,
+    fit_titles,
     marker_legend,
     paged,
     panel_height,
@@ -55,6 +56,7 @@ def forest(
                 here = pl.all_horizontal([pl.col(k) == v for k, v in zip(keys, cell)])
                 plots.plot_intervals(t.filter(here), ax=ax, palette=pal)
                 panel_labels(ax, ", ".join(_group_value(k, v) for k, v in zip(keys, cell)), n_rows)
+            fit_titles(axes)  # a long name (a HELM scenario) breaks, never runs over
             if defaults:  # one legend for the diamonds, below the panels
                 marker_legend(fig, axes)
             return fig

@@ -235,8 +235,13 @@ def legend_columns(fig: Any, labels: list[str], most: int) -> int:
 
 
 def fit_titles(axes: list[Any]) -> None:
-    """Break panel titles wider than their panel at spaces (never inside a name)."""
-    import textwrap
+    """Break panel titles wider than their panel after spaces or ``, : _ - / .``.
+
+    A HELM scenario (``commonsense:dataset=hellaswag,method=multiple_choice_joint``) has no
+    space to break at: its title ran over the next panel's. Names are cut inside a part only
+    where a part is longer than the panel (:func:`evalstats.plots._style.wrap_label`).
+    """
+    from evalstats.plots._style import wrap_label
 
     for ax in axes:
         title = ax.get_title()
@@ -245,7 +250,7 @@ def fit_titles(axes: list[Any]) -> None:
         size = ax.title.get_fontsize()
         fits = int(ax.get_position().width * ax.figure.get_size_inches()[0] / _char_width(size))
         if len(title) > fits > 10:
-            ax.set_title(textwrap.fill(title, fits, break_long_words=False), fontsize=size)
+            ax.set_title("\n".join(wrap_label(title, fits)), fontsize=size)
 
 
 def shared_axis_labels(fig: Any, axes: list[Any]) -> None:
