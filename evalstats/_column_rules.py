@@ -412,11 +412,17 @@ def _value_stats(
     score: str | None,
     run: str | None = None,
 ) -> dict[str, object]:
-    """Every count the rules read, for every pending column, in two grouped passes."""
+    """Every count the rules read, for every pending column.
+
+    One pass counts, for every column, its values overall and within each cell (and, from the
+    cells, within items, models and groups). A second pass, only for the columns that vary
+    within a cell and are not already text or a measurement, reads what decides between a
+    prompt dimension, an outcome and a label of the run: the score beside the column, and the
+    runs its values fall in.
+    """
     glob: list[pl.Expr] = [pl.len().alias("__rows")]
     if score is not None:
-        s = pl.col(score)
-        glob += [s.n_unique().alias("__su")]
+        glob += [pl.col(score).n_unique().alias("__su")]
     for i, c in enumerate(pending):
         col = pl.col(c)
         dt = schema[c]
@@ -432,14 +438,6 @@ def _value_stats(
                 col.min().cast(pl.Float64).alias(f"__lo{i}"),
                 col.max().cast(pl.Float64).alias(f"__hi{i}"),
             ]
-        if score is not None:
-            glob += [
-                pl.struct(col, s).n_unique().alias(f"__cs{i}"),
-                s.filter(col.is_null()).min().alias(f"__s0lo{i}"),
-                s.filter(col.is_null()).max().alias(f"__s0hi{i}"),
-                s.filter(col.is_not_null()).min().alias(f"__s1lo{i}"),
-                s.filter(col.is_not_null()).max().alias(f"__s1hi{i}"),
-            ]
     queries = [lf.select(glob)]
     if cell:
         per_cell = lf.group_by(cell).agg(
@@ -447,54 +445,12 @@ def _value_stats(
             *[pl.col(c).n_unique().alias(f"__w{i}") for i, c in enumerate(pending)],
             *[pl.col(c).drop_nulls().n_unique().alias(f"__v{i}") for i, c in enumerate(pending)],
             *[pl.col(c).first().alias(f"__x{i}") for i, c in enumerate(pending)],
-            *(
-                [
-                    pl.col(run).n_unique().alias("__nr"),
-                    *[
-                        pl.struct(c, run).n_unique().alias(f"__cr{i}")
-                        for i, c in enumerate(pending)
-                    ],
-                ]
-                if run is not None
-                else []
-            ),
-        )
-        # cells where the column varies and is not a run label (a run_id, a timestamp: each
-        # of its values in one run of a cell that has several)
-        labels = (
-            [
-                (
-                    (pl.col(f"__w{i}") > 1)
-                    & ((pl.col("__nr") <= 1) | (pl.col(f"__cr{i}") > pl.col(f"__w{i}")))
-                )
-                .sum()
-                .alias(f"__nl{i}")
-                for i in range(len(pending))
-            ]
-            if run is not None
-            else []
-        )
-        # how fully a column's values are crossed with the runs of the cells where both vary:
-        # a prompt's values recur in every run; a per-run measurement's do not
-        both = [(pl.col(f"__w{i}") > 1) & (pl.col("__nr") > 1) for i in range(len(pending))]
-        covers = (
-            [
-                (
-                    pl.col(f"__cr{i}").filter(both[i]).sum()
-                    / (pl.col(f"__w{i}") * pl.col("__nr")).filter(both[i]).sum()
-                ).alias(f"__cov{i}")
-                for i in range(len(pending))
-            ]
-            if run is not None
-            else []
         )
         within_q = per_cell.select(
             pl.len().alias("__cells"),
             (pl.col("__n") > 1).sum().alias("__multi"),
             *[(pl.col(f"__w{i}") > 1).sum().alias(f"__w{i}") for i in range(len(pending))],
             *[(pl.col(f"__v{i}") > 1).sum().alias(f"__v{i}") for i in range(len(pending))],
-            *labels,
-            *covers,
         )
         queries.append(within_q)
         constant = [pl.col(f"__w{i}") <= 1 for i in range(len(pending))]
@@ -540,6 +496,98 @@ def _value_stats(
             )
     rows: dict[str, object] = {}
     for frame in pl.collect_all(queries):
+        rows.update(frame.row(0, named=True))
+    second = [
+        i
+        for i, c in enumerate(pending)
+        if (not cell or int(rows.get(f"__w{i}") or 0) > 0)
+        and not _decided_early(rows, i, schema[c])
+    ]
+    if second:
+        rows.update(_second_pass(lf, pending, second, cell, score, run))
+    return rows
+
+
+def _decided_early(st: Mapping[str, object], i: int, dt: pl.DataType) -> bool:
+    """Whether column ``i`` is text or a measurement by its counts alone (rules before outcome)."""
+    n, k = int(st["__rows"]), int(st[f"__u{i}"])
+    mean_len, frac = st.get(f"__l{i}"), st.get(f"__f{i}")
+    if k <= 1 or (k >= NEAR_UNIQUE_MIN and 2 * k >= n):
+        return True
+    if mean_len is not None and mean_len > LONG_TEXT_CHARS and k >= NEAR_UNIQUE_MIN:  # type: ignore[operator]
+        return True
+    if frac is not None and int(frac) > MEASUREMENT_MIN:  # type: ignore[call-overload]
+        return True
+    k_set = k - (1 if int(st[f"__z{i}"]) else 0)
+    return (
+        _is_numeric(dt)
+        and k_set > MEASUREMENT_MIN
+        and not _id_like(st.get(f"__lo{i}"), st.get(f"__hi{i}"), k_set)  # type: ignore[arg-type]
+    )
+
+
+def _second_pass(
+    lf: pl.LazyFrame,
+    pending: Sequence[str],
+    which: Sequence[int],
+    cell: Sequence[str],
+    score: str | None,
+    run: str | None,
+) -> dict[str, object]:
+    """Outcome and run-label counts of the columns ``which`` (indices into ``pending``)."""
+    queries = []
+    if score is not None:
+        s = pl.col(score)
+        exprs = []
+        for i in which:
+            col = pl.col(pending[i])
+            exprs += [
+                pl.struct(col, s).n_unique().alias(f"__cs{i}"),
+                s.filter(col.is_null()).min().alias(f"__s0lo{i}"),
+                s.filter(col.is_null()).max().alias(f"__s0hi{i}"),
+                s.filter(col.is_not_null()).min().alias(f"__s1lo{i}"),
+                s.filter(col.is_not_null()).max().alias(f"__s1hi{i}"),
+            ]
+        queries.append(lf.select(exprs))
+    if run is not None and cell:
+        # distinct (value, run) pairs of a cell: the sum over its runs of the distinct values
+        per_run = lf.group_by([*cell, run]).agg(
+            pl.col(pending[i]).n_unique().alias(f"__cr{i}") for i in which
+        )
+        per_cell = per_run.group_by(cell).agg(
+            pl.len().alias("__nr"), *[pl.col(f"__cr{i}").sum() for i in which]
+        )
+        widths = lf.group_by(cell).agg(
+            pl.col(pending[i]).n_unique().alias(f"__w{i}") for i in which
+        )
+        joined = per_cell.join(widths, on=list(cell), nulls_equal=True)
+        both = {i: (pl.col(f"__w{i}") > 1) & (pl.col("__nr") > 1) for i in which}
+        queries.append(
+            joined.select(
+                # cells where the column varies and is not a run label (a run_id, a timestamp:
+                # each of its values in one run of a cell that has several)
+                *[
+                    (
+                        (pl.col(f"__w{i}") > 1)
+                        & ((pl.col("__nr") <= 1) | (pl.col(f"__cr{i}") > pl.col(f"__w{i}")))
+                    )
+                    .sum()
+                    .alias(f"__nl{i}")
+                    for i in which
+                ],
+                # how fully its values are crossed with the runs where both vary: a prompt's
+                # values recur in every run, a per-run measurement's do not
+                *[
+                    (
+                        pl.col(f"__cr{i}").filter(both[i]).sum()
+                        / (pl.col(f"__w{i}") * pl.col("__nr")).filter(both[i]).sum()
+                    ).alias(f"__cov{i}")
+                    for i in which
+                ],
+            )
+        )
+    rows: dict[str, object] = {}
+    for frame in pl.collect_all(queries) if queries else []:
         rows.update(frame.row(0, named=True))
     return rows
 
@@ -741,7 +789,7 @@ def _outcome(st: Mapping[str, object], i: int, *, n: int, k: int, nulls: int) ->
     correct/incorrect label, a verdict).
     """
     su = st.get("__su")
-    if su is None or int(su) < 2:
+    if su is None or int(su) < 2 or f"__cs{i}" not in st:  # no second pass: does not vary
         return None
     su = int(su)
     if 0 < nulls < n and min(nulls, n - nulls) >= 3 and n >= 2 * OUTCOME_ROWS_PER_VALUE:

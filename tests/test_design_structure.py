@@ -237,8 +237,9 @@ def test_structure_can_not_decide_one_row_per_item_and_model():
     assert "structure cannot tell" in next(c.evidence for c in design.columns if c.column == "tag")
 
 
-def test_classify_is_one_grouped_pass_on_a_wide_table():
-    """200 candidate columns are judged by a fixed number of queries, not one per column."""
+def test_classify_is_a_fixed_number_of_passes_on_a_wide_table():
+    """200 candidate columns are judged by a fixed number of queries, not one per column:
+    one batch of grouped passes, and one more only for the columns that vary within cells."""
     rng = np.random.default_rng(0)
     n = 2000
     data = {"model": [f"m{i % 4}" for i in range(n)], "item": [str(i // 8) for i in range(n)]}
@@ -258,7 +259,7 @@ def test_classify_is_one_grouped_pass_on_a_wide_table():
         rules = classify(frame, [f"c{j}" for j in range(200)])
     finally:
         pl.collect_all = original
-    assert len(plans) == 1 and plans[0] <= 5
+    assert len(plans) <= 2 and all(n <= 5 for n in plans)
     assert {r.role for r in rules.values()} == {"prompt"}
 
 
