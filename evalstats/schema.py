@@ -577,7 +577,11 @@ def _check_scores(lf: pl.LazyFrame, table: str) -> None:
 
 
 def validate_observations(
-    frame: pl.DataFrame | pl.LazyFrame, *, require_item: bool = False, check_values: bool = True
+    frame: pl.DataFrame | pl.LazyFrame,
+    *,
+    require_item: bool = False,
+    check_values: bool = True,
+    errored: Literal["drop", "keep"] = "drop",
 ) -> pl.LazyFrame:
     """Check an observation table and return it as a LazyFrame with canonical dtypes.
 
@@ -590,12 +594,16 @@ def validate_observations(
     check_values : bool, default True
         Also scan the data for missing or non-finite scores and scores outside their metric's
         declared bounds. Costs one pass.
+    errored : {'drop', 'keep'}, default 'drop'
+        Rows of errored calls kept without a score (a non-null ``error`` and a null
+        ``score``; see :mod:`evalstats.io._errors`): left out (every analysis of scores), or
+        kept (the provider audit, which counts them).
 
     Returns
     -------
     polars.LazyFrame
-        The same rows; ``run`` added as 0, ``variant`` as ``"default"`` and ``metric`` as
-        ``"score"`` when absent.
+        The same rows (less the unscored errored calls, unless ``errored='keep'``); ``run``
+        added as 0, ``variant`` as ``"default"`` and ``metric`` as ``"score"`` when absent.
 
     Raises
     ------
@@ -634,8 +642,13 @@ def validate_observations(
     ]
     if casts:
         lf = lf.with_columns(casts)
+    if errored not in ("drop", "keep"):
+        raise ParameterError(f"`errored` must be 'drop' or 'keep', got {errored!r}.")
+    unscored = pl.col("score").is_null() & pl.col("error").is_not_null()
+    if "error" in schema and errored == "drop":
+        lf = lf.filter(~unscored)
     if check_values:
-        _check_scores(lf, "observation table")
+        _check_scores(lf.filter(~unscored) if "error" in schema else lf, "observation table")
     return lf
 
 

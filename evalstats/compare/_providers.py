@@ -151,7 +151,7 @@ def provider_audit(
     observations = analysis_input(observations, roles=roles, design=design).table
     check_choice("method", method, ("cluster", "t", "wilson"))
     level = check_confidence_level(confidence_level)
-    lf = validate_observations(observations, require_item=True)
+    lf = validate_observations(observations, require_item=True, errored="keep")
     names = lf.collect_schema().names()
     if provider not in names:
         raise SchemaError(

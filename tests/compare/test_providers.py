@@ -102,3 +102,31 @@ def test_missing_provider_column_names_it():
     obs = observations(n_models=1, n_items=5, n_variants=1, seed=0)
     with pytest.raises(SchemaError, match="provider column 'provider'"):
         provider_audit(obs)
+
+
+def test_errored_calls_without_a_score_are_counted(tmp_path):
+    """A dump whose errored calls carry no score: the audit counts them (it used to see none)."""
+    from evalstats.cli import main
+
+    dump = pl.DataFrame(
+        {
+            "model": ["m"] * 8,
+            "provider": ["a"] * 4 + ["b"] * 4,
+            "item": ["1", "2", "3", "4"] * 2,
+            "score": [1.0, 1.0, None, None, 1.0, 0.0, 1.0, 0.0],
+            "error": ["", "", "429 Too Many Requests", "503 Service Unavailable"] + [""] * 4,
+        }
+    )
+    path = tmp_path / "dump.csv"
+    dump.write_csv(path)
+    from evalstats.io import read_table
+
+    res = provider_audit(read_table(path).observations, n_resamples=99)
+    rates = res.errors.filter(pl.col("category") == "any").select("provider", "n_errors")
+    assert rates.rows() == [("a", 2), ("b", 0)]
+    s = res.scores.filter(pl.col("provider") == "a").sort("policy")
+    assert s["mean"].to_list() == pytest.approx([0.5, 1.0])  # as failures, excluded
+    out = tmp_path / "errors.csv"
+    assert main(["providers", str(path), "--table", "errors", "--out", str(out)]) == 0
+    cli = pl.read_csv(out).filter(pl.col("category") == "any")
+    assert cli.select("provider", "n_errors").rows() == [("a", 2), ("b", 0)]
