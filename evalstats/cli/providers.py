@@ -6,7 +6,7 @@ import argparse
 
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 
-_TABLES = ("scores", "errors", "differences", "latency", "tail_quality")
+_TABLES = ("scores", "policies", "versus", "errors", "differences", "latency", "tail_quality")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +19,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "differences, latency and tail-to-quality.",
     )
     add_input_arguments(p)
-    p.add_argument("--provider", default=None, help="provider column (default: provider)")
+    p.add_argument(
+        "--provider",
+        "--compare",
+        dest="provider",
+        default=None,
+        help="column whose levels are compared: a provider, quantization, endpoint or any "
+        "setting such as temperature or reasoning_effort (default: provider)",
+    )
+    p.add_argument(
+        "--reference",
+        default=None,
+        help="level every other one is compared with (default: the model developer's API "
+        "when it is a provider, else the best-covered one)",
+    )
+    p.add_argument(
+        "--by",
+        default=None,
+        help="comma-separated grouping columns (default: model,metric); e.g. model,provider "
+        "with --compare reasoning_effort compares the levels within each provider",
+    )
+    p.add_argument("--correction", default=None, help="multiplicity correction (default: holm)")
     p.add_argument("--method", choices=["cluster", "t", "wilson"], default=None)
     p.add_argument("--confidence-level", dest="confidence_level", type=float, default=None)
     p.add_argument("--n-resamples", dest="n_resamples", type=int, default=None)
@@ -40,7 +60,18 @@ def run(args: argparse.Namespace) -> int:
 
     args.quiet = args.json
     obs, _ = load(args)
-    params = params_from(args, "provider", "method", "confidence_level", "n_resamples", "seed")
+    params = params_from(
+        args,
+        "provider",
+        "method",
+        "confidence_level",
+        "n_resamples",
+        "seed",
+        "reference",
+        "correction",
+    )
+    if args.by is not None:
+        params["by"] = tuple(b.strip() for b in args.by.split(",") if b.strip())
     res = provider_audit(obs, **params)
     extra = {t: getattr(res, t).to_dicts() for t in _TABLES if t != args.table}
     emit(getattr(res, args.table), args, command="providers", params=params, extra=extra)
