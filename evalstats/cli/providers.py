@@ -14,9 +14,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "providers",
         help="provider and error audit",
-        description="Per (model, provider): error rates by category, the score "
-        "with errors as failures and with errors excluded, paired provider "
-        "differences, latency and tail-to-quality.",
+        description="Per (model, provider): each provider against a reference (the "
+        "model developer's API, the best covered one, or --reference) with a verdict, error "
+        "rates by class, the score with errors as failures and with errors excluded side by "
+        "side, paired provider differences, latency and tail-to-quality. --compare COLUMN "
+        "audits any setting (temperature, reasoning_effort, quantization) the same way.",
     )
     add_input_arguments(p)
     p.add_argument(
@@ -47,8 +49,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--table",
         choices=_TABLES,
-        default="scores",
-        help="which table to write (default: scores; all are in --json)",
+        default="versus",
+        help="which table to write (default: versus, each provider against the reference "
+        "with its verdict; all are in --json)",
     )
     add_output_arguments(p)
     p.set_defaults(run=run)

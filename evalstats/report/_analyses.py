@@ -316,10 +316,13 @@ def _run_audit(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
 def _run_providers(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
     from evalstats.compare import provider_audit
 
-    res = provider_audit(ctx.obs, **p)
-    tables = {
-        "scores": res.scores,
+    # every call, the errored ones without a score included (the other analyses: scored rows)
+    res = provider_audit(ctx.obs if ctx.calls is None else ctx.calls, **p)
+    tables = {  # the first is what `evalstats providers` writes by default
+        "versus": res.versus,
+        "policies": res.policies,
         "errors": res.errors,
+        "scores": res.scores,
         "differences": res.differences,
     }
     if res.latency.height:

@@ -259,4 +259,18 @@ def test_cli_providers_and_report_agree_with_the_api(dump, audit, tmp_path, caps
     err = capsys.readouterr().err
     assert code == 0 and "Traceback" not in err
     results = json.loads((rep / "results.json").read_text())
-    assert "providers" in json.dumps(results)
+    _, report = read_table(path)
+    assert results["ingest"]["errors"] == dict(report.errors)
+    prov = next(a for a in results["analyses"] if a["key"] == "providers")
+    rows = {r["provider"]: r for r in prov["tables"]["policies"]["rows"]}
+    for r in audit.policies.iter_rows(named=True):  # the report's numbers are the API's
+        got = rows[r["provider"]]
+        assert (got["n_calls"], got["n_errors"]) == (r["n_calls"], r["n_errors"])
+        assert got["as_failures"] == pytest.approx(r["as_failures"], rel=1e-9)
+        assert got["excluded"] == pytest.approx(r["excluded"], rel=1e-9)
+    verdicts = {r["provider"]: r["verdict"] for r in prov["tables"]["versus"]["rows"]}
+    assert verdicts == dict(audit.versus.select("provider", "verdict").rows())
+    reading = prov["reading"]
+    n_err = sum(report.errors.values())
+    assert f"{n_err:,} (" in reading and "2 lower (errors)" in reading
+    assert "1 no items shared with the reference (island)" in reading
