@@ -624,7 +624,8 @@ def plot_provider_audit(audit: Any, *, model: str | None = None, ax: Any = None)
     verdict = dict(zip(ver[provider].cast(pl.String), ver["verdict"])) if ver.height else {}
     names = [str(p) for p in pol[provider].to_list()]
     n = len(names)
-    size = 8 if n <= 25 else (6 if n <= 50 else 5)
+    # the style's tick size up to 25 rows, its smallest size beyond (the style's sizes only)
+    size = None if n <= 25 else "x-small"
     height = fit_height(n, per_row=0.26 if n <= 25 else 0.11, extra=1.0)
     if ax is None:
         fig, (ax, ax_err) = plt.subplots(
