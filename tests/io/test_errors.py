@@ -115,3 +115,18 @@ def test_null_score_without_an_error_is_still_invalid():
     obs = pl.DataFrame({"model": ["m"], "dataset": ["d"], "item": ["1"], "score": [None]})
     with pytest.raises(Exception, match="column 'score'"):
         validate_observations(obs.with_columns(pl.col("score").cast(pl.Float64))).collect()
+
+
+def test_the_docs_list_every_error_class():
+    """docs/methods/providers.md's table of classes stays the one the code uses."""
+    from pathlib import Path
+
+    from evalstats.io._errors import ERROR_CLASSES
+
+    page = (Path(__file__).parents[2] / "docs" / "methods" / "providers.md").read_text()
+    rows = {
+        line.split("|")[1].strip().strip("`")
+        for line in page.splitlines()
+        if line.startswith("| `")
+    }
+    assert set(ERROR_CLASSES) <= rows
