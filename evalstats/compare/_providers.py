@@ -16,6 +16,7 @@ from evalstats.compare._multiplicity import CORRECTIONS, adjust
 from evalstats.compare._paired import paired_difference
 from evalstats.design._frames import analysis_input
 from evalstats.errors import SchemaError
+from evalstats.io._errors import error_class
 from evalstats.results import check_choice, check_confidence_level
 from evalstats.schema import validate_by, validate_observations
 
@@ -226,6 +227,8 @@ def _verdict(row: Mapping[str, Any], alpha: float) -> str:
     """One phrase: how a provider compares with the reference, and why."""
     if row["is_reference"]:
         return "reference"
+    if row["all_failed"]:
+        return "every call failed (errors)"
     if not row["n_items"]:
         return "no items shared with the reference"
     same = row["identical_outputs"]
@@ -280,6 +283,7 @@ def _versus_reference(
         ).pivot(on=provider, index="__cluster", values="__err")
         group_rows = []
         for p in sorted(cov):
+            all_failed = cov[p][0] == 0 and cov[p][1] > 0
             if p == ref:
                 n_f = int(fail[p].is_not_null().sum()) if p in fail.columns else 0
                 d_f = lo_f = hi_f = p_f = mdd = np.nan
@@ -295,6 +299,7 @@ def _versus_reference(
                     "reference": ref,
                     "reference_reason": why,
                     "is_reference": p == ref,
+                    "all_failed": all_failed,
                     "n_items": int(n_f),
                     "difference": d_f,
                     "ci_low": lo_f,
@@ -325,6 +330,7 @@ def _versus_reference(
         "reference": pl.String,
         "reference_reason": pl.String,
         "is_reference": pl.Boolean,
+        "all_failed": pl.Boolean,
         "n_items": pl.Int64,
         "difference": pl.Float64,
         "ci_low": pl.Float64,
@@ -442,7 +448,8 @@ def provider_audit(
     noise`` when neither policy's adjusted p-value is below :math:`1 -` ``confidence_level``;
     else ``lower`` or ``higher`` with the reason: ``errors`` (only the errors-as-failures
     difference is significant), ``answers`` (the difference remains with errors excluded) or
-    ``answers and errors`` (the error rates differ too); ``identical outputs (no effect)``
+    ``answers and errors`` (the error rates differ too); ``every call failed (errors)`` when
+    the provider answered no call at all; ``identical outputs (no effect)``
     when every shared call gave the reference's answer (a setting that was not passed
     through); ``no items shared with the reference`` when the two have no item in common.
     Checked against: planted error rates of :func:`evalstats.simulate.observations`
@@ -471,7 +478,9 @@ def provider_audit(
     if provider in by:
         raise SchemaError(f"`by` must not contain the provider column {provider!r}.")
     keys = [*by, provider]
-    err = pl.col("error") if "error" in names else pl.lit(None, dtype=pl.String)
+    # a table built by hand (not read by a loader) may carry the raw error text or HTTP code:
+    # class it as the loaders do (a class stays itself)
+    err = error_class(pl.col("error")) if "error" in names else pl.lit(None, dtype=pl.String)
     cols = [pl.col(c) for c in dict.fromkeys([*keys, "dataset", "item", "variant", "run", "score"])]
     cols.append(err.alias("error"))
     cols += [pl.col(c).cast(pl.String) for c in ("answer", "response") if c in names]

@@ -556,6 +556,7 @@ def _flat_from(frame: pl.DataFrame, share: float = 0.995) -> float | None:
 _VERDICT_COLORS = {
     "reference": "black",
     "lower": "#b2182b",
+    "every": "#b2182b",
     "higher": "#2166ac",
     "within": "#4d4d4d",
     "identical": "#8c510a",

@@ -130,3 +130,24 @@ def test_errored_calls_without_a_score_are_counted(tmp_path):
     assert main(["providers", str(path), "--table", "errors", "--out", str(out)]) == 0
     cli = pl.read_csv(out).filter(pl.col("category") == "any")
     assert cli.select("provider", "n_errors").rows() == [("a", 2), ("b", 0)]
+
+
+def test_a_provider_whose_every_call_failed_is_named_so_and_raw_error_text_is_classed():
+    """Seven items are too few for a paired test; a provider that never answered is a finding.
+
+    The shape of a real dump (a judge called under four settings, one refused with HTTP 400):
+    a hand-built table keeps the raw error text, which the audit classes as the loaders do.
+    """
+    rows = []
+    for item in range(7):
+        for run in range(10):
+            rows.append(("ref", str(item), run, float((item + run) % 2), None))
+            rows.append(("gone", str(item), run, None, "Error code: 400 - invalid_request_error"))
+    obs = pl.DataFrame(
+        rows, schema=["provider", "item", "run", "score", "error"], orient="row"
+    ).with_columns(pl.lit("judge").alias("model"), pl.lit("d").alias("dataset"))
+    res = provider_audit(obs, reference="ref", n_resamples=99)
+    row = res.versus.filter(pl.col("provider") == "gone").row(0, named=True)
+    assert row["all_failed"] and row["verdict"] == "every call failed (errors)"
+    err = res.errors.filter(pl.col("provider") == "gone", pl.col("n_errors") > 0)
+    assert dict(err.select("category", "n_errors").rows()) == {"any": 70, "not_found": 70}
