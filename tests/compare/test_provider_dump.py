@@ -274,3 +274,6 @@ def test_cli_providers_and_report_agree_with_the_api(dump, audit, tmp_path, caps
     n_err = sum(report.errors.values())
     assert f"{n_err:,} (" in reading and "2 lower (errors)" in reading
     assert "1 no items shared with the reference (island)" in reading
+    md = (rep / "report.md").read_text()  # the Data section accounts for the errored calls
+    assert f"Kept {n_err:,} errored calls" in md
+    assert f"{report.errors_unscored:,} without a score" in md
