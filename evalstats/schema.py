@@ -40,6 +40,12 @@ The unit table has ``model, dataset, metric, variant, run, score, n_items``, ``n
 the observations carried an ``error`` column, the three metric columns when they carried them,
 and the factor columns.
 
+An errored call a loader kept without a score (a non-null ``error``, a null ``score``; see
+:mod:`evalstats.io._errors`) is an observation of the provider, not of the model's answers:
+:func:`validate_observations` leaves it out unless asked (``errored='keep'``, what the
+provider audit does), so units average scored rows only, ``n_items`` counts them and
+``n_errors`` counts the scored rows that carry an error.
+
 Metrics
 -------
 Scores are not all accuracies. A table may hold several metrics (``acc`` and ``acc_norm``,
@@ -830,8 +836,9 @@ def to_units(
     -------
     polars.LazyFrame
         One row per (model, dataset, metric, variant, run) and factor values, with ``score``
-        (mean over items, on the metric's scale), ``n_items`` (items scored), ``n_errors`` (rows
-        with a non-null ``error``, only when the observations have an ``error`` column), the
+        (mean over items, on the metric's scale), ``n_items`` (items scored), ``n_errors``
+        (scored rows with a non-null ``error``, only when the observations have an ``error``
+        column; errored calls without a score are in no unit), the
         metric-info columns (when the observations have them) and the factor columns; sorted by
         the keys.
 
