@@ -6,7 +6,16 @@ import argparse
 
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 
-_TABLES = ("scores", "policies", "versus", "errors", "differences", "latency", "tail_quality")
+_TABLES = (
+    "scores",
+    "policies",
+    "versus",
+    "errors",
+    "settings",
+    "differences",
+    "latency",
+    "tail_quality",
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -18,7 +18,7 @@ from evalstats.design._frames import analysis_input
 from evalstats.errors import SchemaError
 from evalstats.io._errors import error_class
 from evalstats.results import check_choice, check_confidence_level
-from evalstats.schema import validate_by, validate_observations
+from evalstats.schema import factor_columns, validate_by, validate_observations
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,6 +53,11 @@ class ProviderAudit:
         the minimum detectable difference ``mdd``; the same with errors excluded
         (``*_excluded``); ``error_rate_difference``; ``identical_outputs`` (share of calls
         whose answer, or response, equals the reference's); and a ``verdict``.
+    settings : polars.DataFrame
+        For each group, provider and setting column (``settings``), each level against the
+        best-covered one: ``identical_outputs`` on the calls both made and ``no_effect`` (every
+        answer identical: the setting probably did not reach the model). Empty without an
+        ``answer`` or ``response`` column.
     differences : polars.DataFrame
         Paired differences between providers on shared items, per policy.
     latency : polars.DataFrame
@@ -76,6 +81,7 @@ class ProviderAudit:
     policies: pl.DataFrame = field(default_factory=pl.DataFrame)
     versus: pl.DataFrame = field(default_factory=pl.DataFrame)
     correction: str = "holm"
+    settings: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     def to_frame(self) -> pl.DataFrame:
         """The ``scores`` frame (the headline table)."""
@@ -221,6 +227,46 @@ def _identical_outputs(
     if both.height == 0:
         return None
     return float((both["__a"] == both["__b"]).mean())
+
+
+def _setting_effects(
+    df: pl.DataFrame, keys: Sequence[str], settings: Sequence[str], output: str | None
+) -> pl.DataFrame:
+    """Per group of ``keys`` and setting, whether each level changes the outputs at all.
+
+    Each level is compared with the group's best-covered level on the calls both made (same
+    item, run and prompt variant): the share of identical answers (or responses).
+    """
+    schema = {k: df.schema[k] for k in keys} | {
+        "setting": pl.String,
+        "level": pl.String,
+        "reference_level": pl.String,
+        "n_calls": pl.Int64,
+        "identical_outputs": pl.Float64,
+        "no_effect": pl.Boolean,
+    }
+    rows = []
+    if output is not None:
+        for name in settings:
+            for key, g in _groups(df, list(keys)).items():
+                g = g.with_columns(pl.col(name).cast(pl.String))
+                cov = (
+                    g.filter(pl.col(output).is_not_null())
+                    .group_by(name)
+                    .len()
+                    .sort(["len", name], descending=[True, False], nulls_last=True)
+                )
+                levels = [v for v in cov[name].to_list() if v is not None]
+                if len(levels) < 2:
+                    continue
+                ref = levels[0]
+                for lev in sorted(levels[1:]):
+                    share = _identical_outputs(g, name, output, lev, ref)
+                    if share is None:
+                        continue
+                    n = g.filter(pl.col(name) == lev).height
+                    rows.append((*key, name, lev, ref, n, share, share == 1.0))
+    return pl.DataFrame(rows, schema=schema, orient="row").sort([*keys, "setting", "level"])
 
 
 def _verdict(row: Mapping[str, Any], alpha: float) -> str:
@@ -370,6 +416,7 @@ def provider_audit(
     by: Sequence[str] = ("model", "metric"),
     reference: str | None = None,
     correction: str = "holm",
+    settings: Sequence[str] | None = None,
     roles: str | Mapping[str, str] | None = None,
     design: Design | str | Path | None = None,
 ) -> ProviderAudit:
@@ -403,6 +450,9 @@ def provider_audit(
     correction : {'holm', 'bonferroni', 'hochberg', 'bh', 'none', ...}, default 'holm'
         Multiplicity correction of the comparisons with the reference, over the providers of
         one group (one family per group and policy).
+    settings : sequence of str, optional
+        Setting columns checked for any effect at all (``settings`` frame). Default: every
+        factor column other than ``provider`` and ``by``.
     roles : str or mapping, optional
         Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
         file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
@@ -484,6 +534,17 @@ def provider_audit(
     cols = [pl.col(c) for c in dict.fromkeys([*keys, "dataset", "item", "variant", "run", "score"])]
     cols.append(err.alias("error"))
     cols += [pl.col(c).cast(pl.String) for c in ("answer", "response") if c in names]
+    if settings is None:
+        settings = [c for c in factor_columns(names) if c not in keys]
+    else:
+        settings = list(settings)
+        missing = [c for c in settings if c not in names]
+        if missing:
+            raise SchemaError(
+                f"`settings` names {missing[0]!r}, which is not a column of the observation "
+                f"table (columns: {', '.join(names)})."
+            )
+    cols += [pl.col(c) for c in settings if c not in keys]
     if "latency_s" in names:
         cols.append(pl.col("latency_s"))
     df = lf.select(cols).collect()
@@ -606,6 +667,10 @@ def provider_audit(
         correction=correction,
     )
 
+    # settings that change nothing ----------------------------------------------------------
+    output = next((c for c in ("answer", "response") if c in df.columns), None)
+    setting_effects = _setting_effects(df, keys, settings, output)
+
     # paired provider differences on shared items ------------------------------------------
     diff_frames = []
     for key, g in _groups(df, list(by)).items():
@@ -690,4 +755,5 @@ def provider_audit(
         policies=policies,
         versus=versus,
         correction=correction,
+        settings=setting_effects,
     )

@@ -325,6 +325,8 @@ def _run_providers(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
         "scores": res.scores,
         "differences": res.differences,
     }
+    if res.settings.height:
+        tables["settings"] = res.settings
     if res.latency.height:
         tables["latency"] = res.latency
         tables["tail_quality"] = res.tail_quality

@@ -598,6 +598,20 @@ def _providers(res: AnalysisResult, data: DataSummary) -> str:
                 f"reference: {ref_text}): {'; '.join(parts)}."
             )
         mdd = others["mdd"].drop_nulls()
+        same = res.tables.get("settings")
+        if same is not None and same.height and same["no_effect"].any():
+            hits = same.filter(pl.col("no_effect"))
+            items = [
+                f"{r['setting']} {r['level']} vs {r['reference_level']} at {r[provider]}"
+                f"{' (' + str(r['model']) + ')' if 'model' in r else ''}"
+                for r in hits.head(3).iter_rows(named=True)
+            ]
+            more = f" and {hits.height - 3} more" if hits.height > 3 else ""
+            sentences.append(
+                f"{hits.height} setting level(s) changed no output at all: "
+                f"{'; '.join(items)}{more} (identical answers on every shared call: was the "
+                "setting passed through?)."
+            )
         if mdd.len():
             sentences.append(
                 f"Differences smaller than {_pts(float(mdd.min()))} to "

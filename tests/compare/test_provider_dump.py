@@ -224,6 +224,14 @@ def test_a_setting_with_no_effect_is_found(dump):
     ]
 
 
+def test_the_setting_with_no_effect_is_found_without_asking(audit):
+    """Every factor column is checked by default: reasoning_effort changed nothing."""
+    hits = audit.settings.filter(pl.col("no_effect"))
+    assert hits.select("provider", "setting", "level", "reference_level", "n_calls").rows() == [
+        ("deepseek", "reasoning_effort", "low", "high", N_ITEMS * N_RUNS)
+    ]
+
+
 def test_cli_providers_and_report_agree_with_the_api(dump, audit, tmp_path, capsys):
     path, _, _ = dump
     out = tmp_path / "versus.csv"
@@ -274,6 +282,7 @@ def test_cli_providers_and_report_agree_with_the_api(dump, audit, tmp_path, caps
     n_err = sum(report.errors.values())
     assert f"{n_err:,} (" in reading and "2 lower (errors)" in reading
     assert "1 no items shared with the reference (island)" in reading
+    assert "1 setting level(s) changed no output at all: reasoning_effort low vs high" in reading
     md = (rep / "report.md").read_text()  # the Data section accounts for the errored calls
     assert f"Kept {n_err:,} errored calls" in md
     assert f"{report.errors_unscored:,} without a score" in md
