@@ -30,6 +30,9 @@ __all__ = ["ProviderAudit", "choose_reference", "developer_of", "provider_audit"
 
 POLICIES = ("errors_as_failures", "errors_excluded")
 
+#: A factor column with more levels than this is not checked for an effect by default.
+_MAX_SETTING_LEVELS = 20
+
 
 @dataclass(frozen=True, slots=True)
 class ProviderAudit:
@@ -451,8 +454,9 @@ def provider_audit(
         Multiplicity correction of the comparisons with the reference, over the providers of
         one group (one family per group and policy).
     settings : sequence of str, optional
-        Setting columns checked for any effect at all (``settings`` frame). Default: every
-        factor column other than ``provider`` and ``by``.
+        Setting columns checked for any effect at all (``settings`` frame). Default: the
+        design's settings (:func:`evalstats.infer_design`) when the table was read through one,
+        else every factor column of 2 to 20 levels other than ``provider`` and ``by``.
     roles : str or mapping, optional
         Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
         file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
@@ -514,7 +518,8 @@ def provider_audit(
     >>> audit.errors.filter(category="timeout").select("provider", "rate").rows()
     [('a', 0.016), ('b', 0.107)]
     """
-    observations = analysis_input(observations, roles=roles, design=design).table
+    given = analysis_input(observations, roles=roles, design=design)
+    observations, inferred = given.table, given.design
     check_choice("method", method, ("cluster", "t", "wilson"))
     level = check_confidence_level(confidence_level)
     lf = validate_observations(observations, require_item=True, errored="keep")
@@ -535,7 +540,12 @@ def provider_audit(
     cols.append(err.alias("error"))
     cols += [pl.col(c).cast(pl.String) for c in ("answer", "response") if c in names]
     if settings is None:
-        settings = [c for c in factor_columns(names) if c not in keys]
+        # the design's settings when there is one, else factor columns of a few levels (the
+        # check is a join per level: prompt texts or ids of thousands of levels are no setting)
+        pool = inferred.settings if inferred is not None else factor_columns(names)
+        pool = [c for c in pool if c in names and c not in keys]
+        counts = lf.select(pl.col(c).n_unique() for c in pool).collect().row(0) if pool else ()
+        settings = [c for c, k in zip(pool, counts) if 2 <= k <= _MAX_SETTING_LEVELS]
     else:
         settings = list(settings)
         missing = [c for c in settings if c not in names]
