@@ -151,3 +151,29 @@ def test_a_provider_whose_every_call_failed_is_named_so_and_raw_error_text_is_cl
     assert row["all_failed"] and row["verdict"] == "every call failed (errors)"
     err = res.errors.filter(pl.col("provider") == "gone", pl.col("n_errors") > 0)
     assert dict(err.select("category", "n_errors").rows()) == {"any": 70, "not_found": 70}
+
+
+def test_settings_checked_by_default_are_few_level_factors():
+    """A factor of 25 levels (a prompt id) is not checked unless named; a 2-level one is."""
+    n = 50
+    obs = pl.DataFrame(
+        {
+            "model": ["m"] * (4 * n),
+            "dataset": ["d"] * (4 * n),
+            "provider": ["a", "b"] * (2 * n),
+            "item": [str(i // 4) for i in range(4 * n)],
+            "effort": (["low"] * 2 + ["high"] * 2) * n,
+            "prompt_id": [f"p{(i // 4) % 25}" for i in range(4 * n)],
+            "answer": ["A"] * (4 * n),
+            "score": [1.0] * (4 * n),
+        }
+    )
+    res = provider_audit(obs, n_resamples=99)
+    assert set(res.settings["setting"]) == {"effort"}
+    assert res.settings["no_effect"].all()
+    res = provider_audit(obs, settings=("effort",), n_resamples=99)
+    assert set(res.settings["setting"]) == {"effort"}
+    res = provider_audit(obs, settings=(), n_resamples=99)
+    assert res.settings.height == 0
+    with pytest.raises(SchemaError, match="`settings` names 'nope'"):
+        provider_audit(obs, settings=("nope",))
