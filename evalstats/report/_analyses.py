@@ -354,7 +354,12 @@ def _anova_fixed(ctx: Context) -> dict[str, Any]:
 def _provider_fixed(ctx: Context) -> dict[str, Any]:
     if ctx.data.provider is not None:
         return {}
-    # errors but no provider column: audit the error rates and policies per model
+    # errors but no provider column: compare the levels of the design's first setting that
+    # varies (a judge's configurations, a quantization, a temperature), within each model
+    held = [c for c in (getattr(ctx.design, "held", None) or ()) if c in ctx.obs.columns]
+    if held:
+        return {"provider": held[0]}
+    # no setting either: audit the error rates and policies per model
     return {"provider": "model", "by": ()}
 
 

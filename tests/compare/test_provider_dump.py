@@ -286,3 +286,46 @@ def test_cli_providers_and_report_agree_with_the_api(dump, audit, tmp_path, caps
     md = (rep / "report.md").read_text()  # the Data section accounts for the errored calls
     assert f"Kept {n_err:,} errored calls" in md
     assert f"{report.errors_unscored:,} without a score" in md
+
+
+def test_report_without_a_provider_column_compares_the_setting_that_varies(tmp_path):
+    """A judge run under two configurations, one refused by its endpoint (no provider column)."""
+    rows = [
+        {
+            "model": "judge",
+            "cfg": c,
+            "item": str(i),
+            "run": r,
+            "score": None if c == "b" else float((i + r) % 3 == 0),
+            "error": "Error code: 503 - overloaded" if c == "b" else None,
+        }
+        for c in ("a", "b")
+        for i in range(30)
+        for r in range(2)
+    ]
+    path = tmp_path / "judge.csv"
+    pl.DataFrame(rows, infer_schema_length=None).write_csv(path)
+    out = tmp_path / "rep"
+    code = main(
+        [
+            "report",
+            str(path),
+            "--roles",
+            "cfg=setting",
+            "--out",
+            str(out),
+            "--figure-format",
+            "none",
+            "--quiet",
+            "--option",
+            "providers.n_resamples=99",
+        ]
+    )
+    assert code == 0
+    prov = next(
+        a
+        for a in json.loads((out / "results.json").read_text())["analyses"]
+        if a["key"] == "providers"
+    )
+    verdicts = {r["cfg"]: r["verdict"] for r in prov["tables"]["versus"]["rows"]}
+    assert verdicts == {"a": "reference", "b": "every call failed (errors)"}
