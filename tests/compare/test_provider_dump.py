@@ -284,6 +284,8 @@ def test_cli_providers_and_report_agree_with_the_api(dump, audit, tmp_path, caps
     assert "1 no items shared with the reference (island)" in reading
     assert "1 setting level(s) changed no output at all: reasoning_effort low vs high" in reading
     md = (rep / "report.md").read_text()  # the Data section accounts for the errored calls
+    header = next(line for line in md.splitlines() if line.startswith("| model | provider | ref"))
+    assert header.endswith("| verdict |") and "all\\_failed" not in header  # what a reader needs
     assert f"Kept {n_err:,} errored calls" in md
     assert f"{report.errors_unscored:,} without a score" in md
 
