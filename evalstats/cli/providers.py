@@ -51,6 +51,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "with --compare reasoning_effort compares the levels within each provider",
     )
     p.add_argument("--correction", default=None, help="multiplicity correction (default: holm)")
+    p.add_argument(
+        "--settings",
+        default=None,
+        help="comma-separated setting columns checked for any effect at all (--table settings; "
+        "default: the design's settings or factor columns of 2 to 20 levels; '' for none)",
+    )
     p.add_argument("--method", choices=["cluster", "t", "wilson"], default=None)
     p.add_argument("--confidence-level", dest="confidence_level", type=float, default=None)
     p.add_argument("--n-resamples", dest="n_resamples", type=int, default=None)
@@ -82,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         "reference",
         "correction",
     )
+    if args.settings is not None:
+        params["settings"] = tuple(c.strip() for c in args.settings.split(",") if c.strip())
     if args.by is not None:
         params["by"] = tuple(b.strip() for b in args.by.split(",") if b.strip())
     res = provider_audit(obs, **params)

@@ -244,6 +244,10 @@ def test_cli_providers_and_report_agree_with_the_api(dump, audit, tmp_path, caps
     api = audit.versus.sort("provider")
     assert cli["verdict"].to_list() == api["verdict"].to_list()
     assert cli["difference"].to_list() == pytest.approx(api["difference"].to_list(), nan_ok=True)
+    out = tmp_path / "settings.csv"
+    args = ["providers", str(path), "--table", "settings", "--settings", "reasoning_effort"]
+    assert main([*args, "--out", str(out)]) == 0
+    assert pl.read_csv(out).filter(pl.col("no_effect"))["provider"].to_list() == ["deepseek"]
     out = tmp_path / "policies.csv"
     assert main(["providers", str(path), "--table", "policies", "--out", str(out)]) == 0
     cli = pl.read_csv(out).sort("provider")
