@@ -129,7 +129,12 @@ def error_class(raw: pl.Expr) -> pl.Expr:
     t = raw.cast(pl.String).str.strip_chars().str.to_lowercase()
     number = t.str.contains(r"^\d+(\.0+)?$")
     return (
-        pl.when(t.is_null() | t.is_in(list(_CLEAN)) | t.str.contains(r"^2\d\d(\.0+)?$"))
+        pl.when(
+            t.is_null()
+            | t.is_in(list(_CLEAN))
+            | t.str.contains(r"^2\d\d(\.0+)?$")  # an HTTP 2xx
+            | t.str.contains(r"^0+(\.0+)?$")  # a 0 / 0.0 flag
+        )
         .then(pl.lit(None, dtype=pl.String))
         .when(t.is_in(list(ERROR_CLASSES)))
         .then(t)

@@ -54,6 +54,9 @@ def test_http_status_numbers_are_classed():
     s = pl.Series([200, 429, 500, 404, 504, None])
     got = pl.select(error_class(pl.lit(s))).to_series().to_list()
     assert got == [None, "rate_limit", "server_error", "not_found", "timeout", None]
+    flags = pl.Series([0.0, 1.0, 0.0])  # an error flag written as a float
+    got = pl.select(error_class(pl.lit(flags))).to_series().to_list()
+    assert got == [None, "api_error", None]
 
 
 def test_repetition_needs_a_repeated_tail():
