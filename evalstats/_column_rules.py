@@ -262,12 +262,16 @@ class ColumnRule:
         The sentence that says why (shown by ``evalstats design``).
     n_values : int or None
         Distinct values (None when the rule was decided by name alone).
+    inferred : bool
+        A design dimension taken from the values alone (no declaration, no format knowledge,
+        no name of the known vocabulary): readings that rest on it say so.
     """
 
     column: str
     role: str
     evidence: str
     n_values: int | None = None
+    inferred: bool = False
 
 
 def by_name(name: str) -> ColumnRule | None:
@@ -570,7 +574,13 @@ def _decide(
     if rule is not None and not has_item:
         # unit-level rows (one per model and variant): a prompt column names the variant of
         # its row, so its values are near-unique by construction
-        return ColumnRule(c, rule.role, f"{rule.evidence}; {_values(k)}", k)
+        return ColumnRule(
+            c,
+            rule.role,
+            f"{rule.evidence}; {_values(k)}",
+            k,
+            inferred=rule.role == "prompt" and not known,
+        )
     if frac is not None and int(frac) > MEASUREMENT_MIN and not known:
         return ColumnRule(
             c,
@@ -603,7 +613,13 @@ def _decide(
         return ColumnRule(c, "outcome", outcome, k)
     if cells is None:  # no model, dataset or item to look within
         if rule is not None:
-            return ColumnRule(c, rule.role, f"{rule.evidence}; {_values(k)}", k)
+            return ColumnRule(
+                c,
+                rule.role,
+                f"{rule.evidence}; {_values(k)}",
+                k,
+                inferred=rule.role == "prompt" and not known,
+            )
         return ColumnRule(
             c, "metadata", f"{_values(k)}, and no model, dataset or item to judge it by", k
         )
@@ -647,6 +663,7 @@ def _decide(
                 rule.role,
                 f"{rule.evidence}; {_values(k)}, several within {share}",
                 k,
+                inferred=not known,  # a word inside a longer name is no known vocabulary
             )
         return ColumnRule(
             c,
@@ -655,6 +672,7 @@ def _decide(
             f"scored under different values): taken as a prompt dimension (if it is not one: "
             f"{_correction(c)}, or {c}=setting)",
             k,
+            inferred=True,
         )
     # never two values for the same item of the same model: not a prompt dimension
     single = int(st.get("__multi") or 0) == 0
@@ -678,8 +696,9 @@ def _decide(
         return ColumnRule(
             c,
             "fixed",
-            f"{_values(k)}, one per model and dataset: a configuration of each run, held "
-            "fixed, not a dimension within any group" + (f" ({rule.evidence})" if rule else ""),
+            f"{_values(k)}, one per model and dataset (an attribute of the group, such as a "
+            "run's configuration): held fixed, not a dimension within any group"
+            + (f" ({rule.evidence})" if rule else ""),
             k,
         )
     if rule is not None and rule.role == "setting":

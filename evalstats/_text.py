@@ -183,3 +183,48 @@ def for_latex(text: str) -> str:
     for k, v in _LATEX_UNICODE.items():
         out = out.replace(k, v)
     return out
+
+
+#: Notes of one kind shown before the rest are counted (``summarise_notes``).
+NOTES_PER_KIND = 3
+
+#: Notes shown in all before the rest are counted.
+NOTES_SHOWN = 30
+
+
+def _note_kind(note: str) -> str:
+    """A note's kind: its words without the names and numbers it quotes.
+
+    ``"a.jsonl: 3 of 40 answers ..."`` and ``"b.jsonl: 7 of 51 answers ..."`` are one kind.
+    """
+    head, sep, rest = note.partition(": ")
+    text = rest if sep and (" " not in head or "/" in head or "." in head) else note
+    text = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", text)
+    return re.sub(r"[0-9][0-9.,%]*", "#", text)[:80]
+
+
+def summarise_notes(notes: list[str] | tuple[str, ...]) -> tuple[list[str], int]:
+    """The notes to show, and how many were left out.
+
+    Notes of one kind (the same sentence about other files, models or tasks) are shown
+    NOTES_PER_KIND at a time, then counted (``"... and 14 more like it"``); in all at most
+    NOTES_SHOWN are shown. Warnings are kinds of their own and come first. The full list stays
+    in the report's JSON.
+    """
+    by_kind: dict[str, list[str]] = {}
+    for n in notes:
+        by_kind.setdefault(_note_kind(n), []).append(n)
+    shown: list[str] = []
+    left = 0
+    kinds = sorted(by_kind.values(), key=lambda ns: not ns[0].startswith("warning"))
+    for group in kinds:
+        take = group[:NOTES_PER_KIND]
+        rest = len(group) - len(take)
+        if len(shown) + len(take) > NOTES_SHOWN:
+            left += len(group)
+            continue
+        shown += take
+        if rest:
+            shown.append(f"... and {rest} more like it")
+            left += rest
+    return shown, left

@@ -353,6 +353,22 @@ def test_a_headline_over_an_inferred_factor_names_it_and_the_correction():
     assert "--roles arm=metadata" not in reading
 
 
+def test_a_factor_the_table_loader_inferred_stays_marked_inferred(tmp_path):
+    """Read from a CSV file, the same column is classified by the table loader: the design
+    still marks it inferred (source 'values'), not as the format's knowledge."""
+    rows = [
+        {"model": "m", "item": f"i{i}", "arm": f"a{a}", "prompt_style": f"s{a % 2}", "score": 1.0}
+        for i in range(20)
+        for a in range(4)
+    ]
+    path = tmp_path / "t.csv"
+    pl.DataFrame(rows).write_csv(path)
+    obs, report = evalstats.read(path)
+    design = infer_design(obs, ingest=report)
+    source = {c.column: c.source for c in design.columns}
+    assert source["arm"] == source["prompt_style"] == "values"  # a word in a name is no vocabulary
+
+
 # --- layouts users have --------------------------------------------------------------------------
 
 

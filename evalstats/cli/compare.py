@@ -109,7 +109,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-resamples", dest="n_resamples", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument(
-        "--by", type=_cols, default=None, metavar="COL,...", help="groups (default: dataset)"
+        "--by",
+        type=_cols,
+        default=None,
+        metavar="COL,...",
+        help="groups (default: dataset,metric and every setting held fixed that varies: a "
+        "provider, a temperature; given, exactly these groups)",
     )
     p.add_argument(
         "--compare",

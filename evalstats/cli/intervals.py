@@ -45,6 +45,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="column naming item clusters (default: the design's cluster column, if any)",
     )
+    p.add_argument(
+        "--by",
+        type=lambda text: tuple(b.strip() for b in text.split(",") if b.strip()),
+        default=None,
+        metavar="COL,...",
+        help="groups (default: model,dataset,metric and every setting held fixed that varies: "
+        "a provider, a temperature; given, exactly these groups)",
+    )
     add_variant_factors_argument(p)
     p.add_argument("--n-resamples", dest="n_resamples", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
@@ -66,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         "cluster",
         "n_resamples",
         "seed",
+        "by",
         "variant_factors",
     )
     emit(intervals(obs, **params), args, command="intervals", params=params)

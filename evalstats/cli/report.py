@@ -299,4 +299,13 @@ def run(args: argparse.Namespace) -> int:
         )
         html = writer.finish(report)
     finish(report, html, args)
+    if report.failed:
+        # the report is written; an analysis that failed through a bug of ours exits 1
+        keys = ", ".join(s.key for s in report.failed)
+        print(
+            f"evalstats: error: {len(report.failed)} analysis(es) failed through an evalstats "
+            f"bug ({keys}; the reason is in the report); the others were written.",
+            file=sys.stderr,
+        )
+        return 1
     return 0

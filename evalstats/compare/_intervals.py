@@ -73,6 +73,10 @@ _SCHEMA_TAIL = {
 }
 
 
+#: The groups of the analysis when ``by`` is not given (settings held are added).
+_BY = ("model", "dataset", "metric")
+
+
 def _metric_bounds(frame, by: Sequence[str]):
     """Per group key of ``by``: the (low, high) bounds of its metric.
 
@@ -338,7 +342,7 @@ def intervals(
     cluster: str | None = None,
     n_resamples: int = 9999,
     seed: int = 0,
-    by: Sequence[str] = ("model", "dataset", "metric"),
+    by: Sequence[str] | None = None,
     variant_factors: Sequence[str] | str | None = None,
     roles: str | Mapping[str, str] | None = None,
     design: Design | str | Path | None = None,
@@ -384,8 +388,12 @@ def intervals(
         Number of bootstrap resamples.
     seed : int, default 0
         Seed of the random generator; the same seed gives the same result.
-    by : tuple of str, default ('model', 'dataset', 'metric')
-        Columns that define the groups.
+    by : tuple of str, optional
+        Columns that define the groups. Default: ``('model', 'dataset', 'metric')`` and every
+        setting held fixed that varies (a provider, a temperature, a document set: an interval
+        never pools two settings; see :mod:`evalstats.factors`). Given explicitly, exactly these
+        groups (``by=('model', 'dataset', 'metric')`` averages the settings at their recorded
+        values, on purpose).
     variant_factors : sequence of str, str or None, default None
         Which factor columns make the prompt variants of the prompt facet; settings (decoding,
         serving) are averaged at their recorded values, not treated as prompts (see
@@ -480,6 +488,7 @@ def intervals(
     ('variants', nan, 'only 3 variants (an interval over variants needs at least 20) and no item column: give the item-level table for an interval over items')
     """
     _input = analysis_input(frame, roles=roles, design=design)
+    given_factors = variant_factors
     frame, variant_factors = _input.table, _input.variant_factors(variant_factors)
     check_choice("over", over, _OVER)
     check_choice("method", method, _METHODS)
@@ -488,7 +497,11 @@ def intervals(
         n_resamples = check_positive_int("n_resamples", n_resamples)
     if method == "cluster" and cluster is None:
         raise ParameterError("`method='cluster'` needs `cluster`, the column naming clusters.")
-    by = (by,) if isinstance(by, str) else tuple(by)
+    by = (
+        _input.held_by(_BY, given_factors)
+        if by is None
+        else ((by,) if isinstance(by, str) else tuple(by))
+    )
     lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
     names = lf.collect_schema().names()
     design = over in ("auto", "recorded-prompts") and "item" in names

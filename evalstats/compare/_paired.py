@@ -147,6 +147,10 @@ _PAIR_SCHEMA = {
 }
 
 
+#: The groups of the analysis when ``by`` is not given (settings held are added).
+_BY = ("dataset", "metric")
+
+
 def _correlation(a: np.ndarray, b: np.ndarray) -> float:
     if a.size < 2 or np.all(a == a[0]) or np.all(b == b[0]):
         return math.nan
@@ -640,6 +644,14 @@ def _nothing_left(skipped: list[str], empty: str) -> str:
     return f"no group is left: {'; '.join(skipped[:3])}{more}."
 
 
+def _warn_skipped(skipped: list[str], what: str, rest: str) -> None:
+    """One DesignWarning naming the groups left out (the first three) and what went on."""
+    if not skipped:
+        return
+    more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    warnings.warn(f"{what} ({'; '.join(skipped[:3])}{more}); {rest}.", DesignWarning, stacklevel=3)
+
+
 def _in(by: Sequence[str], blk: dict) -> str:
     """' in dataset='d'' for a block's group (empty without groups)."""
     where = ", ".join(f"{b}={k!r}" for b, k in zip(by, blk["key"]))
@@ -666,7 +678,7 @@ def compare_models(
     power: float = 0.8,
     n_resamples: int | None = None,
     seed: int = 0,
-    by: Sequence[str] = ("dataset", "metric"),
+    by: Sequence[str] | None = None,
     column: str = "model",
     on_mismatch: str | None = None,
     stop_after: int | None = STOP_AFTER,
@@ -720,8 +732,11 @@ def compare_models(
         ``alpha/(2m)`` for ``m`` pairs (otherwise a Bonferroni/Holm family could never reject).
     seed : int, default 0
         Seed of the random generator; the same seed gives the same result.
-    by : tuple of str, default ('dataset', 'metric')
-        Columns that define the groups; models are compared within each group.
+    by : tuple of str, optional
+        Columns that define the groups; models are compared within each group. Default:
+        ``('dataset', 'metric')`` and every setting held fixed that varies (each provider,
+        temperature or document set compared on its own; see :mod:`evalstats.factors`).
+        Given explicitly, exactly these groups.
     column : str, default 'model'
         The column whose values are compared: ``'model'``, or any factor column (a prompt
         template, a provider) to compare its levels, paired on the same units. Columns not in
@@ -837,6 +852,7 @@ def compare_models(
     [('m0', 'm1', 'mcnemar', 60, 'step-down'), ('m0', 'm2', 'mcnemar', 60, 'step-down'), ('m1', 'm2', 'mcnemar', 60, 'step-down')]
     """
     _input = analysis_input(frame, roles=roles, design=design)
+    given_factors = variant_factors
     frame, variant_factors = _input.table, _input.variant_factors(variant_factors)
     check_choice("paired_on", paired_on, ("items", "variants"))
     check_choice("correction", correction, tuple(CORRECTIONS))
@@ -848,9 +864,12 @@ def compare_models(
     if not 0 < power < 1:
         raise ParameterError(f"`power` must be in (0, 1), got {power!r}.")
     alpha = round(1 - level, 12)  # 1 - 0.95 is 0.050000000000000044: p = 0.05 must not reject
-    by = (by,) if isinstance(by, str) else tuple(by)
+    default_by = by is None
+    by = _BY if by is None else ((by,) if isinstance(by, str) else tuple(by))
     if column in by:
         raise ParameterError(f"`column` {column!r} is also in `by`; compare it or group by it.")
+    if default_by:
+        by = _input.held_by(by, given_factors, also=(column,))
     frame = _item_set_rule(frame, on_mismatch)
     check_pair_count(frame, by, column)
     wide = _paired_wide(frame, paired_on, by, column)
@@ -909,14 +928,11 @@ def compare_models(
         )
     if not blocks:
         raise InsufficientDataError(_nothing_left(skipped, "no models to compare"))
-    if skipped:
-        more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
-        warnings.warn(
-            f"comparisons skipped where there is nothing to compare ({'; '.join(skipped[:3])}"
-            f"{more}); the other groups and pairs are compared.",
-            DesignWarning,
-            stacklevel=2,
-        )
+    _warn_skipped(
+        skipped,
+        "comparisons skipped where there is nothing to compare",
+        "the other groups and pairs are compared",
+    )
     families = [blocks] if family == "global" else [[b] for b in blocks]
     bounds = _metric_bounds(frame, by)
     rows = []

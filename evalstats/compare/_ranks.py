@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from evalstats.compare._paired import _nothing_left, paired_matrix
+from evalstats.compare._paired import _nothing_left, _warn_skipped, paired_matrix
 from evalstats.design._frames import analysis_input
 from evalstats.errors import DesignWarning, InsufficientDataError, ParameterError, SchemaError
 from evalstats.results import check_confidence_level, check_positive_int
@@ -36,6 +36,10 @@ __all__ = ["FriedmanResult", "friedman_nemenyi", "rank_intervals"]
 
 
 _RANK_METHODS = ("paired", "simultaneous", "marginal", "bootstrap")
+
+
+#: The groups of the analysis when ``by`` is not given (settings held are added).
+_BY = ("dataset", "metric")
 
 
 def _paired_decisions(observations, *, by, level, seed, over, cluster, variant_factors):
@@ -174,7 +178,10 @@ def _two_way(inputs, models: list[str], sign: float, n_resamples: int, rng):
         ok = den > 0
         m = np.where(ok[:, None, :], num / np.where(ok, den, 1.0)[:, None, :], 0.0)
         wk = (w * ok).astype(float)
-        boot[start : start + b] = sign * (m * wk[:, None, :]).sum(axis=2) / wk.sum(axis=1)[:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):  # no item under a drawn prompt: NaN
+            boot[start : start + b] = (
+                sign * (m * wk[:, None, :]).sum(axis=2) / wk.sum(axis=1)[:, None]
+            )
     k = len(models)
     se = np.zeros((k, k))
     clusters = wide["__g"].to_numpy() if clustered else None
@@ -250,7 +257,7 @@ def rank_intervals(
     confidence_level: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
-    by: Sequence[str] = ("dataset", "metric"),
+    by: Sequence[str] | None = None,
     cluster: str | None = None,
     over: str = "auto",
     variant_factors: Sequence[str] | str | None = None,
@@ -281,8 +288,10 @@ def rank_intervals(
         Bootstrap resamples of the items.
     seed : int, default 0
         Seed of the random generator; the same seed gives the same result.
-    by : tuple of str, default ('dataset', 'metric')
-        Columns that define the groups; models are ranked within each group.
+    by : tuple of str, optional
+        Columns that define the groups; models are ranked within each group. Default:
+        ``('dataset', 'metric')`` and every setting held fixed that varies (see
+        :mod:`evalstats.factors`). Given explicitly, exactly these groups.
     cluster : str, optional
         Column naming the cluster of each item (default: the ``cluster`` column when the table
         has one, as the design gives it). With clusters the bootstrap resamples whole clusters
@@ -386,13 +395,18 @@ def rank_intervals(
     [('m0', 3, 3, 3), ('m1', 2, 1, 2), ('m2', 1, 1, 2)]
     """
     _input = analysis_input(observations, roles=roles, design=design)
+    given_factors = variant_factors
     observations, variant_factors = _input.table, _input.variant_factors(variant_factors)
     from evalstats.results import check_choice
 
     check_choice("method", method, _RANK_METHODS)
     level = check_confidence_level(confidence_level)
     n_resamples = check_positive_int("n_resamples", n_resamples)
-    by = (by,) if isinstance(by, str) else tuple(by)
+    by = (
+        _input.held_by(_BY, given_factors)
+        if by is None
+        else ((by,) if isinstance(by, str) else tuple(by))
+    )
     wide = paired_matrix(observations, paired_on="items", by=by)
     obs = validate_observations(observations, check_values=False)
     direction = directions(obs, by)
@@ -495,6 +509,11 @@ def rank_intervals(
                 draw = rng.integers(0, g, size=(b, g))
                 counts = np.stack([np.bincount(r, minlength=g) for r in draw]).astype(float)
                 boot_means[start : start + b] = sign * (counts @ sums) / (counts @ sizes)[:, None]
+        # a two-way resample can draw prompts no drawn item was run under (a sparse grid): it
+        # has no means and is left out of P(best) and the bootstrap rank sets
+        usable = np.isfinite(boot_means).all(axis=1)
+        n_usable = int(usable.sum())
+        boot_means = boot_means[usable]
         best = boot_means == boot_means.max(axis=1, keepdims=True)
         p_best = (best / best.sum(axis=1, keepdims=True)).sum(axis=0)
         if method == "paired":
@@ -526,21 +545,18 @@ def rank_intervals(
                     "rank": ranks_obs.astype(np.int64),
                     "rank_low": low.astype(np.int64),
                     "rank_high": high.astype(np.int64),
-                    "p_best": p_best / n_resamples,
+                    "p_best": p_best / n_usable if n_usable else np.full(len(models), np.nan),
                     "higher_is_better": [hib] * len(models),
                 }
             )
         )
     if not frames:
         raise InsufficientDataError(_nothing_left(skipped, "no models to rank"))
-    if skipped:
-        more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
-        warnings.warn(
-            f"rank intervals skipped where there is nothing to rank ({'; '.join(skipped[:3])}"
-            f"{more}); the other groups are ranked.",
-            DesignWarning,
-            stacklevel=2,
-        )
+    _warn_skipped(
+        skipped,
+        "rank intervals skipped where there is nothing to rank",
+        "the other groups are ranked",
+    )
     if n_dropped_total:
         shown = "; ".join(dropped[:3]) + (" ..." if len(dropped) > 3 else "")
         warnings.warn(

@@ -20,7 +20,7 @@ like the command line for a file, the keywords ``roles=`` and ``design=``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -41,6 +41,41 @@ class AnalysisInput(NamedTuple):
 
     table: pl.DataFrame | pl.LazyFrame
     design: Design | None
+
+    def held_by(
+        self, by: Sequence[str], given: Any, *, also: Sequence[str] = ()
+    ) -> tuple[str, ...]:
+        """``by`` and the settings held fixed that vary: groups never pool two settings.
+
+        A provider, a quantization, a server build, a temperature or a ``--limit`` document
+        set is analysed per value (issue 41): the design's held settings when it was applied,
+        else the settings :func:`evalstats.factors.held_factors` finds (by name, or every
+        factor outside ``given`` when variant factors are named). ``also`` names columns that
+        are neither held nor grouped (the compared column of a paired comparison).
+        """
+        from evalstats.factors import held_factors
+
+        if given == "all":
+            return tuple(by)
+        skip = (*by, *also)
+        if self.design is not None and given is None:
+            held = [s for s in self.design.held if s not in skip]
+        else:
+            vf = given
+            if vf is None and self.design is not None:
+                vf = self.variant_factors(None)
+            held = list(held_factors(self.table, variant_factors=vf, by=skip))
+        names = self.table.collect_schema().names()
+        held = [h for h in held if h in names]
+        if held:
+            # a setting splits a group only where it varies within one: a column with one
+            # value per model and dataset (a run's configuration) is not held
+            keys = list(dict.fromkeys(k for k in ("model", *by, *also) if k in names))
+            lf = self.table.lazy()
+            per = lf.group_by(keys).agg(pl.col(h).n_unique() for h in held) if keys else lf
+            top = per.select(pl.col(h).max() if keys else pl.col(h).n_unique() for h in held)
+            held = [h for h, k in zip(held, top.collect().row(0)) if k > 1]
+        return (*by, *held)
 
     def variant_factors(self, given: Any) -> Any:
         """``given``, or the design's prompt factors when it holds settings fixed.

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from evalstats._column_rules import classify
+from evalstats._column_rules import ColumnRule, classify
 from evalstats.design._model import (
     MIN_ITEMS,
     MIN_NORMALITY_RUNS,
@@ -96,7 +96,9 @@ def _column_roles(
                 c, _factor_role(roles[c]), "given (--roles or a design file)", "explicit"
             )
         elif c in loader and loader[c].role in ("prompt", "setting", "fixed"):
-            out[c] = ColumnRole(c, loader[c].role, loader[c].evidence, "loader", loader[c].n_values)
+            out[c] = ColumnRole(
+                c, loader[c].role, loader[c].evidence, _source(loader[c]), loader[c].n_values
+            )
             if loader[c].role != "fixed":
                 pending.append(c)  # the loader's word, checked against the structure below
         elif c in loader and loader[c].role in LEFT_OUT_ROLES:  # what the format knows
@@ -115,7 +117,13 @@ def _column_roles(
                         c, rule.role, f"{r.evidence}; here {rule.evidence}", "loader", rule.n_values
                     )
                 continue
-            source = "name" if rule.n_values is None or "by name" in rule.evidence else "values"
+            source = (
+                "values"
+                if rule.inferred
+                else "name"
+                if rule.n_values is None or "by name" in rule.evidence
+                else "values"
+            )
             out[c] = ColumnRole(c, rule.role, rule.evidence, source, rule.n_values)
     renamed = {r.role: r for r in loader.values() if r.role in OBSERVATION_COLUMNS}
     result: list[ColumnRole] = []
@@ -154,6 +162,15 @@ def _column_roles(
         if c not in seen and rule.role in LEFT_OUT_ROLES:
             result.append(ColumnRole(c, rule.role, rule.evidence, "loader", rule.n_values, False))
     return result
+
+
+def _source(rule: ColumnRule) -> str:
+    """Who decided a rule a loader reports (``values`` for a dimension taken from the values).
+
+    The table loader applies the generic rules of :mod:`evalstats._column_rules`; a dimension
+    they inferred stays marked as such, a format's own knowledge is the loader's.
+    """
+    return "values" if getattr(rule, "inferred", False) else "loader"
 
 
 def _filled(column: str, ingest: IngestReport | None) -> str:

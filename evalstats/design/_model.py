@@ -20,6 +20,7 @@ from evalstats.design._roles import (
 __all__ = [
     "DESIGN_VERSION",
     "MIN_ITEMS",
+    "MIN_RANGE_ITEMS",
     "MIN_NSTAR_VARIANTS",
     "MIN_NORMALITY_RUNS",
     "MIN_RANK_DATASETS",
@@ -42,6 +43,11 @@ MIN_NORMALITY_RUNS = 4
 #: Fewest items of a group for an interval or a paired test to be a headline (an interval over
 #: one item is its score).
 MIN_ITEMS = 2
+
+#: Fewest items behind each score of a headline range: a prompt's score in a spread over
+#: prompts, the items every run scored in a run-to-run change. A 0/1 score over one item moves
+#: by 100 points between prompts whatever the prompts do; over 10 items a single flip is 10.
+MIN_RANGE_ITEMS = 10
 
 #: Fewest datasets for a Friedman ranking across datasets.
 MIN_RANK_DATASETS = 3

@@ -105,9 +105,14 @@ def summary(design: Any, width: int = 100) -> str:
         mark = "yes" if s.supported else "no "
         lines += _wrap(f"{mark} {s.analysis}: {s.reason}", width, 2)
     if design.notes:
+        from evalstats._text import summarise_notes
+
         lines += ["", "notes"]
-        for n in design.notes:
+        shown, left = summarise_notes(design.notes)
+        for n in shown:
             lines += _wrap(n, width, 2)
+        if left:
+            lines.append(f"  ({left} more notes in all: --json lists every one)")
     return "\n".join(lines)
 
 

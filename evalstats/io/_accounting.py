@@ -204,6 +204,11 @@ class Accounting:
 # --- the partition function ------------------------------------------------------------------
 
 
+#: The largest whole-number score read as a rating (1-10, 1-5, 0-4) rather than a percentage:
+#: no hint to rescale by 100 is given for such files.
+RATING_MAX = 10
+
+
 def _scale_decision(
     r: Mapping[str, object] | None, plan: Plan, path: str
 ) -> tuple[float, str | None]:
@@ -216,6 +221,8 @@ def _scale_decision(
     if r is None or r["max"] is None or not plan.hint_scale:
         return 1.0, None
     lo, hi, share = r["min"], r["max"], r["share_gt1"]
+    if r.get("integers") and hi <= RATING_MAX:  # type: ignore[operator]
+        return 1.0, None  # whole numbers up to 10: a rating scale (1-10, 1-5), not percentages
     if lo >= 0 and 1 < hi <= 100 and (share or 0) > 0.5:  # type: ignore[operator]
         return 1.0, (
             f"{path}: scores lie in [0, 100] (max {hi:g}) and were kept as they are; if they "
@@ -230,6 +237,9 @@ def _score_stats(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFr
         pl.col("__score").filter(finite).min().alias("min"),
         pl.col("__score").filter(finite).max().alias("max"),
         (pl.col("__score").filter(finite & (pl.col("__score") != 0)) > 1).mean().alias("share_gt1"),
+        (pl.col("__score").filter(finite) == pl.col("__score").filter(finite).round(0))
+        .all()
+        .alias("integers"),
     )
 
 

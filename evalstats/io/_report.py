@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from evalstats._column_rules import ColumnRule
-from evalstats._text import for_terminal, plural
+from evalstats._text import for_terminal, plural, summarise_notes
 from evalstats.schema import MetricInfo
 
 __all__ = ["FormatCount", "Ingest", "IngestReport", "SetAsideExample"]
@@ -195,8 +195,11 @@ class IngestReport:
             for ex in self.examples:
                 if ex.reason == reason:
                     lines.append(f"    e.g. {ex.describe()}")
-        for note in self.notes:
-            lines.append(f"  note: {note}")
+        shown, left = summarise_notes(self.notes)
+        for note in shown:
+            lines.append(f"  note: {note}" if not note.startswith("... and ") else f"  {note}")
+        if left:
+            lines.append(f"  ({left} more notes in all: --json lists every one)")
         # names and notes quote the input: one visible line each, never a terminal escape
         return "\n".join(for_terminal(line) for line in lines)
 

@@ -342,5 +342,5 @@ def read_state_of_what_art(
             ),
         ]
         if use_meta
-        else None,
+        else [],
     )

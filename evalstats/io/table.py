@@ -317,15 +317,19 @@ def _leftover_roles(
                 else pl.lit(None, dtype=pl.Float64)
             ).alias("__k_score")
         )
+        keys.append(
+            (pl.col(back["run"]).cast(pl.String) if "run" in back else pl.lit("0")).alias("__k_run")
+        )
         ds = (
             pl.col(back["dataset"]).cast(pl.String)
             if "dataset" in back
             else pl.lit(dataset if dataset is not None else _stem(f), dtype=pl.String)
         )
         mine = set(factors) | set(renames)
-        frames.append(
-            lf.select(*keys, ds.alias("__k_dataset"), *[c for c in candidates if c in mine])
-        )
+        cols = [*keys, ds.alias("__k_dataset"), *[c for c in candidates if c in mine]]
+        # a row without a score is set aside by the accounting: it says nothing of the design
+        src = lf.filter(pl.col(back["score"]).is_not_null()) if "score" in back else lf
+        frames.append(src.select(cols))
     frame = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
     has_item = any("item" in r.values() for *_, r, _fs in opened)
     try:
@@ -335,6 +339,7 @@ def _leftover_roles(
             item="__k_item" if has_item else None,
             within=("__k_model", "__k_dataset"),
             score="__k_score",
+            run="__k_run",
         )
     except pl.exceptions.PolarsError:
         # an unreadable file (bad UTF-8, a broken line): the accounting pass that follows

@@ -452,6 +452,18 @@ def tick_labels(
 _BREAK_AFTER = re.compile(r"(?<=[\s_\-/.:,])")
 
 
+def _unbreakable(parts: list[str]) -> list[str]:
+    """``parts`` with no break between two digits (``4-0``, ``3.1``): a version stays whole."""
+    out: list[str] = []
+    for part in parts:
+        prev = out[-1] if out else ""
+        if len(prev) > 1 and prev[-2].isdigit() and part[:1].isdigit():
+            out[-1] = prev + part
+        else:
+            out.append(part)
+    return out
+
+
 def wrap_label(text: str, width: int) -> list[str]:
     """``text`` in lines of at most ``width`` characters, broken after spaces or ``_ - / . : ,``.
 
@@ -465,10 +477,12 @@ def wrap_label(text: str, width: int) -> list[str]:
     ['high_school_european_', 'history']
     >>> wrap_label("abcdefgh", 3)
     ['abc', 'def', 'gh']
+    >>> wrap_label("claude-sonnet-4-0", 16)  # never a version cut from its number
+    ['claude-sonnet-', '4-0']
     """
     lines: list[str] = []
     line = ""
-    for part in _BREAK_AFTER.split(text):
+    for part in _unbreakable(_BREAK_AFTER.split(text)):
         if line and len(line + part.rstrip()) > width:
             lines.append(line.rstrip())
             line = part.lstrip()

@@ -136,13 +136,37 @@ def interval_marks(
     )
 
 
-def _row_labels(
-    frame: pl.DataFrame, first: str, extra: tuple[str, ...] = ("dataset",)
-) -> list[str]:
+#: Result columns that are never group columns of a row label.
+_NOT_GROUPS = frozenset({"metric", "model", "model_a", "model_b", "pair", "compared"})
+
+
+def _group_columns(frame: pl.DataFrame, first: str) -> tuple[str, ...]:
+    """The group columns of a result frame: the dataset and every setting held apart.
+
+    A result's group columns come first (``dataset, metric, provider, model_a, ...``; or
+    ``model, dataset, metric, provider, over, ...``): those before the compared columns (or,
+    for intervals, before ``over``), the metric left out (it names the axis).
+    """
+    cols = frame.columns
+    stop = next((c for c in ("model_a", "over", "n_items") if c in cols), None)
+    head = cols[: cols.index(stop)] if stop is not None else ["dataset"]
+    return tuple(c for c in head if c not in _NOT_GROUPS and c != first)
+
+
+def _group_value(column: str, value: object) -> str:
+    """A group's value as a label: ``d0``, ``temperature 0.7``, ``provider_a`` (not doubled)."""
+    text = str(value)
+    return text if column == "dataset" or column.lower() in text.lower() else f"{column} {text}"
+
+
+def _row_labels(frame: pl.DataFrame, first: str, extra: tuple[str, ...] | None = None) -> list[str]:
+    """``first`` of each row, with the group columns that vary in brackets: ``m0 (d1, a)``."""
+    extra = _group_columns(frame, first) if extra is None else extra
     parts = [c for c in extra if c in frame.columns and frame[c].n_unique() > 1]
     labels = []
     for r in frame.iter_rows(named=True):
-        tail = ", ".join(str(r[c]) for c in parts)
+        # the dataset by its name, a setting with its column's (provider a, temperature 0.7)
+        tail = ", ".join(_group_value(c, r[c]) for c in parts)
         labels.append(f"{r[first]} ({tail})" if tail else str(r[first]))
     return labels
 

@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import (
+    EvalstatsError,
     InsufficientDataError,
     LimitError,
     MetricScaleError,
@@ -26,6 +27,8 @@ from evalstats.errors import (
 from evalstats.report._applies import (
     Context,
     Spec,
+    _compare_fixed,
+    _intervals_fixed,
     _need_blocks,
     _need_default,
     _need_factors,
@@ -36,10 +39,13 @@ from evalstats.report._applies import (
     _need_runs,
     _need_stability,
     _need_variants,
+    _noise_fixed,
+    _ranks_fixed,
     _variants_fixed,
     stability_fixed,
 )
 from evalstats.report._commands import _names_an_option, option_spelling
+from evalstats.report._failed import failed_reason
 from evalstats.report._model import (
     AnalysisResult,
     bound,
@@ -190,15 +196,6 @@ def _run_compare(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
     return tables, {}, {}
 
 
-def _compare_fixed(ctx: Context) -> dict[str, Any]:
-    """One family for the whole study, and the design's prompt factors.
-
-    The headline count of differing pairs then holds study-wide (15 datasets corrected one by
-    one have a study-wide false-positive rate near 0.46); settings are not prompts.
-    """
-    return {"family": "global", **_variants_fixed(ctx)}
-
-
 def _run_ppi(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
     from evalstats.compare import ppi_mean
 
@@ -228,8 +225,9 @@ def _holm_pairs(ctx: Context, p: dict) -> pl.DataFrame | None:
     done = ctx.done.get("compare")
     if done is None or p.get("method", "paired") != "paired":
         return None
-    if any(k in p for k in ("by", "cluster", "over", "roles", "design")):
+    if any(k in p for k in ("cluster", "over", "roles", "design")):
         return None
+    by = tuple(p.get("by", ("dataset", "metric")))
     table = done.tables.get("compare_per_dataset", done.tables.get("compare"))
     level = p.get("confidence_level", 0.95)
     params = done.params
@@ -241,11 +239,11 @@ def _holm_pairs(ctx: Context, p: dict) -> pl.DataFrame | None:
         or params.get("column", "model") != "model"
         or params.get("over", "auto") != "auto"
         or params.get("cluster") is not None
-        or tuple(params.get("by", ("dataset", "metric"))) != ("dataset", "metric")
+        or tuple(params.get("by", ("dataset", "metric"))) != by  # the same groups
         or params.get("variant_factors") != p.get("variant_factors")
     ):
         return None
-    groups = table.select([c for c in ("dataset", "metric") if c in table.columns]).n_unique()
+    groups = table.select([c for c in by if c in table.columns]).n_unique()
     if "compare_per_dataset" not in done.tables and groups > 1 and params.get("family") != "group":
         return None
     return table
@@ -450,7 +448,7 @@ ANALYSES: tuple[Spec, ...] = (
         "intervals",
         lambda ctx: None,
         _run_intervals,
-        _variants_fixed,  # the design's prompt factors: settings are not prompts
+        _intervals_fixed,  # the design's prompt factors; each setting value on its own
     ),
     Spec(
         "compare",
@@ -480,7 +478,7 @@ ANALYSES: tuple[Spec, ...] = (
         None,
         _need_models,
         _run_ranks,
-        _variants_fixed,  # the design's prompt factors: settings are not prompts
+        _ranks_fixed,  # the design's prompt factors; each setting value on its own
     ),
     Spec(
         "friedman",
@@ -499,6 +497,7 @@ ANALYSES: tuple[Spec, ...] = (
         "noise",
         _need_noise,
         _run_noise,
+        _noise_fixed,  # each setting value on its own: a provider is not a prompt variant
     ),
     Spec(
         "audit",
@@ -571,6 +570,12 @@ def run_analysis(
                     f"--option {spec.key}: {option_spelling(str(exc), spec.key, names)}"
                 ) from None
             return None, f"could not run: {option_spelling(str(exc), spec.key, names)}"
+        except ParameterError:
+            raise  # the user's --option: an error of the command, not of this analysis
+        except EvalstatsError as exc:  # bad data this analysis cannot use: the others go on
+            return None, f"could not run: {option_spelling(str(exc), spec.key, names)}"
+        except Exception as exc:  # an evalstats bug: reported, and the other analyses go on
+            return None, failed_reason(exc)
     messages = tuple(dict.fromkeys(str(w.message) for w in caught))
     result = AnalysisResult(
         key=spec.key,

@@ -46,7 +46,16 @@ _FLAGS: dict[str, frozenset[str]] = {
     ),
     "attribute": frozenset({"factors", "method", "n_null", "runs", "block", "seed"}),
     "intervals": frozenset(
-        {"over", "method", "confidence_level", "cluster", "n_resamples", "seed", "variant_factors"}
+        {
+            "over",
+            "method",
+            "confidence_level",
+            "cluster",
+            "n_resamples",
+            "seed",
+            "by",
+            "variant_factors",
+        }
     ),
     "compare": frozenset(
         {

@@ -89,6 +89,13 @@ class AuditReport(ReportContents):
         draw every unit score; not serialised.
     """
 
+    @property
+    def failed(self) -> tuple[Skipped, ...]:
+        """The analyses that failed through an evalstats bug (not the data): reported, not run."""
+        from evalstats.report._failed import FAILED
+
+        return tuple(s for s in self.skipped if s.reason.startswith(FAILED))
+
     def to_dict(self) -> dict[str, Any]:
         """The ``results.json`` document (without the file lists that :meth:`write` adds)."""
         from evalstats.report._render import report_document
@@ -441,7 +448,13 @@ def _audit(
             for c in design.columns
             if c.role == "prompt" and c.source == "values" and c.column in obs.columns
         )
-        data = dataclasses.replace(data, inferred=inferred)
+        differ = design.groups.filter(~pl.col("runs_cover_same_items").fill_null(True)).height
+        data = dataclasses.replace(data, inferred=inferred, runs_differ=differ)
+        if factors is None:
+            # a column the design holds fixed (one value per model and dataset) is no factor
+            # of an ANOVA or an attribution: it is aliased with the blocks
+            dims = [f for f in data.factors if design.role(f) in ("prompt", "setting", None)]
+            data = dataclasses.replace(data, factors=tuple(dims))
     _check_default(obs, default)
     if variant_factors is None and design is not None and (design.held or design.roles):
         variant_factors = tuple(design.prompt_factors)  # the design's prompt factors

@@ -11,17 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from evalstats.report._forest import forest
 from evalstats.report._layout import (
     PANELS_PER_PAGE,
     FigureSpec,
     by_metric,
     by_rank,
-    cells_of,
     cells_span,
     chunks,
     datasets_of,
     fit_titles,
-    marker_legend,
     one_legend,
     paged,
     panel_height,
@@ -33,6 +32,7 @@ from evalstats.report._layout import (
     shared_axis_labels,
     span,
 )
+from evalstats.report._metric_words import noun, with_metric
 from evalstats.report._palette import GREY_NOTE, ranked_models, report_palette, top_k
 
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
 
         eps_values = table.filter(pl.col("moment") == "mean")["epsilon"].unique().drop_nulls()
         eps = f"ε = {eps_values[0]:.4g}" if eps_values.len() == 1 else "each metric's ε"
-        what = "accuracy" if report.data.percent else "score"
+        what = noun(report)
         specs += paged(
             "convergence",
             "Convergence of the mean over prompt variants",
@@ -285,7 +285,8 @@ def _factor_figures(report: ReportContents) -> list[FigureSpec]:
                 FigureSpec(
                     "interaction",
                     f"Strongest interaction: {term}",
-                    f"Mean accuracy in each cell of {term}, the two-way term with the largest η².",
+                    f"Mean {noun(report)} in each cell of {term}, the two-way term with the "
+                    "largest η².",
                     "anova",
                     lambda pal: plots.plot_interaction_heatmap(cells),
                 )
@@ -306,73 +307,6 @@ def _factor_figures(report: ReportContents) -> list[FigureSpec]:
     return specs
 
 
-def _forest(
-    key: str, title: str, caption: str, analysis: str, t: pl.DataFrame, total: str
-) -> list[FigureSpec]:
-    """Intervals of :func:`~evalstats.plots.plot_intervals`, paged.
-
-    Several models and datasets: one panel per dataset, models in the frame's order, two
-    panels to a row. One model: a row per dataset. Otherwise one forest cut into pages of rows.
-    """
-    from evalstats import plots
-
-    datasets = list(dict.fromkeys(t["dataset"].to_list())) if "dataset" in t.columns else []
-    defaults = "default_score" in t.columns
-    # several metrics are never drawn on one axis: a panel per dataset and metric
-    multi = "metric" in t.columns and t["metric"].n_unique() > 1 and bool(datasets)
-    keys = ["dataset", "metric"] if multi else ["dataset"]
-    cells = list(dict.fromkeys(t.select(keys).iter_rows())) if datasets else []
-    if len(cells) > 1 and (t["model"].n_unique() > 1 or multi):
-        n_rows = int(t.group_by(keys).len()["len"].max() or 1)
-        height = panel_height(n_rows)
-
-        def draw_panels(page: list[tuple], pal: dict[str, Any]) -> Any:
-            fig, axes = panels(len(page), width=3.5, height=height)
-            for ax, cell in zip(axes, page):
-                here = pl.all_horizontal([pl.col(k) == v for k, v in zip(keys, cell)])
-                plots.plot_intervals(t.filter(here), ax=ax, palette=pal)
-                panel_labels(ax, ", ".join(str(v) for v in cell), n_rows)
-            if defaults:  # one legend for the diamonds, below the panels
-                marker_legend(fig, axes)
-            return fig
-
-        return paged(
-            key,
-            title,
-            caption
-            + (" One panel per dataset and metric." if multi else " One panel per dataset."),
-            analysis,
-            chunks(cells, panels_per_page(height)),
-            draw_panels,
-            cells_of,
-            total,
-        )
-    if len(datasets) > 1:
-
-        def draw_one_model(page: pl.DataFrame, pal: dict[str, Any]) -> Any:
-            name = str(page["model"][0])
-            rows = per_dataset(page, name)
-            colour = {d: pal.get(name) for d in rows["model"].to_list()}
-            fig = plots.plot_intervals(rows, palette=colour)
-            fig.axes[0].set_title(name, fontsize="small")
-            fig.axes[0].set_ylabel("Dataset")
-            return fig
-
-        return paged(
-            key, title, caption, analysis, row_pages(t), draw_one_model, datasets_of, total
-        )
-    return paged(
-        key,
-        title,
-        caption,
-        analysis,
-        row_pages(t),
-        lambda page, pal: plots.plot_intervals(page, palette=pal),
-        datasets_of,
-        total,
-    )
-
-
 def _model_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
@@ -382,12 +316,12 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
     many = len(ranked) > top_k()
     if "intervals" in report:
         res = report["intervals"]
-        t = by_rank(res.tables["intervals"], rank, "model")
+        t = with_metric(by_rank(res.tables["intervals"], rank, "model"), report)
         # the method and unit actually used (the parameters may say 'auto')
         used = ", ".join(t["method"].unique(maintain_order=True).to_list()) or "no"
         over = t["over"][0] if t.height else res.params["over"]
         caption = (
-            f"Mean accuracy per model with its {res.params['confidence_level']:.0%} "
+            f"Mean {noun(report)} per model with its {res.params['confidence_level']:.0%} "
             f"{used} interval over {over}."
             + (
                 " Models without an interval (see the table's note) show the mean only."
@@ -396,9 +330,9 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
             )
             + (GREY_NOTE if many else "")
         )
-        specs += _forest(
+        specs += forest(
             "intervals",
-            "Mean accuracy with confidence intervals",
+            f"Mean {noun(report)} with confidence intervals",
             caption,
             "intervals",
             t,
@@ -415,7 +349,7 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
                 f" Pairs among the {_TOP_PAIRS} best models by mean score only; "
                 "tables/compare.csv has every pair."
             )
-        t = by_rank(t, rank, "model_a", "model_b")
+        t = with_metric(by_rank(t, rank, "model_a", "model_b"), report)
         specs += paged(
             "differences",
             "Paired differences between models",
@@ -444,6 +378,14 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
     return specs
 
 
+def _cell_text(cell: str) -> str:
+    """A noise panel's key (its cells' values joined by separators) as its title."""
+    from evalstats.plots.compare import _group_value
+
+    parts = [p.split("\x1e", 1) for p in cell.split("\x1f")]
+    return ", ".join(_group_value(*p) if len(p) == 2 else p[0] for p in parts)
+
+
 def _noise_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
@@ -460,10 +402,19 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
     one = n_models == 1
     # several metrics: a panel per dataset and metric (one for all ran labels together, HELM)
     multi = "metric" in comps.columns and comps["metric"].n_unique() > 1
-    if multi and not one:
+    # each setting held apart (a provider) is a panel of its own, never a second bar per model
+    by = res.params.get("by", ())
+    held = [
+        c
+        for c in ((by,) if isinstance(by, str) else by)
+        if c not in ("model", "dataset", "metric") and c in comps.columns
+        and comps[c].n_unique() > 1
+    ]  # fmt: skip
+    keys = ["dataset", *(["metric"] if multi else []), *held]
+    if (multi or held) and not one:
         datasets = [
-            f"{d}\x1f{m}"
-            for d, m in comps.select("dataset", "metric").unique().sort("dataset", "metric").rows()
+            "\x1f".join(f"{k}\x1e{v}" for k, v in zip(keys, row))
+            for row in comps.select(keys).unique().sort(keys).rows()
         ]
     n_bars = comps.select("dataset", *(["metric"] if multi else [])).n_unique()
     if one:  # one bar per dataset (and metric) in one panel
@@ -481,12 +432,13 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
                 plots.plot_noise_components(per_dataset(comps, name), ax=ax)
                 panel_labels(ax, name, n_bars)
                 continue
-            dataset, _, metric = d.partition("\x1f")
-            here = comps.filter(pl.col("dataset") == dataset)
-            if metric:
-                here = here.filter(pl.col("metric") == metric)
+            cell = dict(part.split("\x1e", 1) for part in d.split("\x1f")) if "\x1e" in d else {}
+            here = comps.filter(pl.col("dataset") == cell.get("dataset", d))
+            for k, v in cell.items():
+                if k != "dataset":
+                    here = here.filter(pl.col(k).cast(pl.String) == v)
             plots.plot_noise_components(here, ax=ax)
-            panel_labels(ax, f"{dataset}, {metric}" if metric else dataset, n_models)
+            panel_labels(ax, _cell_text(d), n_models)
         components_legend(fig, axes, comps.filter(pl.col("model_b").is_null()))
         return fig
 
@@ -499,7 +451,7 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
         "noise",
         chunks(datasets, per_page),
         draw_components,
-        lambda names: span([n.replace("\x1f", ", ") for n in names]),
+        lambda names: span([_cell_text(n) for n in names]),
         "tables/noise_components.csv",
     )
     plan = res.objects.get("plan")
@@ -539,10 +491,10 @@ def _default_figures(report: ReportContents) -> list[FigureSpec]:
     ranked = ranked_models(report)
     rank = {m: i for i, m in enumerate(ranked)}
     many = len(ranked) > top_k()
-    specs = _forest(
+    specs = forest(
         "default_scores",
         "Default configuration against all configurations",
-        f"Mean accuracy over configurations with its {level} interval (dots and bars) and "
+        f"Mean {noun(report)} over configurations with its {level} interval (dots and bars) and "
         "the score at the default configuration (black diamonds)." + (GREY_NOTE if many else ""),
         "audit",
         by_rank(res.models, rank, "model"),
@@ -593,7 +545,7 @@ def _provider_figures(report: ReportContents) -> list[FigureSpec]:
             FigureSpec(
                 "provider_scores" if k == 0 else f"provider_scores_{k + 1}",
                 f"Providers of {model}: two error policies and the errors",
-                f"{model}: mean score per provider with its {res.confidence_level:.0%} "
+                f"{model}: mean {noun(report)} per provider with its {res.confidence_level:.0%} "
                 f"interval ({res.method}), errors scored as failures (filled circles) or left "
                 "out (open squares), providers sorted by the first; the reference in bold, "
                 "labels red where the provider is lower than the reference beyond noise, blue "

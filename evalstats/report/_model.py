@@ -95,6 +95,11 @@ class DataSummary:
         Prompt factors the design took from their values alone (no declaration, no loader
         knowledge, no known name): every reading that rests on them names them and the
         one-flag correction.
+    variant_items : tuple of (str, str, int)
+        ``(model, dataset, n)``: the fewest items any prompt variant of the group was scored
+        on (a spread over prompts is drawn only where each prompt has enough items).
+    runs_differ : int
+        Groups whose runs cover different items (the stability reading says so first).
     """
 
     n_rows: int
@@ -114,6 +119,8 @@ class DataSummary:
     metrics: tuple[MetricInfo, ...] = ()
     percent: bool = True
     inferred: tuple[str, ...] = ()
+    variant_items: tuple[tuple[str, str, int], ...] = ()
+    runs_differ: int = 0
 
     def higher_is_better(self, metric: str | None) -> bool:
         """The direction of ``metric`` (higher is better when unknown)."""
@@ -144,7 +151,16 @@ class DataSummary:
             "metrics": [m.to_dict() for m in self.metrics],
             "percent": self.percent,
             "inferred": list(self.inferred),
+            "variant_items": [list(v) for v in self.variant_items],
+            "runs_differ": self.runs_differ,
         }
+
+    def items_of(self, model: Any, dataset: Any) -> int | None:
+        """The fewest items of any prompt variant of (model, dataset), when known."""
+        for m, d, n in self.variant_items:
+            if m == model and d == dataset:
+                return n
+        return None
 
 
 def summarise(obs: pl.DataFrame, factors: Sequence[str] | None) -> DataSummary:
@@ -168,7 +184,19 @@ def summarise(obs: pl.DataFrame, factors: Sequence[str] | None) -> DataSummary:
     provider = "provider" if "provider" in cols and obs["provider"].n_unique() > 1 else None
     per_group = obs.group_by("model", "dataset").agg(pl.col("variant").n_unique().alias("v"))
     per_config = obs.group_by("model", "dataset", "variant").agg(
-        pl.col("run").n_unique().alias("r")
+        pl.col("run").n_unique().alias("r"),
+        *([pl.col("item").n_unique().alias("i")] if "item" in cols else []),
+    )
+    variant_items = (
+        tuple(
+            (m, d, int(i))
+            for m, d, i in per_config.group_by("model", "dataset")
+            .agg(pl.col("i").min())
+            .sort("model", "dataset")
+            .iter_rows()
+        )
+        if "item" in cols
+        else ()
     )
     return DataSummary(
         n_rows=obs.height,
@@ -189,6 +217,7 @@ def summarise(obs: pl.DataFrame, factors: Sequence[str] | None) -> DataSummary:
         has_responses="response" in cols,
         metrics=tuple(metric_info(obs).values()),
         percent=all(unit_interval_metrics(obs).values()),
+        variant_items=variant_items,
     )
 
 

@@ -32,7 +32,10 @@ def _share_span(lo: float, hi: float) -> str:
 
 def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
     comps = res.tables["components"].filter(pl.col("model_b").is_null())
-    keys = [c for c in ("model", "dataset", "metric") if c in comps.columns]
+    by = res.params.get("by", ("model", "dataset", "metric"))
+    by = (by,) if isinstance(by, str) else tuple(by)
+    keys = [c for c in by if c in comps.columns]  # settings held are groups of their own
+    kind = "group" if len(keys) > 2 or "model" not in keys else "model-dataset group"
     groups = comps.partition_by(keys, maintain_order=True) if keys else [comps]
     # a group says where its variance comes from only with two or more separable components
     # and some variance: constant scores have none to split, and a single separable
@@ -74,9 +77,9 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
             counts[name] = counts.get(name, 0) + 1
         main = max(counts, key=lambda k: counts[k])
         where = (
-            f"{counts[main]} of {n} model-dataset groups"
+            f"{counts[main]} of {n} {kind}s"
             if top.height == n
-            else f"{counts[main]} of the {top.height} model-dataset groups (of {n}) where "
+            else f"{counts[main]} of the {top.height} {kind}s (of {n}) where "
             "scores vary and two or more components are separable"
         )
         sentences.append(
@@ -91,7 +94,7 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
             )
     else:
         sentences.append(
-            f"No model-dataset group (of {n}) has scores that vary and two or more separable "
+            f"No {kind} (of {n}) has scores that vary and two or more separable "
             "components: there is no variance to split."
         )
     if constant:

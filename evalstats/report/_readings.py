@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from evalstats.report._basis import MIN_RANGE_ITEMS, few_items, inferred_caveat, with_caveat
 from evalstats.report._model_readings import compare_reading, intervals_reading, ranks_reading
 from evalstats.report._noise_reading import noise_reading
 from evalstats.report._wording import (
@@ -45,20 +46,6 @@ __all__ = ["READINGS", "method_name"]
 # ---------------------------------------------------------------------------------------------
 
 
-def inferred_caveat(data: DataSummary) -> str:
-    """The sentence a reading that rests on inferred prompt factors ends with ("" when none)."""
-    cols = data.inferred
-    if not cols:
-        return ""
-    flag = ",".join(f"{c}=metadata" for c in cols)
-    return (
-        f" The prompt variants rest on {_listed(list(cols))}, taken as prompt "
-        f"dimension{'s' if len(cols) > 1 else ''} from {'their' if len(cols) > 1 else 'its'} "
-        f"values alone (several values for the same item); if "
-        f"{'they are' if len(cols) > 1 else 'it is'} not, --roles {flag}."
-    )
-
-
 def _moments(res: AnalysisResult, data: DataSummary) -> str:
     return _moments_text(res, data) + inferred_caveat(data)
 
@@ -74,16 +61,29 @@ def _moments_text(res: AnalysisResult, data: DataSummary) -> str:
             # every group is sparse: the observed range is mostly the noise of each variant's
             # few items, so the headline is the model's whole-grid estimate
             return _sparse(sparse, lead=True)
-        return _spread(observed) + " " + _sparse(sparse)
-    return _spread(table)
+        return _spread(observed, data) + " " + _sparse(sparse)
+    return _spread(table, data)
 
 
-def _spread(table: pl.DataFrame) -> str:
-    """The range of scores over prompts, where it is widest and narrowest, and its reading."""
+def _spread(table: pl.DataFrame, data: DataSummary | None = None) -> str:
+    """The range of scores over prompts, where it is widest and narrowest, and its reading.
+
+    Only groups whose every prompt was scored on MIN_RANGE_ITEMS items or more enter the
+    range: over one item a 0/1 score moves by 100 points between any two prompts.
+    """
+    few = table.filter(few_items(table, data) & (pl.col("n_variants") >= 2)).height
+    table = table.filter(~few_items(table, data))
     t = table.filter(pl.col("spread").is_not_nan() & (pl.col("n_variants") >= 2))
     single = table.filter(pl.col("n_variants") < 2).height
+    few_text = (
+        f" {few} group{'s' if few != 1 else ''} whose prompts were scored on fewer than "
+        f"{MIN_RANGE_ITEMS} items {'are' if few != 1 else 'is'} left out (over a few items the "
+        "range is mostly their noise)."
+        if few
+        else ""
+    )
     if t.height == 0:
-        return "No group has two or more variants with a score; no spread to report."
+        return "No group has two or more variants with a score; no spread to report." + few_text
     s = t.sort("spread", descending=True)
     wide, narrow = s.row(0, named=True), s.row(-1, named=True)
     n_var = _counts(t["n_variants"].to_list())
@@ -104,6 +104,7 @@ def _spread(table: pl.DataFrame) -> str:
             f" {single} group{'s have' if single != 1 else ' has'} a single prompt variant and "
             "no spread (left out here)."
         )
+    text += few_text
     held = _held(table)
     if held:
         text += (
@@ -242,15 +243,34 @@ def _stability(res: AnalysisResult, data: DataSummary) -> str:
     # sentence (and counted), not quoted as "changed by up to 0.0 points"
     t = everything.filter(pl.col("n_runs") >= 2)
     single = everything.height - t.height
+    lead = (
+        f"The runs of {data.runs_differ} group{'s' if data.runs_differ != 1 else ''} cover "
+        "different items: run-to-run change and agreement are over the items every run scored. "
+        if data.runs_differ
+        else ""
+    )
+    few = t.filter(pl.col("n_items") < MIN_RANGE_ITEMS).height if "n_items" in t.columns else 0
+    if few:
+        t = t.filter(pl.col("n_items") >= MIN_RANGE_ITEMS)
+    few_text = (
+        f" {few} configuration{'s' if few != 1 else ''} whose runs share fewer than "
+        f"{MIN_RANGE_ITEMS} items {'are' if few != 1 else 'is'} left out (too few to say how "
+        "much runs differ)."
+        if few
+        else ""
+    )
     if t.height == 0:
+        if few:
+            return (lead + few_text.strip()).strip()
         return "Every configuration was run once: there is no run-to-run change to report."
     runs = _counts(t["n_runs"].to_list())
     worst = t.sort("spread", descending=True, nulls_last=True).row(0, named=True)
     keys = [c for c in ("model", "dataset", "variant") if c in t.columns]
     unit = "one configuration" if t.height == 1 else f"each of {t.height} configurations"
-    text = (
-        f"Over {runs} identical runs of {unit}, {_score_word()} changed between runs by up to "
-        f"{_pts(worst['spread'])}{_points()} ({_where(worst, keys[:2])}"
+    items = f", {_counts(t['n_items'].to_list())} items" if "n_items" in t.columns else ""
+    text = lead + (
+        f"Over {runs} identical runs of {unit}{items}, {_score_word()} changed between runs by "
+        f"up to {_pts(worst['spread'])}{_points()} ({_where(worst, keys[:2])}"
     )
     if "variant" in keys and data.n_variants > 1:
         text += f", variant {_variant_text(worst['variant'])}"
@@ -269,7 +289,7 @@ def _stability(res: AnalysisResult, data: DataSummary) -> str:
             f" {single} configuration{'s were' if single > 1 else ' was'} run once and "
             f"{'are' if single > 1 else 'is'} left out of these ranges."
         )
-    return text
+    return text + few_text
 
 
 def _normality(res: AnalysisResult, data: DataSummary) -> str:
@@ -336,9 +356,18 @@ def _correlation(res: AnalysisResult, data: DataSummary) -> str:
 
 def _anova(res: AnalysisResult, data: DataSummary) -> str:
     t = res.tables["anova"].filter(pl.col("term") != "Residual")
+    if t.height and t["eta_sq"].fill_nan(None).is_null().all():
+        return (
+            "The unit scores do not vary: there is no variance for any term to explain "
+            "(every η² is undefined)."
+        )
     # a term is named for what it explains only when that rounds to something (η² >= 0.0005)
     top = (
-        t.filter(pl.col("eta_sq").is_not_null() & (pl.col("eta_sq") >= 0.0005))
+        t.filter(
+            pl.col("eta_sq").is_not_null()
+            & pl.col("eta_sq").is_not_nan()
+            & (pl.col("eta_sq") >= 0.0005)
+        )
         .sort("eta_sq", descending=True)
         .head(3)
     )
@@ -621,32 +650,21 @@ def _providers(res: AnalysisResult, data: DataSummary) -> str:
     return " ".join(sentences)
 
 
-def _with_caveat(
-    reading: Callable[[AnalysisResult, DataSummary], str],
-) -> Callable[[AnalysisResult, DataSummary], str]:
-    """``reading`` followed by :func:`inferred_caveat` (a reading over prompt variants)."""
-
-    def read(res: AnalysisResult, data: DataSummary) -> str:
-        return reading(res, data) + inferred_caveat(data)
-
-    return read
-
-
 READINGS: dict[str, Callable[[AnalysisResult, DataSummary], str]] = {
     "moments": _moments,
-    "nstar": _with_caveat(_nstar),
-    "converge": _with_caveat(_converge),
+    "nstar": with_caveat(_nstar),
+    "converge": with_caveat(_converge),
     "stability": _stability,
     "normality": _normality,
     "correlation": _correlation,
-    "anova": _with_caveat(_anova),
-    "attribution": _with_caveat(_attribution),
+    "anova": with_caveat(_anova),
+    "attribution": with_caveat(_attribution),
     "intervals": intervals_reading,
     "compare": compare_reading,
     "ppi": _ppi,
     "ranks": ranks_reading,
     "friedman": _friedman,
-    "noise": _with_caveat(noise_reading),
+    "noise": with_caveat(noise_reading),
     "audit": _audit,
     "providers": _providers,
 }

@@ -44,14 +44,16 @@ def test_intervals_csv_on_stdout(dump, capsys):
     assert "Traceback" not in err
     assert main(["intervals", dump, "--over", "items", "--confidence-level", "0.9"]) == 0
     out = _csv(capsys.readouterr().out)
-    assert out.height == 3 and (out["confidence_level"] == 0.9).all() and (out["n"] == 40).all()
+    # one interval per model and provider: the two providers are never pooled (issue 41)
+    assert out.height == 6 and set(out["provider"]) == {"a", "b"}
+    assert (out["confidence_level"] == 0.9).all() and (out["n"] == 40).all()
 
 
 def test_compare_json_carries_params(dump, capsys):
     assert main(["compare", dump, "--correction", "bh", "--n-resamples", "199", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["command"] == "compare" and doc["params"]["correction"] == "bh"
-    assert len(doc["rows"]) == 3 and doc["rows"][0]["correction"] == "bh"
+    assert len(doc["rows"]) == 6 and doc["rows"][0]["correction"] == "bh"  # 3 pairs x 2 providers
 
 
 def test_audit_reports_reversals_and_writes_out(dump, capsys, tmp_path):

@@ -64,7 +64,9 @@ def test_models_59_points_apart_differ_after_holm_over_378_pairs(crux):
     """Was: 9,999 sign flips floor p at 1e-4 and Holm over 378 pairs lifts it to 0.0378+."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", DesignWarning)  # no pair is blocked by construction
-        out = compare_models(crux, over="recorded-prompts")  # the t test on item means
+        # temperature pooled on purpose (the groups given): by default each setting value is
+        # compared on its own (issue 41)
+        out = compare_models(crux, over="recorded-prompts", by=("dataset", "metric"))
     assert out.height == 378 and (out["family_size"] == 378).all()
     assert set(out["method"]) == {"t"}  # 60 item means (12 rows each): analytic p-values
     assert out["can_reject"].all() and (out["min_pvalue"] == 0).all()
@@ -88,13 +90,13 @@ def test_a_permutation_count_that_cannot_reject_says_so(crux):
     the issue's number: no pair can reject whatever the data.
     """
     with pytest.warns(DesignWarning, match="378 of 378 pair.s. cannot be significant"):
-        out = compare_models(crux, method="permutation", n_resamples=4999)
+        out = compare_models(crux, method="permutation", n_resamples=4999, by=("dataset", "metric"))
     assert not out["can_reject"].any()
     np.testing.assert_allclose(out["min_pvalue"], 1 / 5000)  # the identity alone
     np.testing.assert_allclose(out["pvalue_corrected"].min(), 378 / 5000)
     assert out["reject"].sum() == 0 and out["at_floor"].sum() > 100
     # the default count grows with the family, so the same test can reject
-    grown = compare_models(crux, method="permutation")
+    grown = compare_models(crux, method="permutation", by=("dataset", "metric"))
     assert (grown["n_resamples"] == 15120).all() and 15120 == np.ceil(2 * 378 / 0.05)
     assert grown["can_reject"].all()
     assert grown.filter(pl.col("model_a") == "model_00", pl.col("model_b") == "model_27")[
@@ -127,10 +129,12 @@ def test_two_variants_interval_stays_within_bounds():
         # the two variants far apart, as in the report that showed the defect
         score=pl.when(pl.col("temperature") == 0.8).then(1.0).otherwise(pl.col("score"))
     )
-    out = intervals(obs).row(0, named=True)
+    # the temperatures pooled on purpose: the groups given explicitly (by default each
+    # temperature has its own interval, issue 41)
+    out = intervals(obs, by=("model", "dataset", "metric")).row(0, named=True)
     assert out["over"] == "items" and out["method"] == "logit"
     assert 0 <= out["ci_low"] < out["mean"] < out["ci_high"] <= 1
-    forced = intervals(obs, over="variants").row(0, named=True)  # the old unit, on purpose
+    forced = intervals(obs, over="variants", by=("model", "dataset", "metric")).row(0, named=True)
     t_high = stats.ttest_1samp([0.0, 1.0], 0).confidence_interval().high  # the scale of it
     assert t_high > 1 and 0 <= forced["ci_low"] and forced["ci_high"] <= 1
     assert forced["method"] == "logit" and forced["note"] is None
@@ -252,3 +256,17 @@ def test_binary_family_uses_exact_mcnemar_and_wilson_as_statsmodels():
     for r in ci.iter_rows(named=True):
         lo, hi = proportion_confint(round(r["mean"] * 300), 300, alpha=0.05, method="wilson")
         np.testing.assert_allclose([r["ci_low"], r["ci_high"]], [lo, hi], rtol=1e-10)
+
+
+def test_settings_are_held_apart_by_default(crux):
+    """Issue 41: each temperature is compared on its own unless pooled on purpose."""
+    out = compare_models(crux, over="recorded-prompts")
+    assert out.height == 2 * 378 and set(out["temperature"]) == {0.2, 0.8}
+    assert (out["family_size"] == 378).all()
+    one = compare_models(crux.filter(pl.col("temperature") == 0.2), over="recorded-prompts")
+    mine = out.filter(pl.col("temperature") == 0.2).drop("temperature")
+    np.testing.assert_allclose(
+        mine.sort("model_a", "model_b")["difference"], one.sort("model_a", "model_b")["difference"]
+    )
+    ivl = intervals(crux)
+    assert ivl.height == 2 * 28 and ivl["temperature"].n_unique() == 2

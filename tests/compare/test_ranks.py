@@ -469,3 +469,18 @@ def test_a_dataset_with_one_model_leaves_the_others_ranked():
     assert out.equals(ref) and out["dataset"].unique().sort().to_list() == ["d1", "d2"]
     with pytest.raises(InsufficientDataError, match=r"^rank intervals need at least 2 models"):
         rank_intervals(obs.filter(dataset="d0"))
+
+
+def test_p_best_on_a_sparse_grid_leaves_out_resamples_without_means():
+    """Issue 41: a two-way resample can draw prompts no drawn item was run under; it has no
+    means. P(best) was NaN for every model ('best in nan% of resamples')."""
+    rows = [
+        ("m0", "i0", "p0", 1.0), ("m0", "i1", "p0", 0.0), ("m0", "i2", "p0", 0.0),
+        ("m0", "i0", "p1", 1.0), ("m0", "i2", "p1", 0.0), ("m1", "i0", "p0", 1.0),
+        ("m1", "i1", "p0", 1.0), ("m1", "i2", "p0", 0.0), ("m1", "i2", "p1", 0.0),
+    ]  # fmt: skip
+    obs = pl.DataFrame(rows, schema=["model", "item", "prompt_id", "score"], orient="row")
+    obs = obs.with_columns(dataset=pl.lit("d0"), run=pl.lit(0))
+    out = rank_intervals(obs)
+    assert out["p_best"].is_finite().all()
+    assert out["p_best"].sum() == pytest.approx(1.0)

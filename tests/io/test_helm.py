@@ -149,7 +149,7 @@ def test_perturbations_are_prompt_variants_with_evidence(suite):
     design = infer_design(obs, ingest=report)
     roles = {c.column: c.role for c in design.columns}
     assert roles["perturbation"] == "prompt" and roles["train_trial"] == "prompt"
-    assert roles["temperature"] == "setting"
+    assert roles["temperature"] == "fixed"  # one per run folder: held, no dimension (issue 40)
 
 
 def test_metric_bounds_and_directions(suite):

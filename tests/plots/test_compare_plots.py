@@ -42,12 +42,13 @@ def test_forest_plot_has_one_row_per_model_and_default_markers(obs):
     diamonds = [ln for ln in ax.lines if ln.get_marker() == "D"]
     assert len(diamonds) == 3
     assert diamonds[0].get_xdata()[0] == audit.models["default_score"][0]
-    fig2 = plots.plot_intervals(intervals(obs))
+    # the two providers pooled on purpose (by default each provider has its own interval)
+    fig2 = plots.plot_intervals(intervals(obs, by=("model", "dataset", "metric")))
     assert len(fig2.axes[0].get_yticklabels()) == 3
 
 
 def test_difference_plot_rows_and_zero_line(obs):
-    cmp = compare_models(obs, n_resamples=99)
+    cmp = compare_models(obs, n_resamples=99, by=("dataset", "metric"))  # providers pooled
     ax = plots.plot_differences(cmp).axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["m0 − m1", "m0 − m2", "m1 − m2"]
     assert ax.get_xlabel() == "Difference in accuracy (0–1)"

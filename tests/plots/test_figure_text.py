@@ -32,7 +32,8 @@ MMLU = [
     ("text", "width", "lines"),
     [
         ("high_school_european_history", 26, ["high_school_european_", "history"]),
-        ("meta-llama/Llama-3.1-8B-Instruct", 20, ["meta-llama/Llama-3.", "1-8B-Instruct"]),
+        ("meta-llama/Llama-3.1-8B-Instruct", 20, ["meta-llama/Llama-", "3.1-8B-Instruct"]),
+        ("claude-sonnet-4-0", 16, ["claude-sonnet-", "4-0"]),  # a version stays whole
         ("two words", 26, ["two words"]),
         ("a b c", 1, ["a", "b", "c"]),
         ("", 5, [""]),
