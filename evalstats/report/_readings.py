@@ -547,6 +547,17 @@ def _audit(res: AnalysisResult, data: DataSummary) -> str:
     return text
 
 
+#: How a multiplicity correction is named in a sentence.
+_CORRECTION_NAMES = {
+    "holm": "Holm",
+    "bonferroni": "Bonferroni",
+    "hochberg": "Hochberg",
+    "bh": "Benjamini-Hochberg",
+    "sidak": "Šidák",
+    "none": "no correction",
+}
+
+
 def _providers(res: AnalysisResult, data: DataSummary) -> str:
     """Counts and the largest gaps, never a list of every provider (40-80 endpoints read)."""
     errors = res.tables["errors"]
@@ -623,7 +634,8 @@ def _providers(res: AnalysisResult, data: DataSummary) -> str:
         if parts:
             sentences.append(
                 f"Against the reference of each model (paired on items, "
-                f"{res.params.get('correction', 'holm')} over the model's {provider}s; "
+                f"{_CORRECTION_NAMES.get(str(res.params.get('correction', 'holm')), res.params.get('correction'))}"
+                f" over the model's {provider}s; "
                 f"reference: {ref_text}): {'; '.join(parts)}."
             )
         mdd = others["mdd"].drop_nulls()

@@ -286,6 +286,7 @@ def test_cli_providers_and_report_agree_with_the_api(dump, audit, tmp_path, caps
     n_err = sum(report.errors.values())
     assert f"{n_err:,} (" in reading and "2 lower (errors)" in reading
     assert "1 no items shared with the reference (island)" in reading
+    assert "paired on items, Holm over the model's providers" in reading
     assert "1 setting level(s) changed no output at all: reasoning_effort low vs high" in reading
     md = (rep / "report.md").read_text()  # the Data section accounts for the errored calls
     header = next(line for line in md.splitlines() if line.startswith("| model | provider | ref"))
