@@ -35,7 +35,7 @@ from evalstats.io._accounting import (
     run_local,
     run_part,
 )
-from evalstats.io._pipeline import plan_of, report_of
+from evalstats.io._pipeline import error_counts, observations, plan_of, report_of
 from evalstats.schema import (  # the in-memory aggregation is defined next to the tables
     _ITEM_SET_RULE,  # noqa: F401  (the rule in force; compare reads it from here)
     ITEM_SET_RULES,
@@ -195,12 +195,15 @@ def _read_units_one(
     client_cm = _dask_client(scheduler) if engine == "dask" else nullcontext(None)
     with client_cm as client, _progress_bar(len(plan.paths), progress) as bar:
         runner = run_local if client is None else _dask_runner(client)
+        # errored calls are counted by class on the report from the rows kept (their ids)
+        has_err = "error" in plan.schema
         acc = account(
-            plan, units=True, ids=False, runner=runner, part_rows=partition_rows, progress=bar
+            plan, units=True, ids=has_err, runner=runner, part_rows=partition_rows, progress=bar
         )
     if acc.first_invalid is not None:
         raise_invalid(plan, acc.first_invalid)
-    return UnitIngest(_unit_table(plan, acc), report_of(plan, acc))
+    errors = error_counts(plan, observations(plan, acc.scale, acc.ids)) if has_err else ({}, 0)
+    return UnitIngest(_unit_table(plan, acc), report_of(plan, acc, errors))
 
 
 def _unit_table(plan: Plan, acc: Accounting) -> pl.DataFrame:

@@ -40,6 +40,12 @@ The unit table has ``model, dataset, metric, variant, run, score, n_items``, ``n
 the observations carried an ``error`` column, the three metric columns when they carried them,
 and the factor columns.
 
+An errored call a loader kept without a score (a non-null ``error``, a null ``score``; see
+:mod:`evalstats.io._errors`) is an observation of the provider, not of the model's answers:
+:func:`validate_observations` leaves it out unless asked (``errored='keep'``, what the
+provider audit does), so units average scored rows only, ``n_items`` counts them and
+``n_errors`` counts the scored rows that carry an error.
+
 Metrics
 -------
 Scores are not all accuracies. A table may hold several metrics (``acc`` and ``acc_norm``,
@@ -577,7 +583,11 @@ def _check_scores(lf: pl.LazyFrame, table: str) -> None:
 
 
 def validate_observations(
-    frame: pl.DataFrame | pl.LazyFrame, *, require_item: bool = False, check_values: bool = True
+    frame: pl.DataFrame | pl.LazyFrame,
+    *,
+    require_item: bool = False,
+    check_values: bool = True,
+    errored: Literal["drop", "keep"] = "drop",
 ) -> pl.LazyFrame:
     """Check an observation table and return it as a LazyFrame with canonical dtypes.
 
@@ -590,12 +600,16 @@ def validate_observations(
     check_values : bool, default True
         Also scan the data for missing or non-finite scores and scores outside their metric's
         declared bounds. Costs one pass.
+    errored : {'drop', 'keep'}, default 'drop'
+        Rows of errored calls kept without a score (a non-null ``error`` and a null
+        ``score``; see :mod:`evalstats.io._errors`): left out (every analysis of scores), or
+        kept (the provider audit, which counts them).
 
     Returns
     -------
     polars.LazyFrame
-        The same rows; ``run`` added as 0, ``variant`` as ``"default"`` and ``metric`` as
-        ``"score"`` when absent.
+        The same rows (less the unscored errored calls, unless ``errored='keep'``); ``run``
+        added as 0, ``variant`` as ``"default"`` and ``metric`` as ``"score"`` when absent.
 
     Raises
     ------
@@ -634,8 +648,13 @@ def validate_observations(
     ]
     if casts:
         lf = lf.with_columns(casts)
+    if errored not in ("drop", "keep"):
+        raise ParameterError(f"`errored` must be 'drop' or 'keep', got {errored!r}.")
+    unscored = pl.col("score").is_null() & pl.col("error").is_not_null()
+    if "error" in schema and errored == "drop":
+        lf = lf.filter(~unscored)
     if check_values:
-        _check_scores(lf, "observation table")
+        _check_scores(lf.filter(~unscored) if "error" in schema else lf, "observation table")
     return lf
 
 
@@ -817,8 +836,9 @@ def to_units(
     -------
     polars.LazyFrame
         One row per (model, dataset, metric, variant, run) and factor values, with ``score``
-        (mean over items, on the metric's scale), ``n_items`` (items scored), ``n_errors`` (rows
-        with a non-null ``error``, only when the observations have an ``error`` column), the
+        (mean over items, on the metric's scale), ``n_items`` (items scored), ``n_errors``
+        (scored rows with a non-null ``error``, only when the observations have an ``error``
+        column; errored calls without a score are in no unit), the
         metric-info columns (when the observations have them) and the factor columns; sorted by
         the keys.
 

@@ -260,6 +260,15 @@ def _converge(f: pl.DataFrame) -> str | None:
 
 
 def _providers(f: pl.DataFrame) -> str | None:
+    if "verdict" in f.columns:
+        counts: dict[str, int] = {}
+        for v in f["verdict"].to_list():
+            if v != "reference":
+                counts[v] = counts.get(v, 0) + 1
+        if counts:
+            return (
+                "; ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda x: -x[1])) + "."
+            )
     if "error_share" in f.columns:
         top = _extreme(f, "error_share")
         if top is not None:
@@ -364,7 +373,20 @@ VIEWS: dict[str, View] = {
         ("n_available", "share_reached", "n_stop_median", "n_stop_q95", "error_q95"), _converge
     ),
     "providers": View(
-        ("provider", "n_calls", "error_share", "rate", "mean", "ci_low", "ci_high", "difference"),
+        (
+            "provider",
+            "reference",
+            "n_items",
+            "n_calls",
+            "error_share",
+            "rate",
+            "mean",
+            "difference",
+            "ci_low",
+            "ci_high",
+            "mdd",
+            "verdict",
+        ),
         _providers,
     ),
     "noise": View(("component", "variance", "ci_low", "ci_high", "share"), _noise),

@@ -6,7 +6,16 @@ import argparse
 
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 
-_TABLES = ("scores", "errors", "differences", "latency", "tail_quality")
+_TABLES = (
+    "scores",
+    "policies",
+    "versus",
+    "errors",
+    "settings",
+    "differences",
+    "latency",
+    "tail_quality",
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -14,12 +23,40 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "providers",
         help="provider and error audit",
-        description="Per (model, provider): error rates by category, the score "
-        "with errors as failures and with errors excluded, paired provider "
-        "differences, latency and tail-to-quality.",
+        description="Per (model, provider): each provider against a reference (the "
+        "model developer's API, the best covered one, or --reference) with a verdict, error "
+        "rates by class, the score with errors as failures and with errors excluded side by "
+        "side, paired provider differences, latency and tail-to-quality. --compare COLUMN "
+        "audits any setting (temperature, reasoning_effort, quantization) the same way.",
     )
     add_input_arguments(p)
-    p.add_argument("--provider", default=None, help="provider column (default: provider)")
+    p.add_argument(
+        "--provider",
+        "--compare",
+        dest="provider",
+        default=None,
+        help="column whose levels are compared: a provider, quantization, endpoint or any "
+        "setting such as temperature or reasoning_effort (default: provider)",
+    )
+    p.add_argument(
+        "--reference",
+        default=None,
+        help="level every other one is compared with (default: the model developer's API "
+        "when it is a provider, else the best-covered one)",
+    )
+    p.add_argument(
+        "--by",
+        default=None,
+        help="comma-separated grouping columns (default: model,metric); e.g. model,provider "
+        "with --compare reasoning_effort compares the levels within each provider",
+    )
+    p.add_argument("--correction", default=None, help="multiplicity correction (default: holm)")
+    p.add_argument(
+        "--settings",
+        default=None,
+        help="comma-separated setting columns checked for any effect at all (--table settings; "
+        "default: the design's settings or factor columns of 2 to 20 levels; '' for none)",
+    )
     p.add_argument("--method", choices=["cluster", "t", "wilson"], default=None)
     p.add_argument("--confidence-level", dest="confidence_level", type=float, default=None)
     p.add_argument("--n-resamples", dest="n_resamples", type=int, default=None)
@@ -27,8 +64,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--table",
         choices=_TABLES,
-        default="scores",
-        help="which table to write (default: scores; all are in --json)",
+        default="versus",
+        help="which table to write (default: versus, each provider against the reference "
+        "with its verdict; all are in --json)",
     )
     add_output_arguments(p)
     p.set_defaults(run=run)
@@ -40,7 +78,20 @@ def run(args: argparse.Namespace) -> int:
 
     args.quiet = args.json
     obs, _ = load(args)
-    params = params_from(args, "provider", "method", "confidence_level", "n_resamples", "seed")
+    params = params_from(
+        args,
+        "provider",
+        "method",
+        "confidence_level",
+        "n_resamples",
+        "seed",
+        "reference",
+        "correction",
+    )
+    if args.settings is not None:
+        params["settings"] = tuple(c.strip() for c in args.settings.split(",") if c.strip())
+    if args.by is not None:
+        params["by"] = tuple(b.strip() for b in args.by.split(",") if b.strip())
     res = provider_audit(obs, **params)
     extra = {t: getattr(res, t).to_dicts() for t in _TABLES if t != args.table}
     emit(getattr(res, args.table), args, command="providers", params=params, extra=extra)

@@ -2,36 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from evalstats.compare._intervals import mean_interval
+from evalstats.compare._multiplicity import CORRECTIONS, adjust
 from evalstats.compare._paired import paired_difference
 from evalstats.design._frames import analysis_input
 from evalstats.errors import SchemaError
+from evalstats.io._errors import error_class
 from evalstats.results import check_choice, check_confidence_level
-from evalstats.schema import validate_by, validate_observations
+from evalstats.schema import factor_columns, validate_by, validate_observations
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
     from pathlib import Path
 
     from evalstats._frames import TableLike
     from evalstats.design import Design
 
-__all__ = ["ProviderAudit", "provider_audit"]
+__all__ = ["ProviderAudit", "choose_reference", "developer_of", "provider_audit"]
 
 POLICIES = ("errors_as_failures", "errors_excluded")
+
+#: A factor column with more levels than this is not checked for an effect by default.
+_MAX_SETTING_LEVELS = 20
 
 
 @dataclass(frozen=True, slots=True)
 class ProviderAudit:
-    """Result of :func:`provider_audit`: five tidy frames.
+    """Result of :func:`provider_audit`: seven tidy frames.
 
     Attributes
     ----------
@@ -40,6 +45,22 @@ class ProviderAudit:
         intervals.
     scores : polars.DataFrame
         Mean score per group, provider and scoring policy, with intervals and ``error_share``.
+    policies : polars.DataFrame
+        The two policies side by side per group and provider: ``error_rate`` (Wilson
+        interval), ``as_failures`` and ``excluded`` (intervals as in ``scores``) and their
+        ``difference`` (``as_failures - excluded``) with a cluster-robust interval.
+    versus : polars.DataFrame
+        Every provider of a group against the group's ``reference`` (``reference_reason``
+        says how it was chosen), paired on items: ``difference`` (errors as failures) with
+        interval, p-value, ``pvalue_adjusted`` (``correction`` over the group's providers) and
+        the minimum detectable difference ``mdd``; the same with errors excluded
+        (``*_excluded``); ``error_rate_difference``; ``identical_outputs`` (share of calls
+        whose answer, or response, equals the reference's); and a ``verdict``.
+    settings : polars.DataFrame
+        For each group, provider and setting column (``settings``), each level against the
+        best-covered one: ``identical_outputs`` on the calls both made and ``no_effect`` (every
+        answer identical: the setting probably did not reach the model). Empty without an
+        ``answer`` or ``response`` column.
     differences : polars.DataFrame
         Paired differences between providers on shared items, per policy.
     latency : polars.DataFrame
@@ -60,6 +81,10 @@ class ProviderAudit:
     confidence_level: float
     method: str
     seed: int
+    policies: pl.DataFrame = field(default_factory=pl.DataFrame)
+    versus: pl.DataFrame = field(default_factory=pl.DataFrame)
+    correction: str = "holm"
+    settings: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     def to_frame(self) -> pl.DataFrame:
         """The ``scores`` frame (the headline table)."""
@@ -72,6 +97,316 @@ def _groups(frame: pl.DataFrame, keys: Sequence[str]) -> dict[tuple, pl.DataFram
     return frame.partition_by(list(keys), as_dict=True, maintain_order=True)
 
 
+#: Model developers and the model-name stems of their models: the developer's own API is the
+#: reference provider of its models when it is among the providers.
+DEVELOPERS: dict[str, tuple[str, ...]] = {
+    "openai": ("gpt", "o1", "o3", "o4", "chatgpt", "davinci"),
+    "anthropic": ("claude",),
+    "google": ("gemini", "gemma", "palm"),
+    "mistral": ("mistral", "mixtral", "magistral", "codestral", "ministral", "devstral"),
+    "deepseek": ("deepseek",),
+    "meta": ("llama",),
+    "alibaba": ("qwen", "qwq"),
+    "moonshot": ("kimi", "moonlight"),
+    "z-ai": ("glm",),
+    "zhipu": ("glm",),
+    "xai": ("grok",),
+    "cohere": ("command", "aya"),
+    "minimax": ("minimax",),
+    "01-ai": ("yi-",),
+}
+
+
+def _norm(s: str) -> str:
+    return "".join(ch for ch in s.lower() if ch.isalnum())
+
+
+def developer_of(model: str) -> str | None:
+    """The developer of ``model`` from its name (``'openai/gpt-4o'`` or ``'gpt-4o'``), or None.
+
+    Examples
+    --------
+    >>> developer_of("deepseek-ai/DeepSeek-V3"), developer_of("gpt-oss-120b"), developer_of("x")
+    ('deepseek', 'openai', None)
+    """
+    name = model.lower()
+    org, _, base = name.rpartition("/")
+    for dev, stems in DEVELOPERS.items():
+        if org and (_norm(dev) in _norm(org) or _norm(org) in _norm(dev)):
+            return dev
+        if any(base.startswith(s) for s in stems):
+            return dev
+    return None
+
+
+def choose_reference(
+    model: str, coverage: Mapping[str, tuple[int, int]], reference: str | None = None
+) -> tuple[str, str]:
+    """The reference provider of ``model`` and why it was chosen.
+
+    ``coverage[provider] = (scored calls, calls)``. The user's ``reference`` when it is among
+    the providers; else the model developer's own API (a provider whose name contains the
+    developer's, :func:`developer_of`); else the best-covered provider (most scored calls,
+    then most calls, then first by name).
+    """
+    if reference is not None and reference in coverage:
+        return reference, "named by the user"
+    dev = developer_of(model)
+    if dev is not None:
+        own = [p for p in coverage if _norm(dev) in _norm(str(p))]
+        if own:
+            return sorted(own, key=lambda p: (-coverage[p][0], str(p)))[0], "the developer's API"
+    best = sorted(coverage, key=lambda p: (-coverage[p][0], -coverage[p][1], str(p)))[0]
+    return best, "best covered"
+
+
+def _policy_difference(
+    g: pl.DataFrame, level: float
+) -> tuple[float, float, float, float, float, float]:
+    """Both policies' means and their difference with a cluster-robust (delta method) interval.
+
+    Returns ``(as_failures, excluded, difference, se, low, high)``; see
+    :func:`provider_audit`, Notes.
+    """
+    from scipy import stats
+
+    per = g.group_by("__cluster").agg(
+        pl.len().alias("n"),
+        pl.col("__err").sum().alias("e"),
+        pl.col("__fail").sum().alias("s"),
+    )
+    n = per["n"].to_numpy().astype(float)
+    e = per["e"].to_numpy().astype(float)
+    s = per["s"].to_numpy().astype(float)
+    m = n - e
+    big_n, big_m = n.sum(), m.sum()
+    if big_n == 0 or big_m == 0:
+        return (s.sum() / big_n if big_n else np.nan), np.nan, np.nan, np.nan, np.nan, np.nan
+    r_f, r_x = s.sum() / big_n, s.sum() / big_m
+    d = r_f - r_x
+    k = n.size
+    if k < 2:
+        return r_f, r_x, d, np.nan, np.nan, np.nan
+    u = (s - r_f * n) / big_n - (s - r_x * m) / big_m
+    se = float(np.sqrt(k / (k - 1) * np.sum(u**2)))
+    q = float(stats.t.ppf(0.5 + level / 2, k - 1))
+    return r_f, r_x, d, se, d - q * se, d + q * se
+
+
+def _item_means(sub: pl.DataFrame, provider: str, value: str) -> pl.DataFrame:
+    return sub.group_by(["__cluster", provider]).agg(pl.col(value).mean())
+
+
+def _paired(
+    wide: pl.DataFrame, a: str, b: str, level: float, n_resamples: int, seed: int
+) -> tuple[int, float, float, float, float, float]:
+    """(n, difference, low, high, pvalue, mdd) of ``a - b`` on the rows both have."""
+    if a not in wide.columns or b not in wide.columns:
+        return 0, np.nan, np.nan, np.nan, np.nan, np.nan
+    pair = wide.select(a, b).drop_nulls()
+    if pair.height < 2:
+        return pair.height, np.nan, np.nan, np.nan, np.nan, np.nan
+    x, y = pair[a].to_numpy(), pair[b].to_numpy()
+    if np.array_equal(x, y):
+        return pair.height, 0.0, 0.0, 0.0, 1.0, np.nan
+    res = paired_difference(x, y, confidence_level=level, n_resamples=n_resamples, seed=seed)
+    ci = res.confidence_interval
+    return pair.height, res.difference, ci.low, ci.high, res.pvalue, res.mdd
+
+
+def _identical_outputs(
+    df: pl.DataFrame, provider: str, output: str | None, a: str, ref: str
+) -> float | None:
+    """Share of (item, variant, run) calls of ``a`` whose output equals the reference's."""
+    if output is None:
+        return None
+    # the variant without the compared column (a derived variant key names it)
+    variant = pl.col("variant").str.replace_all(f"(^|\\|){re.escape(provider)}=[^|]*", "")
+    df = df.with_columns(variant.alias("__variant"))
+    key = ["__cluster", "__variant", "run"]
+    x = df.filter(pl.col(provider) == a).select(*key, pl.col(output).alias("__a"))
+    y = df.filter(pl.col(provider) == ref).select(*key, pl.col(output).alias("__b"))
+    both = x.join(y, on=key, how="inner").drop_nulls(["__a", "__b"])
+    if both.height == 0:
+        return None
+    return float((both["__a"] == both["__b"]).mean())
+
+
+def _setting_effects(
+    df: pl.DataFrame, keys: Sequence[str], settings: Sequence[str], output: str | None
+) -> pl.DataFrame:
+    """Per group of ``keys`` and setting, whether each level changes the outputs at all.
+
+    Each level is compared with the group's best-covered level on the calls both made (same
+    item, run and prompt variant): the share of identical answers (or responses).
+    """
+    schema = {k: df.schema[k] for k in keys} | {
+        "setting": pl.String,
+        "level": pl.String,
+        "reference_level": pl.String,
+        "n_calls": pl.Int64,
+        "identical_outputs": pl.Float64,
+        "no_effect": pl.Boolean,
+    }
+    rows = []
+    if output is not None:
+        for name in settings:
+            for key, g in _groups(df, list(keys)).items():
+                g = g.with_columns(pl.col(name).cast(pl.String))
+                cov = (
+                    g.filter(pl.col(output).is_not_null())
+                    .group_by(name)
+                    .len()
+                    .sort(["len", name], descending=[True, False], nulls_last=True)
+                )
+                levels = [v for v in cov[name].to_list() if v is not None]
+                if len(levels) < 2:
+                    continue
+                ref = levels[0]
+                for lev in sorted(levels[1:]):
+                    share = _identical_outputs(g, name, output, lev, ref)
+                    if share is None:
+                        continue
+                    n = g.filter(pl.col(name) == lev).height
+                    rows.append((*key, name, lev, ref, n, share, share == 1.0))
+    return pl.DataFrame(rows, schema=schema, orient="row").sort([*keys, "setting", "level"])
+
+
+def _verdict(row: Mapping[str, Any], alpha: float) -> str:
+    """One phrase: how a provider compares with the reference, and why."""
+    if row["is_reference"]:
+        return "reference"
+    if row["all_failed"]:
+        return "every call failed (errors)"
+    if not row["n_items"]:
+        return "no items shared with the reference"
+    same = row["identical_outputs"]
+    if same is not None and same == 1.0:
+        return "identical outputs (no effect)"
+    p_f, p_x, p_e = row["pvalue_adjusted"], row["pvalue_excluded_adjusted"], row["error_pvalue"]
+    sig_f = p_f is not None and not np.isnan(p_f) and p_f < alpha
+    sig_x = p_x is not None and not np.isnan(p_x) and p_x < alpha
+    sig_e = p_e is not None and not np.isnan(p_e) and p_e < alpha
+    if not sig_f and not sig_x:
+        return "within noise"
+    d = row["difference"] if sig_f else row["difference_excluded"]
+    word = "lower" if d < 0 else "higher"
+    if sig_x:
+        why = "answers and errors" if sig_e and sig_f else "answers"
+    else:
+        why = "errors"
+    return f"{word} ({why})"
+
+
+def _versus_reference(
+    df: pl.DataFrame,
+    by: Sequence[str],
+    provider: str,
+    *,
+    reference: str | None,
+    level: float,
+    n_resamples: int,
+    seed: int,
+    correction: str,
+) -> pl.DataFrame:
+    """Every provider of each group of ``by`` against the group's reference; see provider_audit."""
+    output = next((c for c in ("answer", "response") if c in df.columns), None)
+    alpha = 1.0 - level
+    rows = []
+    for key, g in _groups(df, list(by)).items():
+        cov = {
+            str(p): (int((~sub["__err"]).sum()), sub.height)
+            for (p,), sub in g.partition_by(provider, as_dict=True, maintain_order=True).items()
+        }
+        model = str(dict(zip(by, key)).get("model", key[0] if key else ""))
+        ref, why = choose_reference(model, cov, reference)
+        g = g.with_columns(pl.col(provider).cast(pl.String))
+        fail = _item_means(g, provider, "__fail").pivot(
+            on=provider, index="__cluster", values="__fail"
+        )
+        excl = _item_means(g.filter(~pl.col("__err")), provider, "__fail").pivot(
+            on=provider, index="__cluster", values="__fail"
+        )
+        errs = _item_means(
+            g.with_columns(pl.col("__err").cast(pl.Float64)), provider, "__err"
+        ).pivot(on=provider, index="__cluster", values="__err")
+        group_rows = []
+        for p in sorted(cov):
+            all_failed = cov[p][0] == 0 and cov[p][1] > 0
+            if p == ref:
+                n_f = int(fail[p].is_not_null().sum()) if p in fail.columns else 0
+                d_f = lo_f = hi_f = p_f = mdd = np.nan
+                d_x = lo_x = hi_x = p_x = d_e = p_e = np.nan
+            else:
+                n_f, d_f, lo_f, hi_f, p_f, mdd = _paired(fail, p, ref, level, n_resamples, seed)
+                _, d_x, lo_x, hi_x, p_x, _ = _paired(excl, p, ref, level, n_resamples, seed)
+                _, d_e, _, _, p_e, _ = _paired(errs, p, ref, level, n_resamples, seed)
+            group_rows.append(
+                {
+                    **dict(zip(by, key)),
+                    provider: p,
+                    "reference": ref,
+                    "reference_reason": why,
+                    "is_reference": p == ref,
+                    "all_failed": all_failed,
+                    "n_items": int(n_f),
+                    "difference": d_f,
+                    "ci_low": lo_f,
+                    "ci_high": hi_f,
+                    "pvalue": p_f,
+                    "mdd": mdd,
+                    "difference_excluded": d_x,
+                    "ci_low_excluded": lo_x,
+                    "ci_high_excluded": hi_x,
+                    "pvalue_excluded": p_x,
+                    "error_rate_difference": d_e,
+                    "error_pvalue": p_e,
+                    "identical_outputs": (
+                        None if p == ref else _identical_outputs(g, provider, output, p, ref)
+                    ),
+                }
+            )
+        for policy in ("", "_excluded"):
+            pv = np.array([r[f"pvalue{policy}"] for r in group_rows], dtype=float)
+            adj = adjust(pv, correction)
+            for r, a in zip(group_rows, adj):
+                r[f"pvalue{policy}_adjusted"] = float(a)
+        for r in group_rows:
+            r["verdict"] = _verdict(r, alpha)
+        rows.extend(group_rows)
+    schema = {b: df.schema[b] for b in by} | {
+        provider: pl.String,
+        "reference": pl.String,
+        "reference_reason": pl.String,
+        "is_reference": pl.Boolean,
+        "all_failed": pl.Boolean,
+        "n_items": pl.Int64,
+        "difference": pl.Float64,
+        "ci_low": pl.Float64,
+        "ci_high": pl.Float64,
+        "pvalue": pl.Float64,
+        "pvalue_adjusted": pl.Float64,
+        "mdd": pl.Float64,
+        "difference_excluded": pl.Float64,
+        "ci_low_excluded": pl.Float64,
+        "ci_high_excluded": pl.Float64,
+        "pvalue_excluded": pl.Float64,
+        "pvalue_excluded_adjusted": pl.Float64,
+        "error_rate_difference": pl.Float64,
+        "error_pvalue": pl.Float64,
+        "identical_outputs": pl.Float64,
+        "verdict": pl.String,
+    }
+    out = pl.DataFrame([{c: r.get(c) for c in schema} for r in rows], schema=schema)
+    return (
+        out.fill_nan(None)
+        .with_columns(
+            pl.lit(correction).alias("correction"), pl.lit(level).alias("confidence_level")
+        )
+        .sort([*by, provider])
+    )
+
+
 def provider_audit(
     observations: TableLike,
     *,
@@ -82,6 +417,9 @@ def provider_audit(
     seed: int = 0,
     latency_grid: Sequence[float] | None = None,
     by: Sequence[str] = ("model", "metric"),
+    reference: str | None = None,
+    correction: str = "holm",
+    settings: Sequence[str] | None = None,
     roles: str | Mapping[str, str] | None = None,
     design: Design | str | Path | None = None,
 ) -> ProviderAudit:
@@ -108,6 +446,17 @@ def provider_audit(
         from 0 to the largest latency.
     by : tuple of str, default ('model', 'metric')
         Columns that define the groups (a provider is audited within each group).
+    reference : str, optional
+        The provider every other one is compared with (``versus``), in each group where it
+        serves the model. Default: the model developer's own API when it is a provider
+        (:func:`developer_of`), else the best-covered provider (most scored calls).
+    correction : {'holm', 'bonferroni', 'hochberg', 'bh', 'none', ...}, default 'holm'
+        Multiplicity correction of the comparisons with the reference, over the providers of
+        one group (one family per group and policy).
+    settings : sequence of str, optional
+        Setting columns checked for any effect at all (``settings`` frame). Default: the
+        design's settings (:func:`evalstats.infer_design`) when the table was read through one,
+        else every factor column of 2 to 20 levels other than ``provider`` and ``by``.
     roles : str or mapping, optional
         Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
         file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
@@ -119,7 +468,8 @@ def provider_audit(
     Returns
     -------
     ProviderAudit
-        ``errors``, ``scores``, ``differences``, ``latency``, ``tail_quality`` frames.
+        ``errors``, ``scores``, ``policies``, ``versus``, ``differences``, ``latency``,
+        ``tail_quality`` frames.
 
     Raises
     ------
@@ -136,6 +486,26 @@ def provider_audit(
     on items (item means over variants and runs) with :func:`paired_difference`. The
     tail-to-quality curve is :math:`q(t) = \frac1N\sum_i s_i\,[\ell_i \le t]` with errors
     scored 0.
+
+    An errored call is a row with a non-null ``error``, with or without a score (loaders keep
+    calls that failed without one; see :mod:`evalstats.io._errors` for the classes). The
+    policies' difference :math:`D = C/N - C/(N-E)` gets a delta-method interval that is
+    robust to clustering on items: with per-item sums :math:`s_c, n_c, e_c` and
+    :math:`m_c = n_c - e_c`, the influence of item :math:`c` is
+    :math:`u_c = (s_c - R_f n_c)/N - (s_c - R_x m_c)/(N-E)`, :math:`\widehat{\mathrm{Var}}(D)
+    = \frac{G}{G-1}\sum_c u_c^2` over :math:`G` items, and the interval uses :math:`t_{G-1}`.
+
+    ``versus`` pairs each provider with the reference on the items both served (item means
+    over variants and runs, so repeated runs of an item are one unit), with
+    :func:`paired_difference` (its ``mdd`` at 80 % power), once with errors as failures and
+    once with errors excluded, and the item error rates likewise. The verdict: ``within
+    noise`` when neither policy's adjusted p-value is below :math:`1 -` ``confidence_level``;
+    else ``lower`` or ``higher`` with the reason: ``errors`` (only the errors-as-failures
+    difference is significant), ``answers`` (the difference remains with errors excluded) or
+    ``answers and errors`` (the error rates differ too); ``every call failed (errors)`` when
+    the provider answered no call at all; ``identical outputs (no effect)``
+    when every shared call gave the reference's answer (a setting that was not passed
+    through); ``no items shared with the reference`` when the two have no item in common.
     Checked against: planted error rates of :func:`evalstats.simulate.observations`
     (``tests/compare/test_providers.py``).
 
@@ -148,10 +518,11 @@ def provider_audit(
     >>> audit.errors.filter(category="timeout").select("provider", "rate").rows()
     [('a', 0.016), ('b', 0.107)]
     """
-    observations = analysis_input(observations, roles=roles, design=design).table
+    given = analysis_input(observations, roles=roles, design=design)
+    observations, inferred = given.table, given.design
     check_choice("method", method, ("cluster", "t", "wilson"))
     level = check_confidence_level(confidence_level)
-    lf = validate_observations(observations, require_item=True)
+    lf = validate_observations(observations, require_item=True, errored="keep")
     names = lf.collect_schema().names()
     if provider not in names:
         raise SchemaError(
@@ -162,9 +533,28 @@ def provider_audit(
     if provider in by:
         raise SchemaError(f"`by` must not contain the provider column {provider!r}.")
     keys = [*by, provider]
-    err = pl.col("error") if "error" in names else pl.lit(None, dtype=pl.String)
+    # a table built by hand (not read by a loader) may carry the raw error text or HTTP code:
+    # class it as the loaders do (a class stays itself)
+    err = error_class(pl.col("error")) if "error" in names else pl.lit(None, dtype=pl.String)
     cols = [pl.col(c) for c in dict.fromkeys([*keys, "dataset", "item", "variant", "run", "score"])]
     cols.append(err.alias("error"))
+    cols += [pl.col(c).cast(pl.String) for c in ("answer", "response") if c in names]
+    if settings is None:
+        # the design's settings when there is one, else factor columns of a few levels (the
+        # check is a join per level: prompt texts or ids of thousands of levels are no setting)
+        pool = inferred.settings if inferred is not None else factor_columns(names)
+        pool = [c for c in pool if c in names and c not in keys]
+        counts = lf.select(pl.col(c).n_unique() for c in pool).collect().row(0) if pool else ()
+        settings = [c for c, k in zip(pool, counts) if 2 <= k <= _MAX_SETTING_LEVELS]
+    else:
+        settings = list(settings)
+        missing = [c for c in settings if c not in names]
+        if missing:
+            raise SchemaError(
+                f"`settings` names {missing[0]!r}, which is not a column of the observation "
+                f"table (columns: {', '.join(names)})."
+            )
+    cols += [pl.col(c) for c in settings if c not in keys]
     if "latency_s" in names:
         cols.append(pl.col("latency_s"))
     df = lf.select(cols).collect()
@@ -230,6 +620,66 @@ def provider_audit(
         orient="row",
     ).with_columns(pl.lit(method).alias("method"), pl.lit(level).alias("confidence_level"))
     scores = scores.sort([*keys, "policy"])
+
+    # the two policies side by side, and their difference ---------------------------------
+    pol_rows = []
+    for key, g in _groups(df, keys).items():
+        pol_rows.append((*key, *_policy_difference(g, level)))
+    policies = pl.DataFrame(
+        pol_rows,
+        schema=key_schema
+        | {
+            "as_failures": pl.Float64,
+            "excluded": pl.Float64,
+            "difference": pl.Float64,
+            "difference_se": pl.Float64,
+            "difference_ci_low": pl.Float64,
+            "difference_ci_high": pl.Float64,
+        },
+        orient="row",
+    ).drop("as_failures", "excluded")
+    wide = [
+        scores.filter(pl.col("policy") == pol).select(
+            *keys,
+            pl.col("mean").alias(short),
+            pl.col("ci_low").alias(f"{short}_ci_low"),
+            pl.col("ci_high").alias(f"{short}_ci_high"),
+        )
+        for pol, short in (("errors_as_failures", "as_failures"), ("errors_excluded", "excluded"))
+    ]
+    any_err = errors.filter(pl.col("category") == "any").select(
+        *keys,
+        "n_calls",
+        "n_errors",
+        pl.col("rate").alias("error_rate"),
+        pl.col("ci_low").alias("error_ci_low"),
+        pl.col("ci_high").alias("error_ci_high"),
+    )
+    policies = (
+        any_err.join(wide[0], on=keys, nulls_equal=True)
+        .join(wide[1], on=keys, nulls_equal=True)
+        .join(policies, on=keys, nulls_equal=True)
+        .fill_nan(None)
+        .with_columns(pl.lit(level).alias("confidence_level"))
+        .sort(keys)
+    )
+
+    # every provider against the reference of its group ------------------------------------
+    check_choice("correction", correction, tuple(CORRECTIONS))
+    versus = _versus_reference(
+        df,
+        by,
+        provider,
+        reference=reference,
+        level=level,
+        n_resamples=n_resamples,
+        seed=seed,
+        correction=correction,
+    )
+
+    # settings that change nothing ----------------------------------------------------------
+    output = next((c for c in ("answer", "response") if c in df.columns), None)
+    setting_effects = _setting_effects(df, keys, settings, output)
 
     # paired provider differences on shared items ------------------------------------------
     diff_frames = []
@@ -312,4 +762,8 @@ def provider_audit(
         confidence_level=level,
         method=method,
         seed=seed,
+        policies=policies,
+        versus=versus,
+        correction=correction,
+        settings=setting_effects,
     )

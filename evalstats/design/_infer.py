@@ -534,8 +534,9 @@ def design_and_table(
     if ingest is None and not is_canonical(table):
         read, explicit = read_frame(observations, roles=explicit)
         table, ingest = read.observations, read.report
-    # the canonical columns a hand-built frame may lack (metric, run, variant), no value scan
-    lf = validate_observations(table, check_values=False)
+    # the canonical columns a hand-built frame may lack (metric, run, variant), no value scan;
+    # errored calls without a score stay (the provider audit counts them; analyses drop them)
+    lf = validate_observations(table, check_values=False, errored="keep")
     names = lf.collect_schema().names()
     unknown = [c for c in explicit if c not in names and not _read_at_ingest(c, ingest)]
     if unknown:

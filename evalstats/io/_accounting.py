@@ -492,15 +492,17 @@ def run_part(plan: Plan, spec: PartSpec, *, units: bool = True, ids: bool = Fals
     # --- sums per group --------------------------------------------------------------------
     ng = groups.height
     score = df["__score"].to_numpy()
-    kg = gid[kept]
+    # an errored call kept without a score is in no unit: units average scored rows only
+    scored = kept & ~np.isnan(score) if "error" in plan.schema else kept
+    kg = gid[scored]
     cols = {
-        "__sum": np.bincount(kg, weights=score[kept], minlength=ng),
+        "__sum": np.bincount(kg, weights=score[scored], minlength=ng),
         "__n": np.bincount(kg, minlength=ng),
         "__n_dup": np.bincount(gid[dup], minlength=ng) if dup.any() else np.zeros(ng, np.int64),
     }
     if "error" in plan.schema:
         err = df["error"].is_not_null().to_numpy()
-        cols["__n_err"] = np.bincount(gid[kept & err], minlength=ng)
+        cols["__n_err"] = np.bincount(gid[scored & err], minlength=ng)
     keep = (cols["__n"] > 0) | (cols["__n_dup"] > 0)
     groups = groups.hstack([pl.Series(k, v) for k, v in cols.items()]).filter(pl.Series(keep))
     passthrough = None
@@ -514,7 +516,7 @@ def run_part(plan: Plan, spec: PartSpec, *, units: bool = True, ids: bool = Fals
         extra_cols = [n_items.alias("n_items")]
         if "error" in plan.schema:
             extra_cols.append(pl.col("error").is_not_null().cast(pl.Int64).alias("n_errors"))
-        passthrough = df.filter(pl.Series(kept)).select(
+        passthrough = df.filter(pl.Series(scored)).select(
             [*ucols, "__src", "__row", pl.col("__score").alias("score"), *extra_cols]
         )
         if plan.variant is not None:

@@ -229,7 +229,28 @@ def finalize(
     acc = account(plan, units=False, ids=True)
     if acc.first_invalid is not None:
         raise_invalid(plan, acc.first_invalid)
-    return Ingest(observations(plan, acc.scale, acc.ids), report_of(plan, acc))
+    obs = observations(plan, acc.scale, acc.ids)
+    return Ingest(obs, report_of(plan, acc, error_counts(plan, obs)))
+
+
+def error_counts(plan: Plan, obs: pl.LazyFrame) -> tuple[dict[str, int], int]:
+    """Rows kept that record an error, by class, and how many of them have no score.
+
+    Read from the observation table itself (one streaming pass over two columns), so the
+    counts are exactly those of the rows kept.
+    """
+    if "error" not in plan.schema:
+        return {}, 0
+    got = (
+        obs.filter(pl.col("error").is_not_null())
+        .group_by("error")
+        .agg(pl.len().alias("n"), pl.col("score").is_null().sum().alias("unscored"))
+        .collect(engine="streaming")
+    )
+    return (
+        {str(k): int(v) for k, v in zip(got["error"], got["n"])},
+        int(got["unscored"].sum()) if got.height else 0,
+    )
 
 
 def copied_files(
@@ -397,6 +418,10 @@ def prepare(
             f = f.with_columns(step)
         aligned.append(f)
     schema = aligned[0].collect_schema()
+    if "error" in schema:
+        # an errored call is an observation: its class in `error`, kept with a null score
+        aligned = [f.with_columns(_error_steps(schema)) for f in aligned]
+        schema = aligned[0].collect_schema()
     factor_list = list(factors) if factors is not None else factor_columns(schema.names())
     if "variant" not in schema:
         if variant is None:
@@ -473,14 +498,21 @@ def prepare(
         )
     )
     s = pl.col("__score")
+    # a call with a recorded error is kept without a score (counted by class on the report)
+    clean = pl.col("error").is_null() if "error" in schema else pl.lit(True)
     rules += [
         Check(
             "missing_score",
-            pl.col("score").is_null(),
+            pl.col("score").is_null() & clean,
             column="score",
             message="expected a number, got a missing value",
         ),
-        Check("unparseable_score", s.is_null(), column="score", message="expected a number"),
+        Check(
+            "unparseable_score",
+            s.is_null() & clean,
+            column="score",
+            message="expected a number",
+        ),
         Check(
             "nonfinite_score",
             s.is_nan() | s.is_infinite(),
@@ -533,6 +565,35 @@ def prepare(
         extra_read=dict(extra_read or {}),
         column_rules=tuple(column_rules),
     )
+
+
+def _error_steps(schema: pl.Schema) -> list[pl.Expr]:
+    """``error`` as a class (:mod:`evalstats.io._errors`), and the score of an errored call.
+
+    A call with no error recorded, no score and a blank response is ``empty``; a truncated
+    call whose response repeats a span is ``repetition``; an errored call's non-finite score
+    (NaN written for a failed call) is a missing one.
+    """
+    from evalstats.io._errors import error_class, repetition_class
+
+    err = error_class(pl.col("error"))
+    raw = pl.col("score")
+    if "response" in schema:
+        blank = pl.col("response").cast(pl.String).str.strip_chars().fill_null("") == ""
+        no_score = raw.is_null()
+        if schema["score"] == pl.String:
+            no_score = no_score | (raw.str.strip_chars() == "")
+        err = pl.when(err.is_null() & no_score & blank).then(pl.lit("empty")).otherwise(err)
+        err = repetition_class(err, pl.col("response"))
+    steps = [err.alias("error")]
+    if schema["score"].is_float():
+        steps.append(
+            pl.when(err.is_not_null() & ~raw.is_finite())
+            .then(pl.lit(None, dtype=schema["score"]))
+            .otherwise(raw)
+            .alias("score")
+        )
+    return steps
 
 
 #: Columns whose values are names: stripped of surrounding whitespace and put in Unicode
@@ -598,8 +659,10 @@ def _merge_notes(
     return notes
 
 
-def report_of(plan: Plan, acc: Accounting) -> IngestReport:
-    """The ingest report of an accounting pass."""
+def report_of(
+    plan: Plan, acc: Accounting, errors: tuple[Mapping[str, int], int] = ({}, 0)
+) -> IngestReport:
+    """The ingest report of an accounting pass (``errors``: see :func:`error_counts`)."""
     set_aside = dict(acc.set_aside)
     examples = []
     for reason in sorted(acc.examples):
@@ -631,6 +694,8 @@ def report_of(plan: Plan, acc: Accounting) -> IngestReport:
         notes=tuple(notes),
         metrics=tuple(metrics),
         columns=plan.column_rules,
+        errors=errors[0],
+        errors_unscored=errors[1],
     )
 
 

@@ -90,6 +90,13 @@ class IngestReport:
         What the loader decided about source columns beyond their canonical roles (a column of
         free text left out, a task configuration that makes variants), each with its
         evidence; :func:`evalstats.design.infer_design` starts from these.
+    errors : Mapping[str, int]
+        Rows kept that record an errored call, by error class (``rate_limit``,
+        ``server_error``, ``timeout``, ``empty``, ``truncated``, ...; see
+        :mod:`evalstats.io._errors`). They are part of ``rows_kept``.
+    errors_unscored : int
+        How many of them carry no score: the provider audit counts them, every other analysis
+        reads scored rows only.
     """
 
     format: str
@@ -102,10 +109,19 @@ class IngestReport:
     metrics: tuple[MetricInfo, ...] = ()
     by_format: tuple[FormatCount, ...] = ()
     columns: tuple[ColumnRule, ...] = ()
+    errors: Mapping[str, int] = field(default_factory=dict)
+    errors_unscored: int = 0
 
     def __post_init__(self) -> None:
         clean = {k: int(v) for k, v in sorted(self.set_aside.items()) if int(v) > 0}
         object.__setattr__(self, "set_aside", MappingProxyType(clean))
+        errs = {k: int(v) for k, v in sorted(self.errors.items()) if int(v) > 0}
+        object.__setattr__(self, "errors", MappingProxyType(errs))
+        if not 0 <= self.errors_unscored <= sum(errs.values()) <= self.rows_kept:
+            raise AssertionError(  # a bug in a loader, never a user error
+                f"ingest error counts broken: {self.errors_unscored} unscored of "
+                f"{sum(errs.values())} errored rows, {self.rows_kept} kept"
+            )
         if not self.by_format:
             counts = FormatCount(self.format, len(self.sources), self.rows_read, self.rows_kept)
             object.__setattr__(self, "by_format", (counts,))
@@ -144,6 +160,8 @@ class IngestReport:
             "columns": [
                 {"column": c.column, "role": c.role, "evidence": c.evidence} for c in self.columns
             ],
+            "errors": dict(self.errors),
+            "errors_unscored": self.errors_unscored,
         }
 
     def to_json(self) -> str:
@@ -164,6 +182,14 @@ class IngestReport:
                     f"  {c.format}: {plural(c.files, 'file')}, "
                     f"{plural(c.rows_read, 'row')} read, {c.rows_kept} kept"
                 )
+        if self.errors:
+            n_err = sum(self.errors.values())
+            classes = ", ".join(f"{v} {k}" for k, v in self.errors.items())
+            lines.append(
+                f"  kept {plural(n_err, 'errored call')} ({classes}), "
+                f"{self.errors_unscored} without a score (counted by the provider audit; other "
+                "analyses read scored rows only)"
+            )
         for reason, count in self.set_aside.items():
             lines.append(f"  set aside {count} x {reason}")
             for ex in self.examples:
@@ -185,9 +211,12 @@ class IngestReport:
         """Sum several reports (one per file or per source) into one."""
         reports = list(reports)
         set_aside: dict[str, int] = {}
+        errors: dict[str, int] = {}
         for r in reports:
             for k, v in r.set_aside.items():
                 set_aside[k] = set_aside.get(k, 0) + v
+            for k, v in r.errors.items():
+                errors[k] = errors.get(k, 0) + v
         return cls(
             format=format or (reports[0].format if reports else "unknown"),
             sources=tuple(s for r in reports for s in r.sources),
@@ -198,6 +227,8 @@ class IngestReport:
             notes=tuple(n for r in reports for n in r.notes),
             metrics=tuple({m.name: m for r in reports for m in r.metrics}.values()),
             columns=tuple({c.column: c for r in reports for c in r.columns}.values()),
+            errors=errors,
+            errors_unscored=sum(r.errors_unscored for r in reports),
         )
 
 

@@ -230,8 +230,10 @@ def read_inspect(
     0, 0; numbers and booleans are cast; ``yes``/``true``/``no``/``false`` and numeric strings are
     parsed. Departure from Inspect: a value it cannot convert (Inspect warns and uses 0) is
     reported as ``unparseable_score``. Samples without a score (``scores`` empty, the chosen
-    scorer missing, or a NaN value, Inspect's "unscored") are set aside as ``unscored``, and
-    samples that ended in an error as ``sample_error``; both are counted, never an error.
+    scorer missing, or a NaN value, Inspect's "unscored") are set aside as ``unscored``;
+    samples that ended in an error (``sample.error``) are kept without a score, with their
+    error message classed in ``error`` (``rate_limit``, ``timeout``, ...): the provider audit
+    counts them, the other analyses read scored rows only.
     Samples are numbered (the report's ``row``) in Inspect's order: by epoch, then id.
     Checked against: real logs read in place from ../shared/data (``inspect-logs/``,
     inspect_ai's test fixtures, and ``real-logs/inspect/``), logs written by inspect_ai itself
@@ -307,12 +309,8 @@ def read_inspect(
             path=parts[0][0] if len(parts) == 1 else str(path),
         )
     checks = [
-        Check(
-            "sample_error",
-            pl.col("__sample_error"),
-            quirk=True,
-            message="the sample ended in an error and has no score",
-        ),
+        # a sample that ended in an error (sample.error) is kept with its error class and no
+        # score: the provider audit counts it (evalstats.io._errors)
         Check(
             "unscored",
             pl.col("__unscored"),
@@ -843,6 +841,13 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
+def _sample_error(sample: dict) -> str:
+    """The text of a sample's ``error`` (its message), classed later; never empty."""
+    err = sample.get("error")
+    text = err.get("message") if isinstance(err, dict) else err
+    return str(text).strip() if text is not None and str(text).strip() else "error"
+
+
 def _completion(sample: dict) -> str | None:
     out = sample.get("output")
     if not isinstance(out, dict):
@@ -916,6 +921,7 @@ def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
             "__input_text",
             "__unscored",
             "__sample_error",
+            "error",
         )
     }
     scored = 0
@@ -946,6 +952,7 @@ def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
         rows["__input_text"].append(s.get("input") if isinstance(s.get("input"), str) else None)
         rows["__unscored"].append(unscored and not errored)
         rows["__sample_error"].append(errored)
+        rows["error"].append(_sample_error(s) if errored else None)
     schema = {
         "model": pl.String,
         "dataset": pl.String,
@@ -958,6 +965,7 @@ def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
         "__input_text": pl.String,
         "__unscored": pl.Boolean,
         "__sample_error": pl.Boolean,
+        "error": pl.String,
     }
     frame = pl.DataFrame(rows, schema=schema)
     if chosen is not None:

@@ -17,6 +17,7 @@ from evalstats.io._columns import (
     parse_mapping,
     resolve_roles,
 )
+from evalstats.io._errors import fold_error_columns
 from evalstats.io._files import (
     duplicate_json_keys,
     expand_paths,
@@ -121,6 +122,10 @@ def read_table(
             # file per model, dataset or variant that name it nowhere inside
             lf = lf.with_columns(pl.lit(_stem(f), dtype=pl.String).alias(FILE_ROLE))
             names = [*names, FILE_ROLE]
+        # how each call ended (error text, HTTP status, finish reason): one `error` column
+        lf, names, folded = fold_error_columns(lf, names, explicit=list(mapping))
+        if folded and folded not in notes:
+            notes.append(folded)
         flagged = "__bad_json" in names
         if flagged:
             names = [n for n in names if n != "__bad_json"]

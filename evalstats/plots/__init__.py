@@ -29,6 +29,7 @@ _FUNCTIONS: dict[str, str] = {
     "plot_differences": "evalstats.plots.compare",
     "plot_score_distribution": "evalstats.plots.compare",
     "plot_critical_difference": "evalstats.plots.compare",
+    "plot_provider_audit": "evalstats.plots.compare",
     "plot_provider_comparison": "evalstats.plots.compare",
     "plot_tail_quality": "evalstats.plots.compare",
     "plot_noise_components": "evalstats.plots.noise",

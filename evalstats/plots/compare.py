@@ -26,6 +26,7 @@ __all__ = [
     "plot_critical_difference",
     "plot_differences",
     "plot_intervals",
+    "plot_provider_audit",
     "plot_provider_comparison",
     "plot_score_distribution",
     "plot_tail_quality",
@@ -573,3 +574,148 @@ def _flat_from(frame: pl.DataFrame, share: float = 0.995) -> float | None:
     end = float(frame["latency_s"].max())
     right = 1.1 * max(reach)
     return right if 0 < right < 0.8 * end else None
+
+
+#: Colour of a provider's tick label by the first word of its verdict (``provider_audit``).
+_VERDICT_COLORS = {
+    "reference": "black",
+    "lower": "#b2182b",
+    "every": "#b2182b",
+    "higher": "#2166ac",
+    "within": "#4d4d4d",
+    "identical": "#8c510a",
+    "no": "#999999",
+}
+
+
+@plain_text
+def plot_provider_audit(audit: Any, *, model: str | None = None, ax: Any = None) -> Any:
+    """One model's providers, sorted: both scores with intervals, and errors by class beside.
+
+    Left panel: the score with errors scored as failures (filled circle) and with errors
+    excluded (open square), each with its interval; providers sorted by the first, the
+    reference in bold, each tick label coloured by the provider's verdict (red lower, blue
+    higher, grey within noise, brown identical outputs). Right panel: the error rate stacked
+    by class. Tick labels shrink with the number of providers, so 40 to 80 endpoints fit on
+    one page.
+
+    Parameters
+    ----------
+    audit : ProviderAudit
+        Result of :func:`evalstats.compare.provider_audit`.
+    model : str, optional
+        The model to draw; required when the audit holds several.
+    ax : matplotlib.axes.Axes, optional
+        Axes for the score panel (the error panel is then left out); a new two-panel figure
+        otherwise.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Raises
+    ------
+    SchemaError
+        ``model`` is missing while the audit holds several models, or names none of them.
+
+    Examples
+    --------
+    >>> from evalstats.compare import provider_audit
+    >>> from evalstats.simulate import demo_observations
+    >>> fig = plot_provider_audit(provider_audit(demo_observations()), model="m0")  # doctest: +SKIP
+    """
+    plt, _ = require_plotting()
+    policies, versus, errors = audit.policies, audit.versus, audit.errors
+    provider = (
+        next(c for c in versus.columns if c not in ("model", "metric"))
+        if len(versus.columns)
+        else "provider"
+    )
+    models = (
+        sorted({str(m) for m in policies["model"].to_list()}) if "model" in policies.columns else []
+    )
+    if model is None:
+        if len(models) > 1:
+            raise SchemaError(
+                f"the audit holds {len(models)} models ({', '.join(models[:5])}"
+                f"{', ...' if len(models) > 5 else ''}); name one with `model`."
+            )
+        model = models[0] if models else None
+    elif model not in models:
+        raise SchemaError(f"`model` {model!r} is not in the audit (models: {', '.join(models)}).")
+    pick = (lambda f: f.filter(pl.col("model") == model)) if model is not None else (lambda f: f)
+    pol = pick(policies).sort("as_failures", descending=True, nulls_last=True)
+    ver = pick(versus)
+    verdict = dict(zip(ver[provider].cast(pl.String), ver["verdict"])) if ver.height else {}
+    names = [str(p) for p in pol[provider].to_list()]
+    n = len(names)
+    # the style's tick size up to 25 rows, its smallest size beyond (the style's sizes only)
+    size = None if n <= 25 else "x-small"
+    height = fit_height(n, per_row=0.26 if n <= 25 else 0.11, extra=1.0)
+    if ax is None:
+        fig, (ax, ax_err) = plt.subplots(
+            1,
+            2,
+            figsize=(6.8, height),
+            sharey=True,
+            layout="constrained",
+            gridspec_kw={"width_ratios": [3, 1.3]},
+        )
+    else:
+        fig, ax_err = ax.figure, None
+    y = list(range(n))
+    for col, marker, face, lab in (
+        ("as_failures", "o", None, "errors as failures"),
+        ("excluded", "s", "white", "errors excluded"),
+    ):
+        mean = pol[col].cast(pl.Float64).to_numpy()
+        # an interval that is not defined (one item) draws no bar, not a NaN one
+        low = (mean - pol[f"{col}_ci_low"].cast(pl.Float64).to_numpy()).clip(0)
+        high = (pol[f"{col}_ci_high"].cast(pl.Float64).to_numpy() - mean).clip(0)
+        low[low != low] = 0.0
+        high[high != high] = 0.0
+        ax.errorbar(
+            mean,
+            y,
+            xerr=[low, high],
+            fmt=marker,
+            markersize=4 if n <= 25 else 3,
+            color=COLORS.get("reference", "black") if marker == "o" else "#555555",
+            markerfacecolor=face,
+            capsize=2 if n <= 25 else 0,
+            linewidth=0.8,
+            label=lab,
+        )
+    ax.set_yticks(y, names, fontsize=size)
+    for tick, name in zip(ax.get_yticklabels(), names):
+        v = verdict.get(name, "")
+        tick.set_color(_VERDICT_COLORS.get(v.split(" ")[0], "black") if v else "black")
+        if v == "reference":
+            tick.set_fontweight("bold")
+    ax.set_ylim(max(n, 1) - 0.5, -0.5)
+    ax.set_xlabel(label("score", pol))
+    ax.set_ylabel(f"{model}: {provider}" if model is not None else provider)
+    _legend_above(ax)
+    if ax_err is not None:
+        err = pick(errors).filter(pl.col("category") != "any", pl.col("n_errors") > 0)
+        classes = sorted(set(err["category"].to_list()))
+        left = [0.0] * n
+        cmap = plt.get_cmap("tab10")
+        for k, cls in enumerate(classes):
+            rate = dict(
+                zip(
+                    err.filter(pl.col("category") == cls)[provider].cast(pl.String),
+                    err.filter(pl.col("category") == cls)["rate"],
+                )
+            )
+            width = [float(rate.get(p, 0.0)) for p in names]
+            ax_err.barh(
+                y, width, left=left, height=0.7, color=cmap(k % 10), label=cls.replace("_", " ")
+            )
+            left = [a + b for a, b in zip(left, width)]
+        ax_err.set_xlabel("error rate")
+        ax_err.set_xlim(0, max([*left, 0.05]) * 1.05)
+        if classes:
+            ax_err.legend(fontsize="x-small", frameon=False, loc="upper right")
+        ax_err.tick_params(axis="y", labelleft=False)
+    return fig

@@ -314,12 +314,17 @@ def _run_audit(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
 def _run_providers(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
     from evalstats.compare import provider_audit
 
-    res = provider_audit(ctx.obs, **p)
-    tables = {
-        "scores": res.scores,
+    # every call, the errored ones without a score included (the other analyses: scored rows)
+    res = provider_audit(ctx.obs if ctx.calls is None else ctx.calls, **p)
+    tables = {  # the first is what `evalstats providers` writes by default
+        "versus": res.versus,
+        "policies": res.policies,
         "errors": res.errors,
+        "scores": res.scores,
         "differences": res.differences,
     }
+    if res.settings.height:
+        tables["settings"] = res.settings
     if res.latency.height:
         tables["latency"] = res.latency
         tables["tail_quality"] = res.tail_quality
@@ -347,7 +352,12 @@ def _anova_fixed(ctx: Context) -> dict[str, Any]:
 def _provider_fixed(ctx: Context) -> dict[str, Any]:
     if ctx.data.provider is not None:
         return {}
-    # errors but no provider column: audit the error rates and policies per model
+    # errors but no provider column: compare the levels of the design's first setting that
+    # varies (a judge's configurations, a quantization, a temperature), within each model
+    held = [c for c in (getattr(ctx.design, "held", None) or ()) if c in ctx.obs.columns]
+    if held:
+        return {"provider": held[0]}
+    # no setting either: audit the error rates and policies per model
     return {"provider": "model", "by": ()}
 
 

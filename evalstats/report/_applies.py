@@ -32,6 +32,18 @@ class Context:
     #: The report's seed, for what an analysis draws beside its function's own call (the
     #: sparse-grid model's posterior draws of the moments analysis).
     seed: int = 0
+    #: Every call, errored calls kept without a score included (None: there are none); the
+    #: provider audit reads it, every other analysis ``obs`` (scored rows only).
+    calls: pl.DataFrame | None = None
+
+
+def split_calls(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """``(scored rows, every call or None)``: errored calls without a score apart."""
+    if "error" not in table.columns:
+        return table, None
+    unscored = pl.col("score").is_null() & pl.col("error").is_not_null()
+    scored = table.filter(~unscored)
+    return scored, (table if scored.height < table.height else None)
 
 
 #: The analysis of the design (:attr:`evalstats.design.Design.supports`) that decides whether

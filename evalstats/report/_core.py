@@ -341,7 +341,8 @@ def audit_report(
                 table = apply_design(table, design)
             else:
                 given = kept
-        obs = validate_observations(table)
+        # errored calls without a score stay: the provider audit counts them (see _audit)
+        obs = validate_observations(table, errored="keep")
         chosen = _variant_roles(obs, variant_factors)
         if design is None or any(given.get(k) != v for k, v in chosen.items()):
             # the variant factors asked for are roles of the design: prompt or setting
@@ -434,9 +435,13 @@ def _audit(
     """The body of :func:`audit_report`, run under its item-set rule."""
     from evalstats.aggregate import to_units
     from evalstats.factors import held_factors
+    from evalstats.report._applies import split_calls
 
+    obs, calls = split_calls(obs)  # analyses read scored rows; the provider audit every call
     n_workers = resolve_workers(workers, obs.height)
     data = summarise(obs, factors)
+    if calls is not None:
+        data = dataclasses.replace(data, n_errors=int(calls["error"].is_not_null().sum()))
     if design is not None:
         inferred = tuple(
             c.column
@@ -464,6 +469,7 @@ def _audit(
         variant_factors=variant_factors,
         item_rule=on_mismatch,
         design=design,
+        calls=calls,
     )
     reasons: dict[str, str | None] = {}
     units = to_units(obs).collect()

@@ -529,6 +529,10 @@ def _default_figures(report: ReportContents) -> list[FigureSpec]:
     return specs
 
 
+#: At most this many per-model provider figures (the tables hold every model).
+_MAX_PROVIDER_FIGURES = 12
+
+
 def _provider_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
 
@@ -538,17 +542,23 @@ def _provider_figures(report: ReportContents) -> list[FigureSpec]:
     if result.params["provider"] == "model":  # errors audited per model: no provider axis
         return []
     res = result.objects["providers"]
-    specs = [
-        FigureSpec(
-            "provider_scores",
-            "Accuracy per provider under two error policies",
-            f"Mean {noun(report)} per model and provider with its {res.confidence_level:.0%} "
-            f"interval ({res.method}): errors scored as failures (circles) or left out "
-            "(squares).",
-            "providers",
-            lambda pal: plots.plot_provider_comparison(res, palette=pal),
+    models = sorted({str(m) for m in res.policies["model"].to_list()})
+    specs = []
+    for k, model in enumerate(models[:_MAX_PROVIDER_FIGURES]):
+        # one figure per model: its providers sorted, errors by class beside (40-80 rows read)
+        specs.append(
+            FigureSpec(
+                "provider_scores" if k == 0 else f"provider_scores_{k + 1}",
+                f"Providers of {model}: two error policies and the errors",
+                f"{model}: mean {noun(report)} per provider with its {res.confidence_level:.0%} "
+                f"interval ({res.method}), errors scored as failures (filled circles) or left "
+                "out (open squares), providers sorted by the first; the reference in bold, "
+                "labels red where the provider is lower than the reference beyond noise, blue "
+                "where higher; right: the error rate stacked by class.",
+                "providers",
+                lambda pal, model=model: plots.plot_provider_audit(res, model=model),
+            )
         )
-    ]
     if res.tail_quality.height:
         specs.append(
             FigureSpec(

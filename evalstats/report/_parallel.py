@@ -123,8 +123,12 @@ def _init(
     from evalstats._procs import adopt
 
     adopt(parent)
+    from evalstats.report._applies import split_calls
+
+    obs, calls = split_calls(pl.read_ipc(path))
     _WORKER["ctx"] = Context(
-        obs=pl.read_ipc(path),
+        obs=obs,
+        calls=calls,
         data=data,
         default=default,
         done={},
@@ -190,7 +194,10 @@ def run_all(
         from evalstats._output import writing
 
         with writing(path, what="cannot write the workers' copy of the table"):
-            ctx.obs.write_ipc(path, compression="uncompressed")
+            # every call: the workers split the errored ones off again (split_calls)
+            (ctx.obs if ctx.calls is None else ctx.calls).write_ipc(
+                path, compression="uncompressed"
+            )
         pool = cf.ProcessPoolExecutor(
             max_workers=workers,
             mp_context=worker_context(),

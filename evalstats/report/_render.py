@@ -130,6 +130,17 @@ footer .inner { padding-top: 1rem; padding-bottom: 1.5rem; }
 """
 
 
+def errored_calls(ing: Any) -> str:
+    """One sentence: the errored calls kept, by class, and how many carry no score."""
+    n = sum(ing.errors.values())
+    classes = ", ".join(f"{v:,} {k.replace('_', ' ')}" for k, v in ing.errors.items())
+    return (
+        f"Kept {n:,} errored call{'s' if n != 1 else ''} ({classes}); {ing.errors_unscored:,} "
+        "without a score: the provider audit counts them, the other analyses read scored rows "
+        "only."
+    )
+
+
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
@@ -321,6 +332,8 @@ def _html_data(report: ReportContents) -> str:
             f"read from {plural(len(ing.sources), 'file')}, {ing.rows_kept:,} kept, "
             f"{ing.rows_set_aside:,} set aside (read = kept + set aside).</p>"
         )
+        if ing.errors:
+            parts.append(f"<p>{_e(errored_calls(ing))}</p>")
         if ing.set_aside:
             frame = pl.DataFrame(
                 {"reason": list(ing.set_aside), "rows": list(ing.set_aside.values())}
@@ -490,6 +503,8 @@ def render_markdown(
             f"Ingest ({md(ing.format)}): {ing.rows_read:,} rows read, {ing.rows_kept:,} kept, "
             f"{ing.rows_set_aside:,} set aside.",
         ]
+        if ing.errors:
+            out.append(f"- {md(errored_calls(ing))}")
         out += [f"- set aside {n} × {md(reason)}" for reason, n in ing.set_aside.items()]
         out += [f"- note: {md(n)}" for n in loader_notes(report)]
     for key, title in SECTIONS.items():

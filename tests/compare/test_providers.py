@@ -102,3 +102,78 @@ def test_missing_provider_column_names_it():
     obs = observations(n_models=1, n_items=5, n_variants=1, seed=0)
     with pytest.raises(SchemaError, match="provider column 'provider'"):
         provider_audit(obs)
+
+
+def test_errored_calls_without_a_score_are_counted(tmp_path):
+    """A dump whose errored calls carry no score: the audit counts them (it used to see none)."""
+    from evalstats.cli import main
+
+    dump = pl.DataFrame(
+        {
+            "model": ["m"] * 8,
+            "provider": ["a"] * 4 + ["b"] * 4,
+            "item": ["1", "2", "3", "4"] * 2,
+            "score": [1.0, 1.0, None, None, 1.0, 0.0, 1.0, 0.0],
+            "error": ["", "", "429 Too Many Requests", "503 Service Unavailable"] + [""] * 4,
+        }
+    )
+    path = tmp_path / "dump.csv"
+    dump.write_csv(path)
+    from evalstats.io import read_table
+
+    res = provider_audit(read_table(path).observations, n_resamples=99)
+    rates = res.errors.filter(pl.col("category") == "any").select("provider", "n_errors")
+    assert rates.rows() == [("a", 2), ("b", 0)]
+    s = res.scores.filter(pl.col("provider") == "a").sort("policy")
+    assert s["mean"].to_list() == pytest.approx([0.5, 1.0])  # as failures, excluded
+    out = tmp_path / "errors.csv"
+    assert main(["providers", str(path), "--table", "errors", "--out", str(out)]) == 0
+    cli = pl.read_csv(out).filter(pl.col("category") == "any")
+    assert cli.select("provider", "n_errors").rows() == [("a", 2), ("b", 0)]
+
+
+def test_a_provider_whose_every_call_failed_is_named_so_and_raw_error_text_is_classed():
+    """Seven items are too few for a paired test; a provider that never answered is a finding.
+
+    The shape of a real dump (a judge called under four settings, one refused with HTTP 400):
+    a hand-built table keeps the raw error text, which the audit classes as the loaders do.
+    """
+    rows = []
+    for item in range(7):
+        for run in range(10):
+            rows.append(("ref", str(item), run, float((item + run) % 2), None))
+            rows.append(("gone", str(item), run, None, "Error code: 400 - invalid_request_error"))
+    obs = pl.DataFrame(
+        rows, schema=["provider", "item", "run", "score", "error"], orient="row"
+    ).with_columns(pl.lit("judge").alias("model"), pl.lit("d").alias("dataset"))
+    res = provider_audit(obs, reference="ref", n_resamples=99)
+    row = res.versus.filter(pl.col("provider") == "gone").row(0, named=True)
+    assert row["all_failed"] and row["verdict"] == "every call failed (errors)"
+    err = res.errors.filter(pl.col("provider") == "gone", pl.col("n_errors") > 0)
+    assert dict(err.select("category", "n_errors").rows()) == {"any": 70, "not_found": 70}
+
+
+def test_settings_checked_by_default_are_few_level_factors():
+    """A factor of 25 levels (a prompt id) is not checked unless named; a 2-level one is."""
+    n = 50
+    obs = pl.DataFrame(
+        {
+            "model": ["m"] * (4 * n),
+            "dataset": ["d"] * (4 * n),
+            "provider": ["a", "b"] * (2 * n),
+            "item": [str(i // 4) for i in range(4 * n)],
+            "effort": (["low"] * 2 + ["high"] * 2) * n,
+            "prompt_id": [f"p{(i // 4) % 25}" for i in range(4 * n)],
+            "answer": ["A"] * (4 * n),
+            "score": [1.0] * (4 * n),
+        }
+    )
+    res = provider_audit(obs, n_resamples=99)
+    assert set(res.settings["setting"]) == {"effort"}
+    assert res.settings["no_effect"].all()
+    res = provider_audit(obs, settings=("effort",), n_resamples=99)
+    assert set(res.settings["setting"]) == {"effort"}
+    res = provider_audit(obs, settings=(), n_resamples=99)
+    assert res.settings.height == 0
+    with pytest.raises(SchemaError, match="`settings` names 'nope'"):
+        provider_audit(obs, settings=("nope",))

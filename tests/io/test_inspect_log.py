@@ -119,9 +119,11 @@ def test_json_log_epochs_and_scorers_match_independent_computation(logs, scorer)
     doc = json.loads(path.read_text())
     obs, report = read_inspect(path, scorer=scorer)
     assert loaded_units(obs) == pytest.approx(independent_units(doc["samples"], doc, scorer))
-    expected_aside = {"sample_error": 1} | ({"unscored": 1} if scorer == "model_graded_qa" else {})
+    expected_aside = {"unscored": 1} if scorer == "model_graded_qa" else {}
     assert dict(report.set_aside) == expected_aside
     assert report.rows_read == 8 == report.rows_kept + report.rows_set_aside
+    # the sample that ended in an error is kept without a score, its error classed
+    assert sum(report.errors.values()) == 1 == report.errors_unscored
 
 
 def test_default_scorer_is_the_first_in_the_header_and_the_report_says_so(logs):
@@ -141,7 +143,8 @@ def test_columns_route_picks_the_scorer(logs, capsys):
     assert a.equals(b)
     assert main(["ingest", str(path), "--columns", "model_graded_qa=score", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)["report"]
-    assert rep["set_aside"] == {"sample_error": 1, "unscored": 1}
+    assert rep["set_aside"] == {"unscored": 1}
+    assert rep["errors_unscored"] == 1
 
 
 def test_eval_archive_with_dictionary_scores(logs):
@@ -315,6 +318,8 @@ def test_cli_bad_log_exits_2_without_traceback(tmp_path, capsys):
 def test_read_dispatches_to_inspect(logs):
     obs, report = read(logs / "synthetic" / "arith_two_scorers.json")
     assert report.format == "inspect"
-    assert obs.collect().height == 7
-    assert pl.Series(obs.collect()["score"]).is_between(0, 1).all()
+    assert obs.collect().height == 8  # 7 scored samples and 1 that ended in an error
+    scored = obs.collect().filter(pl.col("score").is_not_null())
+    assert scored.height == 7 and obs.collect()["error"].is_not_null().sum() == 1
+    assert pl.Series(scored["score"]).is_between(0, 1).all()
     assert_allclose(obs.collect()["score"].mean(), 4 / 7)

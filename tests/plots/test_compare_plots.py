@@ -73,6 +73,27 @@ def test_provider_plots(obs):
     assert len(ax.lines) == 6 and ax.get_xlabel() == "Latency (s)"
 
 
+def test_provider_audit_plot_is_one_model_sorted_with_errors_beside(obs):
+    audit = provider_audit(obs, n_resamples=99)
+    with pytest.raises(SchemaError, match="3 models"):
+        plots.plot_provider_audit(audit)
+    fig = plots.plot_provider_audit(audit, model="m1")
+    ax, ax_err = fig.axes
+    names = [t.get_text() for t in ax.get_yticklabels()]
+    pol = audit.policies.filter(pl.col("model") == "m1")
+    want = pol.sort("as_failures", descending=True)["provider"].to_list()
+    assert names == want  # sorted by the score with errors as failures, best on top
+    bold = [t.get_text() for t in ax.get_yticklabels() if t.get_fontweight() == "bold"]
+    ref = audit.versus.filter(pl.col("model") == "m1", pl.col("is_reference"))["provider"]
+    assert bold == ref.to_list()
+    # the error panel stacks the planted class (timeouts at b) and nothing at a
+    widths = {names[round(p.get_y() + p.get_height() / 2)]: p.get_width() for p in ax_err.patches}
+    rate = audit.errors.filter(
+        pl.col("model") == "m1", pl.col("provider") == "b", pl.col("category") == "timeout"
+    )["rate"].item()
+    assert widths["b"] == pytest.approx(rate) and widths["a"] == 0.0
+
+
 def test_wrong_input_is_a_schema_error(obs):
     with pytest.raises(SchemaError, match="lacks column 'model_a'"):
         plots.plot_differences(to_units(obs).collect())

@@ -104,7 +104,8 @@ def test_report_equals_commands_typed_by_hand(demo_results, capsys):
     assert _same(audit["rows"], pairs), _diff(audit["rows"], pairs)
     assert _same(audit["models"], by_key["audit"]["tables"]["models"]["rows"])
     providers = _run_json(capsys, ["providers", path, "--n-resamples", "199", "--json"])
-    assert _same(providers["rows"], by_key["providers"]["tables"]["scores"]["rows"])
+    assert _same(providers["rows"], by_key["providers"]["tables"]["versus"]["rows"])
+    assert _same(providers["scores"], by_key["providers"]["tables"]["scores"]["rows"])
     assert _same(providers["differences"], by_key["providers"]["tables"]["differences"]["rows"])
 
 
