@@ -99,8 +99,10 @@ def _column_roles(
             out[c] = ColumnRole(
                 c, loader[c].role, loader[c].evidence, _source(loader[c]), loader[c].n_values
             )
-            if loader[c].role != "fixed":
-                pending.append(c)  # the loader's word, checked against the structure below
+            if loader[c].role != "fixed" and (ingest is None or ingest.format != "table"):
+                # the loader's word, checked against the structure below (the table loader's
+                # word is these rules' already)
+                pending.append(c)
         elif c in loader and loader[c].role in LEFT_OUT_ROLES:  # what the format knows
             out[c] = ColumnRole(c, loader[c].role, loader[c].evidence, "loader", loader[c].n_values)
         else:

@@ -35,7 +35,7 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
     by = res.params.get("by", ("model", "dataset", "metric"))
     by = (by,) if isinstance(by, str) else tuple(by)
     keys = [c for c in by if c in comps.columns]  # settings held are groups of their own
-    kind = "group" if len(keys) > 2 or "model" not in keys else "model-dataset group"
+    kind = "model-dataset group" if set(keys) <= {"model", "dataset", "metric"} else "group"
     groups = comps.partition_by(keys, maintain_order=True) if keys else [comps]
     # a group says where its variance comes from only with two or more separable components
     # and some variance: constant scores have none to split, and a single separable

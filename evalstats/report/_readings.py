@@ -17,6 +17,7 @@ import polars as pl
 from evalstats.report._basis import MIN_RANGE_ITEMS, few_items, inferred_caveat, with_caveat
 from evalstats.report._model_readings import compare_reading, intervals_reading, ranks_reading
 from evalstats.report._noise_reading import noise_reading
+from evalstats.report._provider_reading import providers_reading
 from evalstats.report._wording import (
     _LIST_MAX,
     _counts,
@@ -547,121 +548,6 @@ def _audit(res: AnalysisResult, data: DataSummary) -> str:
     return text
 
 
-#: How a multiplicity correction is named in a sentence.
-_CORRECTION_NAMES = {
-    "holm": "Holm",
-    "bonferroni": "Bonferroni",
-    "hochberg": "Hochberg",
-    "bh": "Benjamini-Hochberg",
-    "sidak": "Šidák",
-    "none": "no correction",
-}
-
-
-def _providers(res: AnalysisResult, data: DataSummary) -> str:
-    """Counts and the largest gaps, never a list of every provider (40-80 endpoints read)."""
-    errors = res.tables["errors"]
-    versus = res.tables.get("versus")
-    policies = res.tables.get("policies")
-    provider = res.params["provider"]
-    sentences = []
-    if provider == "model":
-        sentences.append(
-            "There is no provider column, so error rates and both scoring policies are given "
-            "per model, and each model is compared with the best covered one."
-        )
-    anyerr = errors.filter(pl.col("category") == "any")
-    if anyerr.height:
-        n_calls, n_err = int(anyerr["n_calls"].sum()), int(anyerr["n_errors"].sum())
-        n_endpoints = anyerr.height
-        text = (
-            f"{n_calls:,} calls to {n_endpoints} (model, {provider}) pairs; {n_err:,} "
-            f"({_pct(n_err / n_calls if n_calls else None)}) ended in an error"
-        )
-        by_class = (
-            errors.filter(pl.col("category") != "any")
-            .group_by("category")
-            .agg(pl.col("n_errors").sum())
-            .filter(pl.col("n_errors") > 0)
-            .sort("n_errors", "category", descending=[True, False])
-        )
-        if by_class.height:
-            text += (
-                " (" + ", ".join(f"{n:,} {c.replace('_', ' ')}" for c, n in by_class.rows()) + ")"
-            )
-        sentences.append(text + ".")
-        worst = anyerr.filter(pl.col("n_errors") > 0).sort("rate", descending=True)
-        if worst.height:
-            items = [
-                f"{r[provider]}{' (' + str(r['model']) + ')' if 'model' in r and provider != 'model' else ''}"
-                f" {_pct(r['rate'])}"
-                for r in worst.head(3).iter_rows(named=True)
-            ]
-            clean = anyerr.height - worst.height
-            sentences.append(
-                f"Highest error rates: {', '.join(items)}"
-                + (f"; {clean} of {anyerr.height} had none." if clean else ".")
-            )
-    if policies is not None and policies.height:
-        gap = policies.filter(pl.col("difference").is_not_null()).sort("difference")
-        if gap.height and gap["difference"][0] < 0:
-            r = gap.row(0, named=True)
-            sentences.append(
-                "Scored as failures (Epoch AI's convention for judging providers), errors lower "
-                f"a score by up to {_pts(-r['difference'])}{_points()} against errors excluded "
-                f"({r[provider]}: {_pct(r['as_failures'])} vs {_pct(r['excluded'])})."
-            )
-    if versus is not None and versus.height:
-        others = versus.filter(~pl.col("is_reference"))
-        refs = versus.filter(pl.col("is_reference"))
-        reasons = sorted(set(refs["reference_reason"].to_list()))
-        ref_names = sorted({str(x) for x in refs[provider].to_list()})
-        ref_text = f"{_listed(ref_names)} ({', '.join(reasons)})" if ref_names else "none"
-        counts = others.group_by("verdict").len().sort("len", "verdict", descending=[True, False])
-        parts = []
-        for verdict, n in counts.rows():
-            sub = others.filter(pl.col("verdict") == verdict)
-            if verdict.startswith(("lower", "higher")):
-                sub = sub.sort(pl.col("difference").abs(), descending=True, nulls_last=True)
-                names = [
-                    f"{r[provider]} {_pts(r['difference'], sign=True)}"
-                    for r in sub.head(3).iter_rows(named=True)
-                ]
-            else:
-                names = [str(x) for x in sub[provider].head(3).to_list()]
-            more = f" and {n - 3} more" if n > 3 else ""
-            parts.append(f"{n} {verdict} ({', '.join(names)}{more})")
-        if parts:
-            sentences.append(
-                f"Against the reference of each model (paired on items, "
-                f"{_CORRECTION_NAMES.get(str(res.params.get('correction', 'holm')), res.params.get('correction'))}"
-                f" over the model's {provider}s; "
-                f"reference: {ref_text}): {'; '.join(parts)}."
-            )
-        mdd = others["mdd"].drop_nulls()
-        same = res.tables.get("settings")
-        if same is not None and same.height and same["no_effect"].any():
-            hits = same.filter(pl.col("no_effect"))
-            items = [
-                f"{r['setting']} {r['level']} vs {r['reference_level']} at {r[provider]}"
-                f"{' (' + str(r['model']) + ')' if 'model' in r else ''}"
-                for r in hits.head(3).iter_rows(named=True)
-            ]
-            more = f" and {hits.height - 3} more" if hits.height > 3 else ""
-            sentences.append(
-                f"{hits.height} setting level(s) changed no output at all: "
-                f"{'; '.join(items)}{more} (identical answers on every shared call: was the "
-                "setting passed through?)."
-            )
-        if mdd.len():
-            sentences.append(
-                f"Differences smaller than {_pts(float(mdd.min()))} to "
-                f"{_pts(float(mdd.max()))}{_points()} (the minimum detectable difference at "
-                "80 % power) cannot be told from noise with these items."
-            )
-    return " ".join(sentences)
-
-
 READINGS: dict[str, Callable[[AnalysisResult, DataSummary], str]] = {
     "moments": _moments,
     "nstar": with_caveat(_nstar),
@@ -678,5 +564,5 @@ READINGS: dict[str, Callable[[AnalysisResult, DataSummary], str]] = {
     "friedman": _friedman,
     "noise": with_caveat(noise_reading),
     "audit": _audit,
-    "providers": _providers,
+    "providers": providers_reading,
 }
