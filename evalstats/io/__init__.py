@@ -131,8 +131,9 @@ def read(
         table loader's rules (:func:`read_table`). With ``format='auto'`` a folder, glob or list is
         read file by file: each file by the format it fits, the formats' tables joined and
         counted per format in ``report.by_format`` (``report.format`` is then ``mixed``); a
-        data file that no format reads stops the ingest, naming it (see
-        :mod:`evalstats.io._mixed`).
+        data file that no format reads, or that its format cannot read, is set aside whole and
+        listed in ``report.files_set_aside`` with its reason and what would read it (see
+        :mod:`evalstats.io._mixed` and :mod:`evalstats.io._degrade`).
     format : str, default 'auto'
         One of ``auto`` and the keys of :data:`FORMATS`. An explicit format reads only its
         own files; the report notes the data files of other formats left unread.
@@ -215,11 +216,14 @@ def read_routed(
 
     ``format='auto'`` on a folder, glob or list looks at every file (see
     :mod:`evalstats.io._mixed`): one format reads the path as given; several formats read their
-    own files and are joined with counts per format; data files no format reads stop the
-    ingest, naming them.
+    own files and are joined with counts per format. A data file that no format reads, or
+    that its format cannot read, is set aside whole with its reason and the flag that would
+    read it (``report.files_set_aside``); the other files are read
+    (:mod:`evalstats.io._degrade`). Only a folder none of whose files can be read stops.
     """
     from evalstats._frames import is_table
-    from evalstats.io._mixed import combine, route, unreadable_error
+    from evalstats.io._degrade import read_degrading, with_files_set_aside
+    from evalstats.io._mixed import combine, route, unreadable_error, unreadable_file
 
     if is_table(path):
         return reader(path, "table", options)
@@ -230,11 +234,23 @@ def read_routed(
         if format == "auto":
             format = detect_format(path) if not isinstance(path, (list, tuple)) else "table"
         return _noted(reader(path, format, options), routing)
-    if routing.unreadable:
+    if routing.unreadable and not routing.files:
         raise unreadable_error(path, routing)
+    # a file no format reads, or one its format cannot read, is set aside; the rest is read
+    aside = [unreadable_file(f) for f in routing.unreadable]
     if len(routing.files) == 1:
-        return _noted(reader(path, routing.formats[0], options), routing)
+        name = routing.formats[0]
+        one, more, first = read_degrading(
+            lambda p: reader(p, name, options),
+            path,
+            routing.files[name],
+            routing.companions.get(name, []),
+        )
+        if one is None:
+            raise first  # type: ignore[misc]
+        return with_files_set_aside(_noted(one, routing), [*aside, *more])
     parts = []
+    first_error = None
     for name, files in routing.files.items():
         taken = {
             k: v
@@ -243,9 +259,19 @@ def read_routed(
             # `--metric NAME` picks the lm-eval metric; it does not rename a table's metric
             and not (k == "metric" and name != "lm-eval" and "lm-eval" in routing.files)
         }
-        parts.append((name, reader(files, name, taken)))
+        one, more, first = read_degrading(
+            lambda p, name=name, taken=taken: reader(p, name, taken), files, files
+        )
+        aside.extend(more)
+        first_error = first_error or first
+        if one is not None:
+            parts.append((name, one))
+    if not parts:
+        raise first_error  # type: ignore[misc]
+    if len(parts) == 1:
+        return with_files_set_aside(_noted(parts[0][1], routing, mixed=True), aside)
     joined = combine(parts, on_invalid=options.get("on_invalid", "error"))
-    return _noted(joined, routing, mixed=True)
+    return with_files_set_aside(_noted(joined, routing, mixed=True), aside)
 
 
 #: Options every format takes (through :func:`read` and its metric declarations).

@@ -647,7 +647,10 @@ def _metrics_of(plan: Plan, acc: Accounting) -> list[MetricInfo]:
         if name is None:
             continue
         mi = MetricInfo(str(name), lo, hi, True if hib is None else bool(hib))
-        if name in out and out[name] != mi:
+        if name in out and out[name] != mi and out[name].higher_is_better == mi.higher_is_better:
+            # two declared ranges (files of two versions of a task): the widest holds both
+            mi = widest_range(out[name], mi)
+        elif name in out and out[name] != mi:
             raise IngestError(
                 f"metric {name!r} is declared twice, as {out[name].describe()!r} and "
                 f"{mi.describe()!r}; give it one range and direction.",
@@ -655,6 +658,19 @@ def _metrics_of(plan: Plan, acc: Accounting) -> list[MetricInfo]:
             )
         out[str(name)] = mi
     return list(out.values())
+
+
+def widest_range(a: MetricInfo, b: MetricInfo) -> MetricInfo:
+    """The range that holds both ``a``'s and ``b``'s (a side unbounded when either is).
+
+    Examples
+    --------
+    >>> widest_range(MetricInfo("s", 0, 1), MetricInfo("s", 0, None)).describe()
+    's: range [0, inf), higher is better'
+    """
+    lo = None if a.low is None or b.low is None else min(a.low, b.low)
+    hi = None if a.high is None or b.high is None else max(a.high, b.high)
+    return MetricInfo(a.name, lo, hi, a.higher_is_better)
 
 
 def _metric_columns(
