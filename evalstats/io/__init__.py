@@ -77,6 +77,7 @@ FORMATS: dict[str, Callable[..., Ingest]] = {
     "dove": _lazy("evalstats.io.dove", "read_dove"),
     "llm-stability": _lazy("evalstats.io.llm_stability", "read_llm_stability"),
     "lm-eval": _lazy("evalstats.io.lm_eval", "read_lm_eval"),
+    "lm-eval-api": _lazy("evalstats.io.lm_eval_api", "read_lm_eval_api"),
     "inspect": _lazy("evalstats.io.inspect_log", "read_inspect"),
     "reliable-eval": _lazy("evalstats.io.reliable_eval", "read_reliable_eval"),
     "state-of-what-art": _lazy("evalstats.io.state_of_what_art", "read_state_of_what_art"),
@@ -91,6 +92,7 @@ DETECTORS: dict[str, Callable[[Path], bool]] = {
     "dove": _lazy("evalstats.io.dove", "detect_dove"),  # type: ignore[dict-item]
     "llm-stability": _lazy("evalstats.io.llm_stability", "detect_llm_stability"),  # type: ignore[dict-item]
     "lm-eval": _lazy("evalstats.io.lm_eval", "detect_lm_eval"),  # type: ignore[dict-item]
+    "lm-eval-api": _lazy("evalstats.io.lm_eval_api", "detect_lm_eval_api"),  # type: ignore[dict-item]
     "inspect": _lazy("evalstats.io.inspect_log", "detect_inspect"),  # type: ignore[dict-item]
     "reliable-eval": _lazy("evalstats.io.reliable_eval", "detect_reliable_eval"),  # type: ignore[dict-item]
     "state-of-what-art": _lazy("evalstats.io.state_of_what_art", "detect_state_of_what_art"),  # type: ignore[dict-item]

@@ -84,6 +84,7 @@ DETECTED_SUFFIXES: dict[str, tuple[str, ...]] = {
     "dove": (".parquet", ".pq"),
     "llm-stability": (".csv", ".csv.gz"),
     "lm-eval": (".jsonl", ".json"),
+    "lm-eval-api": (".json",),
     "inspect": (".eval", ".json"),
     "reliable-eval": (".json",),
     "state-of-what-art": (".csv",),
