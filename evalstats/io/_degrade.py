@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from evalstats.errors import IngestError
+from evalstats.errors import EvalstatsError, IngestError
 from evalstats.io._report import FileSetAside
 
 __all__ = ["hint_of", "read_degrading", "with_files_set_aside"]
@@ -74,7 +74,8 @@ def read_degrading(
 
     Returns the ingest (None when no file could be read), the files set aside, and the first
     error (to raise when nothing was read). An error that names no file of ``files`` is not a
-    file's fault and is raised.
+    file's fault and is raised (the first file's error instead, when files were set aside
+    before it: the user's options named what those files held).
     """
     remaining = list(files)
     aside: list[FileSetAside] = []
@@ -87,13 +88,19 @@ def read_degrading(
             keys = {_key(f): f for f in remaining}
             bad = keys.get(_key(exc.path)) if exc.path is not None else None
             if bad is None:
-                raise
+                raise (first or exc) from None
             first = first or exc
             aside.append(FileSetAside(str(bad), _reason(exc), hint_of(exc)))
             remaining.remove(bad)
             if not remaining:
                 return None, aside, first
             current = [*remaining, *companions]
+        except EvalstatsError:
+            # the files left no longer fit the user's options (a --metric for the task of a
+            # file set aside): that file's own error is the one to show
+            if first is not None:
+                raise first from None
+            raise
 
 
 def with_files_set_aside(ingest: Any, files: Sequence[FileSetAside]) -> Any:
