@@ -84,6 +84,7 @@ FORMATS: dict[str, Callable[..., Ingest]] = {
     "openai-evals": _lazy("evalstats.io.openai_evals", "read_openai_evals"),
     "helm": _lazy("evalstats.io.helm", "read_helm"),
     "every-eval-ever": _lazy("evalstats.io.every_eval_ever", "read_every_eval_ever"),
+    "json-records": _lazy("evalstats.io.json_records", "read_json_records"),
     "table": read_table,
 }
 
@@ -99,6 +100,7 @@ DETECTORS: dict[str, Callable[[Path], bool]] = {
     "openai-evals": _lazy("evalstats.io.openai_evals", "detect_openai_evals"),  # type: ignore[dict-item]
     "helm": _lazy("evalstats.io.helm", "detect_helm"),  # type: ignore[dict-item]
     "every-eval-ever": _lazy("evalstats.io.every_eval_ever", "detect_every_eval_ever"),  # type: ignore[dict-item]
+    "json-records": _lazy("evalstats.io.json_records", "detect_json_records"),  # type: ignore[dict-item]
 }
 
 
@@ -187,6 +189,8 @@ def read(
         )
     from evalstats._frames import describe, is_table
 
+    if format == "auto" and options.get("records") is not None:
+        format = "json-records"  # only JSON records are found by a records path
     if is_table(path):  # a table in memory: the table loader's rules, as for a CSV file
         if format not in ("auto", "table"):
             raise ParameterError(
@@ -235,6 +239,8 @@ def read_routed(
     if routing is None or not routing.files:
         if format == "auto":
             format = detect_format(path) if not isinstance(path, (list, tuple)) else "table"
+            if format == "table" and str(path).lower().endswith(".json"):
+                format = "json-records"  # no table is .json: its records, or where to find them
         return _noted(reader(path, format, options), routing)
     if routing.unreadable and not routing.files:
         raise unreadable_error(path, routing)

@@ -91,6 +91,7 @@ DETECTED_SUFFIXES: dict[str, tuple[str, ...]] = {
     "openai-evals": (".jsonl", ".log"),
     "helm": (".json",),
     "every-eval-ever": (".json", ".jsonl"),
+    "json-records": (".json",),
 }
 
 #: Files a format reads beside its data, or skips by design, when it is in the folder.
@@ -217,7 +218,12 @@ def unreadable_file(f: Path) -> FileSetAside:
     return FileSetAside(
         str(f),
         f"matches no format (a {_suffix_of(f) or f.suffix} file that is no known log or table)",
-        "--format NAME, if it is a file of one of the formats (see docs/formats)",
+        (
+            "--records PATH.TO.LIST, if it holds records (see docs/formats/json-records.md); "
+            if f.suffix.lower() == ".json"
+            else ""
+        )
+        + "--format NAME, if it is a file of one of the formats (see docs/formats)",
     )
 
 
