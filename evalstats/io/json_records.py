@@ -11,7 +11,12 @@ Where the records are is said with ``records=`` (CLI ``--records``), a dotted pa
 - ``results`` or ``data.items``: the list at that key (a number indexes a list);
 - ``*``: every value of an object (or element of a list) at that level;
 - ``{name}``: the same, and the key is kept as the column ``name`` (``{model}`` for an object
-  of models, each a list of cases).
+  of models, each a list of cases; ``questions.{item}`` for an object of records keyed by
+  their id: a path that ends on objects reads each as one record).
+
+The scalar fields of the objects the path passes through (a file's top-level ``model`` or
+``timestamp``) are kept as columns of its records, unless a record has a field of that name
+or the name is one of an item, run, score or prompt (one value for a whole object is none).
 
 Without ``records=``, a top-level array is the records, and an object holding exactly one list
 of objects (at any depth up to three keys) is read from that list, with a note; any other
@@ -55,13 +60,29 @@ def _parse_spec(spec: str) -> list[str]:
     return parts
 
 
+def _context(node: Any) -> dict[str, Any]:
+    """The scalar fields of an object the records path passes through (``model``, ``date``)."""
+    if not isinstance(node, dict):
+        return {}
+    from evalstats.io._columns import ALIASES
+
+    # one value for a whole object cannot be an item, run, score or prompt of its records
+    per_row = {a.lower() for r in ("item", "run", "score", "variant") for a in ALIASES[r]}
+    return {
+        str(k): v
+        for k, v in node.items()
+        if isinstance(v, (str, int, float, bool)) and str(k).lower() not in per_row
+    }
+
+
 def _walk(
     node: Any, parts: Sequence[str], keys: dict[str, Any], where: str
 ) -> Iterator[tuple[dict[str, Any], Any, str]]:
-    """``(keys taken, records list, path)`` for every list the path ``parts`` reaches."""
+    """``(keys and context taken, records, path)`` for everything the path ``parts`` reaches."""
     if not parts:
         yield keys, node, where
         return
+    keys = {**_context(node), **keys}
     step, rest = parts[0], parts[1:]
     m = _KEY.match(step)
     if step == "*" or m:
@@ -288,11 +309,14 @@ def read_json_records(
                 found = list(_walk(doc, steps, {}, ""))
             except IngestError as exc:
                 raise IngestError(exc.reason, path=str(f)) from None
+            named = {m["name"] for step in steps if (m := _KEY.match(step))}
             out = tmp / f"{k:05d}" / f"{f.stem}.jsonl"
             out.parent.mkdir()
             n = 0
             with open(out, "w", encoding="utf-8") as fh:
                 for keys, node, where in found:
+                    if isinstance(node, dict):  # an object of records keyed by id: one each
+                        node = [node]
                     if not isinstance(node, list):
                         raise IngestError(
                             f"records path {'.'.join(steps)!r} reaches {where or 'the top'}, "
@@ -302,13 +326,14 @@ def read_json_records(
                     for rec in node:
                         row = _flatten(rec) if isinstance(rec, dict) else {"__not_object": rec}
                         for col, v in keys.items():
-                            if col in row:
+                            if col in named and col in row:
                                 raise IngestError(
                                     f"records path names the column {col!r}, which the "
                                     f"records at {where} already have; choose another name.",
                                     path=str(f),
                                 )
-                            row = {col: v, **row}
+                            if col not in row:  # a record's own field wins over its context
+                                row = {col: v, **row}
                         fh.write(json.dumps(row, ensure_ascii=True, default=str) + "\n")
                         n += 1
             if n == 0:

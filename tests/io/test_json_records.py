@@ -108,3 +108,29 @@ def test_cli_records_reads_a_nested_file_no_detector_takes(tmp_path, capsys):
     )
     assert code == 0
     assert "ingest (json-records): 1 file, 4 rows read, 4 kept" in capsys.readouterr().err
+
+
+def test_an_object_of_records_keyed_by_id_with_the_model_beside_it(tmp_path):
+    """A web app's file: {"model": ..., "questions": {"1": {...}, "2": {...}}}."""
+    for model, marks in (("a", [1, 0, 1]), ("b", [1, 1, 1])):
+        doc = {
+            "model": model,
+            "timestamp": "2025-05-29",
+            "questions": {
+                str(i + 1): {"answer": "x", "binary_correct": m} for i, m in enumerate(marks)
+            },
+        }
+        (tmp_path / f"bench_{model}.json").write_text(json.dumps(doc))
+    obs, report = read(
+        tmp_path,
+        format="json-records",
+        records="questions.{item}",
+        columns="binary_correct=score",
+        dataset="qa",
+    )
+    df = obs.collect()
+    assert df.group_by("model").agg(pl.col("score").mean()).sort("model").rows() == [
+        ("a", 2 / 3),
+        ("b", 1.0),
+    ]
+    assert sorted(df["item"].unique()) == ["1", "2", "3"] and report.rows_read == 6
