@@ -42,6 +42,7 @@ FORMAT_NAMES: tuple[str, ...] = (
     "llm-stability",
     "lm-eval",
     "lm-eval-api",
+    "arena-hard",
     "inspect",
     "reliable-eval",
     "state-of-what-art",

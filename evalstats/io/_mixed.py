@@ -85,6 +85,7 @@ DETECTED_SUFFIXES: dict[str, tuple[str, ...]] = {
     "llm-stability": (".csv", ".csv.gz"),
     "lm-eval": (".jsonl", ".json"),
     "lm-eval-api": (".json",),
+    "arena-hard": (".jsonl",),
     "inspect": (".eval", ".json"),
     "reliable-eval": (".json",),
     "state-of-what-art": (".csv",),
