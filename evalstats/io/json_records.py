@@ -22,7 +22,8 @@ Without ``records=``, a top-level array is the records, and an object holding ex
 of objects (at any depth up to three keys) is read from that list, with a note; any other
 object is an error listing the lists found and the ``records=`` paths that read them. Nested
 objects inside a record are flattened with ``.`` (``{"scores": {"acc": 1}}`` gives the column
-``scores.acc``). See ``docs/formats/json-records.md``.
+``scores.acc``), except objects keyed by names with dots (file names), kept whole. See
+``docs/formats/json-records.md``.
 """
 
 from __future__ import annotations
@@ -181,7 +182,9 @@ def _flatten(rec: Mapping[str, Any], prefix: str = "", out: dict | None = None) 
     out = {} if out is None else out
     for k, v in rec.items():
         name = f"{prefix}{k}"
-        if isinstance(v, dict) and v:
+        # an object keyed by names with dots (file names: {"input.sysml": ...}) is data, not
+        # fields: kept whole (a dotted path through it would be ambiguous)
+        if isinstance(v, dict) and v and not any("." in str(x) for x in v):
             _flatten(v, f"{name}.", out)
         else:
             out[name] = v

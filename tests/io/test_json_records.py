@@ -134,3 +134,12 @@ def test_an_object_of_records_keyed_by_id_with_the_model_beside_it(tmp_path):
         ("b", 1.0),
     ]
     assert sorted(df["item"].unique()) == ["1", "2", "3"] and report.rows_read == 6
+
+
+def test_an_object_keyed_by_file_names_is_kept_whole_not_flattened(tmp_path):
+    f = tmp_path / "r.json"
+    rec = {"model": "a", "id": 1, "score": 1, "files": {"output.txt": "x", "input.sysml": "y"}}
+    f.write_text(json.dumps([rec]))
+    obs, report = read_json_records(f)
+    cols = obs.collect_schema().names()
+    assert "response" not in cols and not any(c.startswith("files.") for c in cols)
