@@ -216,6 +216,11 @@ def route(path: object, detectors: Mapping[str, Callable[[Path], bool]]) -> Rout
 
 def unreadable_file(f: Path) -> FileSetAside:
     """A data file no format reads, set aside with what would read it."""
+    from evalstats.io._aggregates import recognise
+
+    known = recognise(f)
+    if known is not None:  # a harness's summary: said to be one, with its numbers
+        return FileSetAside(str(f), *known)
     return FileSetAside(
         str(f),
         f"matches no format (a {_suffix_of(f) or f.suffix} file that is no known log or table)",

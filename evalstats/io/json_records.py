@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from evalstats.errors import IngestError, ParameterError
+from evalstats.io._aggregates import recognise
 from evalstats.io._files import expand_paths, skipped_note
 from evalstats.io._pipeline import OnInvalid, ScoreScale, _Planned, validate_options
 from evalstats.io._report import Ingest, SetAsideExample
@@ -300,6 +301,9 @@ def read_json_records(
         for k, f in enumerate(files):
             doc = _load(f)
             if parts is None:
+                known = recognise(f)
+                if known is not None:  # a harness's summary, not records
+                    raise IngestError(f"{known[0]}. To read item scores: {known[1]}.", path=str(f))
                 where, problem = _auto(doc)
                 if where is None:
                     raise IngestError(f"{problem}.", path=str(f))
