@@ -43,6 +43,7 @@ FORMAT_NAMES: tuple[str, ...] = (
     "lm-eval",
     "lm-eval-api",
     "arena-hard",
+    "lighteval",
     "inspect",
     "reliable-eval",
     "state-of-what-art",
@@ -269,7 +270,7 @@ def loader_options(args: argparse.Namespace) -> dict[str, Any]:
             from evalstats.io import detect_format
 
             fmt = detect_format(args.path)
-        lm_eval = fmt in ("lm-eval", "lm-eval-api")
+        lm_eval = fmt in ("lm-eval", "lm-eval-api", "lighteval")
         if lm_eval and any("=" in n for n in names):
             options["metric"] = args.metric_filter  # TASK=NAME,...: one metric per task
         elif (lm_eval or fmt == "inspect") and len(names) == 1:

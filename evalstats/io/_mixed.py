@@ -86,6 +86,7 @@ DETECTED_SUFFIXES: dict[str, tuple[str, ...]] = {
     "lm-eval": (".jsonl", ".json"),
     "lm-eval-api": (".json",),
     "arena-hard": (".jsonl",),
+    "lighteval": (".parquet",),
     "inspect": (".eval", ".json"),
     "reliable-eval": (".json",),
     "state-of-what-art": (".csv",),
@@ -95,8 +96,16 @@ DETECTED_SUFFIXES: dict[str, tuple[str, ...]] = {
     "json-records": (".json",),
 }
 
+
 #: Files a format reads beside its data, or skips by design, when it is in the folder.
+def _lighteval_companion(f: Path) -> bool:
+    """LightEval's ``results_<date>.json`` (the aggregates the details files are read beside)."""
+    head = _head(f)
+    return f.suffix == ".json" and head.startswith("{") and '"config_general"' in head
+
+
 COMPANIONS: dict[str, Callable[[Path], bool]] = {
+    "lighteval": _lighteval_companion,
     "lm-eval": _lm_eval_companion,
     "state-of-what-art": _state_of_what_art_companion,
     "inspect": _json_companion,
