@@ -44,6 +44,7 @@ FORMAT_NAMES: tuple[str, ...] = (
     "lm-eval-api",
     "arena-hard",
     "lighteval",
+    "bfcl",
     "inspect",
     "reliable-eval",
     "state-of-what-art",

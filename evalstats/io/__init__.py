@@ -80,6 +80,7 @@ FORMATS: dict[str, Callable[..., Ingest]] = {
     "lm-eval-api": _lazy("evalstats.io.lm_eval_api", "read_lm_eval_api"),
     "arena-hard": _lazy("evalstats.io.arena_hard", "read_arena_hard"),
     "lighteval": _lazy("evalstats.io.lighteval", "read_lighteval"),
+    "bfcl": _lazy("evalstats.io.bfcl", "read_bfcl"),
     "inspect": _lazy("evalstats.io.inspect_log", "read_inspect"),
     "reliable-eval": _lazy("evalstats.io.reliable_eval", "read_reliable_eval"),
     "state-of-what-art": _lazy("evalstats.io.state_of_what_art", "read_state_of_what_art"),
@@ -98,6 +99,7 @@ DETECTORS: dict[str, Callable[[Path], bool]] = {
     "lm-eval-api": _lazy("evalstats.io.lm_eval_api", "detect_lm_eval_api"),  # type: ignore[dict-item]
     "arena-hard": _lazy("evalstats.io.arena_hard", "detect_arena_hard"),  # type: ignore[dict-item]
     "lighteval": _lazy("evalstats.io.lighteval", "detect_lighteval"),  # type: ignore[dict-item]
+    "bfcl": _lazy("evalstats.io.bfcl", "detect_bfcl"),  # type: ignore[dict-item]
     "inspect": _lazy("evalstats.io.inspect_log", "detect_inspect"),  # type: ignore[dict-item]
     "reliable-eval": _lazy("evalstats.io.reliable_eval", "detect_reliable_eval"),  # type: ignore[dict-item]
     "state-of-what-art": _lazy("evalstats.io.state_of_what_art", "detect_state_of_what_art"),  # type: ignore[dict-item]

@@ -87,6 +87,7 @@ DETECTED_SUFFIXES: dict[str, tuple[str, ...]] = {
     "lm-eval-api": (".json",),
     "arena-hard": (".jsonl",),
     "lighteval": (".parquet",),
+    "bfcl": (".json",),
     "inspect": (".eval", ".json"),
     "reliable-eval": (".json",),
     "state-of-what-art": (".csv",),
@@ -104,8 +105,22 @@ def _lighteval_companion(f: Path) -> bool:
     return f.suffix == ".json" and head.startswith("{") and '"config_general"' in head
 
 
+def _bfcl_companion(f: Path) -> bool:
+    """BFCL's score files and leaderboard tables, read or skipped beside its result files.
+
+    ``BFCL_v<N>_<category>_score.json`` is read with its result file; ``bfcl evaluate`` also
+    writes ``score/data_overall.csv`` and the like (aggregates).
+    """
+    import re
+
+    if re.match(r"^BFCL_v\d+_.+_score\.json$", f.name):
+        return True
+    return f.name.startswith("data_") and f.suffix == ".csv" and "score" in f.parts
+
+
 COMPANIONS: dict[str, Callable[[Path], bool]] = {
     "lighteval": _lighteval_companion,
+    "bfcl": _bfcl_companion,
     "lm-eval": _lm_eval_companion,
     "state-of-what-art": _state_of_what_art_companion,
     "inspect": _json_companion,
