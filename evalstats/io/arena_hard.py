@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from evalstats._column_rules import ColumnRule
 from evalstats.errors import IngestError
 from evalstats.io._files import expand_paths, skipped_note
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
@@ -247,9 +248,30 @@ def read_arena_hard(
         ),
         Check("invalid_json", pl.col("__bad_line"), message="the line is not a judgment"),
     ]
+    rules = [
+        ColumnRule(
+            "position",
+            "prompt",
+            "Arena-Hard judges every question twice, the model's answer shown second (model_b) "
+            "and then first (model_a): the order the judge reads the answers in",
+        ),
+        ColumnRule(
+            "verdict",
+            "outcome",
+            "the judge's raw label (A>B, B>>A, ...) that the score is read from",
+        ),
+        ColumnRule(
+            "strength",
+            "outcome",
+            "whether the verdict is strong (>>), read from the same label as the score",
+        ),
+        ColumnRule("baseline", "metadata", "the answer every game compares against"),
+        ColumnRule("judge", "metadata", "the judging model, one per file"),
+    ]
     return finalize(
         parts,
         format="arena-hard",
+        column_rules=rules,
         on_invalid=on_invalid,
         score_scale=score_scale,
         checks=checks,

@@ -120,3 +120,12 @@ def test_a_line_that_is_not_a_judgment_names_file_and_row(tmp_path):
 def test_cli_ingest(tmp_path, capsys):
     assert main(["ingest", str(_write(tmp_path))]) == 0
     assert "ingest (arena-hard): 2 files, 16 rows read, 15 kept" in capsys.readouterr().err
+
+
+def test_the_loader_says_what_each_column_is(tmp_path):
+    """The verdict varies within (model, item) cells, but it is the outcome, not a prompt."""
+    _, report = read(_write(tmp_path))
+    roles = {c.column: c.role for c in report.columns}
+    assert roles["position"] == "prompt"
+    assert roles["verdict"] == roles["strength"] == "outcome"
+    assert roles["baseline"] == roles["judge"] == "metadata"
