@@ -617,7 +617,9 @@ def report_of(plan: Plan, acc: Accounting) -> IngestReport:
         notes.append(
             f"scores divided by {1 / plan.score_factor:g} (score_scale={plan.score_scale!r})"
         )
-    metrics = _metrics_of(plan, acc)
+    widened: list[str] = []
+    metrics = _metrics_of(plan, acc, widened)
+    notes.extend(widened)
     for m in metrics:
         how = "as declared" if (m.low, m.high) != (None, None) else "no bounds declared"
         notes.append(f"metric {m.describe()} ({how})")
@@ -634,7 +636,7 @@ def report_of(plan: Plan, acc: Accounting) -> IngestReport:
     )
 
 
-def _metrics_of(plan: Plan, acc: Accounting) -> list[MetricInfo]:
+def _metrics_of(plan: Plan, acc: Accounting, notes: list[str] | None = None) -> list[MetricInfo]:
     """The metrics of the rows kept (or read, when none is kept), from the per-unit groups."""
     g = acc.groups
     if g.height == 0 or "metric" not in g.columns:
@@ -649,7 +651,14 @@ def _metrics_of(plan: Plan, acc: Accounting) -> list[MetricInfo]:
         mi = MetricInfo(str(name), lo, hi, True if hib is None else bool(hib))
         if name in out and out[name] != mi and out[name].higher_is_better == mi.higher_is_better:
             # two declared ranges (files of two versions of a task): the widest holds both
-            mi = widest_range(out[name], mi)
+            wide = widest_range(out[name], mi)
+            if notes is not None:
+                notes.append(
+                    f"metric {name!r} is declared as {out[name].describe()!r} and as "
+                    f"{mi.describe()!r}: read with the widest range, {wide.describe()!r} "
+                    "(declare one with --metric-range)"
+                )
+            mi = wide
         elif name in out and out[name] != mi:
             raise IngestError(
                 f"metric {name!r} is declared twice, as {out[name].describe()!r} and "

@@ -208,3 +208,15 @@ def test_a_file_with_an_invalid_row_is_set_aside_with_the_flag_that_reads_it(tmp
     assert "bad.json: row 2" in report.summary()
     _, report = read(tmp_path, on_invalid="skip")
     assert report.files_set_aside == () and dict(report.set_aside) == {"unparseable_score": 1}
+
+
+def test_one_metric_declared_with_two_ranges_in_a_table_reads_with_the_widest(tmp_path):
+    """`_metrics_of` raised "declared twice"; the widest range holds both, and a note says so."""
+    head = "model,item,score,metric,metric_low,metric_high\n"
+    (tmp_path / "a.csv").write_text(head + "m,1,0.5,acc,0,1\nm,2,1,acc,0,1\n")
+    (tmp_path / "b.csv").write_text(head + "n,1,3,acc,0,10\nn,2,7,acc,0,10\n")
+    obs, report = read(tmp_path)
+    (m,) = report.metrics
+    assert (m.name, m.low, m.high) == ("acc", 0.0, 10.0)
+    assert report.rows_kept == obs.collect().height == 4
+    assert any("read with the widest range" in n for n in report.notes)
