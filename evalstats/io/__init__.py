@@ -259,6 +259,7 @@ def read_routed(
             path,
             routing.files[name],
             routing.companions.get(name, []),
+            routing.unreadable,
         )
         if one is None:
             raise first  # type: ignore[misc]

@@ -2,11 +2,13 @@
 
 One odd file used to stop a whole folder (an agentic Inspect log over a size cap, a log whose
 scorer gives words, a JSON file of no known format): the user saw one error and no table. Now a
-loader's :class:`~evalstats.errors.IngestError` that names one file of the folder sets that file
-aside (:class:`~evalstats.io._report.FileSetAside`: the file, the error it gave, and the flag or
+loader's :class:`~evalstats.errors.IngestError` that names one file of the folder, and no row of
+it, sets that file aside (:class:`~evalstats.io._report.FileSetAside`: the file, the error it gave, and the flag or
 setting that would read it) and the loader reads the other files again. Rows of a file set aside
 are unknown, so they are not counted in ``rows_read``; the report lists the file instead. Only
-when no file of the folder can be read is the first error raised.
+when no file of the folder can be read is the first error raised. An invalid row (a score that
+is not a number, a duplicate) is not an unreadable file: ``on_invalid`` decides, as for one file
+(an error naming the file and row, or with ``on_invalid='skip'`` the row set aside and counted).
 """
 
 from __future__ import annotations
@@ -69,13 +71,16 @@ def read_degrading(
     path: Any,
     files: Sequence[Path],
     companions: Sequence[Path] = (),
+    known_aside: Sequence[Path] = (),
 ) -> tuple[Any | None, list[FileSetAside], IngestError | None]:
     """``read(path)``; a file it cannot read is set aside and the rest read again.
 
     Returns the ingest (None when no file could be read), the files set aside, and the first
     error (to raise when nothing was read). An error that names no file of ``files`` is not a
     file's fault and is raised (the first file's error instead, when files were set aside
-    before it: the user's options named what those files held).
+    before it: the user's options named what those files held). ``known_aside`` are files
+    already set aside (no format reads them) that a loader given the whole folder may still
+    open: when one of them fails, the loader reads its own ``files`` instead.
     """
     remaining = list(files)
     aside: list[FileSetAside] = []
@@ -85,9 +90,15 @@ def read_degrading(
         try:
             return read(current), aside, first
         except IngestError as exc:
+            if exc.path is not None and current is path and exc.row is None:
+                if _key(exc.path) in {_key(f) for f in known_aside}:
+                    current = [*remaining, *companions]  # a file listed already: read the rest
+                    continue
             keys = {_key(f): f for f in remaining}
             bad = keys.get(_key(exc.path)) if exc.path is not None else None
-            if bad is None:
+            if bad is None or exc.row is not None:
+                # an invalid row is not an unreadable file: `on_invalid` decides (an error
+                # naming the file and row, or the row set aside and counted)
                 raise (first or exc) from None
             first = first or exc
             aside.append(FileSetAside(str(bad), _reason(exc), hint_of(exc)))

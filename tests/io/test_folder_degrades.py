@@ -20,6 +20,7 @@ import polars as pl
 import pytest
 
 from evalstats.cli import main
+from evalstats.errors import IngestError
 from evalstats.io import read
 
 
@@ -197,17 +198,23 @@ def test_a_categorical_scorer_with_no_known_order_is_set_aside_with_a_note(tmp_p
     assert any("categories (blue, red)" in n and "categorical_score" in n for n in report.notes)
 
 
-def test_a_file_with_an_invalid_row_is_set_aside_with_the_flag_that_reads_it(tmp_path):
+def test_an_invalid_row_is_not_an_unreadable_file_on_invalid_decides(tmp_path):
+    """A file with a bad row is readable: the error names file and row; --on-invalid skip reads."""
     write_json_log(tmp_path / "ok.json", _header("t", "m", ["match"]), _samples("CI"))
     write_json_log(tmp_path / "bad.json", _header("t", "m2", ["match"]), _samples([1, "maybe"]))
-    obs, report = read(tmp_path)
-    (aside,) = report.files_set_aside
-    assert aside.path.endswith("bad.json") and "row 2" in aside.reason
-    assert aside.hint.startswith("--on-invalid skip")
-    assert obs.collect()["model"].unique().to_list() == ["m"]
-    assert "bad.json: row 2" in report.summary()
+    with pytest.raises(IngestError, match=r"bad\.json, row 2"):
+        read(tmp_path)
     _, report = read(tmp_path, on_invalid="skip")
     assert report.files_set_aside == () and dict(report.set_aside) == {"unparseable_score": 1}
+
+
+def test_a_file_that_cannot_be_opened_is_set_aside_with_its_reason(tmp_path):
+    write_json_log(tmp_path / "ok.json", _header("t", "m", ["match"]), _samples("CI"))
+    (tmp_path / "broken.eval").write_bytes(b"PK\x03\x04 not really a zip")
+    obs, report = read(tmp_path)
+    (aside,) = report.files_set_aside
+    assert aside.path.endswith("broken.eval")
+    assert "broken.eval" in report.summary() and obs.collect().height == 2
 
 
 def test_one_metric_declared_with_two_ranges_in_a_table_reads_with_the_widest(tmp_path):
