@@ -361,7 +361,7 @@ def read_json_records(
             )
         except IngestError as exc:
             raise IngestError(
-                exc.reason,
+                _short_columns(exc.reason),
                 path=names.get(str(exc.path), exc.path),
                 row=exc.row,
                 column=exc.column,
@@ -395,6 +395,18 @@ def read_json_records(
         by_format=(),
     )
     return Ingest(obs, report)
+
+
+def _short_columns(reason: str, keep: int = 12) -> str:
+    """A message's ``(columns: ...)`` list cut to ``keep`` names: flattened records have many."""
+
+    def cut(m: re.Match) -> str:
+        cols = m.group(1).split(", ")
+        if len(cols) <= keep:
+            return m.group(0)
+        return f"(columns: {', '.join(cols[:keep])}, ... ({len(cols)} in all))"
+
+    return re.sub(r"\(columns: ([^()]*)\)", cut, reason)
 
 
 def _rename(text: str, names: Mapping[str, str]) -> str:
