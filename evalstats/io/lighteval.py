@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import IngestError
-from evalstats.io._files import expand_paths, skipped_note
+from evalstats.io._files import expand_paths, lfs_pointer, skipped_note
 from evalstats.io._pipeline import OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
 from evalstats.schema import MetricInfo
@@ -148,6 +148,9 @@ def read_lighteval(
         m = _DETAILS.match(f.name)
         task, date = m["task"], m["date"]
         model = _model_of(f)
+        pointer = lfs_pointer(f)
+        if pointer:  # LightEval's own reference details are kept in Git LFS
+            raise IngestError(pointer, path=str(f))
         try:
             raw = pl.read_parquet(f)
         except (pl.exceptions.PolarsError, OSError) as exc:

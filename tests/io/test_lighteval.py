@@ -105,3 +105,21 @@ def test_cli_metric_per_task(tmp_path, capsys):
     code = main(["ingest", str(root), "--metric", "lighteval|gsm8k|5=acc_norm"])
     assert code == 0
     assert "ingest (lighteval): 4 files, 16 rows read, 16 kept" in capsys.readouterr().err
+
+
+def test_a_git_lfs_pointer_is_named_as_one(tmp_path):
+    """LightEval keeps its own reference details in Git LFS: a clone without LFS holds pointers."""
+    import re
+
+    from evalstats.errors import IngestError
+
+    d = tmp_path / "details" / "m" / DATES[0]
+    d.mkdir(parents=True)
+    f = d / f"details_lighteval|arc|0_{DATES[0]}.parquet"
+    f.write_text(
+        "version https://git-lfs.github.com/spec/v1\n"
+        "oid sha256:803a445f6d563c2d2097df7c7772cd81b3df0bacc9e702caaab5f0dde7fe5b25\n"
+        "size 87624\n"
+    )
+    with pytest.raises(IngestError, match=re.escape(f.name) + r".*(LFS|lfs)"):
+        read_lighteval(tmp_path)
