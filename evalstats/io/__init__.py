@@ -175,9 +175,11 @@ def read(
     ParameterError
         If ``format`` is unknown, or a metric declaration is malformed.
     IngestError
-        A file cannot be read; in a folder, a data file matches no format, files of two
-        formats hold the same observation (unless ``on_invalid='skip'``), or item-level and
-        unit-level files are mixed (their unit table is :func:`evalstats.aggregate.read_units`).
+        A file cannot be read (in a folder: no file can be, the others being set aside and
+        listed in ``report.files_set_aside``); a row is invalid (unless ``on_invalid='skip'``);
+        in a folder, files of two formats hold the same observation (unless
+        ``on_invalid='skip'``), or item-level and unit-level files are mixed (their unit table
+        is :func:`evalstats.aggregate.read_units`).
 
     Examples
     --------
