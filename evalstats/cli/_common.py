@@ -41,12 +41,17 @@ FORMAT_NAMES: tuple[str, ...] = (
     "dove",
     "llm-stability",
     "lm-eval",
+    "lm-eval-api",
+    "arena-hard",
+    "lighteval",
+    "bfcl",
     "inspect",
     "reliable-eval",
     "state-of-what-art",
     "openai-evals",
     "helm",
     "every-eval-ever",
+    "json-records",
     "table",
 )
 
@@ -164,6 +169,13 @@ def add_input_arguments(
         "--roles file=model reads one file per model, file=dataset one per dataset",
     )
     parser.add_argument(
+        "--records",
+        default=argparse.SUPPRESS,
+        metavar="PATH.TO.LIST",
+        help="JSON files: where the records are, a dotted path ('data.items'; '*' every value; "
+        "'{model}' every value, its key kept as the column model)",
+    )
+    parser.add_argument(
         "--keep-copies",
         dest="copies",
         action="store_const",
@@ -202,7 +214,7 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-_LOADER_OPTIONS = ("columns", "on_invalid", "score_scale")
+_LOADER_OPTIONS = ("columns", "on_invalid", "score_scale", "records")
 
 
 def _bound(text: str, flag: str) -> float | None:
@@ -259,10 +271,11 @@ def loader_options(args: argparse.Namespace) -> dict[str, Any]:
             from evalstats.io import detect_format
 
             fmt = detect_format(args.path)
-        if fmt == "lm-eval" and any("=" in n for n in names):
+        lm_eval = fmt in ("lm-eval", "lm-eval-api", "lighteval")
+        if lm_eval and any("=" in n for n in names):
             options["metric"] = args.metric_filter  # TASK=NAME,...: one metric per task
-        elif fmt in ("lm-eval", "inspect") and len(names) == 1:
-            options["metric" if fmt == "lm-eval" else "scorer"] = names[0]
+        elif (lm_eval or fmt == "inspect") and len(names) == 1:
+            options["metric" if lm_eval else "scorer"] = names[0]
         else:
             options["metrics"] = names
     return options

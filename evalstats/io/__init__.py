@@ -77,12 +77,17 @@ FORMATS: dict[str, Callable[..., Ingest]] = {
     "dove": _lazy("evalstats.io.dove", "read_dove"),
     "llm-stability": _lazy("evalstats.io.llm_stability", "read_llm_stability"),
     "lm-eval": _lazy("evalstats.io.lm_eval", "read_lm_eval"),
+    "lm-eval-api": _lazy("evalstats.io.lm_eval_api", "read_lm_eval_api"),
+    "arena-hard": _lazy("evalstats.io.arena_hard", "read_arena_hard"),
+    "lighteval": _lazy("evalstats.io.lighteval", "read_lighteval"),
+    "bfcl": _lazy("evalstats.io.bfcl", "read_bfcl"),
     "inspect": _lazy("evalstats.io.inspect_log", "read_inspect"),
     "reliable-eval": _lazy("evalstats.io.reliable_eval", "read_reliable_eval"),
     "state-of-what-art": _lazy("evalstats.io.state_of_what_art", "read_state_of_what_art"),
     "openai-evals": _lazy("evalstats.io.openai_evals", "read_openai_evals"),
     "helm": _lazy("evalstats.io.helm", "read_helm"),
     "every-eval-ever": _lazy("evalstats.io.every_eval_ever", "read_every_eval_ever"),
+    "json-records": _lazy("evalstats.io.json_records", "read_json_records"),
     "table": read_table,
 }
 
@@ -91,12 +96,17 @@ DETECTORS: dict[str, Callable[[Path], bool]] = {
     "dove": _lazy("evalstats.io.dove", "detect_dove"),  # type: ignore[dict-item]
     "llm-stability": _lazy("evalstats.io.llm_stability", "detect_llm_stability"),  # type: ignore[dict-item]
     "lm-eval": _lazy("evalstats.io.lm_eval", "detect_lm_eval"),  # type: ignore[dict-item]
+    "lm-eval-api": _lazy("evalstats.io.lm_eval_api", "detect_lm_eval_api"),  # type: ignore[dict-item]
+    "arena-hard": _lazy("evalstats.io.arena_hard", "detect_arena_hard"),  # type: ignore[dict-item]
+    "lighteval": _lazy("evalstats.io.lighteval", "detect_lighteval"),  # type: ignore[dict-item]
+    "bfcl": _lazy("evalstats.io.bfcl", "detect_bfcl"),  # type: ignore[dict-item]
     "inspect": _lazy("evalstats.io.inspect_log", "detect_inspect"),  # type: ignore[dict-item]
     "reliable-eval": _lazy("evalstats.io.reliable_eval", "detect_reliable_eval"),  # type: ignore[dict-item]
     "state-of-what-art": _lazy("evalstats.io.state_of_what_art", "detect_state_of_what_art"),  # type: ignore[dict-item]
     "openai-evals": _lazy("evalstats.io.openai_evals", "detect_openai_evals"),  # type: ignore[dict-item]
     "helm": _lazy("evalstats.io.helm", "detect_helm"),  # type: ignore[dict-item]
     "every-eval-ever": _lazy("evalstats.io.every_eval_ever", "detect_every_eval_ever"),  # type: ignore[dict-item]
+    "json-records": _lazy("evalstats.io.json_records", "detect_json_records"),  # type: ignore[dict-item]
 }
 
 
@@ -131,8 +141,9 @@ def read(
         table loader's rules (:func:`read_table`). With ``format='auto'`` a folder, glob or list is
         read file by file: each file by the format it fits, the formats' tables joined and
         counted per format in ``report.by_format`` (``report.format`` is then ``mixed``); a
-        data file that no format reads stops the ingest, naming it (see
-        :mod:`evalstats.io._mixed`).
+        data file that no format reads, or that its format cannot read, is set aside whole and
+        listed in ``report.files_set_aside`` with its reason and what would read it (see
+        :mod:`evalstats.io._mixed` and :mod:`evalstats.io._degrade`).
     format : str, default 'auto'
         One of ``auto`` and the keys of :data:`FORMATS`. An explicit format reads only its
         own files; the report notes the data files of other formats left unread.
@@ -164,9 +175,11 @@ def read(
     ParameterError
         If ``format`` is unknown, or a metric declaration is malformed.
     IngestError
-        A file cannot be read; in a folder, a data file matches no format, files of two
-        formats hold the same observation (unless ``on_invalid='skip'``), or item-level and
-        unit-level files are mixed (their unit table is :func:`evalstats.aggregate.read_units`).
+        A file cannot be read (in a folder: no file can be, the others being set aside and
+        listed in ``report.files_set_aside``); a row is invalid (unless ``on_invalid='skip'``);
+        in a folder, files of two formats hold the same observation (unless
+        ``on_invalid='skip'``), or item-level and unit-level files are mixed (their unit table
+        is :func:`evalstats.aggregate.read_units`).
 
     Examples
     --------
@@ -184,6 +197,8 @@ def read(
         )
     from evalstats._frames import describe, is_table
 
+    if format == "auto" and options.get("records") is not None:
+        format = "json-records"  # only JSON records are found by a records path
     if is_table(path):  # a table in memory: the table loader's rules, as for a CSV file
         if format not in ("auto", "table"):
             raise ParameterError(
@@ -215,11 +230,14 @@ def read_routed(
 
     ``format='auto'`` on a folder, glob or list looks at every file (see
     :mod:`evalstats.io._mixed`): one format reads the path as given; several formats read their
-    own files and are joined with counts per format; data files no format reads stop the
-    ingest, naming them.
+    own files and are joined with counts per format. A data file that no format reads, or
+    that its format cannot read, is set aside whole with its reason and the flag that would
+    read it (``report.files_set_aside``); the other files are read
+    (:mod:`evalstats.io._degrade`). Only a folder none of whose files can be read stops.
     """
     from evalstats._frames import is_table
-    from evalstats.io._mixed import combine, route, unreadable_error
+    from evalstats.io._degrade import read_degrading, with_files_set_aside
+    from evalstats.io._mixed import combine, route, unreadable_error, unreadable_file
 
     if is_table(path):
         return reader(path, "table", options)
@@ -229,12 +247,27 @@ def read_routed(
     if routing is None or not routing.files:
         if format == "auto":
             format = detect_format(path) if not isinstance(path, (list, tuple)) else "table"
+            if format == "table" and str(path).lower().endswith(".json"):
+                format = "json-records"  # no table is .json: its records, or where to find them
         return _noted(reader(path, format, options), routing)
-    if routing.unreadable:
+    if routing.unreadable and not routing.files:
         raise unreadable_error(path, routing)
+    # a file no format reads, or one its format cannot read, is set aside; the rest is read
+    aside = [unreadable_file(f) for f in routing.unreadable]
     if len(routing.files) == 1:
-        return _noted(reader(path, routing.formats[0], options), routing)
+        name = routing.formats[0]
+        one, more, first = read_degrading(
+            lambda p: reader(p, name, options),
+            path,
+            routing.files[name],
+            routing.companions.get(name, []),
+            routing.unreadable,
+        )
+        if one is None:
+            raise first  # type: ignore[misc]
+        return with_files_set_aside(_noted(one, routing), [*aside, *more])
     parts = []
+    first_error = None
     for name, files in routing.files.items():
         taken = {
             k: v
@@ -243,9 +276,19 @@ def read_routed(
             # `--metric NAME` picks the lm-eval metric; it does not rename a table's metric
             and not (k == "metric" and name != "lm-eval" and "lm-eval" in routing.files)
         }
-        parts.append((name, reader(files, name, taken)))
+        one, more, first = read_degrading(
+            lambda p, name=name, taken=taken: reader(p, name, taken), files, files
+        )
+        aside.extend(more)
+        first_error = first_error or first
+        if one is not None:
+            parts.append((name, one))
+    if not parts:
+        raise first_error  # type: ignore[misc]
+    if len(parts) == 1:
+        return with_files_set_aside(_noted(parts[0][1], routing, mixed=True), aside)
     joined = combine(parts, on_invalid=options.get("on_invalid", "error"))
-    return _noted(joined, routing, mixed=True)
+    return with_files_set_aside(_noted(joined, routing, mixed=True), aside)
 
 
 #: Options every format takes (through :func:`read` and its metric declarations).

@@ -11,7 +11,8 @@ State of What Art paraphrase metadata, an Inspect ``logs.json``), then tables by
 - Several formats: each loader reads its own files, and the tables and reports are joined
   (:func:`combine`); the report lists files and rows per format.
 - A file with a data suffix that no format reads (a ``.json`` that is no known log, a ``.eval``
-  that is not a zip): the ingest stops and lists such files. Files with other suffixes
+  that is not a zip) is set aside whole and listed in ``report.files_set_aside`` with what
+  would read it; the ingest stops only when no file is readable. Files with other suffixes
   (``README.md``, ``LICENSE``) are not data: the report notes how many were left out.
 """
 
@@ -25,7 +26,8 @@ import polars as pl
 
 from evalstats.errors import IngestError
 from evalstats.io._files import TABLE_SUFFIXES, is_hidden
-from evalstats.io._report import FormatCount, IngestReport
+from evalstats.io._pipeline import widest_range
+from evalstats.io._report import FileSetAside, FormatCount, IngestReport
 
 __all__ = ["Routing", "combine", "route"]
 
@@ -82,16 +84,43 @@ DETECTED_SUFFIXES: dict[str, tuple[str, ...]] = {
     "dove": (".parquet", ".pq"),
     "llm-stability": (".csv", ".csv.gz"),
     "lm-eval": (".jsonl", ".json"),
+    "lm-eval-api": (".json",),
+    "arena-hard": (".jsonl",),
+    "lighteval": (".parquet",),
+    "bfcl": (".json",),
     "inspect": (".eval", ".json"),
     "reliable-eval": (".json",),
     "state-of-what-art": (".csv",),
     "openai-evals": (".jsonl", ".log"),
     "helm": (".json",),
     "every-eval-ever": (".json", ".jsonl"),
+    "json-records": (".json",),
 }
 
+
 #: Files a format reads beside its data, or skips by design, when it is in the folder.
+def _lighteval_companion(f: Path) -> bool:
+    """LightEval's ``results_<date>.json`` (the aggregates the details files are read beside)."""
+    head = _head(f)
+    return f.suffix == ".json" and head.startswith("{") and '"config_general"' in head
+
+
+def _bfcl_companion(f: Path) -> bool:
+    """BFCL's score files and leaderboard tables, read or skipped beside its result files.
+
+    ``BFCL_v<N>_<category>_score.json`` is read with its result file; ``bfcl evaluate`` also
+    writes ``score/data_overall.csv`` and the like (aggregates).
+    """
+    import re
+
+    if re.match(r"^BFCL_v\d+_.+_score\.json$", f.name):
+        return True
+    return f.name.startswith("data_") and f.suffix == ".csv" and "score" in f.parts
+
+
 COMPANIONS: dict[str, Callable[[Path], bool]] = {
+    "lighteval": _lighteval_companion,
+    "bfcl": _bfcl_companion,
     "lm-eval": _lm_eval_companion,
     "state-of-what-art": _state_of_what_art_companion,
     "inspect": _json_companion,
@@ -209,6 +238,25 @@ def route(path: object, detectors: Mapping[str, Callable[[Path], bool]]) -> Rout
     return Routing(by_format, companions, unreadable, not_data, hidden)
 
 
+def unreadable_file(f: Path) -> FileSetAside:
+    """A data file no format reads, set aside with what would read it."""
+    from evalstats.io._aggregates import recognise
+
+    known = recognise(f)
+    if known is not None:  # a harness's summary: said to be one, with its numbers
+        return FileSetAside(str(f), *known)
+    return FileSetAside(
+        str(f),
+        f"matches no format (a {_suffix_of(f) or f.suffix} file that is no known log or table)",
+        (
+            "--records PATH.TO.LIST, if it holds records (see docs/formats/json-records.md); "
+            if f.suffix.lower() == ".json"
+            else ""
+        )
+        + "--format NAME, if it is a file of one of the formats (see docs/formats)",
+    )
+
+
 def unreadable_error(path: object, routing: Routing) -> IngestError:
     """The one-line stop for data files that no format reads."""
     files = routing.unreadable
@@ -276,8 +324,19 @@ def combine(parts: Sequence[tuple[str, tuple]], *, on_invalid: str = "error") ->
         )
     reports = [ing[1] for _, ing in parts]
     declared: dict[str, tuple[str, object]] = {}
+    widened: list[str] = []
     for name, r in zip([p[0] for p in parts], reports):
         for m in r.metrics:
+            before = declared.get(m.name, (None, None))[1]
+            if before is not None and before != m and before.higher_is_better == m.higher_is_better:  # type: ignore[attr-defined]
+                wide = widest_range(before, m)  # type: ignore[arg-type]
+                widened.append(
+                    f"metric {m.name!r} is {before.describe()!r} in the {declared[m.name][0]} "  # type: ignore[attr-defined]
+                    f"files and {m.describe()!r} in the {name} files: read with the widest "
+                    f"range, {wide.describe()!r} (declare one with --metric-range)"
+                )
+                declared[m.name] = (declared[m.name][0], wide)
+                continue
             if m.name in declared and declared[m.name][1] != m:
                 raise IngestError(
                     f"metric {m.name!r} is {declared[m.name][1].describe()!r} in the "  # type: ignore[attr-defined]
@@ -300,9 +359,13 @@ def combine(parts: Sequence[tuple[str, tuple]], *, on_invalid: str = "error") ->
         rows_kept=base.rows_kept - extra,
         set_aside=set_aside,
         examples=base.examples,
-        notes=base.notes,
-        metrics=base.metrics,
+        notes=(*base.notes, *widened),
+        metrics=tuple(
+            declared[m.name][1] if m.name in declared else m  # type: ignore[misc]
+            for m in base.metrics
+        ),
         by_format=counts,
+        files_set_aside=base.files_set_aside,
     )
     out = obs.drop("__fmt")
     return type(parts[0][1])(out.collect() if eager else out, report)

@@ -680,7 +680,9 @@ def report_of(
         notes.append(
             f"scores divided by {1 / plan.score_factor:g} (score_scale={plan.score_scale!r})"
         )
-    metrics = _metrics_of(plan, acc)
+    widened: list[str] = []
+    metrics = _metrics_of(plan, acc, widened)
+    notes.extend(widened)
     for m in metrics:
         how = "as declared" if (m.low, m.high) != (None, None) else "no bounds declared"
         notes.append(f"metric {m.describe()} ({how})")
@@ -699,7 +701,7 @@ def report_of(
     )
 
 
-def _metrics_of(plan: Plan, acc: Accounting) -> list[MetricInfo]:
+def _metrics_of(plan: Plan, acc: Accounting, notes: list[str] | None = None) -> list[MetricInfo]:
     """The metrics of the rows kept (or read, when none is kept), from the per-unit groups."""
     g = acc.groups
     if g.height == 0 or "metric" not in g.columns:
@@ -712,7 +714,17 @@ def _metrics_of(plan: Plan, acc: Accounting) -> list[MetricInfo]:
         if name is None:
             continue
         mi = MetricInfo(str(name), lo, hi, True if hib is None else bool(hib))
-        if name in out and out[name] != mi:
+        if name in out and out[name] != mi and out[name].higher_is_better == mi.higher_is_better:
+            # two declared ranges (files of two versions of a task): the widest holds both
+            wide = widest_range(out[name], mi)
+            if notes is not None:
+                notes.append(
+                    f"metric {name!r} is declared as {out[name].describe()!r} and as "
+                    f"{mi.describe()!r}: read with the widest range, {wide.describe()!r} "
+                    "(declare one with --metric-range)"
+                )
+            mi = wide
+        elif name in out and out[name] != mi:
             raise IngestError(
                 f"metric {name!r} is declared twice, as {out[name].describe()!r} and "
                 f"{mi.describe()!r}; give it one range and direction.",
@@ -720,6 +732,19 @@ def _metrics_of(plan: Plan, acc: Accounting) -> list[MetricInfo]:
             )
         out[str(name)] = mi
     return list(out.values())
+
+
+def widest_range(a: MetricInfo, b: MetricInfo) -> MetricInfo:
+    """The range that holds both ``a``'s and ``b``'s (a side unbounded when either is).
+
+    Examples
+    --------
+    >>> widest_range(MetricInfo("s", 0, 1), MetricInfo("s", 0, None)).describe()
+    's: range [0, inf), higher is better'
+    """
+    lo = None if a.low is None or b.low is None else min(a.low, b.low)
+    hi = None if a.high is None or b.high is None else max(a.high, b.high)
+    return MetricInfo(a.name, lo, hi, a.higher_is_better)
 
 
 def _metric_columns(

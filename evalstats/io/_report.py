@@ -14,7 +14,7 @@ from evalstats._column_rules import ColumnRule
 from evalstats._text import for_terminal, plural, summarise_notes
 from evalstats.schema import MetricInfo
 
-__all__ = ["FormatCount", "Ingest", "IngestReport", "SetAsideExample"]
+__all__ = ["FileSetAside", "FormatCount", "Ingest", "IngestReport", "SetAsideExample"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +36,28 @@ class SetAsideExample:
             where.append(f"column {self.column!r}")
         tail = f" ({self.detail})" if self.detail else ""
         return f"{', '.join(where)}: {self.reason}{tail}"
+
+
+@dataclass(frozen=True, slots=True)
+class FileSetAside:
+    """A file of a folder that could not be read: set aside whole, the others read.
+
+    ``reason`` is the error the file gave on its own; ``hint`` the flag, option or setting that
+    would read it (None when there is none).
+    """
+
+    path: str
+    reason: str
+    hint: str | None = None
+
+    def describe(self) -> str:
+        """One line: ``file: reason (to read it: hint)``."""
+        tail = f" (to read it: {self.hint})" if self.hint else ""
+        return f"{self.path}: {self.reason}{tail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary."""
+        return {"path": self.path, "reason": self.reason, "hint": self.hint}
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +119,9 @@ class IngestReport:
     errors_unscored : int
         How many of them carry no score: the provider audit counts them, every other analysis
         reads scored rows only.
+    files_set_aside : tuple of FileSetAside
+        Files of a folder that could not be read, each with its reason and what would read it.
+        Their rows are unknown, so they are not in ``rows_read``; the other files were read.
     """
 
     format: str
@@ -111,6 +136,7 @@ class IngestReport:
     columns: tuple[ColumnRule, ...] = ()
     errors: Mapping[str, int] = field(default_factory=dict)
     errors_unscored: int = 0
+    files_set_aside: tuple[FileSetAside, ...] = ()
 
     def __post_init__(self) -> None:
         clean = {k: int(v) for k, v in sorted(self.set_aside.items()) if int(v) > 0}
@@ -162,6 +188,7 @@ class IngestReport:
             ],
             "errors": dict(self.errors),
             "errors_unscored": self.errors_unscored,
+            "files_set_aside": [f.to_dict() for f in self.files_set_aside],
         }
 
     def to_json(self) -> str:
@@ -195,6 +222,13 @@ class IngestReport:
             for ex in self.examples:
                 if ex.reason == reason:
                     lines.append(f"    e.g. {ex.describe()}")
+        if self.files_set_aside:
+            lines.append(
+                f"  set aside {plural(len(self.files_set_aside), 'file')} that could not be "
+                "read (the others were read):"
+            )
+            for f in self.files_set_aside:
+                lines.append(f"    {f.describe()}")
         shown, left = summarise_notes(self.notes)
         for note in shown:
             lines.append(f"  note: {note}" if not note.startswith("... and ") else f"  {note}")
@@ -229,6 +263,7 @@ class IngestReport:
             columns=tuple({c.column: c for r in reports for c in r.columns}.values()),
             errors=errors,
             errors_unscored=sum(r.errors_unscored for r in reports),
+            files_set_aside=tuple(f for r in reports for f in r.files_set_aside),
         )
 
 

@@ -270,6 +270,7 @@ def read_inspect(
             skipped.append(f.name)
             continue
         logs.append((f, *log))
+    logs, copies = _byte_copies(logs)
     logs, superseded, retry_notes = _latest_per_task(logs)
     notes.extend(retry_notes)
     solvers, offsets, rules = _configurations(logs, notes)
@@ -287,6 +288,9 @@ def read_inspect(
         notes.extend(file_notes)
         parts.append((str(f), frame))
     parts, task_rule = _tasks_as_variants(parts, logs, notes)
+    for f, header, samples, _n in copies:  # finalize sets their rows aside as duplicate_file
+        parts.append((str(f), _frame(f, header, samples, scorer)[0]))
+    parts = _widest_ranges(parts, notes)
     if task_rule is not None:
         rules = [*rules, task_rule]
     parts = [(name, frame.lazy()) for name, frame in parts]
@@ -317,6 +321,13 @@ def read_inspect(
             column="score",
             quirk=True,
             message="the sample has no value for the chosen scorer",
+        ),
+        Check(
+            "categorical_score",
+            pl.col("__categorical"),
+            column="score",
+            quirk=True,
+            message="the scorer gives a category with no known score (see the notes)",
         ),
     ]
     return finalize(
@@ -488,6 +499,79 @@ def _log_time(header: dict) -> str:
     return str(stats.get("completed_at") or stats.get("started_at") or ev.get("created") or "")
 
 
+def _byte_copies(
+    logs: list[tuple[Path, dict, list[dict], str | None]],
+) -> tuple[list[tuple[Path, dict, list[dict], str | None]], list[tuple]]:
+    """The logs that are no byte copy of an earlier log, and the copies (whatever their names).
+
+    A copy carries its original's task id, and was counted as the original's superseded
+    retry ("X superseded by X"); it is a duplicate, not a retry nor another run: it is kept out
+    of the retries and runs, and :func:`finalize` sets its rows aside as ``duplicate_file``.
+    """
+    from evalstats.io._pipeline import copied_files
+
+    copies = copied_files([str(f) for f, *_ in logs])
+    if not copies:
+        return logs, []
+    kept = [log for i, log in enumerate(logs) if i not in copies]
+    return kept, [log for i, log in enumerate(logs) if i in copies]
+
+
+def _widest_ranges(
+    parts: list[tuple[str, pl.DataFrame]], notes: list[str]
+) -> list[tuple[str, pl.DataFrame]]:
+    """One range per scorer: logs that declare a scorer's bounds differently get the widest.
+
+    A scorer declared [0, 1] in one log and unbounded in another (an older version of the
+    task) stopped the folder; the widest range (a side unbounded when any log leaves it so)
+    holds every score, and a note names the ranges found.
+    """
+    seen: dict[str, set[tuple[float | None, float | None]]] = {}
+    for _, frame in parts:
+        if "metric" not in frame.columns or frame.height == 0:
+            continue
+        for name, lo, hi in frame.select("metric", "metric_low", "metric_high").unique().rows():
+            seen.setdefault(name, set()).add((lo, hi))
+    widest: dict[str, tuple[float | None, float | None]] = {}
+    for name, ranges in seen.items():
+        if len(ranges) < 2:
+            continue
+        lows = [lo for lo, _ in ranges]
+        highs = [hi for _, hi in ranges]
+        lo = None if None in lows else min(lows)  # type: ignore[type-var]
+        hi = None if None in highs else max(highs)  # type: ignore[type-var]
+        widest[name] = (lo, hi)
+        shown = ", ".join(sorted(_range_text(r) for r in ranges))
+        notes.append(
+            f"scorer {name!r} is declared with {len(ranges)} ranges in these logs ({shown}): "
+            f"read with the widest, {_range_text((lo, hi))} (declare one with --metric-range)"
+        )
+    if not widest:
+        return parts
+    out = []
+    for path, frame in parts:
+        if "metric" in frame.columns:
+            for name, (lo, hi) in widest.items():
+                mine = pl.col("metric") == name
+                frame = frame.with_columns(
+                    pl.when(mine)
+                    .then(pl.lit(lo, pl.Float64))
+                    .otherwise("metric_low")
+                    .alias("metric_low"),
+                    pl.when(mine)
+                    .then(pl.lit(hi, pl.Float64))
+                    .otherwise("metric_high")
+                    .alias("metric_high"),
+                )
+        out.append((path, frame))
+    return out
+
+
+def _range_text(r: tuple[float | None, float | None]) -> str:
+    lo, hi = r
+    return f"[{'-inf' if lo is None else f'{lo:g}'}, {'inf' if hi is None else f'{hi:g}'}]"
+
+
 def _latest_per_task(
     logs: list[tuple[Path, dict, list[dict], str | None]],
 ) -> tuple[list[tuple[Path, dict, list[dict], str | None]], int, list[str]]:
@@ -630,24 +714,72 @@ def _zstd_decompress(raw: bytes, what: str, f: Path, cap: int) -> bytes:
         return read_capped(reader, what, f, cap)
 
 
+#: Default cap on all members of one ``.eval`` archive together (4 GiB, decompressed);
+#: ``EVALSTATS_MAX_LOG_BYTES``. Agentic logs hold whole transcripts: a 3.6 MB archive
+#: decompressed to more than 32 MiB, the old cap on the members together. Members are parsed
+#: one at a time and only the fields read are kept (:func:`_slim`), so memory follows the
+#: largest member, not the total; the cap guards against zip bombs.
+DEFAULT_MAX_LOG_BYTES = 4 * 2**30
+
+#: Default cap on one decompressed member of an ``.eval`` archive (256 MiB), unless
+#: ``EVALSTATS_MAX_MEMBER_BYTES`` sets it (it also caps ``.gz`` tables, 32 MiB by default).
+DEFAULT_MAX_EVAL_MEMBER_BYTES = 256 * 2**20
+
+
+def max_log_bytes() -> int:
+    """The cap on all members of one ``.eval`` archive, from ``EVALSTATS_MAX_LOG_BYTES``.
+
+    Examples
+    --------
+    >>> max_log_bytes() > 2**30
+    True
+    """
+    import os
+
+    raw = os.environ.get("EVALSTATS_MAX_LOG_BYTES")
+    if raw is None or not raw.strip():
+        return DEFAULT_MAX_LOG_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise IngestError(
+            f"EVALSTATS_MAX_LOG_BYTES must be a positive whole number of bytes; got {raw!r}."
+        )
+    return value
+
+
+def _max_eval_member_bytes() -> int:
+    import os
+
+    raw = os.environ.get("EVALSTATS_MAX_MEMBER_BYTES")
+    return max_member_bytes() if raw and raw.strip() else DEFAULT_MAX_EVAL_MEMBER_BYTES
+
+
+def _needed(n: int) -> int:
+    """``n`` bytes rounded up to a whole MiB: the setting that reads the file."""
+    return -(-n // 2**20) * 2**20
+
+
 def _read_member(z: zipfile.ZipFile, f: Path, name: str, budget: list[int] | None = None) -> bytes:
     """The bytes of member ``name``; Zstandard members (method 93) read without patching zipfile.
 
     ``budget`` (one number, updated): decompressed bytes the archive's members may still take
-    together. A 250 KB archive of many members each just under the cap would otherwise hold
-    gigabytes once parsed (JSON of small objects takes about 25 times its size in Python).
+    together (:func:`max_log_bytes`); one member is capped at ``EVALSTATS_MAX_MEMBER_BYTES``
+    when that is set, else 256 MiB.
     """
-    full = max_member_bytes()
-    left = full if budget is None else max(budget[0], 0)
+    member_cap = _max_eval_member_bytes()
+    left = member_cap if budget is None else max(min(budget[0], member_cap), 0)
     try:
         data = _read_member_capped(z, f, name, left)
     except IngestError:
-        if left >= full:
+        if budget is None or budget[0] >= member_cap:
             raise
+        total = max_log_bytes()
         raise IngestError(
-            f"the archive's members decompress to more than {full:,} bytes together (reached "
-            f"at member {name!r}; the limit: raise it with EVALSTATS_MAX_MEMBER_BYTES if the "
-            "file is trusted).",
+            f"the archive's members decompress to more than {total:,} bytes together (reached "
+            f"at member {name!r}); raise EVALSTATS_MAX_LOG_BYTES if the file is trusted.",
             path=str(f),
         ) from None
     if budget is not None:
@@ -660,8 +792,9 @@ def _read_member_capped(z: zipfile.ZipFile, f: Path, name: str, cap: int) -> byt
     what = f"member {name!r}"
     if info.file_size > cap:
         raise IngestError(
-            f"{what} declares {info.file_size:,} bytes, more than the limit of {cap:,} "
-            "(raise it with EVALSTATS_MAX_MEMBER_BYTES if the file is trusted).",
+            f"{what} declares {info.file_size:,} bytes, more than the limit of {cap:,}; "
+            f"set EVALSTATS_MAX_MEMBER_BYTES={_needed(info.file_size)} to read it if the file "
+            "is trusted.",
             path=str(f),
         )
     if info.compress_type != _ZIP_ZSTANDARD:
@@ -703,7 +836,22 @@ def _open_eval(f: Path) -> tuple[dict, list[dict], str | None]:
     with z:
         names = z.namelist()
         note = None
-        budget = [max_member_bytes()]  # all members together
+        total_cap = max_log_bytes()
+        wanted = [
+            i
+            for i in z.infolist()
+            if _SAMPLE_MEMBER.match(i.filename)
+            or i.filename in ("header.json", "_journal/start.json", "start.json")
+        ]
+        declared = sum(i.file_size for i in {i.filename: i for i in wanted}.values())
+        if declared > total_cap:
+            raise IngestError(
+                f"the archive's header and sample members decompress to {declared:,} bytes "
+                f"together, more than the limit of {total_cap:,}; set "
+                f"EVALSTATS_MAX_LOG_BYTES={_needed(declared)} to read it if the file is trusted.",
+                path=str(f),
+            )
+        budget = [total_cap]  # all members together
         try:
             if "header.json" in names:
                 header = json.loads(_read_member(z, f, "header.json", budget))
@@ -735,7 +883,7 @@ def _open_eval(f: Path) -> tuple[dict, list[dict], str | None]:
                             f"sample file {name!r} holds {_kind(sample)}; expected an object.",
                             path=str(f),
                         )
-                    samples.append(sample)
+                    samples.append(_slim(sample))
         except IngestError:
             raise
         except (
@@ -758,6 +906,24 @@ def _open_eval(f: Path) -> tuple[dict, list[dict], str | None]:
     if not samples and note is None:
         note = "the log holds no samples"
     return header, _sorted(samples), note
+
+
+#: Fields of a sample the reader uses; the rest (messages, events, the transcript of an agent)
+#: is dropped as each member is parsed, so memory follows the largest member.
+_SAMPLE_FIELDS = ("id", "epoch", "scores", "score", "target", "input", "error")
+
+
+def _slim(sample: dict) -> dict:
+    """The fields of ``sample`` the reader uses (its completion kept as ``output.completion``)."""
+    out = {k: sample[k] for k in _SAMPLE_FIELDS if k in sample}
+    if not isinstance(out.get("input"), str):
+        out.pop("input", None)
+    if "error" in out and out["error"] is not None:
+        out["error"] = True
+    completion = _completion(sample)
+    if completion is not None:
+        out["output"] = {"completion": completion}
+    return out
 
 
 def _sorted(samples: list[dict]) -> list[dict]:
@@ -894,7 +1060,16 @@ def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
     chosen = scorer
     if chosen is None:
         chosen = names[0] if names else None
-        if len(names) > 1:
+        scored_names = [n for n in names if _has_values(samples, n)]
+        if chosen is not None and scored_names and chosen not in scored_names:
+            # the first declared scorer never ran (or gave no value): the scored one is read
+            notes.append(
+                f"{f}: scorer {chosen!r}, declared first, has no value on any sample; scores "
+                f"from {scored_names[0]!r}, the first scorer that has values "
+                "(pick one with scorer=..., CLI: --columns <scorer>=score)"
+            )
+            chosen = scored_names[0]
+        elif len(names) > 1:
             notes.append(
                 f"{f}: scores from scorer {chosen!r} (also available: "
                 f"{', '.join(repr(n) for n in names[1:])}); pick one with scorer=... "
@@ -926,12 +1101,18 @@ def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
     }
     scored = 0
     graded = True  # every scored value one of Inspect's letter grades (C, P, I, N)
+    categories = _categories(samples, chosen) if chosen else None
+    rows["__categorical"] = []
     for s in samples:
         found, value, answer = _lookup(_scores(s), chosen) if chosen else (False, None, None)
         unscored = not found or value is None or (isinstance(value, float) and math.isnan(value))
         graded = graded and (unscored or (isinstance(value, str) and value in _LETTERS))
         errored = s.get("error") is not None and unscored
         num = None if unscored else value_to_float(value)
+        categorical = False
+        if categories is not None and not unscored:
+            num = categories.get((str(value), _text(s.get("target"))))
+            categorical = num is None
         if unscored:
             raw = None
         elif num is not None:
@@ -953,6 +1134,7 @@ def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
         rows["__unscored"].append(unscored and not errored)
         rows["__sample_error"].append(errored)
         rows["error"].append(_sample_error(s) if errored else None)
+        rows["__categorical"].append(categorical)
     schema = {
         "model": pl.String,
         "dataset": pl.String,
@@ -966,10 +1148,34 @@ def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
         "__unscored": pl.Boolean,
         "__sample_error": pl.Boolean,
         "error": pl.String,
+        "__categorical": pl.Boolean,
     }
     frame = pl.DataFrame(rows, schema=schema)
+    if categories is not None:
+        values = sorted({str(v) for (v, _t) in _category_pairs(samples, chosen)})
+        if categories:
+            notes.append(
+                f"{f}: scorer {chosen!r} gives categories ({', '.join(values[:6])}), and each "
+                "sample's target is one of them: scored 1 when the value equals the target, "
+                "else 0 (range [0, 1])"
+            )
+        else:
+            others = [n for n in names if n != chosen]
+            notes.append(
+                f"{f}: scorer {chosen!r} gives categories ({', '.join(values[:6])}) that are "
+                "neither Inspect's grades (C, P, I, N) nor the samples' targets: its samples are "
+                "set aside as categorical_score"
+                + (
+                    f" (another scorer: {', '.join(map(repr, others))}; "
+                    "CLI: --columns <scorer>=score)"
+                    if others
+                    else ""
+                )
+            )
     if chosen is not None:
         info, note = _metric_info(header, chosen)
+        if categories and info.low is None and info.high is None:
+            info = MetricInfo(chosen, 0.0, 1.0, info.higher_is_better)
         if info.low is None and info.high is None and graded and scored:
             # C, P, I and N map to 1, 0.5, 0 and 0: the scorer's scale is [0, 1]
             info = MetricInfo(chosen, 0.0, 1.0, info.higher_is_better)
@@ -985,6 +1191,48 @@ def _frame(f: Path, header: dict, samples: list[dict], scorer: str | None):
     if factors:
         frame = frame.with_columns(pl.lit(v).alias(k) for k, v in factors.items())
     return frame, chosen, scored, notes
+
+
+def _has_values(samples: list[dict], scorer: str) -> bool:
+    """Whether some sample has a value (not null, not NaN) for ``scorer``."""
+    for s in samples:
+        found, value, _ = _lookup(_scores(s), scorer)
+        if found and value is not None and not (isinstance(value, float) and math.isnan(value)):
+            return True
+    return False
+
+
+def _category_pairs(samples: list[dict], scorer: str) -> list[tuple[Any, str | None]]:
+    out = []
+    for s in samples:
+        found, value, _ = _lookup(_scores(s), scorer)
+        if found and value is not None and not (isinstance(value, float) and math.isnan(value)):
+            out.append((value, _text(s.get("target"))))
+    return out
+
+
+#: Most distinct labels (values and targets together) of a categorical scorer read by its target.
+_MAX_CATEGORIES = 20
+
+
+def _categories(samples: list[dict], scorer: str) -> dict[tuple[str, str | None], float] | None:
+    """The scores of a categorical scorer, or None when the scorer is not one.
+
+    A scorer is categorical when every value it gives is text that
+    :func:`value_to_float` cannot read ("left", "right", "A"). When every scored sample's
+    target is text among those values (a pairwise judge asked which side is right), a value
+    equal to the target scores 1, another 0: ``{(value, target): score}`` (at most 20 labels,
+    and some value equal to some target). Otherwise ``{}``:
+    the values have no known order, and the samples are set aside as ``categorical_score``.
+    """
+    pairs = _category_pairs(samples, scorer)
+    if not pairs or not all(isinstance(v, str) and value_to_float(v) is None for v, _ in pairs):
+        return None
+    values = {v for v, _ in pairs}
+    targets = {t for _, t in pairs}
+    if None in targets or not (values & targets) or len(values | targets) > _MAX_CATEGORIES:
+        return {}
+    return {(v, t): 1.0 if v == t else 0.0 for v, t in pairs}
 
 
 def _metric_info(header: dict, chosen: str) -> tuple[MetricInfo, str | None]:

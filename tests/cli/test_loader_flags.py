@@ -23,6 +23,11 @@ INPUTS = {
     "openai-evals": shared("real-logs", "openai-evals"),
     "helm": D / "helm" / "benchmark_output" / "runs" / "evalstats-v1",
     "every-eval-ever": D / "every_eval_ever" / "converted",
+    "lm-eval-api": D / "lm_eval_api" / "producer" / "output",
+    "arena-hard": D / "new_formats" / "arena_hard",
+    "lighteval": D / "new_formats" / "lighteval",
+    "bfcl": D / "new_formats" / "bfcl",
+    "json-records": D / "new_formats" / "json_records" / "array.json",
     "table": None,  # a CSV written by the test
 }
 

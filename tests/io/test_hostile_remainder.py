@@ -214,13 +214,24 @@ def test_item_and_unit_level_formats_join_as_units_and_refuse_as_observations(tm
     assert any("state-of-what-art companions" in n for n in report.notes)
 
 
-def test_data_file_no_format_reads_stops_the_folder_and_names_it(tmp_path):
+def test_data_file_no_format_reads_is_set_aside_and_the_folder_read(tmp_path):
+    """Issue 43: one odd file no longer stops a folder; it is listed with what would read it."""
     _csv(tmp_path / "a.csv")
     (tmp_path / "config.json").write_text('{"temperature": 0}')
-    with pytest.raises(IngestError, match=r"1 file\(s\) match no format.*config\.json"):
-        read(tmp_path)
+    obs, report = read(tmp_path)
+    assert obs.collect().height == report.rows_kept > 0
+    (aside,) = report.files_set_aside
+    assert aside.path.endswith("config.json") and "matches no format" in aside.reason
+    assert "--format" in aside.hint
     code, _, e = _cli("ingest", str(tmp_path))
-    _one_line_error(code, e, "config.json", "match no format", "readable: 1 table")
+    assert code == 0 and "config.json: matches no format" in e
+
+
+def test_a_folder_of_files_no_format_reads_still_stops_and_names_them(tmp_path):
+    (tmp_path / "config.json").write_text('{"temperature": 0}')
+    (tmp_path / "other.json").write_text('{"top_p": 1}')
+    with pytest.raises(IngestError, match="the folder holds no files ending in"):
+        read(tmp_path)
 
 
 def test_explicit_format_notes_the_files_of_other_formats(tmp_path):
@@ -252,11 +263,19 @@ def test_same_observation_in_two_formats_is_an_error_or_set_aside(tmp_path):
 
 
 @needs_shared_data
-def test_one_metric_declared_differently_by_two_formats_is_one_line(tmp_path):
+def test_one_metric_declared_differently_by_two_formats_reads_with_the_widest_range(tmp_path):
+    """Issue 43: conflicting declared ranges are a note and the widest range, not a stop."""
     _copy(OPENAI, tmp_path)
     obs = read(tmp_path).observations.collect()
     obs.select("model", "dataset", "metric", "item", "variant", "run", "score").with_columns(
         pl.lit("other").alias("model")
     ).write_csv(tmp_path / "other.csv")
+    _, report = read(tmp_path)
+    (m,) = report.metrics
+    assert (m.name, m.low, m.high) == ("accuracy", None, None)
+    assert any(
+        "metric 'accuracy'" in n and "openai-evals files" in n and "widest range" in n
+        for n in report.notes
+    )
     code, _, e = _cli("ingest", str(tmp_path))
-    _one_line_error(code, e, "metric 'accuracy'", "openai-evals files", "table files")
+    assert code == 0 and "widest range" in e

@@ -1,0 +1,96 @@
+"""lm-eval's Python API output (``simple_evaluate`` saved as one JSON), issue 43 item 1.
+
+The fixtures were written by lm-eval 0.4.13 itself (fixtures/dumps/lm_eval_api/producer/, see its
+PROVENANCE.md): every per-task mean of every file equals the file's own ``results``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from evalstats.cli import main
+from evalstats.errors import IngestError
+from evalstats.io import detect_format, read
+from evalstats.io.lm_eval_api import detect_lm_eval_api, read_lm_eval_api
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "fixtures/dumps/lm_eval_api/producer/output"
+CLI_OUT = ROOT / "fixtures/dumps/lm_eval/producer/output"
+
+
+def _producer_means(metric_of: dict[str, str]) -> dict[tuple[str, str, str], float]:
+    """(file, task, metric) -> the harness's own mean, from each file's ``results``."""
+    out = {}
+    for f in sorted(OUT.glob("*.json")):
+        doc = json.loads(f.read_text())
+        for task, res in doc["results"].items():
+            metric = metric_of[task]
+            out[(f.name, task, metric)] = res[f"{metric},none"]
+    return out
+
+
+@pytest.mark.parametrize("mc_metric", ["acc", "acc_norm"])
+def test_every_task_mean_of_every_file_equals_the_harness_results(mc_metric):
+    metric_of = {"toy_mc": mc_metric, "toy_gen": "exact_match"}
+    assert detect_format(OUT) == "lm-eval-api"
+    obs, report = read(OUT, metric=metric_of)
+    df = obs.collect()
+    assert report.format == "lm-eval-api"
+    assert report.rows_read == report.rows_kept == df.height == 2 * (8 + 6) + 4 + 4
+    assert sorted(df["model"].unique()) == ["toy/dummy-a", "toy/dummy-b"]
+    expected = _producer_means(metric_of)
+    # runs of dummy-a are numbered by the file's date: run0.json is run 0, run1.json run 1
+    files = {("toy/dummy-a", 0): "run0.json", ("toy/dummy-a", 1): "run1.json"}
+    files[("toy/dummy-b", 0)] = "run2.json"
+    got = df.group_by("model", "run", "dataset", "metric").agg(pl.col("score").mean())
+    assert got.height == len(expected) == 6
+    for model, run, task, metric, mean in got.iter_rows():
+        assert mean == pytest.approx(expected[(files[(model, run)], task, metric)], abs=1e-12)
+
+
+def test_sources_name_each_task_of_the_file():
+    _, report = read_lm_eval_api(OUT / "run2.json")
+    assert sorted(Path(s).name for s in report.sources) == [
+        "run2.json#samples.toy_gen",
+        "run2.json#samples.toy_mc",
+    ]
+    assert not any("evalstats-lm-eval-api" in n for n in report.notes)
+
+
+def test_a_folder_mixing_api_files_and_command_line_output_reads_both(tmp_path):
+    shutil.copytree(OUT, tmp_path / "api")
+    shutil.copytree(CLI_OUT, tmp_path / "cli")
+    _, report = read(tmp_path)
+    assert sorted(c.format for c in report.by_format) == ["lm-eval", "lm-eval-api"]
+    assert report.files_set_aside == ()
+
+
+def test_results_without_samples_say_they_are_aggregates_only(tmp_path):
+    doc = json.loads((OUT / "run0.json").read_text())
+    doc.pop("samples")
+    f = tmp_path / "aggregates.json"
+    f.write_text(json.dumps(doc))
+    assert not detect_lm_eval_api(f)
+    with pytest.raises(IngestError, match="aggregates only, no item scores"):
+        read_lm_eval_api(f)
+
+
+def test_a_record_error_names_the_file_and_task(tmp_path):
+    doc = json.loads((OUT / "run2.json").read_text())
+    doc["samples"]["toy_mc"][1]["acc"] = "maybe"
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(doc))
+    with pytest.raises(IngestError, match=r"bad\.json, row 2.*toy_mc"):
+        read_lm_eval_api(f)
+
+
+def test_cli_reads_an_api_file(capsys):
+    assert main(["ingest", str(OUT / "run0.json")]) == 0
+    err = capsys.readouterr().err
+    assert "ingest (lm-eval-api): 2 files, 14 rows read, 14 kept" in err
+    assert "run0.json#samples.toy_mc" in err or "evalstats-lm-eval-api" not in err
