@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 
+from evalstats._column_rules import ColumnRule
 from evalstats.errors import IngestError
 from evalstats.io._files import expand_paths, skipped_note
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
@@ -166,7 +167,8 @@ def read_bfcl(
                     f"{score_path.name})"
                 )
         rows: dict[str, list] = {
-            k: [] for k in ("model", "dataset", "item", "score", "latency_s", "error", "__unscored")
+            k: []
+            for k in ("model", "dataset", "item", "score", "latency_s", "failure", "__unscored")
         }
         for rec in entries:
             rec = rec if isinstance(rec, dict) else {}
@@ -180,7 +182,8 @@ def read_bfcl(
             rows["latency_s"].append(
                 float(lat) if isinstance(lat, (int, float)) and not isinstance(lat, bool) else None
             )
-            rows["error"].append(_error_type(bad) if bad else None)
+            # why a call was judged wrong: an outcome of the answer, not an error of the call
+            rows["failure"].append(_error_type(bad) if bad else None)
             rows["__unscored"].append(score_path is None)
         frame = pl.DataFrame(
             rows,
@@ -190,7 +193,7 @@ def read_bfcl(
                 "item": pl.String,
                 "score": pl.Float64,
                 "latency_s": pl.Float64,
-                "error": pl.String,
+                "failure": pl.String,
                 "__unscored": pl.Boolean,
             },
         ).with_columns(MetricInfo("accuracy", 0.0, 1.0).columns())
@@ -217,6 +220,15 @@ def read_bfcl(
         source_names={"score": "valid (score file)", "item": "id"},
         notes=notes,
         companions=companions,
+        factors=["failure"],
+        column_rules=[
+            ColumnRule(
+                "failure",
+                "outcome",
+                "BFCL's error_type of a wrong answer (value_error:..., type_error:...): why the "
+                "answer was judged wrong, an outcome, not an error of the call",
+            )
+        ],
     )
 
 

@@ -75,9 +75,9 @@ def test_each_category_mean_equals_the_score_files_accuracy(tmp_path):
         )
         sub = df.filter((pl.col("model") == model) & (pl.col("dataset") == cat))
         assert sub.height == n and sub["score"].mean() == head["accuracy"]
-        assert sub.filter(pl.col("score") == 0)["error"].to_list() == ["value_error:others"] * len(
-            bad
-        )
+        assert sub.filter(pl.col("score") == 0)["failure"].to_list() == [
+            "value_error:others"
+        ] * len(bad)
     assert any("the producer's accuracy = 0.8" in n for n in report.notes)
 
 

@@ -270,9 +270,9 @@ def test_stability_reading_leaves_single_run_configurations_out():
     obs = obs.filter((pl.col("model") == "m0") | (pl.col("run") == 0))
     rep = audit_report(obs, options=FAST, skip=("correlation", "normality", "noise"))
     reading = rep["stability"].reading
-    assert reading.startswith("Over 4 identical runs of one configuration, 30 items, accuracy changed"), (
-        reading
-    )
+    assert reading.startswith(
+        "Over 4 identical runs of one configuration, 30 items, accuracy changed"
+    ), reading
     assert "1 configuration was run once and is left out of these ranges." in reading
     assert "1 and 4" not in reading
 
