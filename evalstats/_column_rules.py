@@ -443,14 +443,12 @@ def _value_stats(
         per_cell = lf.group_by(cell).agg(
             pl.len().alias("__n"),
             *[pl.col(c).n_unique().alias(f"__w{i}") for i, c in enumerate(pending)],
-            *[pl.col(c).drop_nulls().n_unique().alias(f"__v{i}") for i, c in enumerate(pending)],
             *[pl.col(c).first().alias(f"__x{i}") for i, c in enumerate(pending)],
         )
         within_q = per_cell.select(
             pl.len().alias("__cells"),
             (pl.col("__n") > 1).sum().alias("__multi"),
             *[(pl.col(f"__w{i}") > 1).sum().alias(f"__w{i}") for i in range(len(pending))],
-            *[(pl.col(f"__v{i}") > 1).sum().alias(f"__v{i}") for i in range(len(pending))],
         )
         queries.append(within_q)
         constant = [pl.col(f"__w{i}") <= 1 for i in range(len(pending))]
@@ -503,8 +501,11 @@ def _value_stats(
         if (not cell or int(rows.get(f"__w{i}") or 0) > 0)
         and not _decided_early(rows, i, schema[c])
     ]
+    for i in range(len(pending)):  # without nulls, the values set within a cell are its values
+        if not int(rows[f"__z{i}"]):  # type: ignore[call-overload]
+            rows[f"__v{i}"] = rows.get(f"__w{i}")
     if second:
-        rows.update(_second_pass(lf, pending, second, cell, score, run))
+        rows.update(_second_pass(lf, pending, second, cell, score, run, rows))
     return rows
 
 
@@ -533,9 +534,18 @@ def _second_pass(
     cell: Sequence[str],
     score: str | None,
     run: str | None,
+    first: Mapping[str, object],
 ) -> dict[str, object]:
-    """Outcome and run-label counts of the columns ``which`` (indices into ``pending``)."""
+    """Outcome, run-label and null counts of the columns ``which`` (indices into ``pending``)."""
     queries = []
+    nullable = [i for i in which if int(first[f"__z{i}"])]  # type: ignore[call-overload]
+    if nullable and cell:
+        # cells where the values set (nulls left out) vary: null against one value is not two
+        queries.append(
+            lf.group_by(cell)
+            .agg(pl.col(pending[i]).drop_nulls().n_unique().alias(f"__v{i}") for i in nullable)
+            .select((pl.col(f"__v{i}") > 1).sum().alias(f"__v{i}") for i in nullable)
+        )
     if score is not None:
         s = pl.col(score)
         exprs = []
@@ -673,7 +683,7 @@ def _decide(
         )
     cells = int(cells)
     varies = int(st[f"__w{i}"])
-    varies_set = int(st[f"__v{i}"])
+    varies_set = int(st.get(f"__v{i}") or 0)
     if varies and int(st.get(f"__nl{i}") or 0) == 0 and st.get(f"__nl{i}") is not None:
         return ColumnRule(
             c,

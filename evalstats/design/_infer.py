@@ -198,11 +198,22 @@ def _factor_role(role: str) -> str:
 # --- applying ------------------------------------------------------------------------------
 
 
+#: Rows read to tell a variant derived from the factor columns from one a loader named.
+_DERIVED_SAMPLE = 20_000
+
+
 def _derived_variant(lf: pl.LazyFrame, factors: Sequence[str]) -> bool:
-    """Whether ``variant`` is the key of ``factors`` (so it can be rebuilt from fewer)."""
+    """Whether ``variant`` is the key of ``factors`` (so it can be rebuilt from fewer).
+
+    Read on the first rows: a variant a loader named (a prompt id, a fingerprint) differs from
+    the key of the factor columns on its first row already.
+    """
     if not factors:
         return False
-    return bool(lf.select((pl.col("variant") == variant_key(list(factors))).all()).collect().item())
+    head = lf.head(_DERIVED_SAMPLE)
+    return bool(
+        head.select((pl.col("variant") == variant_key(list(factors))).all()).collect().item()
+    )
 
 
 def apply_design(observations: pl.DataFrame | pl.LazyFrame, design: Design) -> pl.LazyFrame:
@@ -574,8 +585,16 @@ def design_and_table(
         draft = Design(columns=tuple(columns), groups=pl.DataFrame(), roles=explicit)
         table = apply_design(lf, draft)
     settings = [s for s in draft.settings if s in table.collect_schema().names()]
-    varying = _varying(table, settings)
-    groups = _groups(table, varying)
+    # the columns the structure reads, computed once (the rebuilt variant key concatenates
+    # every factor column: each of the grouped passes below would compute it again)
+    have = table.collect_schema().names()
+    structure = table.select(
+        c
+        for c in ("model", "dataset", "metric", "variant", "run", "item", "cluster", *settings)
+        if c in have
+    ).collect()
+    varying = _varying(structure.lazy(), settings)
+    groups = _groups(structure.lazy(), varying)
     notes += _notes(groups)
     design = Design(
         columns=tuple(columns),
