@@ -167,6 +167,10 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
     return specs
 
 
+#: Datasets above which the agreement heatmap gives each dataset a row instead of a column.
+_WIDE_DATASETS = 12
+
+
 def _stability_figures(report: ReportContents) -> list[FigureSpec]:
     from evalstats import plots
     from evalstats.plots.stability import fit_category_labels, fit_heatmap_cells
@@ -205,11 +209,24 @@ def _stability_figures(report: ReportContents) -> list[FigureSpec]:
                     "tables/stability.csv has each configuration."
                 )
             elif one_cell:
+                # many datasets: a row each (42 slanted names under two narrow columns of
+                # cells overprinted one another), the models across
+                tall = table["dataset"].n_unique() > _WIDE_DATASETS
+                n_rows = table["dataset"].n_unique()
 
                 def draw(pal: dict[str, Any]) -> Any:
-                    fig, axes = panels(len(values))
-                    for ax, v in zip(axes, values):
-                        plots.plot_tar_heatmap(table, value=v, ax=ax, fit=False)
+                    if tall:
+                        fig, axes = panels(
+                            len(values), width=3.6, height=1.2 + 0.22 * n_rows, ncol_max=2
+                        )
+                        for ax, v in zip(axes, values):
+                            plots.plot_tar_heatmap(
+                                table, value=v, ax=ax, x="model", y="dataset", fit=False
+                            )
+                    else:
+                        fig, axes = panels(len(values))
+                        for ax, v in zip(axes, values):
+                            plots.plot_tar_heatmap(table, value=v, ax=ax, fit=False)
                     fit_heatmap_cells(fig)
                     return fig
 

@@ -392,3 +392,32 @@ def test_rows_of_models_follow_the_reports_order_in_every_figure():
             drawn[spec.key] = top_first
             plt.close(fig)
     assert drawn == {"intervals": ranked, "noise_components": ranked}
+
+
+def test_agreement_over_many_datasets_gives_each_dataset_a_row():
+    """Issue 41: over 42 datasets the agreement heatmap's slanted column names overprinted
+    one another; past 12 datasets each dataset is a row, named upright."""
+    import numpy as np
+    import polars as pl
+
+    from evalstats.report import ANALYSES, audit_report
+    from evalstats.report._figures import figure_specs, report_palette
+
+    rng = np.random.default_rng(0)
+    rows = [
+        {"model": m, "dataset": f"task_{d:02d}", "item": f"i{i}", "run": r,
+         "score": float(rng.random() < 0.6), "answer": str(rng.integers(0, 3))}
+        for m in ("a", "b") for d in range(42) for i in range(12) for r in range(3)
+    ]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = audit_report(
+            pl.DataFrame(rows), skip=[a.key for a in ANALYSES if a.key != "stability"]
+        )
+    spec = next(s for s in figure_specs(rep) if s.key == "stability")
+    with paper_style():
+        fig = spec.draw(report_palette(rep))
+    ax = fig.axes[0]
+    labels = [t for t in ax.get_yticklabels() if t.get_text()]
+    assert len(labels) == 42 and all(t.get_rotation() == 0 for t in labels)
+    plt.close(fig)
