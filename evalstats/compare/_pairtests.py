@@ -541,6 +541,13 @@ class McNemar(_Base):
         high = np.full(self.n.size, np.nan)
         for j, (x, k, lv) in enumerate(zip(self.n10, self.k, levels, strict=True)):
             if k == 0:
+                # no discordant pair (two models right, or wrong, on the same items): the
+                # conditional interval is undefined; Tango's unconditional score interval is
+                # centred on 0 and narrows with the items (±0.16 over 20 items at 95 %)
+                if self.n[j] > 0:
+                    low[j], high[j] = tango_bounds(
+                        0, 0, int(self.n[j]), float(lv), self.alternative
+                    )
                 continue
             lo, hi = _pi_interval(int(x), int(k), float(lv), self.alternative, self.midp)
             scale = k / self.n[j]

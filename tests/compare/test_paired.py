@@ -412,3 +412,17 @@ def test_compare_cli_on_a_dump_with_a_single_model_dataset(tmp_path):
     ok(code, err)
     assert pl.read_csv(out.encode())["dataset"].unique().sort().to_list() == ["d1", "d2"]
     assert "at least 2 models in dataset='d0'" in err
+
+
+def test_two_models_right_on_every_item_get_an_interval_around_zero():
+    """Issue 41: both models at 1.0 gave a NaN interval (no discordant pair). Tango's score
+    interval with no discordant pair is ±z²/(n + z²) (it solves d²n = z²(d − d²))."""
+    n = 20
+    obs = pl.DataFrame(
+        {"model": ["a"] * n + ["b"] * n, "dataset": "d", "item": [f"i{i}" for i in range(n)] * 2,
+         "score": 1.0}
+    )  # fmt: skip
+    row = compare_models(obs).row(0, named=True)
+    z2 = stats.norm.isf(0.025) ** 2
+    assert row["difference"] == 0.0 and row["pvalue"] == 1.0
+    np.testing.assert_allclose([row["ci_low"], row["ci_high"]], [-z2 / (n + z2), z2 / (n + z2)])
