@@ -18,6 +18,7 @@ from evalstats.io._rows import read_error
 
 __all__ = [
     "TABLE_SUFFIXES",
+    "env_bytes",
     "expand_paths",
     "check_line_lengths",
     "csv_header",
@@ -60,6 +61,26 @@ DEFAULT_MAX_MEMBER_BYTES = 32 * 2**20
 _CHUNK = 2**20
 
 
+def env_bytes(name: str, default: int) -> int:
+    """A size in bytes from the environment variable ``name`` (``default`` when unset).
+
+    Raises
+    ------
+    IngestError
+        The variable is set to anything but a positive whole number.
+    """
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise IngestError(f"{name} must be a positive whole number of bytes; got {raw!r}.")
+    return value
+
+
 def max_member_bytes() -> int:
     """The cap on one decompressed member, from ``EVALSTATS_MAX_MEMBER_BYTES`` or the default.
 
@@ -68,18 +89,7 @@ def max_member_bytes() -> int:
     >>> max_member_bytes() > 0
     True
     """
-    raw = os.environ.get("EVALSTATS_MAX_MEMBER_BYTES")
-    if raw is None or not raw.strip():
-        return DEFAULT_MAX_MEMBER_BYTES
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise IngestError(
-            f"EVALSTATS_MAX_MEMBER_BYTES must be a positive whole number of bytes; got {raw!r}."
-        )
-    return value
+    return env_bytes("EVALSTATS_MAX_MEMBER_BYTES", DEFAULT_MAX_MEMBER_BYTES)
 
 
 #: Default longest line of a CSV, TSV or JSON Lines file (64 MiB); ``EVALSTATS_MAX_LINE_BYTES``.

@@ -734,20 +734,9 @@ def max_log_bytes() -> int:
     >>> max_log_bytes() > 2**30
     True
     """
-    import os
+    from evalstats.io._files import env_bytes
 
-    raw = os.environ.get("EVALSTATS_MAX_LOG_BYTES")
-    if raw is None or not raw.strip():
-        return DEFAULT_MAX_LOG_BYTES
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise IngestError(
-            f"EVALSTATS_MAX_LOG_BYTES must be a positive whole number of bytes; got {raw!r}."
-        )
-    return value
+    return env_bytes("EVALSTATS_MAX_LOG_BYTES", DEFAULT_MAX_LOG_BYTES)
 
 
 def _max_eval_member_bytes() -> int:
