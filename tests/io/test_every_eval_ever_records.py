@@ -294,7 +294,7 @@ def test_schema_0_1_0_splits_are_parts_of_one_dataset_and_the_test_split_is_its_
 
 
 def test_of_two_keys_each_record_has_its_own_of_the_text_one_is_chosen_over_the_number():
-    from evalstats.io.every_eval_ever import _distinguishing
+    from evalstats.io.every_eval_ever._records import _distinguishing
 
     key = ("org/a", "bench", "score")
     entries = [
