@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from evalstats._frames import in_memory
 from evalstats.factors import factor_role
 
 __all__ = [
@@ -74,6 +75,7 @@ LONG_TEXT_CHARS = 40
 
 #: Distinct non-integer numbers above which a column is a measurement, not a setting.
 MEASUREMENT_MIN = 20
+
 
 #: Name words of model outputs and references (a whole ``_``-separated word of the name).
 _OUTPUT_WORDS = frozenset(
@@ -387,6 +389,13 @@ def classify(
     cell = [*keys, item] if has_item else keys
     has_score = score is not None and score in schema and score not in pending
     has_run = run is not None and run in schema and run not in pending
+    if isinstance(frame, pl.LazyFrame):
+        read = list(
+            dict.fromkeys(
+                [*cell, *pending, *([score] if has_score else []), *([run] if has_run else [])]
+            )
+        )
+        lf = in_memory(lf.select(read), len(read))
     stats = _value_stats(
         lf,
         schema,
@@ -423,6 +432,8 @@ def _value_stats(
     glob: list[pl.Expr] = [pl.len().alias("__rows")]
     if score is not None:
         glob += [pl.col(score).n_unique().alias("__su")]
+    if run is not None:
+        glob += [pl.col(run).n_unique().alias("__runs")]
     for i, c in enumerate(pending):
         col = pl.col(c)
         dt = schema[c]
@@ -505,7 +516,9 @@ def _value_stats(
         if not int(rows[f"__z{i}"]):  # type: ignore[call-overload]
             rows[f"__v{i}"] = rows.get(f"__w{i}")
     if second:
-        rows.update(_second_pass(lf, pending, second, cell, score, run, rows))
+        # a run column with one value on every row labels nothing: no run pass
+        runs = run if run is not None and int(rows["__runs"]) > 1 else None  # type: ignore[call-overload]
+        rows.update(_second_pass(lf, pending, second, cell, score, runs, rows))
     return rows
 
 
@@ -536,39 +549,50 @@ def _second_pass(
     run: str | None,
     first: Mapping[str, object],
 ) -> dict[str, object]:
-    """Outcome, run-label and null counts of the columns ``which`` (indices into ``pending``)."""
+    """Outcome, run-label and null counts of the columns ``which`` (indices into ``pending``).
+
+    Only what can change a decision is counted: the joint distinct values of a column and the
+    score where the two could be one-to-one (as many values as scores), the scores beside its
+    nulls where it has some, the values set (nulls left out) where it has nulls, and the runs
+    only when a cell has several.
+    """
     queries = []
+    n = int(first["__rows"])  # type: ignore[call-overload]
     nullable = [i for i in which if int(first[f"__z{i}"])]  # type: ignore[call-overload]
-    if nullable and cell:
-        # cells where the values set (nulls left out) vary: null against one value is not two
-        queries.append(
-            lf.group_by(cell)
-            .agg(pl.col(pending[i]).drop_nulls().n_unique().alias(f"__v{i}") for i in nullable)
-            .select((pl.col(f"__v{i}") > 1).sum().alias(f"__v{i}") for i in nullable)
+    run_cols = which if run is not None and cell else []
+    if (nullable or run_cols) and cell:
+        # per cell: the values set (nulls left out; null against one value is not two), and
+        # the widths the run counts are read against
+        widths = lf.group_by(cell).agg(
+            *[pl.col(pending[i]).drop_nulls().n_unique().alias(f"__v{i}") for i in nullable],
+            *[pl.col(pending[i]).n_unique().alias(f"__w{i}") for i in run_cols],
         )
+        if nullable:
+            queries.append(widths.select((pl.col(f"__v{i}") > 1).sum() for i in nullable))
     if score is not None:
         s = pl.col(score)
+        su = int(first["__su"])  # type: ignore[call-overload]
         exprs = []
         for i in which:
             col = pl.col(pending[i])
-            exprs += [
-                pl.struct(col, s).n_unique().alias(f"__cs{i}"),
-                s.filter(col.is_null()).min().alias(f"__s0lo{i}"),
-                s.filter(col.is_null()).max().alias(f"__s0hi{i}"),
-                s.filter(col.is_not_null()).min().alias(f"__s1lo{i}"),
-                s.filter(col.is_not_null()).max().alias(f"__s1hi{i}"),
-            ]
-        queries.append(lf.select(exprs))
-    if run is not None and cell:
+            if int(first[f"__u{i}"]) == su:  # type: ignore[call-overload]
+                exprs.append(pl.struct(col, s).n_unique().alias(f"__cs{i}"))
+            if 0 < int(first[f"__z{i}"]) < n:  # type: ignore[call-overload]
+                exprs += [
+                    s.filter(col.is_null()).min().alias(f"__s0lo{i}"),
+                    s.filter(col.is_null()).max().alias(f"__s0hi{i}"),
+                    s.filter(col.is_not_null()).min().alias(f"__s1lo{i}"),
+                    s.filter(col.is_not_null()).max().alias(f"__s1hi{i}"),
+                ]
+        if exprs:
+            queries.append(lf.select(exprs))
+    if run_cols:
         # distinct (value, run) pairs of a cell: the sum over its runs of the distinct values
         per_run = lf.group_by([*cell, run]).agg(
             pl.col(pending[i]).n_unique().alias(f"__cr{i}") for i in which
         )
         per_cell = per_run.group_by(cell).agg(
             pl.len().alias("__nr"), *[pl.col(f"__cr{i}").sum() for i in which]
-        )
-        widths = lf.group_by(cell).agg(
-            pl.col(pending[i]).n_unique().alias(f"__w{i}") for i in which
         )
         joined = per_cell.join(widths, on=list(cell), nulls_equal=True)
         both = {i: (pl.col(f"__w{i}") > 1) & (pl.col("__nr") > 1) for i in which}
@@ -596,7 +620,7 @@ def _second_pass(
                 ],
             )
         )
-    rows: dict[str, object] = {}
+    rows: dict[str, object] = {f"__cs{i}": -1 for i in which}  # -1: not one-to-one
     for frame in pl.collect_all(queries) if queries else []:
         rows.update(frame.row(0, named=True))
     return rows

@@ -34,6 +34,31 @@ __all__ = ["TableLike", "describe", "is_table", "to_polars"]
 TableLike: TypeAlias = "pl.DataFrame | pl.LazyFrame | pandas.DataFrame | pyarrow.Table"
 
 
+#: Values (rows times columns) up to which :func:`in_memory` reads a lazy table into memory.
+#: Several grouped counts over one wide table cost about a third of the CPU in memory that they
+#: cost re-reading the files; above this the counts stream, in bounded memory. 250 million
+#: values are about 2 GB.
+IN_MEMORY_VALUES = 250_000_000
+
+
+def in_memory(lf: pl.LazyFrame, n_columns: int) -> pl.LazyFrame:
+    """``lf`` read into memory when it holds at most :data:`IN_MEMORY_VALUES` values, else as is.
+
+    One bounded read (a slice one row past the budget) tells which: a table within the budget
+    is read once and every later query runs on it; a larger one is left to the streaming
+    engine, and the read stopped after the budget's rows.
+
+    Examples
+    --------
+    >>> lf = pl.LazyFrame({"a": [1, 2, 3]})
+    >>> in_memory(lf, 1).collect()["a"].to_list()
+    [1, 2, 3]
+    """
+    budget = max(IN_MEMORY_VALUES // max(n_columns, 1), 1)
+    head = lf.head(budget + 1).collect()
+    return head.lazy() if head.height <= budget else lf
+
+
 def _module(obj: Any) -> str:
     return type(obj).__module__.split(".", 1)[0]
 
