@@ -113,6 +113,35 @@ def test_the_rules_read_the_same_through_the_table_loader(planted, tmp_path_fact
     assert obs.collect()["variant"].n_unique() == table[names["prompt"]].n_unique()
 
 
+@given(planted=planted_tables())
+def test_the_rules_decide_alike_in_memory_and_streaming(planted):
+    """A table within the in-memory budget is read once and counted there; above it the counts
+    stream over the lazy plan. Both give every column the same role and evidence."""
+    import evalstats._frames as frames
+
+    table, _names = planted
+    columns = [c for c in table.columns if c not in ("model", "item", "score", "run")]
+    in_memory = classify(table.lazy(), columns)
+    budget = frames.IN_MEMORY_VALUES
+    frames.IN_MEMORY_VALUES = 1  # every table is over it
+    try:
+        streamed = classify(table.lazy(), columns)
+    finally:
+        frames.IN_MEMORY_VALUES = budget
+    assert in_memory == streamed
+
+
+def test_in_memory_reads_a_table_over_the_budget_no_further_than_the_budget(monkeypatch):
+    import evalstats._frames as frames
+
+    monkeypatch.setattr(frames, "IN_MEMORY_VALUES", 10)
+    small = pl.LazyFrame({"a": range(5), "b": range(5)})
+    large = pl.LazyFrame({"a": range(6), "b": range(6)})
+    assert isinstance(frames.in_memory(small, 2), pl.LazyFrame)
+    assert frames.in_memory(small, 2).explain().startswith("DF")  # the data, not a plan
+    assert frames.in_memory(large, 2) is large  # 12 values > 10: left to the lazy engine
+
+
 # --- the cases of issue 40, rebuilt ------------------------------------------------------------
 
 
