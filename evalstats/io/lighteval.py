@@ -169,7 +169,9 @@ def read_lighteval(
         declared, directions = _declared(results, task)
         # the parquet struct's field order is not the producer's (datasets sorts it): the
         # default is the first metric the task declares in the results file, when there is one
-        order = [d for d in declared if d in available] + [a for a in available if a not in declared]
+        order = [d for d in declared if d in available] + [
+            a for a in available if a not in declared
+        ]
         wanted = metric.get(task) if isinstance(metric, Mapping) else metric
         chosen = wanted if wanted is not None else (order[0] if order else None)
         if chosen is None or chosen not in available:

@@ -98,3 +98,35 @@ def test_the_result_folder_alone_finds_the_score_files_beside_it(tmp_path, sub):
     root = _write(tmp_path)
     _, report = read(root / sub)
     assert report.rows_kept == 26
+
+
+def test_the_2024_archive_layout_numbers_failed_entries_by_position(tmp_path):
+    """Before the versioned names: ``gorilla_openfunctions_v1_test_<cat>_result.json`` beside
+    ``score/<model>/<cat>_score.json``, whose failed records carry the entry's 1-based position as
+    ``id`` and the entry's own id under ``prompt.id`` (the BFCL-Result archive of 2024)."""
+    import json
+
+    from evalstats.io import detect_format, read
+
+    res = tmp_path / "result" / "gpt-4o-FC"
+    sco = tmp_path / "score" / "gpt-4o-FC"
+    res.mkdir(parents=True)
+    sco.mkdir(parents=True)
+    ids = [f"simple_{i}" for i in range(5)]
+    (res / "gorilla_openfunctions_v1_test_simple_result.json").write_text(
+        "".join(json.dumps({"id": i, "result": "f()"}) + "\n" for i in ids)
+    )
+    # entries 2 (position 3) and 4 (position 5) failed; one record names its entry, one does not
+    lines = [
+        {"accuracy": 0.6, "correct_count": 3, "total_count": 5},
+        {"id": 3, "valid": False, "error": ["x"], "prompt": {"id": "simple_2"}},
+        {"id": 5, "valid": False, "error": ["y"], "error_type": "value_error"},
+    ]
+    (sco / "simple_score.json").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert detect_format(tmp_path) == "bfcl"
+    obs, report = read(tmp_path)
+    df = obs.collect().sort("item")
+    assert df["dataset"].unique().to_list() == ["simple"]
+    assert df["score"].to_list() == [1.0, 1.0, 0.0, 1.0, 0.0]
+    assert df["score"].mean() == lines[0]["accuracy"]
+    assert report.files_set_aside == ()

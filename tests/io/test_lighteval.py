@@ -137,7 +137,10 @@ def test_lighteval_s_own_output_reads_to_its_own_results():
     assert sorted(df["model"].unique().to_list()) == ["toy/dummy-a", "toy/dummy-b"]
     assert df["dataset"].unique().to_list() == ["toy_add|0"]
     # two runs of toy/dummy-a, numbered by date; one of toy/dummy-b
-    assert df.group_by("model").agg(pl.col("run").n_unique()).sort("model")["run"].to_list() == [2, 1]
+    assert df.group_by("model").agg(pl.col("run").n_unique()).sort("model")["run"].to_list() == [
+        2,
+        1,
+    ]
     for f in sorted(PRODUCER.glob("results/*/*/results_*.json")):
         model = f"{f.parent.parent.name}/{f.parent.name}"
         date = f.stem.removeprefix("results_")
