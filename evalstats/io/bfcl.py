@@ -145,10 +145,9 @@ def read_bfcl(
     Result files named before the versioned names (2024: ``gorilla_openfunctions_v1_test_<cat>_
     result.json`` beside ``score/<model>/<cat>_score.json``, failed records numbered by 1-based
     position, the entry's id under ``prompt.id``) are read too. Checked against: two real dumps of
-    the real corpus (every category's accuracy reproduced) and files in the layout of bfcl-eval
-    2026.3.23's own code
-    (``eval_checker/eval_runner_helper.py`` ``save_eval_results``, ``utils.py``), in
-    ``tests/io/test_bfcl.py``.
+    the real corpus (every category's accuracy reproduced), score files written by bfcl-eval
+    2026.3.23's own runner (``fixtures/dumps/bfcl/producer``) and synthetic files in its layout
+    (``tests/io/test_bfcl.py``).
 
     Examples
     --------

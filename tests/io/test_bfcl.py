@@ -104,10 +104,6 @@ def test_the_2024_archive_layout_numbers_failed_entries_by_position(tmp_path):
     """Before the versioned names: ``gorilla_openfunctions_v1_test_<cat>_result.json`` beside
     ``score/<model>/<cat>_score.json``, whose failed records carry the entry's 1-based position as
     ``id`` and the entry's own id under ``prompt.id`` (the BFCL-Result archive of 2024)."""
-    import json
-
-    from evalstats.io import detect_format, read
-
     res = tmp_path / "result" / "gpt-4o-FC"
     sco = tmp_path / "score" / "gpt-4o-FC"
     res.mkdir(parents=True)
@@ -130,3 +126,23 @@ def test_the_2024_archive_layout_numbers_failed_entries_by_position(tmp_path):
     assert df["score"].to_list() == [1.0, 1.0, 0.0, 1.0, 0.0]
     assert df["score"].mean() == lines[0]["accuracy"]
     assert report.files_set_aside == ()
+
+
+PRODUCER = Path(__file__).parents[2] / "fixtures" / "dumps" / "bfcl" / "producer" / "output"
+
+
+def test_bfcl_eval_s_own_score_files_are_reproduced():
+    """Score files written by bfcl-eval 2026.3.23's runner; see the folder's PROVENANCE.md."""
+    assert detect_format(PRODUCER) == "bfcl"
+    obs, report = read(PRODUCER)
+    df = obs.collect()
+    assert report.rows_read == report.rows_kept == 2 * 2 * 8 and report.files_set_aside == ()
+    heads = sorted(PRODUCER.glob("score/*/*/BFCL_v4_*_score.json"))
+    assert len(heads) == 4
+    for f in heads:
+        head = json.loads(f.read_text().split("\n")[0])
+        cat = f.name.removeprefix("BFCL_v4_").removesuffix("_score.json")
+        got = df.filter((pl.col("model") == f.parent.parent.name) & (pl.col("dataset") == cat))
+        assert got.height == head["total_count"]
+        assert got["score"].sum() == head["correct_count"]
+        assert got["score"].mean() == head["accuracy"]  # difference 0
