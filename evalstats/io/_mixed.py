@@ -115,6 +115,8 @@ def _bfcl_companion(f: Path) -> bool:
 
     if re.match(r"^BFCL_v\d+_.+_score\.json$", f.name):
         return True
+    if f.name.endswith("_score.json") and "score" in f.parts[:-1]:
+        return True  # before the versioned names (2024): score/<model>/<category>_score.json
     return f.name.startswith("data_") and f.suffix == ".csv" and "score" in f.parts
 
 

@@ -27,7 +27,9 @@ from evalstats.schema import MetricInfo
 
 __all__ = ["detect_bfcl", "read_bfcl"]
 
-_RESULT = re.compile(r"^(?P<prefix>BFCL_v\d+)_(?P<cat>.+)_result\.json$")
+_RESULT = re.compile(
+    r"^(?:(?P<prefix>BFCL_v\d+)|(?P<old>gorilla_openfunctions_v1_test))_(?P<cat>.+)_result\.json$"
+)
 _SCORE = re.compile(r"^(?P<prefix>BFCL_v\d+)_(?P<cat>.+)_score\.json$")
 
 
@@ -41,7 +43,7 @@ def detect_bfcl(path: str | Path) -> bool:
     """
     p = Path(path)
     if p.is_dir():
-        return any(_RESULT.match(f.name) for f in p.rglob("BFCL_v*_result.json"))
+        return any(_RESULT.match(f.name) for f in p.rglob("*_result.json"))
     return p.is_file() and bool(_RESULT.match(p.name))
 
 
@@ -59,16 +61,46 @@ def _lines(f: Path) -> list[Any]:
     return out
 
 
-def _score_file(f: Path, prefix: str, cat: str) -> Path | None:
+def _score_name(prefix: str | None, cat: str) -> str:
+    """``BFCL_v3_simple_score.json``; before the versioned names (2024), ``simple_score.json``."""
+    return f"{prefix}_{cat}_score.json" if prefix else f"{cat}_score.json"
+
+
+def _score_file(f: Path, prefix: str | None, cat: str) -> Path | None:
     """``score/<model>/<group>/<prefix>_<cat>_score.json`` for ``result/<model>/<group>/...``."""
     parts = f.parts
+    name = _score_name(prefix, cat)
     if "result" in parts:
         i = len(parts) - 1 - parts[::-1].index("result")
-        cand = Path(*parts[:i], "score", *parts[i + 1 : -1], f"{prefix}_{cat}_score.json")
+        cand = Path(*parts[:i], "score", *parts[i + 1 : -1], name)
         if cand.is_file():
             return cand
-    beside = f.with_name(f"{prefix}_{cat}_score.json")
+    beside = f.with_name(name)
     return beside if beside.is_file() else None
+
+
+def _failed_ids(lines: list[Any], entries: list[Any]) -> dict[str, Any]:
+    """The result-file ids of the entries a score file lists as failed.
+
+    Since the versioned names, a failed record's ``id`` is the entry's id. Before (the 2024
+    leaderboard archive), ``id`` is the entry's 1-based position in the result file and the
+    entry's own id is under ``prompt.id``: both are understood.
+    """
+    ids = [str(e.get("id")) if isinstance(e, dict) else None for e in entries]
+    known = set(ids)
+    failed: dict[str, Any] = {}
+    for rec in lines:
+        if not (isinstance(rec, dict) and rec.get("valid") is False and "id" in rec):
+            continue
+        prompt = rec.get("prompt")
+        own = prompt.get("id") if isinstance(prompt, dict) else None
+        key = str(rec["id"])
+        if own is not None and str(own) in known:
+            key = str(own)
+        elif key not in known and isinstance(rec["id"], int) and 1 <= rec["id"] <= len(ids):
+            key = str(ids[rec["id"] - 1])
+        failed[key] = rec
+    return failed
 
 
 def _model_of(f: Path) -> str:
@@ -110,9 +142,12 @@ def read_bfcl(
     An entry of a result file whose category has no score file is set aside as ``unscored``
     (counted), with a note. The score file's header (``accuracy``, ``correct_count``,
     ``total_count``) is quoted in the notes per (model, category): the mean read equals it.
-    Checked against: files written in the layout of bfcl-eval 2026.3.23's own code
-    (``eval_checker/eval_runner_helper.py`` ``save_eval_results``, ``utils.py``), in
-    ``tests/io/test_bfcl.py``.
+    Result files named before the versioned names (2024: ``gorilla_openfunctions_v1_test_<cat>_
+    result.json`` beside ``score/<model>/<cat>_score.json``, failed records numbered by 1-based
+    position, the entry's id under ``prompt.id``) are read too. Checked against: two real dumps of
+    the real corpus (every category's accuracy reproduced), score files written by bfcl-eval
+    2026.3.23's own runner (``fixtures/dumps/bfcl/producer``) and synthetic files in its layout
+    (``tests/io/test_bfcl.py``).
 
     Examples
     --------
@@ -146,20 +181,17 @@ def read_bfcl(
     for f in files:
         m = _RESULT.match(f.name)
         prefix, cat = m["prefix"], m["cat"]
+        score_name = _score_name(prefix, cat)
         model = _model_of(f)
         entries = _lines(f)
         score_path = _score_file(f, prefix, cat)
         failed: dict[str, Any] = {}
         if score_path is None:
-            notes.append(
-                f"{f}: no score file ({prefix}_{cat}_score.json): entries set aside as unscored"
-            )
+            notes.append(f"{f}: no score file ({score_name}): entries set aside as unscored")
         else:
             lines = _lines(score_path)
             head = lines[0] if lines and isinstance(lines[0], dict) else {}
-            for rec in lines[1:]:
-                if isinstance(rec, dict) and rec.get("valid") is False and "id" in rec:
-                    failed[str(rec["id"])] = rec
+            failed = _failed_ids(lines[1:], entries)
             if "accuracy" in head:
                 notes.append(
                     f"{model} / {cat}: the producer's accuracy = {head['accuracy']!r} "

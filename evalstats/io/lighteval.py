@@ -108,9 +108,11 @@ def read_lighteval(
     -----
     The run's ``results/<model>/results_<date>.json`` (the producer's aggregates), when present
     beside ``details/``, is quoted in the notes per task, so the means can be checked against
-    it. Checked against: parquet files written in LightEval's documented ``Detail`` layout
-    (``tests/io/test_lighteval.py``); LightEval itself (it needs torch) could not be installed
-    here to write them.
+    it. The default metric is the first the task declares in that file's ``config_tasks`` (the
+    parquet struct's fields are sorted), and each metric's direction is its declared
+    ``higher_is_better``. Checked against: output written by LightEval 0.13.0 itself
+    (``fixtures/dumps/lighteval/producer``), two real dumps of the real corpus (every mean equal
+    to the results file's), and files in the older flat layout (``tests/io/test_lighteval.py``).
 
     Examples
     --------
@@ -163,8 +165,15 @@ def read_lighteval(
                 path=str(f),
             )
         available = [fld.name for fld in raw.schema[metrics_col].fields]
+        results = _results_of(f, model, date)
+        declared, directions = _declared(results, task)
+        # the parquet struct's field order is not the producer's (datasets sorts it): the
+        # default is the first metric the task declares in the results file, when there is one
+        order = [d for d in declared if d in available] + [
+            a for a in available if a not in declared
+        ]
         wanted = metric.get(task) if isinstance(metric, Mapping) else metric
-        chosen = wanted if wanted is not None else (available[0] if available else None)
+        chosen = wanted if wanted is not None else (order[0] if order else None)
         if chosen is None or chosen not in available:
             raise IngestError(
                 f"no metric {chosen!r} in task {task!r} (metrics: {', '.join(available)}).",
@@ -172,9 +181,10 @@ def read_lighteval(
                 column=metrics_col,
             )
         if wanted is None and len(available) > 1:
+            first = "the first the task declares" if chosen in declared else "the first logged"
             note = (
-                f"{task}: score = metric {chosen!r}, the first logged (also: "
-                f"{', '.join(a for a in available if a != chosen)}; pick one with --metric)"
+                f"{task}: score = metric {chosen!r}, {first} (also: "
+                f"{', '.join(a for a in order if a != chosen)}; pick one with --metric)"
             )
             if note not in notes:
                 notes.append(note)
@@ -204,10 +214,10 @@ def read_lighteval(
             },
         )
         low, high = (0.0, 1.0) if _UNIT_METRICS.match(chosen) else (None, None)
-        frame = frame.with_columns(MetricInfo(chosen, low, high).columns())
+        higher = directions.get(chosen, True)
+        frame = frame.with_columns(MetricInfo(chosen, low, high, higher).columns())
         parts.append((str(f), frame))
         keys.append((model, task, date))
-        results = _results_of(f, model, date)
         if results is not None and (model, date) not in quoted:
             quoted.add((model, date))
             res = (results.get("results") or {}).get(task) or {}
@@ -235,6 +245,37 @@ def read_lighteval(
         source_names={"score": "metric.<name>", "item": "doc.id"},
         notes=notes,
     )
+
+
+def _declared(results: dict | None, task: str) -> tuple[list[str], dict[str, bool]]:
+    """The task's metrics in the order its ``config_tasks`` declares them, and their directions.
+
+    LightEval writes ``config_tasks[task]["metrics"]`` as a list of metric specs, each with a
+    ``metric_name`` (a name or a list of names) and ``higher_is_better`` (one flag or a mapping of
+    name to flag). Older results files key tasks with ``:`` where the details use ``|``.
+    """
+    tasks = (results or {}).get("config_tasks")
+    if not isinstance(tasks, dict):
+        return [], {}
+    conf = tasks.get(task) or tasks.get(task.replace("|", ":"))
+    specs = conf.get("metrics") if isinstance(conf, dict) else None
+    if isinstance(specs, dict):
+        specs = [specs]
+    names: list[str] = []
+    directions: dict[str, bool] = {}
+    for spec in specs if isinstance(specs, list) else []:
+        if not isinstance(spec, dict):
+            continue
+        these = spec.get("metric_name")
+        these = [these] if isinstance(these, str) else these if isinstance(these, list) else []
+        these = [n for n in these if isinstance(n, str)]
+        names.extend(n for n in these if n not in names)
+        hib = spec.get("higher_is_better")
+        for n in these:
+            flag = hib.get(n) if isinstance(hib, dict) else hib
+            if isinstance(flag, bool):
+                directions[n] = flag
+    return names, directions
 
 
 def _field(col: pl.Series | None, name: str) -> list[Any] | None:

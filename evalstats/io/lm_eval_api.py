@@ -164,7 +164,7 @@ def read_lm_eval_api(
     notes: list[str] = []
     try:
         for k, f in enumerate(files):
-            doc = _load(f)
+            doc = _load(f, notes)
             samples = doc.get("samples")
             if not isinstance(samples, dict) or not samples:
                 aggregate = ", ".join(sorted(map(str, (doc.get("results") or {}))))[:200]
@@ -235,19 +235,65 @@ def read_lm_eval_api(
     return Ingest(obs, report)
 
 
-def _load(f: Path) -> dict:
+def _load(f: Path, notes: list[str] | None = None) -> dict:
     if f.stat().st_size == 0:
         raise IngestError("the file is empty (0 bytes).", path=str(f))
+    text = f.read_bytes().decode("utf-8", errors="replace")
     try:
-        doc = json.loads(f.read_bytes())
+        doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise IngestError(f"not valid JSON ({exc}).", path=str(f)) from None
+        doc, cut = _complete_members(text)
+        if doc is None or "samples" not in doc or not ("results" in doc or "groups" in doc):
+            raise IngestError(f"not valid JSON ({exc}).", path=str(f)) from None
+        if notes is not None:
+            notes.append(
+                f"{f}: the file ends inside its member {cut!r} (cut while being written: "
+                "json.dump stops at the first value it cannot serialize, such as "
+                f"config.model_dtype, a torch.dtype); its {len(doc)} complete members before it "
+                f"are read ({', '.join(doc)})"
+            )
     if not isinstance(doc, dict) or not ("results" in doc or "groups" in doc):
         raise IngestError(
             "not lm-eval results: expected a JSON object with 'results' and 'samples'.",
             path=str(f),
         )
     return doc
+
+
+def _complete_members(text: str) -> tuple[dict | None, str | None]:
+    """The complete top-level members of a JSON object whose text stops early.
+
+    Returns the members parsed before the first that cannot be (``None`` when the text is not
+    the start of an object) and the name of that member (``None`` when the object itself is
+    complete, which ``json.loads`` would have read).
+    """
+    decoder = json.JSONDecoder()
+    ws = re.compile(r"[ \t\n\r]*")
+    i = ws.match(text, 0).end()
+    if not text.startswith("{", i):
+        return None, None
+    i = ws.match(text, i + 1).end()
+    out: dict = {}
+    while i < len(text):
+        try:
+            key, i = decoder.raw_decode(text, i)
+        except ValueError:
+            return (out or None), None
+        i = ws.match(text, i).end()
+        if not isinstance(key, str) or not text.startswith(":", i):
+            return (out or None), None
+        i = ws.match(text, i + 1).end()
+        try:
+            value, i = decoder.raw_decode(text, i)
+        except (ValueError, RecursionError):
+            return (out or None), key
+        out[key] = value
+        i = ws.match(text, i).end()
+        if text.startswith(",", i):
+            i = ws.match(text, i + 1).end()
+        else:
+            break
+    return (out or None), None
 
 
 def _rename(text: str, names: Mapping[str, str], tmp: Path) -> str:

@@ -98,3 +98,51 @@ def test_the_result_folder_alone_finds_the_score_files_beside_it(tmp_path, sub):
     root = _write(tmp_path)
     _, report = read(root / sub)
     assert report.rows_kept == 26
+
+
+def test_the_2024_archive_layout_numbers_failed_entries_by_position(tmp_path):
+    """Before the versioned names: ``gorilla_openfunctions_v1_test_<cat>_result.json`` beside
+    ``score/<model>/<cat>_score.json``, whose failed records carry the entry's 1-based position as
+    ``id`` and the entry's own id under ``prompt.id`` (the BFCL-Result archive of 2024)."""
+    res = tmp_path / "result" / "gpt-4o-FC"
+    sco = tmp_path / "score" / "gpt-4o-FC"
+    res.mkdir(parents=True)
+    sco.mkdir(parents=True)
+    ids = [f"simple_{i}" for i in range(5)]
+    (res / "gorilla_openfunctions_v1_test_simple_result.json").write_text(
+        "".join(json.dumps({"id": i, "result": "f()"}) + "\n" for i in ids)
+    )
+    # entries 2 (position 3) and 4 (position 5) failed; one record names its entry, one does not
+    lines = [
+        {"accuracy": 0.6, "correct_count": 3, "total_count": 5},
+        {"id": 3, "valid": False, "error": ["x"], "prompt": {"id": "simple_2"}},
+        {"id": 5, "valid": False, "error": ["y"], "error_type": "value_error"},
+    ]
+    (sco / "simple_score.json").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert detect_format(tmp_path) == "bfcl"
+    obs, report = read(tmp_path)
+    df = obs.collect().sort("item")
+    assert df["dataset"].unique().to_list() == ["simple"]
+    assert df["score"].to_list() == [1.0, 1.0, 0.0, 1.0, 0.0]
+    assert df["score"].mean() == lines[0]["accuracy"]
+    assert report.files_set_aside == ()
+
+
+PRODUCER = Path(__file__).parents[2] / "fixtures" / "dumps" / "bfcl" / "producer" / "output"
+
+
+def test_bfcl_eval_s_own_score_files_are_reproduced():
+    """Score files written by bfcl-eval 2026.3.23's runner; see the folder's PROVENANCE.md."""
+    assert detect_format(PRODUCER) == "bfcl"
+    obs, report = read(PRODUCER)
+    df = obs.collect()
+    assert report.rows_read == report.rows_kept == 2 * 2 * 8 and report.files_set_aside == ()
+    heads = sorted(PRODUCER.glob("score/*/*/BFCL_v4_*_score.json"))
+    assert len(heads) == 4
+    for f in heads:
+        head = json.loads(f.read_text().split("\n")[0])
+        cat = f.name.removeprefix("BFCL_v4_").removesuffix("_score.json")
+        got = df.filter((pl.col("model") == f.parent.parent.name) & (pl.col("dataset") == cat))
+        assert got.height == head["total_count"]
+        assert got["score"].sum() == head["correct_count"]
+        assert got["score"].mean() == head["accuracy"]  # difference 0

@@ -1,7 +1,7 @@
 """LightEval details parquet files and results JSON (issue 43, item 1).
 
-LightEval needs torch and could not be installed here, so its output is written in the layout
-its own code documents (lighteval 0.13.0 wheel, ``logging/evaluation_tracker.py``:
+LightEval's own output (``fixtures/dumps/lighteval/producer``, written by its Pipeline) is read
+at the end; the synthetic cases are written in the layout its own code documents (lighteval 0.13.0 wheel, ``logging/evaluation_tracker.py``:
 ``details/<model>/<date>/details_<task>_<date>.parquet`` with the sorted columns ``doc``,
 ``metric``, ``model_response`` of ``asdict(Detail)``; ``results/<model>/results_<date>.json``
 with ``config_general``, ``results``, ...). The results file holds the means of the details it
@@ -123,3 +123,79 @@ def test_a_git_lfs_pointer_is_named_as_one(tmp_path):
     )
     with pytest.raises(IngestError, match=re.escape(f.name) + r".*(LFS|lfs)"):
         read_lighteval(tmp_path)
+
+
+PRODUCER = Path(__file__).parents[2] / "fixtures" / "dumps" / "lighteval" / "producer" / "output"
+
+
+def test_lighteval_s_own_output_reads_to_its_own_results():
+    """Written by LightEval 0.13.0 itself (Pipeline + DummyModel); see the folder's PROVENANCE.md."""
+    assert detect_format(PRODUCER) == "lighteval"
+    obs, report = read(PRODUCER)
+    df = obs.collect()
+    assert report.rows_read == report.rows_kept == 3 * 6
+    assert sorted(df["model"].unique().to_list()) == ["toy/dummy-a", "toy/dummy-b"]
+    assert df["dataset"].unique().to_list() == ["toy_add|0"]
+    # two runs of toy/dummy-a, numbered by date; one of toy/dummy-b
+    assert df.group_by("model").agg(pl.col("run").n_unique()).sort("model")["run"].to_list() == [
+        2,
+        1,
+    ]
+    for f in sorted(PRODUCER.glob("results/*/*/results_*.json")):
+        model = f"{f.parent.parent.name}/{f.parent.name}"
+        date = f.stem.removeprefix("results_")
+        dates = sorted(p.name for p in (PRODUCER / "details" / model).iterdir())
+        got = df.filter((pl.col("model") == model) & (pl.col("run") == dates.index(date)))
+        want = json.loads(f.read_text())["results"]["toy_add|0"]["acc"]
+        assert got.height == 6 and got["score"].mean() == want  # difference 0
+
+
+def _declaring(root: Path, declared: list[dict]) -> Path:
+    """A details file whose struct fields are sorted, and a results file declaring the order."""
+    date = DATES[0]
+    task = "community|gpqa-diamond-idk|0"
+    folder = root / "details" / "org" / "m" / date
+    folder.mkdir(parents=True)
+    marks = [(1.0, 1.0, 0.0, 0.0), (0.0, -1.0, 0.0, 0.0), (0.0, 0.0, 1.0, 1.0)]
+    pl.DataFrame(
+        {
+            "doc": [{"id": str(i), "task_name": task} for i in range(3)],
+            # as datasets writes it: the fields sorted, not in the task's order
+            "metric": [
+                {"extract_fail": e, "idk_freq": f, "idk_score": s, "trad_score": t}
+                for t, s, f, e in marks
+            ],
+        }
+    ).write_parquet(folder / f"details_{task}_{date}.parquet")
+    out = root / "results" / "org" / "m"
+    out.mkdir(parents=True)
+    doc = {"results": {task: {"trad_score": 1 / 3}}, "config_tasks": {task: {"metrics": declared}}}
+    (out / f"results_{date}.json").write_text(json.dumps(doc))
+    return root
+
+
+def test_the_default_metric_is_the_first_the_task_declares_with_its_direction(tmp_path):
+    spec = {
+        "metric_name": ["trad_score", "idk_score", "idk_freq", "extract_fail"],
+        "higher_is_better": {
+            "trad_score": True,
+            "idk_score": True,
+            "idk_freq": False,
+            "extract_fail": False,
+        },
+    }
+    root = _declaring(tmp_path, [spec])
+    obs, report = read_lighteval(root)
+    df = obs.collect()
+    assert df["metric"].unique().to_list() == ["trad_score"]
+    assert df["score"].to_list() == [1.0, 0.0, 0.0]
+    assert any("'trad_score', the first the task declares" in n for n in report.notes)
+    low = read_lighteval(root, metric="idk_freq").observations.collect()
+    assert low["higher_is_better"].unique().to_list() == [False]
+
+
+def test_without_a_declaration_the_first_logged_metric_is_read(tmp_path):
+    root = _declaring(tmp_path, [])
+    obs, report = read_lighteval(root)
+    assert obs.collect()["metric"].unique().to_list() == ["extract_fail"]
+    assert any("the first logged" in n for n in report.notes)

@@ -94,3 +94,51 @@ def test_cli_reads_an_api_file(capsys):
     err = capsys.readouterr().err
     assert "ingest (lm-eval-api): 2 files, 14 rows read, 14 kept" in err
     assert "run0.json#samples.toy_mc" in err or "evalstats-lm-eval-api" not in err
+
+
+def _cut_while_writing(path: Path) -> dict:
+    """What ``json.dump(results, fh, indent=2)`` leaves when a value cannot be serialized.
+
+    ``simple_evaluate`` puts ``config.model_dtype`` (a ``torch.dtype``) after ``samples``:
+    ``json.dump`` writes everything before it, then raises, and the file stops there.
+    """
+
+    class Dtype:  # stands for torch.dtype: json cannot serialize it
+        pass
+
+    recs = [
+        {"doc_id": i, "target": "0", "filter": "none", "metrics": ["acc"], "acc": a}
+        for i, a in enumerate([1.0, 0.0, 1.0, 1.0])
+    ]
+    out = {
+        "results": {"winogrande": {"alias": "winogrande", "acc,none": 0.75}},
+        "configs": {"winogrande": {"task": "winogrande", "num_fewshot": 0}},
+        "n-shot": {"winogrande": 0},
+        "samples": {"winogrande": recs},
+        "config": {"model": "hf", "model_args": {"pretrained": "org/m"}, "model_dtype": Dtype()},
+    }
+    with open(path, "w") as fh, pytest.raises(TypeError):
+        json.dump(out, fh, indent=2)
+    return out
+
+
+def test_a_file_cut_while_being_written_reads_its_complete_members(tmp_path):
+    f = tmp_path / "lm_eval_results.json"
+    out = _cut_while_writing(f)
+    with pytest.raises(ValueError):
+        json.loads(f.read_text())  # the file is indeed cut
+    assert detect_format(f) == "lm-eval-api"
+    obs, report = read(f)
+    df = obs.collect()
+    assert report.rows_read == report.rows_kept == 4
+    assert df["score"].mean() == out["results"]["winogrande"]["acc,none"]
+    assert df["model"].unique().to_list() == ["lm_eval_results"]  # config was cut: the file name
+    (note,) = [n for n in report.notes if "cut while being written" in n]
+    assert "member 'config'" in note and "samples" in note
+
+
+def test_a_cut_file_without_its_samples_is_still_refused(tmp_path):
+    f = tmp_path / "run.json"
+    f.write_text('{"results": {"boolq": {"acc,none": 0.5}}, "configs": {"boolq": {"ta')
+    with pytest.raises(IngestError, match="not valid JSON"):
+        read_lm_eval_api(f)
