@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from evalstats.compare import provider_audit
 
     args.quiet = args.json
+    _compared_is_a_setting(args)
     obs, _ = load(args)
     params = params_from(
         args,
@@ -96,3 +97,20 @@ def run(args: argparse.Namespace) -> int:
     extra = {t: getattr(res, t).to_dicts() for t in _TABLES if t != args.table}
     emit(getattr(res, args.table), args, command="providers", params=params, extra=extra)
     return 0
+
+
+def _compared_is_a_setting(args: argparse.Namespace) -> None:
+    """The column named by ``--compare`` is read as a setting unless ``--roles`` says otherwise.
+
+    Without this, a column that a documented alias claims (``label`` as a reference, by its
+    name) or that the column rules leave out would not reach the audit the user asked for.
+    """
+    from evalstats.design import parse_roles
+    from evalstats.io._columns import ALIASES
+
+    col = args.provider
+    if not col or col in ALIASES:
+        return
+    given = parse_roles(getattr(args, "roles", None) or "")
+    if col not in given:
+        args.roles = ",".join([*(f"{k}={v}" for k, v in given.items()), f"{col}=setting"])
