@@ -27,19 +27,33 @@ HERE = Path(__file__).parent
 
 
 def restore(dump: dict, dest: Path, fetch_root: Path) -> Path:
+    """The dump's file (``path``), or a folder of the files under ``under`` whose names hold
+    ``match``, restored from the snapshot; returns what ``evalstats`` is pointed at."""
     gd = fetch_root / dump["repo"].replace("/", "+") / "repo"
     if not gd.exists():
         raise SystemExit(f"MISSING: fetch github:{dump['repo']} first (no {gd})")
-    out = dest / dump["name"] / Path(dump["path"]).name
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        data = subprocess.run(
-            ["git", "--git-dir", str(gd), "show", f"{dump['commit']}:{dump['path']}"],
+    git = ["git", "--git-dir", str(gd)]
+    if "path" in dump:
+        paths = [dump["path"]]
+        target = dest / dump["name"] / Path(dump["path"]).name
+    else:
+        listed = subprocess.run(
+            [*git, "ls-tree", "-r", "--name-only", dump["commit"], dump["under"]],
             check=True,
             capture_output=True,
-        ).stdout
-        out.write_bytes(data)
-    return out
+            text=True,
+        ).stdout.splitlines()
+        paths = [p for p in listed if dump["match"] in Path(p).name]
+        target = dest / dump["name"] / "files"
+    for p in paths:
+        out = target if "path" in dump else target / Path(p).name
+        if not out.exists():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            data = subprocess.run(
+                [*git, "show", f"{dump['commit']}:{p}"], check=True, capture_output=True
+            ).stdout
+            out.write_bytes(data)
+    return target
 
 
 def audit_as_a_user(path: Path, dump: dict, out: Path) -> dict:
@@ -64,12 +78,17 @@ def audit_as_a_user(path: Path, dump: dict, out: Path) -> dict:
 def check(dump: dict, dest: Path, fetch_root: Path, figures: bool) -> list[str]:
     path = restore(dump, dest, fetch_root)
     col = dump["compare"]
-    got_json = audit_as_a_user(path, dump, path.parent)
-    pol = {r[col]: r for r in got_json["policies"]}
+    here = path.parent
+    got_json = audit_as_a_user(path, dump, here)
+
+    def key(r: dict) -> str:  # "model / level" where the truth is per model
+        return f"{r['model']} / {r[col]}" if dump.get("per_model") else str(r[col])
+
+    pol = {key(r): r for r in got_json["policies"]}
     errs: dict[str, dict[str, int]] = {}
     for r in got_json["errors"]:
         if r["category"] != "any" and r["n_errors"] > 0:
-            errs.setdefault(r[col], {})[r["category"]] = r["n_errors"]
+            errs.setdefault(key(r), {})[r["category"]] = r["n_errors"]
     problems = []
     for conf, want in dump["truth"].items():
         got = pol.get(conf)
@@ -96,11 +115,12 @@ def check(dump: dict, dest: Path, fetch_root: Path, figures: bool) -> list[str]:
         from evalstats.compare import provider_audit
         from evalstats.io import read
 
-        obs = read(path, columns={col: "setting"}, model=dump.get("model")).observations
+        opts = {k: dump[k] for k in ("model", "dataset") if k in dump}
+        obs = read(path, columns={col: "setting"}, **opts).observations
         audit = provider_audit(obs, provider=col, n_resamples=999)
         for model in sorted(set(audit.policies["model"].to_list())):
             fig = plots.plot_provider_audit(audit, model=model)
-            fig.savefig(path.parent / f"audit_{_safe(model)}.png", dpi=120)
+            fig.savefig(here / f"audit_{_safe(model)}.png", dpi=120)
     return problems
 
 
@@ -116,11 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     dumps = tomllib.loads((HERE / "providers.toml").read_text())["dump"]
     bad = 0
+    n_conf = sum(len(d["truth"]) for d in dumps)
     for dump in dumps:
         problems = check(dump, args.dest, args.fetch_root, args.figures)
         bad += bool(problems)
         print(f"{dump['name']}: {'OK' if not problems else 'FAIL: ' + '; '.join(problems)}")
-    print(f"audit right on {len(dumps) - bad} of {len(dumps)} dumps")
+    print(f"audit right on {len(dumps) - bad} of {len(dumps)} dumps ({n_conf} configurations)")
     return 1 if bad else 0
 
 

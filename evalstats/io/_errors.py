@@ -144,9 +144,22 @@ def error_class(raw: pl.Expr) -> pl.Expr:
         .then(pl.lit("rate_limit"))
         .when(t.str.contains(r"\b40[8]\b|\b504\b|time.?out|timed out|deadline"))
         .then(pl.lit("timeout"))
+        # a stop reason spelled out in the message (Gemini's FinishReason: 2 MAX_TOKENS,
+        # 3 SAFETY, 4 RECITATION), then a filter named in the text: both say more than the
+        # HTTP code they may come with (Azure refuses a filtered prompt with a 400)
+        .when(t.str.contains(r"finish.?reason:?\s*(2|max_tokens)\b"))
+        .then(pl.lit("truncated"))
         .when(
             t.str.contains(
-                r"\b40[045]\b|\b422\b|not.?found|not supported|unsupported|does not support|"
+                r"finish.?reason:?\s*([34]|safety|recitation)\b|content.?filter|"
+                r"content management policy|safety|blocked|moderation"
+            )
+        )
+        .then(pl.lit("content_filter"))
+        .when(
+            t.str.contains(
+                r"\b40[045]\b|\b422\b|not.?found|not supported|does not support|"
+                r"unsupported[ _](model|parameter|param|value|argument|feature|endpoint|request)|"
                 r"no endpoints?|invalid.?request|invalid model|no such model|unknown model"
             )
         )
@@ -157,8 +170,6 @@ def error_class(raw: pl.Expr) -> pl.Expr:
             )
         )
         .then(pl.lit("server_error"))
-        .when(t.str.contains(r"content.?filter|safety|blocked|moderation"))
-        .then(pl.lit("content_filter"))
         .when(t.str.contains(r"repetit|doom.?loop|degenerat"))
         .then(pl.lit("repetition"))
         .when(t.str.contains(r"^length$|max.?(output.?|new.?)?tokens|truncat|model_length"))
