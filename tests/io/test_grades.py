@@ -123,3 +123,19 @@ def test_providers_cli_compares_the_named_column_as_is(judge):
         assert (got["n_calls"], got["n_errors"]) == (n, e)
         assert got["as_failures"] == pytest.approx(c / n, rel=1e-12)
         assert got["excluded"] == pytest.approx(c / (n - e), rel=1e-12)
+
+
+def test_aliases_match_names_as_people_write_them(tmp_path):
+    """`Model Name`, `Problem ID`, `Score`, `Error`: the columns of a published CSV."""
+    path = tmp_path / "t.csv"
+    pl.DataFrame(
+        {
+            "Model Name": ["m", "m", "m"],
+            "Problem ID": [1, 2, 3],
+            "Score": [1, 0, 0],
+            "Error": [None, None, "Error: 503 Connection reset"],
+        }
+    ).write_csv(path)
+    obs, report = read_table(path)
+    got = obs.select("model", "item", "score", "error").collect().rows()
+    assert got == [("m", "1", 1.0, None), ("m", "2", 0.0, None), ("m", "3", 0.0, "server_error")]
