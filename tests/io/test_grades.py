@@ -33,7 +33,7 @@ def _records() -> list[dict]:
                     rec["grade"] = "ERROR"
                     rec["raw"] = MSG_400 if call < 2 else MSG_429
                 else:
-                    grade = "C" if (item + call) % 2 == 0 else "I"
+                    grade = "C" if (item * call + item) % 3 == 0 else "I"
                     if label == "partial" and call == 4:
                         grade = "P"
                     rec["grade"] = grade
@@ -123,6 +123,9 @@ def test_providers_cli_compares_the_named_column_as_is(judge):
         assert (got["n_calls"], got["n_errors"]) == (n, e)
         assert got["as_failures"] == pytest.approx(c / n, rel=1e-12)
         assert got["excluded"] == pytest.approx(c / (n - e), rel=1e-12)
+        # grades lie in [0, 1]: so do the intervals of their means (a t interval may not)
+        for col in ("as_failures", "excluded"):
+            assert 0.0 <= got[f"{col}_ci_low"] <= got[col] <= got[f"{col}_ci_high"] <= 1.0
 
 
 def test_aliases_match_names_as_people_write_them(tmp_path):
