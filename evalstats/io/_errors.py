@@ -15,11 +15,13 @@ class               the call
                     (HTTP 404, 400, 405, 422, "not supported")
 ``timeout``         timed out (HTTP 408 or 504, "timed out", "deadline")
 ``empty``           returned an empty response
-``truncated``       stopped at the requested ``max_tokens`` (finish reason ``length``)
+``truncated``       stopped at the requested ``max_tokens`` (finish reason ``length``;
+                    a message naming Gemini's finish reason 2, ``MAX_TOKENS``)
 ``provider_limit``  stopped for length below the requested ``max_tokens``: the provider's
                     own output limit is lower than the one asked for
 ``repetition``      repeated a span until the length limit (a "doom loop")
-``content_filter``  was blocked by a content filter
+``content_filter``  was blocked by a content filter (named in the text, even beside an
+                    HTTP 400; Gemini's finish reason 3, ``SAFETY``)
 ``unparsed``        answered, but no answer could be extracted (loaders that parse)
 ``api_error``       any other recorded error (the text did not name a class)
 ==================  ================================================================
