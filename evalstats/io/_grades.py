@@ -131,6 +131,16 @@ def number_runs(lf: pl.LazyFrame, key: Sequence[str]) -> tuple[pl.LazyFrame, str
     if not key:
         return lf, None
     try:
+        # the first row's cell must repeat: one filtering pass settles most tables (a wide
+        # table of single calls) before the grouping over every key column
+        first = lf.select(key).head(1).collect()
+        if first.height == 0:
+            return lf, None
+        same = pl.all_horizontal(
+            pl.col(k).eq_missing(pl.lit(first[k][0], dtype=first.schema[k])) for k in key
+        )
+        if lf.filter(same).select(pl.len()).collect().item() < 2:
+            return lf, None
         sizes = (
             lf.group_by(key)
             .len()

@@ -718,7 +718,16 @@ def plot_provider_audit(audit: Any, *, model: str | None = None, ax: Any = None)
             left = [a + b for a, b in zip(left, width)]
         ax_err.set_xlabel("error rate")
         ax_err.set_xlim(0, max([*left, 0.05]) * 1.05)
-        if classes:
-            ax_err.legend(fontsize="x-small", frameon=False, loc="upper right")
+        if classes:  # above the panel, as the score legend: inside, it covered the top bars
+            ax_err.legend(
+                fontsize="x-small",
+                frameon=False,
+                loc="lower left",
+                bbox_to_anchor=(0.0, 1.0),
+                ncol=2 if len(classes) > 1 else 1,
+                borderaxespad=0.2,
+                handlelength=1.0,
+                columnspacing=0.8,
+            )
         ax_err.tick_params(axis="y", labelleft=False)
     return fig
