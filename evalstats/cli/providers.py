@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
+from evalstats.errors import EvalstatsError
 
 _TABLES = (
     "scores",
@@ -77,8 +78,20 @@ def run(args: argparse.Namespace) -> int:
     from evalstats.compare import provider_audit
 
     args.quiet = args.json
-    _compared_is_a_setting(args)
-    obs, _ = load(args)
+    given = getattr(args, "roles", None)
+    if _compared_is_a_setting(args):
+        try:
+            obs, _ = load(args)
+        except EvalstatsError:
+            # the compared column may not be in the file (a typo, another case): read it as
+            # the user asked, so that the error is the audit's ("no column 'X'") or the file's
+            if given is None:
+                del args.roles
+            else:
+                args.roles = given
+            obs, _ = load(args)
+    else:
+        obs, _ = load(args)
     params = params_from(
         args,
         "provider",
@@ -99,8 +112,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _compared_is_a_setting(args: argparse.Namespace) -> None:
+def _compared_is_a_setting(args: argparse.Namespace) -> bool:
     """The column named by ``--compare`` is read as a setting unless ``--roles`` says otherwise.
+
+    Returns whether a role was added (``args.roles`` then holds it).
 
     Without this, a column that a documented alias claims (``label`` as a reference, by its
     name) or that the column rules leave out would not reach the audit the user asked for.
@@ -110,7 +125,9 @@ def _compared_is_a_setting(args: argparse.Namespace) -> None:
 
     col = args.provider
     if not col or col in ALIASES:
-        return
+        return False
     given = parse_roles(getattr(args, "roles", None) or "")
-    if col not in given:
-        args.roles = ",".join([*(f"{k}={v}" for k, v in given.items()), f"{col}=setting"])
+    if col in given:
+        return False
+    args.roles = ",".join([*(f"{k}={v}" for k, v in given.items()), f"{col}=setting"])
+    return True

@@ -142,3 +142,15 @@ def test_aliases_match_names_as_people_write_them(tmp_path):
     obs, report = read_table(path)
     got = obs.select("model", "item", "score", "error").collect().rows()
     assert got == [("m", "1", 1.0, None), ("m", "2", 0.0, None), ("m", "3", 0.0, "server_error")]
+
+
+def test_providers_cli_names_a_compared_column_that_is_not_there(judge):
+    """A typo in `--compare`: the audit's error (the column and the columns there), exit 2."""
+    path, _ = judge
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["providers", str(path), "--compare", "lable"])
+    assert code == 2
+    msg = err.getvalue()
+    assert "'lable'" in msg and "label" in msg and "Traceback" not in msg
+    assert "evalstats-json-records" not in msg  # no temporary file named
