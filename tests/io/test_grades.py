@@ -154,3 +154,12 @@ def test_providers_cli_names_a_compared_column_that_is_not_there(judge):
     msg = err.getvalue()
     assert "'lable'" in msg and "label" in msg and "Traceback" not in msg
     assert "evalstats-json-records" not in msg  # no temporary file named
+
+
+def test_a_mapped_column_missing_from_json_records_names_the_file(judge):
+    from evalstats.errors import SchemaError
+
+    path, _ = judge
+    with pytest.raises(SchemaError, match=f"{path}: `columns` maps 'nosuch'") as exc:
+        read(path, columns={"nosuch": "setting"})
+    assert "evalstats-json-records" not in str(exc.value)
