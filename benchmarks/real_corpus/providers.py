@@ -4,8 +4,8 @@
         [--fetch-root /work/.mirror] [--figures]
 
 Each dump of ``providers.toml`` is restored from a fetched snapshot (``git show COMMIT:PATH``)
-into ``<dest>/<name>/``, read as its ``providers.toml`` header says a user would, audited with
-:func:`evalstats.compare.provider_audit`, and compared with the truth: per configuration, the
+into ``<dest>/<name>/``, audited as a user would (``evalstats providers FILE --compare COL
+--json``, with only the dump's ``args``), and compared with the truth: per configuration, the
 calls, the errored calls, their classes, and both scores (errors as failures C/N and errors
 excluded C/(N-E), to 1e-12). ``--figures`` also writes the audit figure of each dump there.
 Prints one line per dump, OK or FAIL with what differs.
@@ -14,67 +14,81 @@ Prints one line per dump, OK or FAIL with what differs.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
 import math
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
-import polars as pl
-
 HERE = Path(__file__).parent
 
 
 def restore(dump: dict, dest: Path, fetch_root: Path) -> Path:
+    """The dump's file (``path``), or a folder of the files under ``under`` whose names hold
+    ``match``, restored from the snapshot; returns what ``evalstats`` is pointed at."""
     gd = fetch_root / dump["repo"].replace("/", "+") / "repo"
     if not gd.exists():
         raise SystemExit(f"MISSING: fetch github:{dump['repo']} first (no {gd})")
-    out = dest / dump["name"] / Path(dump["path"]).name
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        data = subprocess.run(
-            ["git", "--git-dir", str(gd), "show", f"{dump['commit']}:{dump['path']}"],
+    git = ["git", "--git-dir", str(gd)]
+    if "path" in dump:
+        paths = [dump["path"]]
+        target = dest / dump["name"] / Path(dump["path"]).name
+    else:
+        listed = subprocess.run(
+            [*git, "ls-tree", "-r", "--name-only", dump["commit"], dump["under"]],
             check=True,
             capture_output=True,
-        ).stdout
-        out.write_bytes(data)
-    return out
+            text=True,
+        ).stdout.splitlines()
+        paths = [p for p in listed if dump["match"] in Path(p).name]
+        target = dest / dump["name"] / "files"
+    for p in paths:
+        out = target if "path" in dump else target / Path(p).name
+        if not out.exists():
+            out.parent.mkdir(parents=True, exist_ok=True)
+            data = subprocess.run(
+                [*git, "show", f"{dump['commit']}:{p}"], check=True, capture_output=True
+            ).stdout
+            out.write_bytes(data)
+    return target
 
 
-def as_a_user_reads_it(path: Path, compare: str) -> pl.DataFrame:
-    """Letter grades to scores, the error text of failed calls, repeated calls numbered.
+def audit_as_a_user(path: Path, dump: dict, out: Path) -> dict:
+    """``evalstats providers PATH --compare COL [ARGS] --json``, as a user would type it.
 
-    The configuration compared (``compare``) names the judge model and its sampling settings
-    together, so the evaluated object is one: ``model = 'judge'``, the judge's model name kept
-    as ``judge_model``.
+    Only the options of the dump's ``args`` are given (``--model`` for a file without a model
+    column); the grades, errors and repeated calls are read by evalstats' own rules.
     """
-    import json
+    from evalstats.cli import main
 
-    records = json.loads(path.read_text())
-    raw = pl.DataFrame(records, infer_schema_length=None)
-    if "model" in raw.columns:
-        raw = raw.rename({"model": "judge_model"})
-    keep = [c for c in raw.columns if c not in ("grade", "raw", "item", "top_p", "top_k")]
-    return raw.select(
-        pl.lit("judge").alias("model"),
-        pl.lit("judge").alias("dataset"),
-        pl.col("item").cast(pl.String),
-        pl.int_range(pl.len()).over(compare, "item").alias("run"),
-        pl.col("grade").replace_strict({"C": 1.0, "I": 0.0}, default=None).alias("score"),
-        pl.when(pl.col("grade") == "ERROR").then(pl.col("raw")).alias("error"),
-        pl.when(pl.col("grade") != "ERROR").then(pl.col("grade")).alias("answer"),
-        *[pl.col(c) for c in keep if c != "judge_model" or compare != "label"],
-    )
+    argv = ["providers", str(path), "--compare", dump["compare"], *dump.get("args", [])]
+    argv += ["--n-resamples", "999", "--json"]
+    buf, log = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(log):
+        code = main(argv)
+    (out / "stderr.txt").write_text(log.getvalue())
+    if code != 0:
+        raise RuntimeError(f"evalstats {' '.join(argv)} exited {code}: {log.getvalue()[-400:]}")
+    return json.loads(buf.getvalue())
 
 
 def check(dump: dict, dest: Path, fetch_root: Path, figures: bool) -> list[str]:
-    from evalstats.compare import provider_audit
-
     path = restore(dump, dest, fetch_root)
-    table = as_a_user_reads_it(path, dump["compare"])
-    audit = provider_audit(table, provider=dump["compare"], n_resamples=999)
-    pol = {r[dump["compare"]]: r for r in audit.policies.iter_rows(named=True)}
-    errs = audit.errors.filter(pl.col("category") != "any", pl.col("n_errors") > 0)
+    col = dump["compare"]
+    here = path.parent
+    got_json = audit_as_a_user(path, dump, here)
+
+    def key(r: dict) -> str:  # "model / level" where the truth is per model
+        return f"{r['model']} / {r[col]}" if dump.get("per_model") else str(r[col])
+
+    pol = {key(r): r for r in got_json["policies"]}
+    errs: dict[str, dict[str, int]] = {}
+    for r in got_json["errors"]:
+        if r["category"] != "any" and r["n_errors"] > 0:
+            errs.setdefault(key(r), {})[r["category"]] = r["n_errors"]
     problems = []
     for conf, want in dump["truth"].items():
         got = pol.get(conf)
@@ -91,22 +105,27 @@ def check(dump: dict, dest: Path, fetch_root: Path, figures: bool) -> list[str]:
             problems.append(f"{conf!r}: excluded {excl} != {c / (n - e)}")
         if n == e and excl is not None and not math.isnan(excl):
             problems.append(f"{conf!r}: excluded {excl} though every call failed")
-        classes = {
-            k: v
-            for k, v in errs.filter(pl.col(dump["compare"]) == conf)
-            .select("category", "n_errors")
-            .rows()
-        }
-        if classes != dict(want.get("classes", {})):
-            problems.append(f"{conf!r}: classes {classes} != {dict(want.get('classes', {}))}")
+        if errs.get(conf, {}) != dict(want.get("classes", {})):
+            problems.append(f"{conf!r}: classes {errs.get(conf, {})} != {want.get('classes', {})}")
+    extra = set(pol) - set(dump["truth"])
+    if extra:
+        problems.append(f"configurations not in the truth: {sorted(extra)}")
     if figures:
         from evalstats import plots
+        from evalstats.compare import provider_audit
+        from evalstats.io import read
 
+        opts = {k: dump[k] for k in ("model", "dataset") if k in dump}
+        obs = read(path, columns={col: "setting"}, **opts).observations
+        audit = provider_audit(obs, provider=col, n_resamples=999)
         for model in sorted(set(audit.policies["model"].to_list())):
             fig = plots.plot_provider_audit(audit, model=model)
-            fig.savefig(dest / dump["name"] / f"audit_{model}.png", dpi=120)
-        audit.versus.write_csv(dest / dump["name"] / "versus.csv")
+            fig.savefig(here / f"audit_{_safe(model)}.png", dpi=120)
     return problems
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,11 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     dumps = tomllib.loads((HERE / "providers.toml").read_text())["dump"]
     bad = 0
+    n_conf = sum(len(d["truth"]) for d in dumps)
     for dump in dumps:
         problems = check(dump, args.dest, args.fetch_root, args.figures)
         bad += bool(problems)
         print(f"{dump['name']}: {'OK' if not problems else 'FAIL: ' + '; '.join(problems)}")
-    print(f"audit right on {len(dumps) - bad} of {len(dumps)} dumps")
+    print(f"audit right on {len(dumps) - bad} of {len(dumps)} dumps ({n_conf} configurations)")
     return 1 if bad else 0
 
 

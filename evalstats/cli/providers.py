@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
+from evalstats.errors import EvalstatsError
 
 _TABLES = (
     "scores",
@@ -77,7 +78,20 @@ def run(args: argparse.Namespace) -> int:
     from evalstats.compare import provider_audit
 
     args.quiet = args.json
-    obs, _ = load(args)
+    given = getattr(args, "roles", None)
+    if _compared_is_a_setting(args):
+        try:
+            obs, _ = load(args)
+        except EvalstatsError:
+            # the compared column may not be in the file (a typo, another case): read it as
+            # the user asked, so that the error is the audit's ("no column 'X'") or the file's
+            if given is None:
+                del args.roles
+            else:
+                args.roles = given
+            obs, _ = load(args)
+    else:
+        obs, _ = load(args)
     params = params_from(
         args,
         "provider",
@@ -96,3 +110,24 @@ def run(args: argparse.Namespace) -> int:
     extra = {t: getattr(res, t).to_dicts() for t in _TABLES if t != args.table}
     emit(getattr(res, args.table), args, command="providers", params=params, extra=extra)
     return 0
+
+
+def _compared_is_a_setting(args: argparse.Namespace) -> bool:
+    """The column named by ``--compare`` is read as a setting unless ``--roles`` says otherwise.
+
+    Returns whether a role was added (``args.roles`` then holds it).
+
+    Without this, a column that a documented alias claims (``label`` as a reference, by its
+    name) or that the column rules leave out would not reach the audit the user asked for.
+    """
+    from evalstats.design import parse_roles
+    from evalstats.io._columns import ALIASES
+
+    col = args.provider
+    if not col or col in ALIASES:
+        return False
+    given = parse_roles(getattr(args, "roles", None) or "")
+    if col in given:
+        return False
+    args.roles = ",".join([*(f"{k}={v}" for k, v in given.items()), f"{col}=setting"])
+    return True

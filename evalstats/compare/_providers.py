@@ -407,6 +407,19 @@ def _versus_reference(
     )
 
 
+def _within_range(g: pl.DataFrame, low: float, high: float) -> tuple[float, float]:
+    """``(low, high)`` cut to the group's declared metric range (unchanged where none is)."""
+    if "metric_low" in g.columns and g.height:
+        lo = g["metric_low"].drop_nulls()
+        if lo.len() and low == low:
+            low = max(low, float(lo.min()))
+    if "metric_high" in g.columns and g.height:
+        hi = g["metric_high"].drop_nulls()
+        if hi.len() and high == high:
+            high = min(high, float(hi.max()))
+    return low, high
+
+
 def provider_audit(
     observations: TableLike,
     *,
@@ -557,6 +570,9 @@ def provider_audit(
     cols += [pl.col(c) for c in settings if c not in keys]
     if "latency_s" in names:
         cols.append(pl.col("latency_s"))
+    # the metric's declared range bounds the score intervals (a grade on [0, 1] with 7 items
+    # gives a t interval reaching below 0: the mean cannot be there)
+    cols += [pl.col(c) for c in ("metric_low", "metric_high") if c in names and c not in keys]
     df = lf.select(cols).collect()
     df = df.with_columns(
         pl.col("error").is_not_null().alias("__err"),
@@ -602,6 +618,7 @@ def provider_audit(
             mean, se, low, high = mean_interval(
                 x, method=method, confidence_level=level, clusters=clusters
             )
+            low, high = _within_range(g, low, high)
             score_rows.append((*key, policy, n, n_err, n_err / n, x.size, mean, se, low, high))
     scores = pl.DataFrame(
         score_rows,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from evalstats._column_rules import normal_name
 from evalstats.errors import ParameterError, SchemaError
 
 __all__ = [
@@ -40,6 +41,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "sample_id",
         "rubric_id",
         "question_id",
+        "problem_id",
         "id",
     ),
     "cluster": ("cluster", "cluster_id"),
@@ -213,18 +215,20 @@ def resolve_roles(
             raise SchemaError(f"{where}both {taken[role]!r} and {src!r} are mapped to {role!r}.")
         renames[src] = role
         taken[role] = src
+    # names compared as people read them: case, spaces and punctuation aside (`Model Name`
+    # is `model_name`, `Problem-ID` is `problem_id`)
     lower: dict[str, list[str]] = {}
     for n in names:
-        lower.setdefault(n.lower(), []).append(n)
+        lower.setdefault(normal_name(n), []).append(n)
     for role, aliases in ALIASES.items():
         if role in taken:
             continue
         for alias in aliases:
-            found = [n for n in lower.get(alias.lower(), ()) if n not in mapping]
+            found = [n for n in lower.get(normal_name(alias), ()) if n not in mapping]
             if len(found) > 1:  # `Model` and `model`: which one is meant is not ours to guess
                 a, b = found[:2]
                 raise SchemaError(
-                    f"{where}the columns {a!r} and {b!r} differ only in case and both name "
+                    f"{where}the columns {a!r} and {b!r} differ only in case or punctuation and both name "
                     f"the {role}; say which one it is and leave the other out, e.g. "
                     f"columns={{{a!r}: {role!r}, {b!r}: 'ignore'}} (CLI: --columns "
                     f"{a}={role},{b}=ignore)."

@@ -15,11 +15,13 @@ class               the call
                     (HTTP 404, 400, 405, 422, "not supported")
 ``timeout``         timed out (HTTP 408 or 504, "timed out", "deadline")
 ``empty``           returned an empty response
-``truncated``       stopped at the requested ``max_tokens`` (finish reason ``length``)
+``truncated``       stopped at the requested ``max_tokens`` (finish reason ``length``;
+                    a message naming Gemini's finish reason 2, ``MAX_TOKENS``)
 ``provider_limit``  stopped for length below the requested ``max_tokens``: the provider's
                     own output limit is lower than the one asked for
 ``repetition``      repeated a span until the length limit (a "doom loop")
-``content_filter``  was blocked by a content filter
+``content_filter``  was blocked by a content filter (named in the text, even beside an
+                    HTTP 400; Gemini's finish reason 3, ``SAFETY``)
 ``unparsed``        answered, but no answer could be extracted (loaders that parse)
 ``api_error``       any other recorded error (the text did not name a class)
 ==================  ================================================================
@@ -144,9 +146,22 @@ def error_class(raw: pl.Expr) -> pl.Expr:
         .then(pl.lit("rate_limit"))
         .when(t.str.contains(r"\b40[8]\b|\b504\b|time.?out|timed out|deadline"))
         .then(pl.lit("timeout"))
+        # a stop reason spelled out in the message (Gemini's FinishReason: 2 MAX_TOKENS,
+        # 3 SAFETY, 4 RECITATION), then a filter named in the text: both say more than the
+        # HTTP code they may come with (Azure refuses a filtered prompt with a 400)
+        .when(t.str.contains(r"finish.?reason:?\s*(2|max_tokens)\b"))
+        .then(pl.lit("truncated"))
         .when(
             t.str.contains(
-                r"\b40[045]\b|\b422\b|not.?found|not supported|unsupported|does not support|"
+                r"finish.?reason:?\s*([34]|safety|recitation)\b|content.?filter|"
+                r"content management policy|safety|blocked|moderation"
+            )
+        )
+        .then(pl.lit("content_filter"))
+        .when(
+            t.str.contains(
+                r"\b40[045]\b|\b422\b|not.?found|not supported|does not support|"
+                r"unsupported[ _](model|parameter|param|value|argument|feature|endpoint|request)|"
                 r"no endpoints?|invalid.?request|invalid model|no such model|unknown model"
             )
         )
@@ -157,8 +172,6 @@ def error_class(raw: pl.Expr) -> pl.Expr:
             )
         )
         .then(pl.lit("server_error"))
-        .when(t.str.contains(r"content.?filter|safety|blocked|moderation"))
-        .then(pl.lit("content_filter"))
         .when(t.str.contains(r"repetit|doom.?loop|degenerat"))
         .then(pl.lit("repetition"))
         .when(t.str.contains(r"^length$|max.?(output.?|new.?)?tokens|truncat|model_length"))

@@ -37,7 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from evalstats.errors import IngestError, ParameterError
+from evalstats.errors import IngestError, ParameterError, SchemaError
 from evalstats.io._aggregates import recognise
 from evalstats.io._files import expand_paths, skipped_note
 from evalstats.io._pipeline import OnInvalid, ScoreScale, _Planned, validate_options
@@ -366,6 +366,8 @@ def read_json_records(
                 row=exc.row,
                 column=exc.column,
             ) from None
+        except SchemaError as exc:  # a mapped column not in the records: the real file named
+            raise SchemaError(_rename(str(exc), names)) from None
         except _Planned as planned:  # the unit table built from the plan: no temp file read
             plan = planned.plan
             raise _Planned(

@@ -25,6 +25,7 @@ from evalstats.io._files import (
     skipped_note,
     table_suffix,
 )
+from evalstats.io._grades import grade_columns, grade_score, number_runs, status_error
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
 from evalstats.schema import variant_key
@@ -114,6 +115,8 @@ def read_table(
     factor_seen: set[str] = set()
     source_names: dict[str, str] = {}
     opened = []
+    run_notes: list[str | None] = []  # per file: its repeated calls numbered (see _grades)
+    statuses: dict[str, str] = {}  # file -> its grade column, whose statuses are errors
     text_columns = [k for k, v in mapping.items() if v not in FACTOR_ROLES | IGNORE_ROLES]
     for f, lf in _sources(path, text_columns, _hidden):
         names = lf.collect_schema().names()
@@ -142,6 +145,12 @@ def read_table(
             if repeated:
                 notes.append(repeated)
         renames, factors = resolve_roles(names, mapping, path=str(f))
+        lf, renames, factors, graded = _read_grades(lf, renames, factors, mapping)
+        if graded is not None:
+            statuses[str(f)] = graded
+            note = f"column {graded!r} holds grade letters: C = 1, I = 0, P = 0.5, N = 0"
+            if note not in notes:
+                notes.append(note)
         opened.append((f, lf, names, flagged, renames, factors))
     decided, rules = _leftover_roles(opened, mapping, dataset)
     notes.extend(_role_notes(rules, decided))
@@ -166,6 +175,16 @@ def read_table(
             # `template` next to `shots`: both are factors of the variant, by name
             del renames[alias]
             factors = [n for n in names if n == alias or n in factors]
+        if str(f) in statuses:
+            lf, renames = _status_errors(lf, renames, statuses[str(f)], decided, rules)
+        numbered = None
+        if "run" not in renames.values() and "item" in renames.values():
+            key = [k for k, v in renames.items() if v in ("model", "dataset", "metric", "item")]
+            key += [k for k, v in renames.items() if v == "variant"] + factors
+            lf, numbered = number_runs(lf, key)
+            if numbered is not None:
+                renames["run"] = "run"
+        run_notes.append(numbered)
         schema = lf.collect_schema()
         nested = [c for c in factors if schema[c].is_nested() and c not in mapping]
         if nested:  # JSON objects or lists (an event log read as a table): no factor level
@@ -174,7 +193,10 @@ def read_table(
             if note not in notes:
                 notes.append(note)
         for src, role in renames.items():
-            source_names.setdefault(role, src)
+            # the error of a grade column's status rows is named by that column
+            source_names.setdefault(
+                role, statuses.get(str(f), src) if src.startswith("__") else src
+            )
         keep = list(renames) + factors + (["__bad_json"] if flagged else [])
         # a factor named like a canonical column (`--columns model=factor`) gets a suffix, so the
         # canonical column (e.g. another column mapped to 'model') and the factor can coexist
@@ -238,11 +260,23 @@ def read_table(
                 factor_seen.add(fac)
                 factor_order.append(fac)
         parts.append((str(f), lf))
-        mapped = ", ".join(f"{k}->{v}" for k, v in renames.items() if k != v)
+        mapped = ", ".join(
+            f"{k}->{v}" for k, v in renames.items() if k != v and not k.startswith("__")
+        )
         if mapped:
             note = f"column roles: {mapped}"
             if note not in notes:
                 notes.append(note)
+    if run_notes and all(run_notes):
+        # every file's cells are repeated calls: numbered as runs, said once
+        notes.extend(dict.fromkeys(n for n in run_notes if n is not None))
+    elif any(run_notes):
+        # a file with single calls (or a run column) beside them: repeated rows stay duplicates,
+        # as across files (the first row in file order is kept)
+        parts = [
+            (p, lf.drop("run", strict=False)) if n else (p, lf)
+            for (p, lf), n in zip(parts, run_notes)
+        ]
     return finalize(
         parts,
         format="table",
@@ -276,6 +310,66 @@ def read_table(
         + _given_rules(mapping)
         + _report_rules(rules, decided),
     )
+
+
+def _read_grades(
+    lf: pl.LazyFrame, renames: dict[str, str], factors: list[str], mapping: Mapping[str, str]
+) -> tuple[pl.LazyFrame, dict[str, str], list[str], str | None]:
+    """The score read from grade letters (see :mod:`evalstats.io._grades`), if a column has them.
+
+    The score column when it holds only grades (and call statuses), else the one column of the
+    file that does. The grade column's raw values are kept as ``__grade_status`` for
+    :func:`_status_errors`. Returns the frame, roles, factors and the grade column (or None).
+    """
+    src = next((k for k, v in renames.items() if v == "score"), None)
+    if src is not None:
+        found = grade_columns(lf, [src])
+    else:
+        free = [c for c in factors if c not in mapping]
+        found = grade_columns(lf, free)
+        if len(found) != 1:  # none, or several: which one is the score is not ours to guess
+            return lf, renames, factors, None
+        src = found[0]
+        renames = {**renames, src: "score"}
+        factors = [c for c in factors if c != src]
+    if not found:
+        return lf, renames, factors, None
+    lf = lf.with_columns(pl.col(src).cast(pl.String).alias("__grade_status"), grade_score(src))
+    for role, bound in (("metric_low", 0.0), ("metric_high", 1.0)):  # grades lie in [0, 1]
+        if role not in renames.values():
+            lf = lf.with_columns(pl.lit(bound).alias(f"__grade_{role}"))
+            renames = {**renames, f"__grade_{role}": role}
+    return lf, renames, factors, src
+
+
+def _status_errors(
+    lf: pl.LazyFrame,
+    renames: dict[str, str],
+    graded: str,
+    decided: Mapping[str, str],
+    rules: Mapping[str, ColumnRule],
+) -> tuple[pl.LazyFrame, dict[str, str]]:
+    """The ``error`` of rows whose grade column holds a status, with the row's free text.
+
+    The text is the response column, else the columns left out as free text (near-unique or
+    long strings), where producers write the API's message. An error column of the file keeps
+    its value where it has one.
+    """
+    text = [k for k, v in renames.items() if v == "response"]
+    if not text:
+        text = [
+            c
+            for c, how in decided.items()
+            if how == "drop" and c in rules and rules[c].role == "text"
+        ]
+    names = set(lf.collect_schema().names())
+    err = status_error("__grade_status", [c for c in text if c in names])
+    old = next((k for k, v in renames.items() if v == "error"), None)
+    if old is not None:
+        err = pl.coalesce(pl.col(old).cast(pl.String), err)
+        renames = {k: v for k, v in renames.items() if k != old}
+    lf = lf.with_columns(err.alias("__status_error"))
+    return lf, {**renames, "__status_error": "error"}
 
 
 def _leftover_roles(

@@ -664,9 +664,11 @@ def plot_provider_audit(audit: Any, *, model: str | None = None, ax: Any = None)
     else:
         fig, ax_err = ax.figure, None
     y = list(range(n))
+    # the open square is hollow and under the circle: where both scores are equal (no errors)
+    # the circle shows inside the square instead of being hidden by it
     for col, marker, face, lab in (
         ("as_failures", "o", None, "errors as failures"),
-        ("excluded", "s", "white", "errors excluded"),
+        ("excluded", "s", "none", "errors excluded"),
     ):
         mean = pol[col].cast(pl.Float64).to_numpy()
         # an interval that is not defined (one item) draws no bar, not a NaN one
@@ -685,6 +687,7 @@ def plot_provider_audit(audit: Any, *, model: str | None = None, ax: Any = None)
             capsize=2 if n <= 25 else 0,
             linewidth=0.8,
             label=lab,
+            zorder=3 if marker == "o" else 2,
         )
     ax.set_yticks(y, names, fontsize=size)
     for tick, name in zip(ax.get_yticklabels(), names):
@@ -715,7 +718,16 @@ def plot_provider_audit(audit: Any, *, model: str | None = None, ax: Any = None)
             left = [a + b for a, b in zip(left, width)]
         ax_err.set_xlabel("error rate")
         ax_err.set_xlim(0, max([*left, 0.05]) * 1.05)
-        if classes:
-            ax_err.legend(fontsize="x-small", frameon=False, loc="upper right")
+        if classes:  # above the panel, as the score legend: inside, it covered the top bars
+            ax_err.legend(
+                fontsize="x-small",
+                frameon=False,
+                loc="lower left",
+                bbox_to_anchor=(0.0, 1.0),
+                ncol=2 if len(classes) > 1 else 1,
+                borderaxespad=0.2,
+                handlelength=1.0,
+                columnspacing=0.8,
+            )
         ax_err.tick_params(axis="y", labelleft=False)
     return fig

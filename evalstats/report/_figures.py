@@ -560,18 +560,23 @@ def _provider_figures(report: ReportContents) -> list[FigureSpec]:
         return []
     res = result.objects["providers"]
     models = sorted({str(m) for m in res.policies["model"].to_list()})
+    col = str(result.params["provider"])
+    # the compared column named as it is: a provider, or a setting's levels (Temperature 0.7)
+    what, each = (
+        ("Providers", "provider") if col.lower() == "provider" else (f"{col} levels", "level")
+    )
     specs = []
     for k, model in enumerate(models[:_MAX_PROVIDER_FIGURES]):
         # one figure per model: its providers sorted, errors by class beside (40-80 rows read)
         specs.append(
             FigureSpec(
                 "provider_scores" if k == 0 else f"provider_scores_{k + 1}",
-                f"Providers of {model}: two error policies and the errors",
-                f"{model}: mean {noun(report)} per provider with its {res.confidence_level:.0%} "
+                f"{what} of {model}: two error policies and the errors",
+                f"{model}: mean {noun(report)} per {each} with its {res.confidence_level:.0%} "
                 f"interval ({res.method}), errors scored as failures (filled circles) or left "
-                "out (open squares), providers sorted by the first; the reference in bold, "
-                "labels red where the provider is lower than the reference beyond noise, blue "
-                "where higher; right: the error rate stacked by class.",
+                f"out (open squares; a circle inside a square: no errors), {each}s sorted by "
+                "the first; the reference in bold, labels red where lower than the reference "
+                "beyond noise, blue where higher; right: the error rate stacked by class.",
                 "providers",
                 lambda pal, model=model: plots.plot_provider_audit(res, model=model),
             )

@@ -24,12 +24,27 @@ _CORRECTION_NAMES = {
 }
 
 
+def _who(r: dict, provider: str, with_model: bool = True) -> str:
+    """A (model, level) pair as read: ``together (deepseek-v3)``, ``gpt-4 at Temperature 0.7``.
+
+    A level of a setting other than the provider is named with its column: a bare ``0.7``
+    says nothing.
+    """
+    level = r[provider]
+    model = r.get("model") if provider != "model" and with_model else None
+    if provider.lower() == "provider":
+        return f"{level}{f' ({model})' if model is not None else ''}"
+    return f"{model} at {provider} {level}" if model is not None else f"{provider} {level}"
+
+
 def providers_reading(res: AnalysisResult, data: DataSummary) -> str:
     """Counts and the largest gaps, never a list of every provider (40-80 endpoints read)."""
     errors = res.tables["errors"]
     versus = res.tables.get("versus")
     policies = res.tables.get("policies")
     provider = res.params["provider"]
+    # the model is named beside a level only where the audit holds several
+    several = "model" in errors.columns and errors["model"].n_unique() > 1
     sentences = []
     if provider == "model":
         sentences.append(
@@ -59,8 +74,7 @@ def providers_reading(res: AnalysisResult, data: DataSummary) -> str:
         worst = anyerr.filter(pl.col("n_errors") > 0).sort("rate", descending=True)
         if worst.height:
             items = [
-                f"{r[provider]}{' (' + str(r['model']) + ')' if 'model' in r and provider != 'model' else ''}"
-                f" {_pct(r['rate'])}"
+                f"{_who(r, provider, several)} {_pct(r['rate'])}"
                 for r in worst.head(3).iter_rows(named=True)
             ]
             clean = anyerr.height - worst.height
@@ -75,7 +89,7 @@ def providers_reading(res: AnalysisResult, data: DataSummary) -> str:
             sentences.append(
                 "Scored as failures (Epoch AI's convention for judging providers), errors lower "
                 f"a score by up to {_pts(-r['difference'])}{_points()} against errors excluded "
-                f"({r[provider]}: {_pct(r['as_failures'])} vs {_pct(r['excluded'])})."
+                f"({_who(r, provider, several)}: {_pct(r['as_failures'])} vs {_pct(r['excluded'])})."
             )
     if versus is not None and versus.height:
         others = versus.filter(~pl.col("is_reference"))
@@ -90,11 +104,14 @@ def providers_reading(res: AnalysisResult, data: DataSummary) -> str:
             if verdict.startswith(("lower", "higher")):
                 sub = sub.sort(pl.col("difference").abs(), descending=True, nulls_last=True)
                 names = [
-                    f"{r[provider]} {_pts(r['difference'], sign=True)}"
+                    f"{_who(r, provider, several)} {_pts(r['difference'], sign=True)}"
                     for r in sub.head(3).iter_rows(named=True)
                 ]
+            elif verdict == "within noise":  # the common case: counted, not named
+                parts.append(f"{n} within noise")
+                continue
             else:
-                names = [str(x) for x in sub[provider].head(3).to_list()]
+                names = [_who(r, provider, several) for r in sub.head(3).iter_rows(named=True)]
             more = f" and {n - 3} more" if n > 3 else ""
             parts.append(f"{n} {verdict} ({', '.join(names)}{more})")
         if parts:
@@ -120,9 +137,10 @@ def providers_reading(res: AnalysisResult, data: DataSummary) -> str:
                 "setting passed through?)."
             )
         if mdd.len():
+            lo, hi = _pts(float(mdd.min())), _pts(float(mdd.max()))
             sentences.append(
-                f"Differences smaller than {_pts(float(mdd.min()))} to "
-                f"{_pts(float(mdd.max()))}{_points()} (the minimum detectable difference at "
-                "80 % power) cannot be told from noise with these items."
+                f"Differences smaller than {lo if lo == hi else f'{lo} to {hi}'}{_points()} (the "
+                "minimum detectable difference at 80 % power) cannot be told from noise with "
+                "these items."
             )
     return " ".join(sentences)

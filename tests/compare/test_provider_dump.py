@@ -336,3 +336,5 @@ def test_report_without_a_provider_column_compares_the_setting_that_varies(tmp_p
     )
     verdicts = {r["cfg"]: r["verdict"] for r in prov["tables"]["versus"]["rows"]}
     assert verdicts == {"a": "reference", "b": "every call failed (errors)"}
+    # a setting's level is named with its column (a bare 'b' says nothing)
+    assert "Highest error rates: cfg b 100.0 %" in prov["reading"]

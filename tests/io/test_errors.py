@@ -43,6 +43,32 @@ DUMP = pl.DataFrame(
         ("", None),
         ("empty", "empty"),
         ("truncated", "truncated"),
+        # messages of real dumps (matthewrenze/jhu-llm-temperature, llm-judge-nondeterminism):
+        # a filter or a stop reason named in the text says more than the HTTP code beside it
+        (
+            "Error: Error code: 400 - {'error': {'message': \"The response was filtered due to "
+            "the prompt triggering Azure OpenAI's content management policy.\", 'code': "
+            "'content_filter', 'status': 400}}",
+            "content_filter",
+        ),
+        (
+            "Error: The model response did not completed successfully.\nFinish reason: 3.\n"
+            "Safety ratings: [category: HARM_CATEGORY_HATE_SPEECH",
+            "content_filter",
+        ),
+        (
+            "Error: The model response did not completed successfully.\nFinish reason: 2.\n"
+            "Safety ratings: [category: HARM_CATEGORY_HATE_SPEECH",
+            "truncated",
+        ),
+        ("Error: unsupported operand type(s) for +: 'NoneType' and 'str'", "api_error"),
+        ("Error: 'choices'", "api_error"),
+        ("Error: 503 Connection reset", "server_error"),
+        (
+            "Error code: 400 - {'message': '`temperature` is deprecated for this model.'}",
+            "not_found",
+        ),
+        ("unsupported parameter: logit_bias", "not_found"),
     ],
 )
 def test_error_text_is_classed(raw, want):
