@@ -28,7 +28,8 @@ HERE = Path(__file__).parent
 
 def restore(dump: dict, dest: Path, fetch_root: Path) -> Path:
     """The dump's file (``path``), or a folder of the files under ``under`` whose names hold
-    ``match``, restored from the snapshot; returns what ``evalstats`` is pointed at."""
+    ``match`` (and ``match_also``), restored from the snapshot; returns what ``evalstats`` is
+    pointed at."""
     gd = fetch_root / dump["repo"].replace("/", "+") / "repo"
     if not gd.exists():
         raise SystemExit(f"MISSING: fetch github:{dump['repo']} first (no {gd})")
@@ -43,7 +44,11 @@ def restore(dump: dict, dest: Path, fetch_root: Path) -> Path:
             capture_output=True,
             text=True,
         ).stdout.splitlines()
-        paths = [p for p in listed if dump["match"] in Path(p).name]
+        paths = [
+            p
+            for p in listed
+            if dump["match"] in Path(p).name and dump.get("match_also", "") in Path(p).name
+        ]
         target = dest / dump["name"] / "files"
     for p in paths:
         out = target if "path" in dump else target / Path(p).name
@@ -82,6 +87,8 @@ def check(dump: dict, dest: Path, fetch_root: Path, figures: bool) -> list[str]:
     got_json = audit_as_a_user(path, dump, here)
 
     def key(r: dict) -> str:  # "model / level" where the truth is per model
+        if "key" in dump:  # the audit's own groups: "template / temperature"
+            return " / ".join(str(r[k]) for k in dump["key"])
         return f"{r['model']} / {r[col]}" if dump.get("per_model") else str(r[col])
 
     pol = {key(r): r for r in got_json["policies"]}

@@ -71,6 +71,11 @@ class ProviderAudit:
     confidence_level : float
     method : str
     seed : int
+    provider : str
+        The compared column.
+    by : tuple of str
+        The groups' columns: ``model``, ``metric`` and any setting the providers were
+        compared at each level of.
     """
 
     errors: pl.DataFrame
@@ -85,6 +90,8 @@ class ProviderAudit:
     versus: pl.DataFrame = field(default_factory=pl.DataFrame)
     correction: str = "holm"
     settings: pl.DataFrame = field(default_factory=pl.DataFrame)
+    provider: str = "provider"
+    by: tuple[str, ...] = ("model", "metric")
 
     def to_frame(self) -> pl.DataFrame:
         """The ``scores`` frame (the headline table)."""
@@ -230,6 +237,20 @@ def _identical_outputs(
     if both.height == 0:
         return None
     return float((both["__a"] == both["__b"]).mean())
+
+
+def _crossed_settings(
+    lf: pl.LazyFrame, base: Sequence[str], provider: str, given: Any
+) -> tuple[str, ...]:
+    """``base`` and the held settings that vary within two or more providers of a group."""
+    held = [h for h in given.held_by(base, None, also=(provider,)) if h not in base]
+    if not held:
+        return tuple(base)
+    keys = [*base, provider]
+    per = lf.group_by(keys).agg(pl.col(h).n_unique() for h in held)
+    top = per.group_by(list(base)).agg((pl.col(h) > 1).sum() for h in held)
+    row = top.select(pl.col(h).max() for h in held).collect().row(0)
+    return (*base, *(h for h, k in zip(held, row) if k >= 2))
 
 
 def _setting_effects(
@@ -429,7 +450,7 @@ def provider_audit(
     n_resamples: int = 9999,
     seed: int = 0,
     latency_grid: Sequence[float] | None = None,
-    by: Sequence[str] = ("model", "metric"),
+    by: Sequence[str] | None = None,
     reference: str | None = None,
     correction: str = "holm",
     settings: Sequence[str] | None = None,
@@ -457,8 +478,13 @@ def provider_audit(
     latency_grid : sequence of float, optional
         Latencies ``t`` at which the tail-to-quality curve is evaluated; default 50 points
         from 0 to the largest latency.
-    by : tuple of str, default ('model', 'metric')
-        Columns that define the groups (a provider is audited within each group).
+    by : tuple of str, optional
+        Columns that define the groups (a provider is audited within each group). Default:
+        ``('model', 'metric')`` and every other setting that varies within them for two or more
+        providers (a temperature beside the compared templates): providers are compared at
+        each of its levels, never pooled over levels they may cover unequally. A setting that
+        varies for one provider only (its own option) is checked for an effect (``settings``)
+        instead. Giving ``by`` pools on purpose.
     reference : str, optional
         The provider every other one is compared with (``versus``), in each group where it
         serves the model. Default: the model developer's own API when it is a provider
@@ -542,9 +568,14 @@ def provider_audit(
             f"the observation table has no provider column {provider!r} (columns: "
             f"{', '.join(names)}). Pass `provider=` naming it."
         )
-    by = validate_by(names, by, table="observation table")
-    if provider in by:
+    base = ("model", "metric") if by is None else by
+    base = validate_by(names, base, table="observation table")
+    if provider in base:
         raise SchemaError(f"`by` must not contain the provider column {provider!r}.")
+    # settings never pooled: another setting that varies within the groups of two or more
+    # providers (a temperature beside the compared templates) splits them (issue 41); one that
+    # varies for a single provider (its own option) is checked for an effect instead
+    by = _crossed_settings(lf, base, provider, given) if by is None else base
     keys = [*by, provider]
     # a table built by hand (not read by a loader) may carry the raw error text or HTTP code:
     # class it as the loaders do (a class stays itself)
@@ -556,7 +587,7 @@ def provider_audit(
         # the design's settings when there is one, else factor columns of a few levels (the
         # check is a join per level: prompt texts or ids of thousands of levels are no setting)
         pool = inferred.settings if inferred is not None else factor_columns(names)
-        pool = [c for c in pool if c in names and c not in keys]
+        pool = [c for c in pool if c in names and c not in (*base, provider)]
         counts = lf.select(pl.col(c).n_unique() for c in pool).collect().row(0) if pool else ()
         settings = [c for c, k in zip(pool, counts) if 2 <= k <= _MAX_SETTING_LEVELS]
     else:
@@ -696,7 +727,8 @@ def provider_audit(
 
     # settings that change nothing ----------------------------------------------------------
     output = next((c for c in ("answer", "response") if c in df.columns), None)
-    setting_effects = _setting_effects(df, keys, settings, output)
+    # a held setting is checked for any effect within (group, provider), over its levels
+    setting_effects = _setting_effects(df, [*base, provider], settings, output)
 
     # paired provider differences on shared items ------------------------------------------
     diff_frames = []
@@ -783,4 +815,6 @@ def provider_audit(
         versus=versus,
         correction=correction,
         settings=setting_effects,
+        provider=provider,
+        by=tuple(by),
     )

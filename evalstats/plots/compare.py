@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from evalstats.errors import SchemaError
+from evalstats.io._errors import ERROR_CLASSES
 from evalstats.plots._style import (
     COLORS,
     fit_height,
@@ -626,11 +627,21 @@ def plot_provider_audit(audit: Any, *, model: str | None = None, ax: Any = None)
     """
     plt, _ = require_plotting()
     policies, versus, errors = audit.policies, audit.versus, audit.errors
-    provider = (
+    provider = getattr(audit, "provider", None) or (
         next(c for c in versus.columns if c not in ("model", "metric"))
         if len(versus.columns)
         else "provider"
     )
+    # settings the providers were compared at each level of (a temperature beside templates):
+    # one row per (provider, level), labelled with both
+    held = [b for b in getattr(audit, "by", ()) if b not in ("model", "metric")]
+
+    def row_label() -> pl.Expr:
+        parts = [pl.col(provider).cast(pl.String)]
+        for h in held:
+            parts += [pl.lit(f" · {h} "), pl.col(h).cast(pl.String)]
+        return pl.concat_str(parts, ignore_nulls=True)
+
     models = (
         sorted({str(m) for m in policies["model"].to_list()}) if "model" in policies.columns else []
     )
@@ -646,8 +657,8 @@ def plot_provider_audit(audit: Any, *, model: str | None = None, ax: Any = None)
     pick = (lambda f: f.filter(pl.col("model") == model)) if model is not None else (lambda f: f)
     pol = pick(policies).sort("as_failures", descending=True, nulls_last=True)
     ver = pick(versus)
-    verdict = dict(zip(ver[provider].cast(pl.String), ver["verdict"])) if ver.height else {}
-    names = [str(p) for p in pol[provider].to_list()]
+    verdict = dict(zip(ver.select(row_label()).to_series(), ver["verdict"])) if ver.height else {}
+    names = [str(p) for p in pol.select(row_label()).to_series().to_list()]
     n = len(names)
     # the style's tick size up to 25 rows, its smallest size beyond (the style's sizes only)
     size = None if n <= 25 else "x-small"
@@ -656,7 +667,8 @@ def plot_provider_audit(audit: Any, *, model: str | None = None, ax: Any = None)
         fig, (ax, ax_err) = plt.subplots(
             1,
             2,
-            figsize=(6.8, height),
+            # long row labels (a template and a temperature) take width from the panels
+            figsize=(6.8 + 0.055 * max(0, max(map(len, names), default=0) - 24), height),
             sharey=True,
             layout="constrained",
             gridspec_kw={"width_ratios": [3, 1.3]},
@@ -697,23 +709,27 @@ def plot_provider_audit(audit: Any, *, model: str | None = None, ax: Any = None)
             tick.set_fontweight("bold")
     ax.set_ylim(max(n, 1) - 0.5, -0.5)
     ax.set_xlabel(label("score", pol))
-    ax.set_ylabel(f"{model}: {provider}" if model is not None else provider)
+    rows = " · ".join([provider, *held])
+    ax.set_ylabel(f"{model}: {rows}" if model is not None else rows)
     _legend_above(ax)
     if ax_err is not None:
         err = pick(errors).filter(pl.col("category") != "any", pl.col("n_errors") > 0)
         classes = sorted(set(err["category"].to_list()))
         left = [0.0] * n
         cmap = plt.get_cmap("tab10")
-        for k, cls in enumerate(classes):
-            rate = dict(
-                zip(
-                    err.filter(pl.col("category") == cls)[provider].cast(pl.String),
-                    err.filter(pl.col("category") == cls)["rate"],
-                )
-            )
+        # one colour per class in every figure (the order of ERROR_CLASSES), not per figure
+        known = [*ERROR_CLASSES, *(c for c in classes if c not in ERROR_CLASSES)]
+        for cls in classes:
+            of = err.filter(pl.col("category") == cls)
+            rate = dict(zip(of.select(row_label()).to_series(), of["rate"]))
             width = [float(rate.get(p, 0.0)) for p in names]
             ax_err.barh(
-                y, width, left=left, height=0.7, color=cmap(k % 10), label=cls.replace("_", " ")
+                y,
+                width,
+                left=left,
+                height=0.7,
+                color=cmap(known.index(cls)) if known.index(cls) < 10 else "#444444",
+                label=cls.replace("_", " "),
             )
             left = [a + b for a, b in zip(left, width)]
         ax_err.set_xlabel("error rate")
