@@ -119,7 +119,7 @@ def for_terminal_lines(text: str) -> str:
 
 
 def raw_stream(stream: object) -> object:
-    """The stream under the command line's escaping wrapper, for evalstats' own redraws.
+    r"""The stream under the command line's escaping wrapper, for evalstats' own redraws.
 
     The command line wraps stdout and stderr so that no control character from the input reaches
     the terminal (:func:`for_terminal_lines`); a progress bar that redraws its line with ``\r``

@@ -97,7 +97,7 @@ def _terminate_unwinds() -> Iterator[None]:
 
 
 class _TerminalSafe:
-    """Standard output and error as the commands write them: control characters shown, not run.
+    r"""Standard output and error as the commands write them: control characters shown, not run.
 
     Tables printed to stdout (CSV, the design, the stability table) and the notes, warnings and
     "wrote ..." lines on stderr carry model names, item ids, factor levels, labels and names
