@@ -112,6 +112,34 @@ def _clip(v: float, lo: float, hi: float) -> float:
     return v if math.isnan(v) else min(max(v, lo), hi)
 
 
+#: Beyond these magnitudes sums and squares of scores can overflow (or lose all precision in
+#: the subnormal range): the scores are then scaled by a power of two (exact) before the
+#: interval is computed, and the results scaled back.
+_HUGE, _TINY = 2.0**500, 2.0**-500
+
+
+def _scale_of(x: np.ndarray) -> float:
+    """1, or the power of two near ``max|x|`` when the scores are extreme (see ``_HUGE``).
+
+    >>> _scale_of(np.array([0.2, 1.0])), _scale_of(np.array([-1e308, 1e308])) == 2.0**1023
+    (1.0, True)
+    """
+    m = float(np.max(np.abs(x))) if x.size else 0.0
+    if m == 0.0 or not math.isfinite(m) or _TINY <= m <= _HUGE:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(m)[1] - 1)  # max|x| / scale in [1, 2)
+
+
+def stable_mean(column: str = "score") -> pl.Expr:
+    """The mean of ``column`` as a polars aggregation that does not overflow near 1e308.
+
+    Scores below ``_HUGE`` in magnitude take polars' own mean (the same bits as before).
+    """
+    col = pl.col(column)
+    top = col.abs().max()
+    return pl.when(top > _HUGE).then((col / top).mean() * top).otherwise(col.mean()).alias(column)
+
+
 def _check_binary(x: np.ndarray) -> None:
     if not np.all((x == 0) | (x == 1)):
         raise MetricScaleError(
@@ -269,7 +297,7 @@ def scores_over(
     for c in extra:
         validate_by(names, (c,))
     keys = list(by) + [c for c in unit if c not in by]
-    aggs = [pl.col("score").mean()] + [pl.col(c).first() for c in extra if c not in keys]
+    aggs = [stable_mean()] + [pl.col(c).first() for c in extra if c not in keys]
     if count:
         aggs.append(pl.len().cast(pl.Int64).alias("n_rows"))
     out = lf.group_by(keys).agg(aggs).sort(keys).collect()
@@ -555,20 +583,25 @@ def intervals(
                 f"needs at least {MIN_VARIANTS}) and no item column: give the item-level table "
                 "for an interval over items"
             )
-            mean = float(np.mean(x)) if x.size else math.nan
+            sc = _scale_of(x)
+            mean = float(np.mean(x / sc)) * sc if x.size else math.nan
             rows.append(
                 (*key, over, recorded, level, int(x.size), n_clusters, n_rows, mean)
                 + (math.nan, math.nan, math.nan, note, None, None)
             )
             continue
-        mean, se, low, high = mean_interval(
-            x,
-            method=used,
-            confidence_level=level,
-            clusters=clusters,
-            n_resamples=n_resamples,
-            seed=seed,
-            bounds=(lo_b, hi_b),
+        sc = _scale_of(x)  # extreme scores: computed on x / sc, an exact power of two
+        mean, se, low, high = (
+            v * sc
+            for v in mean_interval(
+                x / sc,
+                method=used,
+                confidence_level=level,
+                clusters=clusters,
+                n_resamples=n_resamples,
+                seed=seed,
+                bounds=(lo_b / sc, hi_b / sc),
+            )
         )
         note = None
         if math.isnan(low):
@@ -721,7 +754,7 @@ def _design_intervals(
         lf.with_columns(item_key.alias("__item"), _prompt_id(lf, by, variant_factors).alias("__p"))
         .group_by([*by, "__item", "__p"])
         .agg(
-            pl.col("score").mean().alias("__y"),
+            stable_mean().alias("__y"),
             pl.len().alias("__rows"),
             ((pl.col("score") == 0) | (pl.col("score") == 1)).all().alias("__binary"),
             *([pl.col(cluster).first().cast(pl.String).alias("__g")] if cluster else []),
@@ -739,10 +772,13 @@ def _design_intervals(
     groups = cells.partition_by(list(by), maintain_order=True, as_dict=True) if by else {(): cells}
     for key, g in groups.items():
         y = g["__y"].to_numpy().astype(float)
+        # extreme scores (near 1e308, or subnormal): the variance is computed on y / sc, an
+        # exact power of two, and scaled back (sums of squares overflowed to inf before)
+        sc = _scale_of(y)
         mv = design_variance(
             g["__item"].to_numpy(),
             g["__p"].to_numpy(),
-            y,
+            y / sc,
             clusters=g["__g"].to_numpy() if cluster else None,
             prompt_space=prompt_space,
         )
@@ -752,8 +788,12 @@ def _design_intervals(
             # one prompt, independent items: the interval over item scores, as before
             x = y  # one cell per item: the item's mean over its runs
             used = _auto_method(x, (lo_b, hi_b)) if method == "auto" else method
-            mean, se, low, high = mean_interval(
-                x, method=used, confidence_level=level, bounds=(lo_b, hi_b)
+            sc = _scale_of(x)  # extreme scores: computed on x / sc, an exact power of two
+            mean, se, low, high = (
+                v * sc
+                for v in mean_interval(
+                    x / sc, method=used, confidence_level=level, bounds=(lo_b / sc, hi_b / sc)
+                )
             )
             note = _missing_reason(x, used) if math.isnan(low) else None
             low, high = _clip(low, lo_b, hi_b), _clip(high, lo_b, hi_b)
@@ -775,13 +815,17 @@ def _design_intervals(
         over = ("clusters" if cluster else "items") + (
             "+prompts" if prompt_space and mv.n_prompts >= 2 else ""
         )
-        mean, var, df = mv.mean, mv.var, mv.df
+        mean, var, df = mv.mean, mv.var, mv.df  # on the scale y / sc
         se = math.sqrt(var) if var >= 0 else math.nan
         note = None
         top = mv.n_clusters if cluster else mv.n_items
-        if top is None or top < 2 or not math.isfinite(var):
+        lo_b, hi_b = lo_b / sc, hi_b / sc
+        if top is None or top < 2:
             low = high = math.nan
             note = f"{top or 0} {'cluster' if cluster else 'item'}(s): an interval needs at least 2"
+        elif not math.isfinite(var):
+            low = high = math.nan
+            note = "the variance of the scores is not finite: no interval"
         elif used == "wilson":
             if not binary:
                 _check_binary(y)
@@ -790,7 +834,10 @@ def _design_intervals(
             )
         elif var <= 0:
             low = high = math.nan
-            note = f"all {mv.n_cells} cell scores are equal ({mean:g}): no spread to estimate from"
+            note = (
+                f"all {mv.n_cells} cell scores are equal ({mean * sc:g}): no spread to estimate "
+                "from"
+            )
         elif used == "logit":
             if not (math.isfinite(lo_b) and math.isfinite(hi_b)):
                 raise ParameterError(
@@ -801,6 +848,7 @@ def _design_intervals(
         else:
             q = float(stats.t.isf((1 - level) / 2, df))
             low, high = _clip(mean - q * se, lo_b, hi_b), _clip(mean + q * se, lo_b, hi_b)
+        mean, se, low, high = mean * sc, se * sc, low * sc, high * sc
         rows.append(
             (*key, over, used, level, mv.n_items, mv.n_clusters, n_rows, mean, se, low, high)
             + (note, mv.n_prompts, float(df) if math.isfinite(df) else None)
