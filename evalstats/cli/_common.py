@@ -355,6 +355,15 @@ def _applied(ingest, roles, args):
     from evalstats.io import Ingest
 
     design, table = design_and_table(ingest.observations, ingest=ingest.report, roles=roles)
+    if getattr(args, "design_file", None) is not None:
+        import dataclasses
+
+        from evalstats.design._files import structure_note
+
+        note = structure_note(args.design_file, design)
+        if note is not None:  # the same columns, another dump: said, and kept on the design
+            design = dataclasses.replace(design, notes=(*design.notes, note))
+            print(f"evalstats: note: {note}", file=sys.stderr)
     args.design = design
     if not getattr(args, "quiet", False):
         print(f"design: {headline(design)} (evalstats design PATH shows it)", file=sys.stderr)

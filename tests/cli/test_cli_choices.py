@@ -143,3 +143,59 @@ def test_no_raw_control_character_reaches_the_terminal(tmp_path):
     # the escapes are visible, not dropped
     code, _, err = cli(*runs[0])
     assert "\\u202e" in err or "\\x1b" in err
+
+
+# --- a design file applied to a dump of another structure ----------------------------------------
+
+
+def _grid(path, *, models=2, items=10, prompts=3):
+    rng = np.random.default_rng(0)
+    pl.DataFrame(
+        [
+            {"model": f"m{m}", "item": str(i), "prompt": f"p{p}", "passage": f"c{i // 2}",
+             "score": float(rng.random() < 0.6)}
+            for m in range(models)
+            for i in range(items)
+            for p in range(prompts)
+        ]
+    ).write_csv(path)  # fmt: skip
+    return path
+
+
+def test_design_file_records_the_structure_it_was_written_from(tmp_path):
+    from evalstats.design import infer_design, read_design_file
+    from evalstats.design._files import read_design_structure
+
+    data = _grid(tmp_path / "a.csv")
+    out = tmp_path / "d.toml"
+    ok(*cli("design", str(data), "--roles", "passage=cluster", "--out", str(out))[::2])
+    written = read_design_structure(out)
+    assert written["models"] == 2 and written["items_max"] == 10 and written["variants_max"] == 3
+    assert written["clusters_max"] == 5
+    assert read_design_file(out)["passage"] == "cluster"
+    assert infer_design(pl.read_csv(data), roles="passage=cluster").structure() == written
+
+
+def test_design_file_applied_to_another_structure_says_so(tmp_path):
+    design = tmp_path / "d.toml"
+    ok(*cli("design", str(_grid(tmp_path / "a.csv")), "--out", str(design))[::2])
+    same = _grid(tmp_path / "same.csv")
+    code, _, err = cli("intervals", str(same), "--design", str(design))
+    ok(code, err)
+    assert "another structure" not in err
+    other = _grid(tmp_path / "other.csv", models=3, items=4, prompts=1)
+    code, _, err = cli("intervals", str(other), "--design", str(design))
+    ok(code, err)
+    line = next(ln for ln in err.splitlines() if "another structure" in ln)
+    for part in ("models 3 (the file: 2)", "items max 4 (the file: 10)", "variants max 1"):
+        assert part in line, line
+
+
+def test_design_file_of_another_structure_warns_in_the_library(tmp_path):
+    from evalstats.compare import intervals
+
+    design = tmp_path / "d.toml"
+    ok(*cli("design", str(_grid(tmp_path / "a.csv")), "--out", str(design))[::2])
+    other = pl.read_csv(_grid(tmp_path / "other.csv", models=1, items=6))
+    with pytest.warns(DesignWarning, match=r"another structure: models 1 \(the file: 2\)"):
+        intervals(other, design=design)
