@@ -83,6 +83,11 @@ def beat(done: int, total: int, unit: str) -> None:
         )
         clear = "\r\x1b[2K" if _state["mode"] == "bar" else ""
     try:
-        print(clear + text, file=sys.stderr, flush=True)
+        if clear:  # the redraw goes under the command line's escaping wrapper
+            from evalstats._text import raw_stream
+
+            print(clear + text, file=raw_stream(sys.stderr), flush=True)
+        else:
+            print(text, file=sys.stderr, flush=True)
     except (OSError, ValueError):  # a closed or broken stderr never stops an analysis
         pass

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +25,16 @@ from evalstats.errors import OutputError
 if TYPE_CHECKING:
     import polars as pl
 
-__all__ = ["FORMULA_START", "csv_safe", "csv_safe_lazy", "csv_safe_text", "writing"]
+__all__ = [
+    "FIGURE_SUFFIXES",
+    "FORMULA_START",
+    "check_inside",
+    "csv_safe",
+    "csv_safe_lazy",
+    "csv_safe_text",
+    "save_figure",
+    "writing",
+]
 
 #: Characters that make a spreadsheet cell a formula when they start it (OWASP).
 FORMULA_START = "=+-@\t\r"
@@ -140,4 +150,70 @@ def writing(path: str | Path, *, what: str = "cannot write") -> Iterator[None]:
         reason = _os_message(exc)
         if reason is None:
             raise
+        if isinstance(exc, OSError) and exc.errno in (errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+            reason = _in_the_way(Path(path), exc) or reason
         raise OutputError(f"{what} {str(path)!r}: {reason}.") from None
+
+
+def _in_the_way(path: Path, exc: OSError) -> str | None:
+    """Which file stands where a folder is needed (or a folder where the file goes), if any."""
+    if exc.errno == errno.EISDIR or (path.is_dir() and exc.errno == errno.EEXIST):
+        return f"{str(path)!r} is a folder; name a file"
+    for parent in (path, *path.parents):
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir() and (parent != path or exc.errno == errno.EEXIST):
+                return f"{str(parent)!r} is a file, where a folder is needed"
+            return None
+    return None
+
+
+#: What matplotlib writes, by suffix (``savefig`` adds ``.png`` to a name without one).
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff")
+
+
+def save_figure(fig: object, path: str | Path, *, flag: str = "--plot", **kwargs: object) -> Path:
+    """Save ``fig`` to exactly ``path``: a known suffix, no folder in its place, errors one line.
+
+    matplotlib would write ``plot.png`` for ``plot`` (beside the path given) and a figure
+    ``/folder.png`` for ``/folder``; here a path without a figure suffix, or one that is a
+    folder, is refused, and a failure to write is an :class:`OutputError` naming the path.
+
+    Examples
+    --------
+    >>> try:
+    ...     save_figure(None, "plot")
+    ... except OutputError as e:
+    ...     print(e)
+    `--plot` must end in .png, .pdf, .svg, .jpg, .jpeg, .eps, .ps, .tif or .tiff, got 'plot' (without a suffix matplotlib would write 'plot.png').
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in FIGURE_SUFFIXES:
+        shown = ", ".join(FIGURE_SUFFIXES[:-1]) + " or " + FIGURE_SUFFIXES[-1]
+        raise OutputError(
+            f"`{flag}` must end in {shown}, got {str(path)!r} (without a suffix matplotlib "
+            f"would write {str(path) + '.png'!r})."
+        )
+    if path.is_dir():
+        raise OutputError(f"cannot write {str(path)!r}: it is a folder; name a file.")
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, format=suffix[1:], **kwargs)  # type: ignore[attr-defined]
+    return path
+
+
+def check_inside(base: Path, path: Path) -> Path:
+    """``path`` if it lies under ``base`` once resolved (``..``, symlinks); else OutputError.
+
+    Writers that build file names from the data (a dataset called ``..``, a model called
+    ``x/../..``) check each name with this before writing, so nothing lands outside the
+    folder the user gave.
+    """
+    root = base.resolve()
+    full = path.resolve()
+    if full != root and root not in full.parents:
+        raise OutputError(
+            f"refusing to write {str(path)!r}: it resolves to {str(full)!r}, outside the "
+            f"folder given ({str(base)!r})."
+        )
+    return path

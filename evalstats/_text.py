@@ -29,6 +29,7 @@ __all__ = [
     "for_terminal",
     "for_terminal_lines",
     "plural",
+    "raw_stream",
     "shorten",
 ]
 
@@ -37,7 +38,11 @@ MAX_LABEL_CHARS = 60
 #: Longest error line the command line prints.
 MAX_MESSAGE_CHARS = 2000
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 controls, the line and paragraph separators, and every bidirectional control
+# (the Arabic letter mark, LRM and RLM, the embeddings and overrides, the isolates)
+_CONTROL = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b"}
 
 
@@ -91,7 +96,7 @@ def for_terminal(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
 
 
 _CONTROL_BUT_NEWLINE = re.compile(
-    r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+    r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 )
 
 
@@ -111,6 +116,17 @@ def for_terminal_lines(text: str) -> str:
     <BLANKLINE>
     """
     return _CONTROL_BUT_NEWLINE.sub(_visible, str(text))
+
+
+def raw_stream(stream: object) -> object:
+    r"""The stream under the command line's escaping wrapper, for evalstats' own redraws.
+
+    The command line wraps stdout and stderr so that no control character from the input reaches
+    the terminal (:func:`for_terminal_lines`); a progress bar that redraws its line with ``\r``
+    (text evalstats wrote, not the input) writes here instead. Any other stream is returned as
+    it is.
+    """
+    return getattr(stream, "raw", stream)
 
 
 # inline Markdown syntax; ( ) and ! only act after a ] and are left alone

@@ -14,7 +14,7 @@ import errno
 import importlib
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from typing import Any
 
 from evalstats._text import for_terminal, for_terminal_lines
@@ -97,16 +97,20 @@ def _terminate_unwinds() -> Iterator[None]:
 
 
 class _TerminalSafe:
-    """Standard output as the commands write it: control characters in names shown, not run.
+    r"""Standard output and error as the commands write them: control characters shown, not run.
 
-    Tables printed to stdout (CSV, the design, the stability table) carry model names, item
-    ids and factor levels from the input; a terminal would act on an escape sequence in one
-    (set the window title, clear the screen, reorder text with a bidi override). Every
-    control character but the newline becomes a visible escape (:func:`for_terminal_lines`).
+    Tables printed to stdout (CSV, the design, the stability table) and the notes, warnings and
+    "wrote ..." lines on stderr carry model names, item ids, factor levels, labels and names
+    from design files; a terminal would act on an escape sequence in one (set the window title,
+    clear the screen, reorder text with a bidi override or a line separator). Every control
+    character but the newline becomes a visible escape (:func:`for_terminal_lines`), whichever
+    code built the message. Evalstats' own progress bar, which redraws its line with ``\r``,
+    writes to :attr:`raw` (see :func:`evalstats._text.raw_stream`).
     """
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
+        self.raw = inner
 
     def write(self, text: str) -> int:
         self._inner.write(for_terminal_lines(text))
@@ -150,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 quiet = bool(getattr(args, "quiet", False)) or getattr(args, "progress", 1) is False
                 with (
                     redirect_stdout(_TerminalSafe(sys.stdout)),
+                    redirect_stderr(_TerminalSafe(sys.stderr)),
                     item_set_rule("keep" if rule == "auto" else rule),
                     reproducible(),
                     # a command of minutes says now and then how far it is (stderr)

@@ -355,6 +355,15 @@ def _applied(ingest, roles, args):
     from evalstats.io import Ingest
 
     design, table = design_and_table(ingest.observations, ingest=ingest.report, roles=roles)
+    if getattr(args, "design_file", None) is not None:
+        import dataclasses
+
+        from evalstats.design._files import structure_note
+
+        note = structure_note(args.design_file, design)
+        if note is not None:  # the same columns, another dump: said, and kept on the design
+            design = dataclasses.replace(design, notes=(*design.notes, note))
+            print(f"evalstats: note: {note}", file=sys.stderr)
     args.design = design
     if not getattr(args, "quiet", False):
         print(f"design: {headline(design)} (evalstats design PATH shows it)", file=sys.stderr)
@@ -482,7 +491,26 @@ def write_table(frame: pl.DataFrame, out: Path) -> None:
         elif suffix in (".jsonl", ".ndjson"):
             frame.write_ndjson(out)
         else:
-            out.write_text(json.dumps(_jsonable(frame.to_dicts()), indent=2, default=str))
+            out.write_text(
+                json.dumps(_jsonable(frame.to_dicts()), indent=2, default=str, allow_nan=False)
+            )
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        _note_nonfinite(frame, out)
+
+
+def _note_nonfinite(frame: pl.DataFrame, out: Path) -> None:
+    """Say on stderr how many NaN or infinite cells a JSON file holds as null."""
+    floats = [c for c, t in frame.schema.items() if t.is_float()]
+    counts = {
+        c: n for c in floats if (n := int((frame[c].is_nan() | frame[c].is_infinite()).sum()))
+    }
+    if counts:
+        cells = ", ".join(f"{c} {n}" for c, n in counts.items())
+        print(
+            f"note: {out.name}: {sum(counts.values())} value(s) that are NaN or infinite "
+            f"written as null (JSON has neither; {cells}); the CSV and Parquet outputs keep them.",
+            file=sys.stderr,
+        )
 
 
 def _flat(frame: pl.DataFrame) -> pl.DataFrame:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalstats._output import writing
+from evalstats._output import save_figure
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 
 
@@ -147,7 +147,6 @@ def _plot(obs, res, path: str) -> None:
             fig, (a1, a2) = plt.subplots(1, 2, figsize=(7.0, 3.0), layout="constrained")
             plot_anova_effects(res, ax=a1)
             plot_interaction_heatmap(interaction_means(obs, term=term), ax=a2)
-        with writing(path):
-            fig.savefig(path)
+        save_figure(fig, path)
     plt.close(fig)
     print(f"wrote {path}", file=sys.stderr)

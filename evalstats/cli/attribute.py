@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalstats._output import writing
+from evalstats._output import save_figure
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 from evalstats.cli.anova import _factors
 
@@ -94,8 +94,7 @@ def run(args: argparse.Namespace) -> int:
         plt, _ = require_plotting()
         with paper_style():
             fig = plot_attribution(res)
-            with writing(args.plot):
-                fig.savefig(args.plot)
+            save_figure(fig, args.plot)
         plt.close(fig)
         print(f"wrote {args.plot}", file=sys.stderr)
     recorded = {

@@ -9,7 +9,6 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalstats._output import writing
 from evalstats._text import for_terminal
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 
@@ -158,9 +157,9 @@ def stability_frame(args: argparse.Namespace) -> pl.DataFrame:
 
 def save_figure(fig, path: Path) -> None:
     """Save ``fig`` to ``path`` and say so on stderr."""
-    with writing(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, bbox_inches="tight")
+    from evalstats._output import save_figure as save
+
+    save(fig, path, bbox_inches="tight")
     print(f"wrote {path}", file=sys.stderr)
 
 

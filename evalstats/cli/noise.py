@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalstats._output import writing
+from evalstats._output import save_figure
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 
 
@@ -72,7 +72,6 @@ def run(args: argparse.Namespace) -> int:
 
         with paper_style():
             fig = plot_noise_components(comps)
-            with writing(args.plot):
-                fig.savefig(args.plot)
+            save_figure(fig, args.plot)
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalstats._output import writing
+from evalstats._output import save_figure
 from evalstats.cli._common import (
     add_input_arguments,
     add_output_arguments,
@@ -240,6 +240,5 @@ def _plot(obs, params: dict, path: str) -> None:
             )
         for ax in flat[len(groups) :]:
             ax.set_visible(False)
-        with writing(path):
-            fig.savefig(path)
+        save_figure(fig, path)
     print(f"wrote {path}", file=sys.stderr)

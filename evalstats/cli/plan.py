@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalstats._output import writing
+from evalstats._output import save_figure
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
 from evalstats.errors import ParameterError
 
@@ -145,8 +145,7 @@ def run(args: argparse.Namespace) -> int:
 
         with paper_style():
             fig = plot_plan(res)
-            with writing(args.plot):
-                fig.savefig(args.plot, bbox_inches="tight")
+            save_figure(fig, args.plot, bbox_inches="tight")
         print(f"wrote {args.plot}", file=sys.stderr)
     return 0
 

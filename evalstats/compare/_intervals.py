@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Sequence
@@ -112,6 +113,74 @@ def _clip(v: float, lo: float, hi: float) -> float:
     return v if math.isnan(v) else min(max(v, lo), hi)
 
 
+#: Beyond these magnitudes sums and squares of scores can overflow (or lose all precision in
+#: the subnormal range): the scores are then scaled by a power of two (exact) before the
+#: interval is computed, and the results scaled back.
+_HUGE, _TINY = 2.0**500, 2.0**-500
+
+
+def _scale_of(x: np.ndarray) -> float:
+    """1, or the power of two near ``max|x|`` when the scores are extreme (see ``_HUGE``).
+
+    >>> _scale_of(np.array([0.2, 1.0])), _scale_of(np.array([-1e308, 1e308])) == 2.0**1023
+    (1.0, True)
+    """
+    m = float(np.max(np.abs(x))) if x.size else 0.0
+    if m == 0.0 or not math.isfinite(m) or _TINY <= m <= _HUGE:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(m)[1] - 1)  # max|x| / scale in [1, 2)
+
+
+def stable_mean(column: str = "score") -> pl.Expr:
+    """The mean of ``column`` as a polars aggregation that does not overflow near 1e308.
+
+    Scores below ``_HUGE`` in magnitude take polars' own mean (the same bits as before).
+    """
+    col = pl.col(column)
+    top = col.abs().max()
+    return pl.when(top > _HUGE).then((col / top).mean() * top).otherwise(col.mean()).alias(column)
+
+
+@functools.lru_cache(maxsize=64)
+def _z(tail: float) -> float:
+    """The upper ``tail`` quantile of the standard normal (cached: one per level)."""
+    return float(stats.norm.isf(tail))
+
+
+def _wilson(count: int, n: int, alpha: float) -> tuple[float, float]:
+    """Wilson score interval of ``count`` successes in ``n``: statsmodels' formula.
+
+    ``proportion_confint(count, n, alpha, method='wilson')`` computes the same expression; its
+    normal quantile per call was most of the time of an interval per model on 100,000 models.
+    """
+    z = _z(alpha / 2.0)
+    p = count / n
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    center = (p + z2 / (2.0 * n)) / denom
+    dist = z * math.sqrt(p * (1.0 - p) / n + z2 / (4.0 * n * n)) / denom
+    return center - dist, center + dist
+
+
+def partitions(frame: pl.DataFrame, by: Sequence[str]) -> dict[tuple, pl.DataFrame]:
+    """``frame.partition_by(by, as_dict=True, maintain_order=True)``, in linear time.
+
+    polars builds each key of ``as_dict=True`` with one ``select`` per partition (a query
+    each: 14 s of the 59 s an interval per model took on 100,000 models); here the keys come
+    from one ``unique`` in the same order of first appearance.
+
+    >>> partitions(pl.DataFrame({"m": ["b", "a", "b"], "x": [1, 2, 3]}), ["m"])["b",]["x"].to_list()
+    [1, 3]
+    """
+    if not by:
+        return {(): frame}
+    parts = frame.partition_by(list(by), maintain_order=True)
+    keys = frame.select(list(by)).unique(maintain_order=True).rows()
+    if len(keys) != len(parts):  # never expected; polars' own way then
+        return frame.partition_by(list(by), maintain_order=True, as_dict=True)
+    return dict(zip(keys, parts))
+
+
 def _check_binary(x: np.ndarray) -> None:
     if not np.all((x == 0) | (x == 1)):
         raise MetricScaleError(
@@ -174,10 +243,8 @@ def mean_interval(
         if n == 0:
             return (mean, *_degenerate("Wilson interval of no scores; returning NaN."))
         _check_binary(x)
-        from statsmodels.stats.proportion import proportion_confint
-
         count = int(x.sum())
-        low, high = proportion_confint(count, n, alpha=alpha, method="wilson")
+        low, high = _wilson(count, n, alpha)
         # the Wilson bounds are exactly 0 (no successes) and 1 (all successes); statsmodels'
         # floating-point evaluation leaves ~1e-17 there
         low = 0.0 if count == 0 else low
@@ -269,7 +336,7 @@ def scores_over(
     for c in extra:
         validate_by(names, (c,))
     keys = list(by) + [c for c in unit if c not in by]
-    aggs = [pl.col("score").mean()] + [pl.col(c).first() for c in extra if c not in keys]
+    aggs = [stable_mean()] + [pl.col(c).first() for c in extra if c not in keys]
     if count:
         aggs.append(pl.len().cast(pl.Int64).alias("n_rows"))
     out = lf.group_by(keys).agg(aggs).sort(keys).collect()
@@ -533,7 +600,7 @@ def intervals(
     data = scores_over(frame, over, by, extra=extra, count=True)
     bounds_of = _metric_bounds(frame, by)
     rows = []
-    groups = data.partition_by(list(by), maintain_order=True, as_dict=True) if by else {(): data}
+    groups = partitions(data, by)
     for key, g in groups.items():
         x = g["score"].to_numpy()
         n_rows = int(g["n_rows"].sum())
@@ -555,20 +622,25 @@ def intervals(
                 f"needs at least {MIN_VARIANTS}) and no item column: give the item-level table "
                 "for an interval over items"
             )
-            mean = float(np.mean(x)) if x.size else math.nan
+            sc = _scale_of(x)
+            mean = float(np.mean(x / sc)) * sc if x.size else math.nan
             rows.append(
                 (*key, over, recorded, level, int(x.size), n_clusters, n_rows, mean)
                 + (math.nan, math.nan, math.nan, note, None, None)
             )
             continue
-        mean, se, low, high = mean_interval(
-            x,
-            method=used,
-            confidence_level=level,
-            clusters=clusters,
-            n_resamples=n_resamples,
-            seed=seed,
-            bounds=(lo_b, hi_b),
+        sc = _scale_of(x)  # extreme scores: computed on x / sc, an exact power of two
+        mean, se, low, high = (
+            v * sc
+            for v in mean_interval(
+                x / sc,
+                method=used,
+                confidence_level=level,
+                clusters=clusters,
+                n_resamples=n_resamples,
+                seed=seed,
+                bounds=(lo_b / sc, hi_b / sc),
+            )
         )
         note = None
         if math.isnan(low):
@@ -721,7 +793,7 @@ def _design_intervals(
         lf.with_columns(item_key.alias("__item"), _prompt_id(lf, by, variant_factors).alias("__p"))
         .group_by([*by, "__item", "__p"])
         .agg(
-            pl.col("score").mean().alias("__y"),
+            stable_mean().alias("__y"),
             pl.len().alias("__rows"),
             ((pl.col("score") == 0) | (pl.col("score") == 1)).all().alias("__binary"),
             *([pl.col(cluster).first().cast(pl.String).alias("__g")] if cluster else []),
@@ -735,25 +807,28 @@ def _design_intervals(
             f"column {cluster!r} varies within one item; clusters must contain whole items."
         )
     bounds_of = _metric_bounds(lf, by)
-    rows = []
-    groups = cells.partition_by(list(by), maintain_order=True, as_dict=True) if by else {(): cells}
+    rows, cells = _wilson_rows(cells, by, method, level, cluster, bounds_of)
+    groups = partitions(cells, by)
     for key, g in groups.items():
         y = g["__y"].to_numpy().astype(float)
-        mv = design_variance(
-            g["__item"].to_numpy(),
-            g["__p"].to_numpy(),
-            y,
-            clusters=g["__g"].to_numpy() if cluster else None,
-            prompt_space=prompt_space,
-        )
+        # extreme scores (near 1e308, or subnormal): the variance is computed on y / sc, an
+        # exact power of two, and scaled back (sums of squares overflowed to inf before)
+        sc = _scale_of(y)
         n_rows = int(g["__rows"].sum())
         lo_b, hi_b = bounds_of(key)
-        if mv.n_prompts < 2 and not cluster:
+        # one prompt and no clusters: the plain interval, without the design's variance (its
+        # cost was most of the time on 100,000 models)
+        prompts = g["__p"].to_numpy()
+        if not cluster and (prompts.size == 0 or bool(np.all(prompts == prompts[0]))):
             # one prompt, independent items: the interval over item scores, as before
             x = y  # one cell per item: the item's mean over its runs
             used = _auto_method(x, (lo_b, hi_b)) if method == "auto" else method
-            mean, se, low, high = mean_interval(
-                x, method=used, confidence_level=level, bounds=(lo_b, hi_b)
+            sc = _scale_of(x)  # extreme scores: computed on x / sc, an exact power of two
+            mean, se, low, high = (
+                v * sc
+                for v in mean_interval(
+                    x / sc, method=used, confidence_level=level, bounds=(lo_b / sc, hi_b / sc)
+                )
             )
             note = _missing_reason(x, used) if math.isnan(low) else None
             low, high = _clip(low, lo_b, hi_b), _clip(high, lo_b, hi_b)
@@ -763,6 +838,13 @@ def _design_intervals(
                 + (note, 1, df)
             )
             continue
+        mv = design_variance(
+            g["__item"].to_numpy(),
+            prompts,
+            y / sc,
+            clusters=g["__g"].to_numpy() if cluster else None,
+            prompt_space=prompt_space,
+        )
         binary = bool(g["__binary"].all())
         used = method
         if method == "auto":
@@ -775,13 +857,17 @@ def _design_intervals(
         over = ("clusters" if cluster else "items") + (
             "+prompts" if prompt_space and mv.n_prompts >= 2 else ""
         )
-        mean, var, df = mv.mean, mv.var, mv.df
+        mean, var, df = mv.mean, mv.var, mv.df  # on the scale y / sc
         se = math.sqrt(var) if var >= 0 else math.nan
         note = None
         top = mv.n_clusters if cluster else mv.n_items
-        if top is None or top < 2 or not math.isfinite(var):
+        lo_b, hi_b = lo_b / sc, hi_b / sc
+        if top is None or top < 2:
             low = high = math.nan
             note = f"{top or 0} {'cluster' if cluster else 'item'}(s): an interval needs at least 2"
+        elif not math.isfinite(var):
+            low = high = math.nan
+            note = "the variance of the scores is not finite: no interval"
         elif used == "wilson":
             if not binary:
                 _check_binary(y)
@@ -790,7 +876,10 @@ def _design_intervals(
             )
         elif var <= 0:
             low = high = math.nan
-            note = f"all {mv.n_cells} cell scores are equal ({mean:g}): no spread to estimate from"
+            note = (
+                f"all {mv.n_cells} cell scores are equal ({mean * sc:g}): no spread to estimate "
+                "from"
+            )
         elif used == "logit":
             if not (math.isfinite(lo_b) and math.isfinite(hi_b)):
                 raise ParameterError(
@@ -801,12 +890,63 @@ def _design_intervals(
         else:
             q = float(stats.t.isf((1 - level) / 2, df))
             low, high = _clip(mean - q * se, lo_b, hi_b), _clip(mean + q * se, lo_b, hi_b)
+        mean, se, low, high = mean * sc, se * sc, low * sc, high * sc
         rows.append(
             (*key, over, used, level, mv.n_items, mv.n_clusters, n_rows, mean, se, low, high)
             + (note, mv.n_prompts, float(df) if math.isfinite(df) else None)
         )
     schema = {b: cells.schema[b] for b in by} | _SCHEMA_TAIL
     return pl.DataFrame(rows, schema=schema, orient="row").sort(list(by))
+
+
+def _wilson_rows(cells, by, method, level, cluster, bounds_of) -> tuple[list[tuple], pl.DataFrame]:
+    """The rows of the groups whose interval is Wilson's over 0/1 item scores, all at once.
+
+    One prompt, no clusters and every item score 0 or 1, with ``method`` 'wilson' or 'auto' on
+    a proportion scale: the loop of :func:`_design_intervals` would give each such group
+    :func:`mean_interval`'s Wilson interval; the same expressions on arrays give the same
+    numbers bit for bit (``tests/compare/test_intervals_extreme.py``), in linear time (100,000
+    models took minutes group by group). Returns those rows and the cells of the other groups.
+    """
+    if cluster or method not in ("auto", "wilson") or not by or cells.height == 0:
+        return [], cells
+    y = pl.col("__y")
+    per = cells.group_by(list(by), maintain_order=True).agg(
+        pl.len().alias("__n"),
+        y.sum().alias("__count"),
+        ((y == 0) | (y == 1)).all().alias("__01"),
+        pl.col("__p").n_unique().alias("__np"),
+        pl.col("__rows").sum().alias("__nrows"),
+    )
+    keys = per.select(list(by)).rows()
+    fast = per["__01"].to_numpy() & (per["__np"].to_numpy() < 2)
+    if method == "auto":
+        fast &= np.array([_proportion_scale(bounds_of(k)) for k in keys], dtype=bool)
+    if not fast.any():
+        return [], cells
+    n = per["__n"].to_numpy()[fast].astype(float)
+    count = per["__count"].to_numpy()[fast]
+    mean = count / n
+    z = _z((1.0 - level) / 2.0)
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    center = (mean + z2 / (2.0 * n)) / denom
+    dist = z * np.sqrt(mean * (1.0 - mean) / n + z2 / (4.0 * n * n)) / denom
+    low = np.where(count == 0, 0.0, center - dist)  # exactly 0 and 1 at the ends, as Wilson's
+    high = np.where(count == n, 1.0, center + dist)
+    se = np.sqrt(mean * (1 - mean) / n)
+    n_rows = per["__nrows"].to_numpy()[fast]
+    chosen = [k for k, f in zip(keys, fast) if f]
+    rows = []
+    for i, key in enumerate(chosen):
+        lo_b, hi_b = bounds_of(key)
+        rows.append(
+            (*key, "items", "wilson", level, int(n[i]), None, int(n_rows[i]), float(mean[i]))
+            + (float(se[i]), _clip(float(low[i]), lo_b, hi_b), _clip(float(high[i]), lo_b, hi_b))
+            + (None, 1, None)
+        )
+    rest = per.filter(~pl.Series(fast)).select(list(by))
+    return rows, cells.join(rest, on=list(by), how="semi", nulls_equal=True)
 
 
 def _logit_interval(

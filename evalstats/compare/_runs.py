@@ -245,15 +245,24 @@ def _sides(
             "to the models to compare."
         )
     cols = ["model", "dataset", "metric", "item", "variant", "run", "score"]
-    extra = [c for c in ("cluster",) if c in a.collect_schema() and c in b.collect_schema()]
-    both = pl.concat(
-        [
-            a.select(*cols, *extra).with_columns(pl.lit(0).alias("__side")),
-            b.select(*cols, *extra).with_columns(pl.lit(1).alias("__side")),
-        ],
-        how="vertical_relaxed",
-    )
-    return both, names
+    declared = ["cluster" in a.collect_schema(), "cluster" in b.collect_schema()]
+    frames = []
+    for side, (frame, has) in enumerate(zip((a, b), declared)):
+        cluster = pl.col("cluster").cast(pl.String) if has else pl.lit(None, dtype=pl.String)
+        extra = [cluster.alias("cluster")] if any(declared) else []
+        frames.append(frame.select(*cols, *extra).with_columns(pl.lit(side).alias("__side")))
+    if any(declared) and not all(declared):
+        # never drop one side's clusters: a paired item is one unit, in the cluster its
+        # declaring side gives it (see _paired_items)
+        has, hasnt = (labels[0], labels[1]) if declared[0] else (labels[1], labels[0])
+        warnings.warn(
+            f"{has!r} declares item clusters and {hasnt!r} does not: each paired item is "
+            f"taken in the cluster {has!r} gives it (items without one are their own "
+            "cluster), and the test is the cluster-robust t test.",
+            DesignWarning,
+            stacklevel=3,
+        )
+    return pl.concat(frames, how="vertical_relaxed"), names
 
 
 def _fmt(x: float, digits: int = 3) -> str:
@@ -625,9 +634,27 @@ def _paired_items(both: pl.LazyFrame, keys: list[str], has_cluster: bool) -> pl.
         pl.col("score").filter(pl.col("__side") == 0).mean().alias("__a"),
         pl.col("score").filter(pl.col("__side") == 1).mean().alias("__b"),
         pl.col("__shared").first(),
-        *([pl.col("cluster").first()] if has_cluster else []),
+        # the cluster either side declares (one side may declare none); an item in no
+        # cluster is its own
+        *([pl.col("cluster").drop_nulls().first()] if has_cluster else []),
+        *([pl.col("cluster").drop_nulls().n_unique().alias("__nc")] if has_cluster else []),
     )
-    return out.sort(item).collect()
+    if has_cluster:
+        out = out.with_columns(
+            pl.coalesce("cluster", pl.lit("\x00item:") + pl.col("item").cast(pl.String))
+        )
+    out = out.sort(item).collect()
+    if has_cluster:
+        clash = int((out["__nc"] > 1).sum())
+        if clash:
+            warnings.warn(
+                f"{clash} item(s) are in one cluster in the first run and in another in the "
+                "second; each is taken in the first run's cluster.",
+                DesignWarning,
+                stacklevel=3,
+            )
+        out = out.drop("__nc")
+    return out
 
 
 def _clustered(d: np.ndarray, clusters: np.ndarray, alternative: str, level: float, power: float):

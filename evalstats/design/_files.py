@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from evalstats.design._roles import ATTRIBUTE_ROLES, DESIGN_VERSION, USER_ROLES, user_role
 from evalstats.errors import ParameterError
 
-__all__ = ["design_roles", "design_toml", "read_design_file"]
+__all__ = [
+    "design_roles",
+    "design_toml",
+    "read_design_file",
+    "read_design_structure",
+    "structure_differences",
+    "structure_note",
+    "structure_of",
+]
 
 _HEADER = """\
 # evalstats design: the role of every column of the dump, as evalstats read it.
@@ -34,6 +43,8 @@ def design_toml(design: Any) -> str:
             + ("" if c.in_table else " [left out]")
             for c in design.columns
         },
+        # what the design was read from, compared when the file is applied to a dump
+        "structure": structure_of(design),
         "supports": {
             s.analysis: ("yes: " if s.supported else "no: ") + s.reason for s in design.supports
         },
@@ -46,6 +57,108 @@ def design_toml(design: Any) -> str:
     if design.notes:
         doc["notes"] = list(design.notes)
     return _HEADER + tomli_w.dumps(_plain(doc))
+
+
+#: The counts of a design's structure, in the order they are written and compared.
+STRUCTURE_KEYS = (
+    "models",
+    "datasets",
+    "metrics",
+    "groups",
+    "items_min",
+    "items_max",
+    "clusters_max",
+    "variants_min",
+    "variants_max",
+    "runs_max",
+)
+
+
+def structure_of(design: Any) -> dict[str, int]:
+    """The structural fingerprint of ``design``: counts of models, items, variants per role.
+
+    Written into a design file (``[structure]``) and compared when the file is applied to a
+    dump (:func:`structure_differences`): the same columns in a dump of another shape (other
+    models, fewer items, prompt variants where there were none) apply the same roles to other
+    rows, and the user is told.
+
+    Examples
+    --------
+    >>> from evalstats.design import infer_design
+    >>> from evalstats.simulate import observations
+    >>> structure_of(infer_design(observations(n_models=2, n_items=5, n_variants=3, seed=0)))
+    {'models': 2, 'datasets': 1, 'metrics': 1, 'groups': 2, 'items_min': 5, 'items_max': 5, 'variants_min': 3, 'variants_max': 3, 'runs_max': 1}
+    """
+    g = design.groups
+    out: dict[str, int] = {}
+    for key, col in (("models", "model"), ("datasets", "dataset"), ("metrics", "metric")):
+        if col in g.columns:
+            out[key] = int(g[col].n_unique())
+    out["groups"] = int(g.height)
+    for key, col, how in (
+        ("items_min", "n_items", "min"),
+        ("items_max", "n_items", "max"),
+        ("clusters_max", "n_clusters", "max"),
+        ("variants_min", "n_variants", "min"),
+        ("variants_max", "n_variants", "max"),
+        ("runs_max", "runs_max", "max"),
+    ):
+        if col in g.columns and g.height and g[col].null_count() < g.height:
+            out[key] = int(getattr(g[col], how)())
+    return out
+
+
+def read_design_structure(path: str | Path) -> dict[str, int] | None:
+    """The ``[structure]`` of a design file (None when it has none, as files of before)."""
+    try:
+        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None  # read_design_file has said why
+    found = doc.get("structure")
+    if not isinstance(found, dict):
+        return None
+    return {
+        k: v
+        for k, v in found.items()
+        if k in STRUCTURE_KEYS and isinstance(v, int) and not isinstance(v, bool)
+    }
+
+
+def structure_differences(written: Mapping[str, int], now: Mapping[str, int]) -> list[str]:
+    """``'models 3 (the file: 2)'`` for each count that differs between two structures.
+
+    >>> structure_differences({"models": 2, "items_max": 10}, {"models": 3, "items_max": 10})
+    ['models 3 (the file: 2)']
+    """
+    out = []
+    for key in STRUCTURE_KEYS:
+        if key in written or key in now:
+            a, b = written.get(key), now.get(key)
+            if a != b:
+                out.append(
+                    f"{key.replace('_', ' ')} {'none' if b is None else b} (the file: "
+                    f"{'none' if a is None else a})"
+                )
+    return out
+
+
+def structure_note(path: str | Path, design: Any) -> str | None:
+    """A note when the design file ``path`` was written from a dump of another structure.
+
+    None when the structures agree, or the file records none (written before version 0.x of
+    the fingerprint, or by hand).
+    """
+    written = read_design_structure(path)
+    if not written:
+        return None
+    diffs = structure_differences(written, structure_of(design))
+    if not diffs:
+        return None
+    return (
+        f"the design file {Path(path).name} was written from a dump of another structure: "
+        f"{'; '.join(diffs)}. Its roles are applied to this dump as written; check them "
+        "(evalstats design PATH --design FILE) or write the file again from this dump."
+    )
 
 
 def _file_roles(design: Any) -> dict[str, str]:

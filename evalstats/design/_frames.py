@@ -109,6 +109,18 @@ def _roles_of(roles: Any, design: Any) -> tuple[dict[str, str], Design | None]:
     )
 
 
+def _warn_structure(path: str | Path, design: Design) -> None:
+    """Warn when the design file ``path`` was written from a dump of another structure."""
+    import warnings
+
+    from evalstats.design._files import structure_note
+    from evalstats.errors import DesignWarning
+
+    note = structure_note(path, design)
+    if note is not None:
+        warnings.warn(note, DesignWarning, stacklevel=4)
+
+
 def analysis_input(
     frame: TableLike,
     *,
@@ -163,6 +175,8 @@ def analysis_input(
             return AnalysisInput(table, None)
         # the frame as given, so that messages name it ("pandas DataFrame, row 3")
         built, applied = design_and_table(table if canonical else frame, roles=given)
+        if isinstance(design, (str, Path)):
+            _warn_structure(design, built)
         return AnalysisInput(applied, built)
     if not canonical:
         table = read_frame(frame, roles=given)[0].observations

@@ -213,6 +213,15 @@ class Design:
         """Columns no analysis reads (text, metadata, attributes, outcomes, measurements)."""
         return tuple(c.column for c in self.columns if c.role in LEFT_OUT_ROLES)
 
+    def structure(self) -> dict[str, int]:
+        """Counts of models, datasets, metrics, items, variants and runs.
+
+        The fingerprint a design file records (:func:`evalstats.design._files.structure_of`).
+        """
+        from evalstats.design._files import structure_of
+
+        return structure_of(self)
+
     def supports_analysis(self, key: str) -> Support | None:
         """The :class:`Support` of the report analysis ``key`` (None when not judged)."""
         return next((s for s in self.supports if s.analysis == key), None)
@@ -228,6 +237,7 @@ class Design:
             "prompt_factors": list(self.prompt_factors),
             "settings": list(self.settings),
             "cluster": self.cluster,
+            "structure": self.structure(),
             "groups": _jsonable_rows(self.groups),
             "supports": [s.to_dict() for s in self.supports],
             "explicit_roles": dict(self.roles),

@@ -242,6 +242,14 @@ def read_table(
             lf = lf.with_columns(pl.lit(name, dtype=pl.String).alias("dataset"))
         if "model" not in renames.values() and model is not None:
             lf = lf.with_columns(pl.lit(model, dtype=pl.String).alias("model"))
+        elif model is not None:  # never ignored without a word: the file names its models
+            note = (
+                f"`model` {model!r} not used for {getattr(f, 'name', f)}: its column "
+                f"{source_names.get('model', 'model')!r} names the models (`model` names the "
+                "model of a table without one; to keep one model, filter the table)"
+            )
+            if note not in notes:
+                notes.append(note)
         for key in ("item", "cluster"):
             if key in renames.values():
                 lf = lf.with_columns(pl.col(key).cast(pl.String))

@@ -75,7 +75,12 @@ class Progress:
         if self.mode == "bar":
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=total, desc=stage, unit="step", file=sys.stderr, leave=False)
+            from evalstats._text import raw_stream
+
+            # the bar redraws its line with \r: under the command line's escaping wrapper
+            self._bar = tqdm(
+                total=total, desc=stage, unit="step", file=raw_stream(sys.stderr), leave=False
+            )
 
     def __enter__(self) -> Progress:
         return self

@@ -48,6 +48,8 @@ _WARNINGS_SHOWN = 2
 
 #: Rows of a table shown in Markdown (the CSV holds all of them).
 _MD_ROWS = 30
+#: Most rows of one table the HTML page shows (all of them are in the table's CSV).
+_HTML_ROWS = 5_000
 
 _CSS = """
 :root {
@@ -251,7 +253,9 @@ def _html_analysis(
                 else f" (no LaTeX table: over {TEX_MAX_ROWS} rows).</p>"
             )
         )
-        parts.append(_html_table(shown))
+        if shown.height > _HTML_ROWS:  # a page of 100,000 rows is not read, and took minutes
+            parts.append(f'<p class="note">First {_HTML_ROWS:,} rows shown.</p>')
+        parts.append(_html_table(shown.head(_HTML_ROWS)))
     hidden = [t for t in tables if t.analysis == res.key and (t.analysis, t.name) in HIDDEN]
     for t in hidden:
         parts.append(

@@ -269,6 +269,11 @@ def check_output(out: Path, *, force: bool = False) -> None:
     existing = out
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
+    if not existing.is_dir():  # `file/report`: a file where a folder is needed
+        raise OutputError(
+            f"cannot write the report into {str(out)!r}: {str(existing)!r} is a file, where a "
+            "folder is needed."
+        )
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OutputError(
             f"cannot write the report into {str(out)!r}: {str(existing)!r} is read-only."

@@ -7,17 +7,54 @@ import json
 import math
 import re
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
+from evalstats._output import check_inside, writing
+from evalstats.errors import DegenerateDataWarning, OutputError
 from evalstats.io.every_eval_ever._common import _CARRIED, _OWN, SCHEMA_VERSION
 from evalstats.schema import DEFAULT_METRIC, factor_columns
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
+    """A folder name from ``text``: never ``.``, ``..`` or hidden (a leading dot is dropped).
+
+    >>> _slug("../etc"), _slug(".."), _slug("org/model v2"), _slug(".hidden")
+    ('etc', 'x', 'org_model_v2', 'hidden')
+    """
+    return re.sub(r"^[._]+|_+$", "", re.sub(r"[^A-Za-z0-9._-]+", "_", text)) or "x"
+
+
+def _mean(values: np.ndarray) -> float:
+    """The mean of finite ``values``, finite however large they are (no overflow of the sum).
+
+    >>> _mean(np.array([1e308, 1e308])), _mean(np.array([0.25, 0.75]))
+    (1e+308, 0.5)
+    """
+    scale = float(np.max(np.abs(values))) if values.size else 0.0
+    if scale == 0.0 or not math.isfinite(scale):
+        return float(np.mean(values)) if values.size else math.nan
+    return float(np.mean(values / scale)) * scale
+
+
+def _strict(obj: Any, where: str, nulls: list[str]) -> Any:
+    """``obj`` with every non-finite float made null (strict JSON has no NaN or Infinity)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        nulls.append(where)
+        return None
+    if isinstance(obj, dict):
+        return {k: _strict(v, f"{where}.{k}", nulls) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_strict(v, f"{where}[{i}]", nulls) for i, v in enumerate(obj)]
+    return obj
+
+
+def _dumps(obj: Any, where: str, nulls: list[str], **kwargs: Any) -> str:
+    return json.dumps(_strict(obj, where, nulls), ensure_ascii=False, allow_nan=False, **kwargs)
 
 
 def _number_or_none(v: Any) -> float | None:
@@ -101,12 +138,22 @@ def write_every_eval_ever(
         )
     factors = factor_columns(df.columns)
     out = Path(out)
+    with writing(out, what="cannot write the records into"):
+        out.mkdir(parents=True, exist_ok=True)
+    if not out.is_dir():
+        raise OutputError(
+            f"cannot write the records into {str(out)!r}: it is a file; name a folder."
+        )
     written: list[Path] = []
+    nulls: list[str] = []
     stamp = "0"
     for (model, dataset), group in df.group_by(["model", "dataset"], maintain_order=True):
         developer, _, name = str(model).rpartition("/")
         folder = out / _slug(str(dataset)) / _slug(developer or "unknown") / _slug(name)
-        folder.mkdir(parents=True, exist_ok=True)
+        check_inside(out, folder)  # a symlink inside `out` may point elsewhere
+        with writing(folder):
+            folder.mkdir(parents=True, exist_ok=True)
+        check_inside(out, folder)
         # a stable id (the same table exported twice gives the same file names) spelled as the
         # schema wants the samples file's name: a version-4 UUID
         digest = hashlib.sha256(f"evalstats:{model}:{dataset}".encode()).digest()
@@ -147,7 +194,7 @@ def write_every_eval_ever(
                 "source_data": {"dataset_name": str(dataset), "source_type": "other"},
                 "metric_config": cfg,
                 "score_details": {
-                    "score": float(rows["score"].mean()),
+                    "score": _mean(rows["score"].to_numpy()),
                     "uncertainty": {"num_samples": rows.height},
                 },
                 "generation_config": {
@@ -187,12 +234,25 @@ def write_every_eval_ever(
         }
         agg_path = folder / f"{eid}.json"
         samples_path = folder / f"{eid}_samples.jsonl"
-        text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-        samples_path.write_text(text, encoding="utf-8")
+        text = "".join(
+            _dumps(line, f"{samples_path.name}, line {i + 1}", nulls) + "\n"
+            for i, line in enumerate(lines)
+        )
+        with writing(samples_path):
+            samples_path.write_text(text, encoding="utf-8")
         agg["detailed_evaluation_results"]["hash_algorithm"] = "sha256"
         agg["detailed_evaluation_results"]["checksum"] = hashlib.sha256(text.encode()).hexdigest()
-        agg_path.write_text(json.dumps(agg, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        agg_text = _dumps(agg, agg_path.name, nulls, indent=2) + "\n"
+        with writing(agg_path):
+            agg_path.write_text(agg_text, encoding="utf-8")
         written += [agg_path, samples_path]
+    if nulls:
+        warnings.warn(
+            f"{len(nulls)} value(s) not finite (JSON has no NaN or Infinity) written as null: "
+            f"{', '.join(nulls[:3])}{' ...' if len(nulls) > 3 else ''}.",
+            DegenerateDataWarning,
+            stacklevel=2,
+        )
     return written
 
 
