@@ -29,6 +29,7 @@ from evalstats.io._pipeline import (
     validate_options,
 )
 from evalstats.io._report import Ingest
+from evalstats.io._shape import problem
 from evalstats.io._rows import json_lines
 from evalstats.schema import MetricInfo
 
@@ -516,6 +517,18 @@ def _metric_from_columns(columns: str | Mapping[str, str] | None, metric: Any) -
     return name
 
 
+#: The types lm-evaluation-harness writes for the fields of a results file that are read
+#: (``EvaluationTracker.save_results_aggregated``), checked before a value is read.
+_RESULTS_SPEC = {
+    "results": {"*": ("object",)},
+    "configs": {"*": ("object",)},
+    "config": ("object",),
+    "n-shot": ("object",),
+    "higher_is_better": {"*": ("object",)},
+    "model_name": ("string",),
+}
+
+
 def _results_for(folder: Path, date: str | None, cache: dict) -> dict | None:
     """The results JSON in ``folder`` whose name ends with ``_<date>.json`` (None if absent).
 
@@ -534,6 +547,11 @@ def _results_for(folder: Path, date: str | None, cache: dict) -> dict | None:
                 raise IngestError(
                     f"the results file is not valid JSON ({_json_problem(exc)}).", path=str(f)
                 ) from None
+            found_problem = problem(doc, _RESULTS_SPEC) if isinstance(doc, dict) else None
+            if found_problem and ("results" in doc or "config" in doc):
+                raise IngestError(
+                    f"not lm-eval's results structure: {found_problem}.", path=str(f)
+                )
             if isinstance(doc, dict) and ("results" in doc or "config" in doc):
                 found[f.stem.rsplit("_", 1)[-1] if "_" in f.stem else ""] = (f, doc)
         cache[folder] = found

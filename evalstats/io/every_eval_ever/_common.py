@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
 
 from evalstats.errors import IngestError
 from evalstats.io._files import is_hidden, lfs_pointer
+from evalstats.io._shape import finite, problem
 
 #: The schema version :func:`write_every_eval_ever` writes.
 SCHEMA_VERSION = "0.3.0"
@@ -151,9 +151,82 @@ def _load_json(f: Path) -> Any:
 
 def _bound(v: object) -> float | None:
     """``min_score``/``max_score``: a number, ``"Infinity"``/``"-Infinity"`` (unbounded) or null."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return float(v) if math.isfinite(v) else None
+    return finite(v)
+
+
+#: The types the Every Eval Ever schemas (``eval.schema.json``, ``instance_level_eval.schema.json``)
+#: give the fields read, checked before a value is read (:mod:`evalstats.io._shape`). Bounds
+#: (``min_score``/``max_score``, a number or ``"Infinity"``) and ``additional_details`` values
+#: are read leniently (:func:`_bound`, :func:`_scalar`), so they are not listed.
+AGGREGATE_SPEC = {
+    "schema_version": ("string",),
+    "evaluation_id": ("string",),
+    "model_info": {
+        "id": ("string",),
+        "name": ("string",),
+        "inference_platform": ("string",),
+        "inference_engine": ("object", "string"),
+        "additional_details": ("object",),
+    },
+    "source_data": ("object",),
+    "evaluation_results": [
+        {
+            "evaluation_name": ("string",),
+            "evaluation_result_id": ("string",),
+            "source_data": {
+                "dataset_name": ("string",),
+                "hf_split": ("string",),
+                "samples_number": ("integer",),
+            },
+            "metric_config": {
+                "metric_id": ("string",),
+                "metric_name": ("string",),
+                "evaluation_description": ("string",),
+                "lower_is_better": ("boolean",),
+                "score_type": ("string",),
+            },
+            "score_details": {
+                "score": ("number",),
+                "details": ("object",),
+                "uncertainty": {"num_samples": ("integer",)},
+            },
+            "generation_config": {
+                "generation_args": ("object",),
+                "additional_details": ("object",),
+            },
+        }
+    ],
+}
+
+#: One line of a ``_samples.jsonl`` (``instance_level_eval.schema.json``). ``sample_id`` may be
+#: a number (converters write the producer's id); ``evaluation.score`` a number, a boolean or a
+#: text (read as a score or set aside as ``unparseable_score``); ``metadata.epoch`` a whole
+#: number, or its text.
+SAMPLE_SPEC = {
+    "schema_version": ("string",),
+    "evaluation_id": ("string",),
+    "model_id": ("string",),
+    "evaluation_name": ("string",),
+    "evaluation_result_id": ("string",),
+    "sample_id": ("string", "integer"),
+    "interaction_type": ("string",),
+    "input": {"raw": ("string",), "reference": ("array",)},
+    "output": {"raw": ("array",)},
+    "messages": ("array",),
+    "answer_attribution": ("array",),
+    "evaluation": {"score": ("number", "boolean", "string"), "is_correct": ("boolean",)},
+    "performance": {"latency_ms": ("number",)},
+    "error": ("string",),
+    "metadata": {"epoch": ("integer", "string")},
+}
+
+
+def _checked(doc: Any, f: Path) -> Any:
+    """An aggregate record whose structure is the schema's; else IngestError naming the field."""
+    found = problem(doc, AGGREGATE_SPEC)
+    if found:
+        raise IngestError(f"not the Every Eval Ever record schema: {found}.", path=str(f))
+    return doc
 
 
 def _scalar(text: object) -> Any:

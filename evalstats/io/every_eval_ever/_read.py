@@ -15,11 +15,14 @@ from evalstats.io._files import lfs_pointer, skipped_note
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
 from evalstats.io._rows import json_lines
+from evalstats.io._shape import finite, integer, problem
 from evalstats.io.every_eval_ever._common import (
     _CARRIED,
     _OWN,
     _SAMPLES,
     _SUMMARY_TOL,
+    SAMPLE_SPEC,
+    _checked,
     _d,
     _files,
     _kind,
@@ -147,7 +150,7 @@ def read_every_eval_ever(
         if k == "aggregate":
             doc = _load_json(f)
             if isinstance(doc, dict):
-                aggregates[f] = _legacy(doc)
+                aggregates[f] = _legacy(_checked(doc, f))
     by_id = {str(doc.get("evaluation_id")): (f, doc) for f, doc in aggregates.items()}
     samples = [f for f, k in kinds.items() if k == "samples"]
     index = [f for f, k in kinds.items() if k == "index"]
@@ -232,6 +235,11 @@ def read_every_eval_ever(
     checks = [
         Check("invalid_json", pl.col("__bad_json"), message="the line is not a JSON object"),
         Check(
+            "invalid_record",
+            pl.col("__bad_shape"),
+            message="a field of another type than the sample schema gives",
+        ),
+        Check(
             "sample_error",
             pl.col("__errored") & pl.col("score").is_null(),
             quirk=True,
@@ -297,6 +305,7 @@ def _samples_frame(
             "error",
             "variant",
             "__bad_json",
+            "__bad_shape",
             "__errored",
             "__key",
             *[f"__own_{c}" for c in _CARRIED],
@@ -323,6 +332,20 @@ def _samples_frame(
                         row=row,
                     ) from None
             ok = isinstance(rec, dict)
+            found = problem(rec, SAMPLE_SPEC) if ok else None
+            epoch = _d(rec.get("metadata")).get("epoch") if ok else None
+            if found is None and epoch is not None and _epoch(epoch) is None:
+                found = f"field 'metadata.epoch': expected a whole number >= 1, got {epoch!r:.40}"
+            if found is not None:
+                if on_invalid == "error":
+                    raise IngestError(
+                        f"not the Every Eval Ever sample schema: {found}. To set such lines "
+                        "aside and count them, pass on_invalid='skip' (CLI: --on-invalid skip).",
+                        path=str(f),
+                        row=row,
+                    )
+                ok = False
+            cols["__bad_shape"].append(found is not None)
             rec = rec if ok else {}
             eid = str(rec.get("evaluation_id"))
             doc = agg
@@ -360,11 +383,8 @@ def _samples_frame(
             inp = _d(rec.get("input"))
             meta = _d(rec.get("metadata"))
             item = rec.get("sample_id")
-            epoch = meta.get("epoch")
-            try:
-                run = int(epoch) - 1 if epoch is not None else None
-            except (TypeError, ValueError):
-                run = None
+            epoch = _epoch(meta.get("epoch"))
+            run = epoch - 1 if epoch is not None else None
             if run is None and ok and item is not None:
                 rkey = (eid, key, str(item))
                 run = runs.get(rkey, 0)
@@ -392,14 +412,10 @@ def _samples_frame(
             )
             raw = inp.get("raw")
             cols["__input_text"].append(raw if isinstance(raw, str) else None)
-            cols["latency_s"].append(
-                latency / 1000.0
-                if isinstance(latency, (int, float)) and not isinstance(latency, bool)
-                else None
-            )
+            cols["latency_s"].append(None if finite(latency) is None else latency / 1000.0)
             cols["error"].append(error if isinstance(error, str) and error else None)
             cols["variant"].append(info["variant"])
-            cols["__bad_json"].append(not ok)
+            cols["__bad_json"].append(not ok and not cols["__bad_shape"][-1])
             cols["__errored"].append(isinstance(error, str) and bool(error))
             cols["__key"].append(key)
             for c in _CARRIED:
@@ -429,6 +445,7 @@ def _samples_frame(
             "error": pl.String,
             "variant": pl.String,
             "__bad_json": pl.Boolean,
+            "__bad_shape": pl.Boolean,
             "__errored": pl.Boolean,
             "__key": pl.String,
             **{f"__own_{c}": pl.String for c in _CARRIED},
@@ -474,7 +491,7 @@ def _summary(
         agg = _d(result.get("score_details")).get("score")
         if not isinstance(agg, (int, float)) or isinstance(agg, bool):
             continue
-        mine = frame.filter((pl.col("__key") == key) & ~pl.col("__bad_json"))
+        mine = frame.filter((pl.col("__key") == key) & ~pl.col("__bad_json") & ~pl.col("__bad_shape"))
         scores = mine["score"].cast(pl.Float64, strict=False).drop_nulls()
         model = mine["model"].drop_nulls()
         what = f"{model[0] if len(model) else '?'} / {result.get('evaluation_name')} / " + str(
@@ -603,3 +620,11 @@ def _aggregate_only(
 
 
 # --- writing -----------------------------------------------------------------------------------
+
+
+def _epoch(value: object) -> int | None:
+    """``metadata.epoch`` as a whole number >= 1 (an integer or its text), else None."""
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 16:
+        value = int(value.strip())
+    n = integer(value)
+    return n if n is not None and n >= 1 else None
