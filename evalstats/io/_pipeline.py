@@ -356,12 +356,12 @@ def prepare(
         )
     try:
         schemas = [f.collect_schema() for f in frames]
-    except pl.exceptions.PolarsError as exc:  # schema of an unreadable file
+    except (pl.exceptions.PolarsError, OSError) as exc:  # schema of an unreadable file
         raise _schema_error(paths, frames, exc) from None
     try:
         lf = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
         schema = lf.collect_schema()
-    except pl.exceptions.PolarsError as exc:
+    except (pl.exceptions.PolarsError, OSError) as exc:
         raise read_error(paths[0], exc) from None
 
     # canonical columns hold scalars: a list or object column (JSON lines such as
@@ -639,7 +639,7 @@ def _merge_notes(
         return []
     try:
         found = pl.collect_all(queries)
-    except pl.exceptions.PolarsError:  # an unreadable file: the accounting pass names it
+    except (pl.exceptions.PolarsError, OSError):  # an unreadable file: the accounting pass names it
         return []
     notes = []
     for frame in found:
@@ -949,6 +949,6 @@ def _schema_error(
     for path, f in zip(paths, frames):
         try:
             f.collect_schema()
-        except pl.exceptions.PolarsError as inner:
+        except (pl.exceptions.PolarsError, OSError) as inner:
             return read_error(path, inner)
     return read_error(paths[0], exc)

@@ -38,7 +38,73 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["MAX_SAFE_INTEGER", "finite", "integer", "json_type", "problem"]
+__all__ = [
+    "DEFAULT_MAX_JSON_KEYS",
+    "MAX_SAFE_INTEGER",
+    "TooManyKeys",
+    "finite",
+    "integer",
+    "json_type",
+    "loads_bounded",
+    "max_json_keys",
+    "problem",
+]
+
+#: Default most keys of one JSON object in a producer's record (1,000): HELM's and Every Eval
+#: Ever's objects hold a few dozen (none of the real files in ../shared/data holds more than
+#: 500), and Every Eval Ever's ``additional_details`` become setting columns, so a record of
+#: 20,000 keys made 20,000 columns (17 s for one record). Set ``EVALSTATS_MAX_JSON_KEYS``.
+DEFAULT_MAX_JSON_KEYS = 1_000
+
+
+class TooManyKeys(Exception):  # noqa: N818 -- not an error class of the API: caught by loaders
+    """A JSON object with more keys than :func:`max_json_keys` (raised while parsing)."""
+
+    def __init__(self, n: int, limit: int) -> None:
+        super().__init__(n, limit)
+        self.n, self.limit = n, limit
+
+    def message(self) -> str:
+        """The one line a loader shows."""
+        return (
+            f"a JSON object holds {self.n:,} keys, more than the {self.limit:,} evalstats reads "
+            "in one object of a record (raise the limit with EVALSTATS_MAX_JSON_KEYS if the "
+            "file is right)"
+        )
+
+
+def max_json_keys() -> int:
+    """The most keys of one object, from ``EVALSTATS_MAX_JSON_KEYS`` or the default."""
+    from evalstats.io._files import _env_limit
+
+    return _env_limit("EVALSTATS_MAX_JSON_KEYS", DEFAULT_MAX_JSON_KEYS)
+
+
+def loads_bounded(text: str | bytes) -> Any:
+    """``json.loads`` that raises :class:`TooManyKeys` at the first object over the limit.
+
+    Examples
+    --------
+    >>> loads_bounded('{"a": [1, {"b": 2}]}')
+    {'a': [1, {'b': 2}]}
+    >>> import json
+    >>> try:
+    ...     loads_bounded(json.dumps({str(i): i for i in range(max_json_keys() + 1)}))
+    ... except TooManyKeys as exc:
+    ...     exc.n
+    1001
+    """
+    import json
+
+    limit = max_json_keys()
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict:
+        if len(pairs) > limit:
+            raise TooManyKeys(len(pairs), limit)
+        return dict(pairs)
+
+    return json.loads(text, object_pairs_hook=hook)
+
 
 #: Largest integer magnitude read as a whole number (a float holds every integer up to it).
 MAX_SAFE_INTEGER = 2**53

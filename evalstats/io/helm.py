@@ -28,10 +28,10 @@ import polars as pl
 
 from evalstats._column_rules import ColumnRule
 from evalstats.errors import IngestError, ParameterError
-from evalstats.io._files import is_hidden, lfs_pointer, skipped_note
+from evalstats.io._files import is_hidden, lfs_pointer, refuse_special, skipped_note
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
-from evalstats.io._shape import finite, integer, problem
+from evalstats.io._shape import TooManyKeys, finite, loads_bounded, problem
 
 __all__ = ["HELM_METRICS", "detect_helm", "helm_metric", "read_helm"]
 
@@ -287,6 +287,7 @@ def _run_folders(path: Any, hidden: list[Path], skipped: list[str]) -> list[Path
         for p in path:
             out += [f for f in _run_folders(p, hidden, skipped) if f not in out]
         return out
+    refuse_special(path)
     p = Path(path)
     if p.is_file():
         if _is_run(p.parent):
@@ -319,7 +320,9 @@ def _load(f: Path) -> Any:
         raise IngestError(pointer, path=str(f))
     try:
         with open(f, encoding="utf-8") as fh:
-            return json.load(fh)
+            return loads_bounded(fh.read())
+    except TooManyKeys as exc:
+        raise IngestError(exc.message() + ".", path=str(f)) from None
     except UnicodeDecodeError as exc:
         raise IngestError(f"the file is not valid UTF-8 text ({exc}).", path=str(f)) from None
     except RecursionError:

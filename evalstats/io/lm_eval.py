@@ -29,8 +29,8 @@ from evalstats.io._pipeline import (
     validate_options,
 )
 from evalstats.io._report import Ingest
-from evalstats.io._shape import problem
 from evalstats.io._rows import json_lines
+from evalstats.io._shape import problem
 from evalstats.schema import MetricInfo
 
 __all__ = ["detect_lm_eval", "metric_info", "read_lm_eval"]
@@ -518,7 +518,9 @@ def _metric_from_columns(columns: str | Mapping[str, str] | None, metric: Any) -
 
 
 #: The types lm-evaluation-harness writes for the fields of a results file that are read
-#: (``EvaluationTracker.save_results_aggregated``), checked before a value is read.
+#: (``EvaluationTracker.save_results_aggregated``), checked before a value is read: the results
+#: file is metadata beside the samples, so a field of another type is left unread (the model
+#: name then comes from the folder, the shots are not known), never a traceback.
 _RESULTS_SPEC = {
     "results": {"*": ("object",)},
     "configs": {"*": ("object",)},
@@ -547,11 +549,12 @@ def _results_for(folder: Path, date: str | None, cache: dict) -> dict | None:
                 raise IngestError(
                     f"the results file is not valid JSON ({_json_problem(exc)}).", path=str(f)
                 ) from None
-            found_problem = problem(doc, _RESULTS_SPEC) if isinstance(doc, dict) else None
-            if found_problem and ("results" in doc or "config" in doc):
-                raise IngestError(
-                    f"not lm-eval's results structure: {found_problem}.", path=str(f)
-                )
+            if isinstance(doc, dict):  # a field of another type is not read (metadata)
+                doc = {
+                    k: v
+                    for k, v in doc.items()
+                    if k not in _RESULTS_SPEC or problem(v, _RESULTS_SPEC[k]) is None
+                }
             if isinstance(doc, dict) and ("results" in doc or "config" in doc):
                 found[f.stem.rsplit("_", 1)[-1] if "_" in f.stem else ""] = (f, doc)
         cache[folder] = found

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from evalstats.errors import IngestError
-from evalstats.io._files import is_hidden, lfs_pointer
-from evalstats.io._shape import finite, problem
+from evalstats.io._files import is_hidden, lfs_pointer, refuse_special
+from evalstats.io._shape import TooManyKeys, finite, loads_bounded, problem
 
 #: The schema version :func:`write_every_eval_ever` writes.
 SCHEMA_VERSION = "0.3.0"
@@ -117,6 +117,7 @@ def _files(path: Any, hidden: list[Path]) -> list[Path]:
         for p in path:
             out += [f for f in _files(p, hidden) if f not in out]
         return out
+    refuse_special(path)
     p = Path(path)
     if p.is_file():
         return [p]
@@ -137,7 +138,9 @@ def _load_json(f: Path) -> Any:
     if pointer:
         raise IngestError(pointer, path=str(f))
     try:
-        return json.loads(f.read_text(encoding="utf-8"))
+        return loads_bounded(f.read_text(encoding="utf-8"))
+    except TooManyKeys as exc:
+        raise IngestError(exc.message() + ".", path=str(f)) from None
     except UnicodeDecodeError as exc:
         raise IngestError(f"the file is not valid UTF-8 text ({exc}).", path=str(f)) from None
     except RecursionError:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from evalstats.io._files import lfs_pointer, skipped_note
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
 from evalstats.io._rows import json_lines
-from evalstats.io._shape import finite, integer, problem
+from evalstats.io._shape import TooManyKeys, finite, integer, loads_bounded, problem
 from evalstats.io.every_eval_ever._common import (
     _CARRIED,
     _OWN,
@@ -321,7 +320,9 @@ def _samples_frame(
                 continue
             row += 1
             try:
-                rec = json.loads(line)
+                rec = loads_bounded(line)
+            except TooManyKeys as exc:
+                raise IngestError(exc.message() + ".", path=str(f), row=row) from None
             except (ValueError, RecursionError) as exc:
                 rec = None
                 if on_invalid == "error":
@@ -491,7 +492,9 @@ def _summary(
         agg = _d(result.get("score_details")).get("score")
         if not isinstance(agg, (int, float)) or isinstance(agg, bool):
             continue
-        mine = frame.filter((pl.col("__key") == key) & ~pl.col("__bad_json") & ~pl.col("__bad_shape"))
+        mine = frame.filter(
+            (pl.col("__key") == key) & ~pl.col("__bad_json") & ~pl.col("__bad_shape")
+        )
         scores = mine["score"].cast(pl.Float64, strict=False).drop_nulls()
         model = mine["model"].drop_nulls()
         what = f"{model[0] if len(model) else '?'} / {result.get('evaluation_name')} / " + str(

@@ -17,8 +17,8 @@ from evalstats.io.every_eval_ever._common import (
     _SPLITS,
     _bound,
     _d,
-    finite,
     _scalar,
+    finite,
 )
 from evalstats.schema import OBSERVATION_COLUMNS
 
