@@ -14,6 +14,11 @@ from evalstats.io._shape import TooManyKeys, finite, loads_bounded, problem
 #: The schema version :func:`write_every_eval_ever` writes.
 SCHEMA_VERSION = "0.3.0"
 
+#: Schema versions the reader knows (by major.minor): 0.0.x and 0.1.x have one
+#: ``source_data`` per record and no ``metric_id`` (:func:`_legacy`), 0.2.x and 0.3.x are read
+#: as written. Records of another version are read as 0.3.0, with a warning note.
+KNOWN_VERSIONS = ("0.0.1", "0.1.0", "0.2.0", "0.3.0")
+
 _SAMPLES = re.compile(r"^(?P<stem>.+)_samples\.jsonl$")
 
 #: Keys of ``generation_args`` read as settings (numbers and booleans).

@@ -20,7 +20,9 @@ from evalstats.io.every_eval_ever._common import (
     _OWN,
     _SAMPLES,
     _SUMMARY_TOL,
+    KNOWN_VERSIONS,
     SAMPLE_SPEC,
+    SCHEMA_VERSION,
     _checked,
     _d,
     _files,
@@ -185,11 +187,17 @@ def read_every_eval_ever(
             "results of the same model, dataset and metric are told apart by their records' "
             "configuration: " + ", ".join(chosen) + " (factor columns)"
         )
+    versions: set[str | None] = {
+        doc.get("schema_version") if isinstance(doc.get("schema_version"), str) else None
+        for doc in aggregates.values()
+    }
     for f in samples:
         stem = _SAMPLES.match(f.name)
         twin = f.with_name(f"{stem['stem']}.json") if stem else None
         agg_file, agg = (twin, aggregates[twin]) if twin in aggregates else (None, None)
-        frame, results = _samples_frame(f, agg_file, agg, by_id, runs, on_invalid, configs, metrics)
+        frame, results = _samples_frame(
+            f, agg_file, agg, by_id, runs, on_invalid, configs, metrics, versions
+        )
         used.update(r[0] for r in results if r[0] is not None)
         for c in frame.columns:
             if c not in OBSERVATION_COLUMNS and not c.startswith("__") and c not in factors:
@@ -221,6 +229,7 @@ def read_every_eval_ever(
                 "<uuid>_samples.jsonl).",
                 path=str(path),
             )
+        notes.extend(_version_notes(versions))
         return _aggregate_only(unused, notes, extra, on_invalid, score_scale, metrics)
     if unused:
         n = sum(len(doc.get("evaluation_results") or []) for doc in unused.values())
@@ -231,12 +240,27 @@ def read_every_eval_ever(
             + ", ".join(f.name for f in list(unused)[:5])
         )
     notes.extend(_summary_notes(summary))
+    notes.extend(_version_notes(versions))
+    if not aggregates:
+        notes.append(
+            "samples without their aggregate record (<uuid>.json): each metric is named by the "
+            "lines' evaluation_result_id (or evaluation_name), with no declared range or "
+            "direction"
+        )
     checks = [
         Check("invalid_json", pl.col("__bad_json"), message="the line is not a JSON object"),
         Check(
             "invalid_record",
             pl.col("__bad_shape"),
             message="a field of another type than the sample schema gives",
+        ),
+        Check(
+            "unknown_evaluation",
+            pl.col("__unknown"),
+            message=(
+                "the sample names an evaluation (evaluation_id, evaluation_result_id or "
+                "evaluation_name) that no aggregate record read holds"
+            ),
         ),
         Check(
             "sample_error",
@@ -275,6 +299,7 @@ def _samples_frame(
     on_invalid: str,
     configs: Mapping[int, dict[str, Any]],
     metrics: Mapping[int, dict[str, Any]],
+    versions: set[str | None],
 ) -> tuple[pl.DataFrame, list[tuple[Path | None, str, dict]]]:
     """The rows of one samples file, and the aggregate results its lines name.
 
@@ -305,6 +330,7 @@ def _samples_frame(
             "variant",
             "__bad_json",
             "__bad_shape",
+            "__unknown",
             "__errored",
             "__key",
             *[f"__own_{c}" for c in _CARRIED],
@@ -363,6 +389,13 @@ def _samples_frame(
                 named = [r for r in results if r.get("evaluation_name") == rname]
                 match = named[0] if len(named) == 1 else None
             key = f"{eid}\x1f{rid if rid is not None else rname}"
+            # a line naming an evaluation or result that no aggregate read holds, while
+            # aggregates are read: set aside as unknown_evaluation (was a metric of its own)
+            cols["__unknown"].append(ok and match is None and bool(by_id or agg))
+            if ok and isinstance(rec.get("schema_version"), str):
+                versions.add(rec["schema_version"])
+            elif ok:
+                versions.add(None)
             if match is not None:
                 if (eid, key) not in infos:
                     base = _result_info(match, metrics)
@@ -447,6 +480,7 @@ def _samples_frame(
             "variant": pl.String,
             "__bad_json": pl.Boolean,
             "__bad_shape": pl.Boolean,
+            "__unknown": pl.Boolean,
             "__errored": pl.Boolean,
             "__key": pl.String,
             **{f"__own_{c}": pl.String for c in _CARRIED},
@@ -631,3 +665,26 @@ def _epoch(value: object) -> int | None:
         value = int(value.strip())
     n = integer(value)
     return n if n is not None and n >= 1 else None
+
+
+def _version_notes(versions: set[str | None]) -> list[str]:
+    """A note on records of a schema version this reader does not know, or of none."""
+    notes = []
+    unknown = sorted(v for v in versions if v is not None and not _known_version(v))
+    if unknown:
+        notes.append(
+            f"warning: schema version(s) {', '.join(map(repr, unknown[:3]))} not known to this "
+            f"evalstats (it reads {', '.join(KNOWN_VERSIONS)}): read as {SCHEMA_VERSION}; fields "
+            "a newer schema added or renamed are not read"
+        )
+    if None in versions:
+        notes.append(
+            f"some records give no schema_version: read as {SCHEMA_VERSION} (the schema "
+            "requires the field)"
+        )
+    return notes
+
+
+def _known_version(v: str) -> bool:
+    major_minor = ".".join(v.strip().split(".")[:2])
+    return any(major_minor == ".".join(k.split(".")[:2]) for k in KNOWN_VERSIONS)
