@@ -274,18 +274,29 @@ def detect_helm(path: str | Path) -> bool:
         if _is_run(p):
             return True
         found = (f for f in p.rglob(_STATS) if not is_hidden(f, p))
-        return any(_is_run(f.parent) for _, f in zip(range(50), found))
+        if any(_is_run(f.parent) for _, f in zip(range(50), found)):
+            return True
+        # run folders that all lack their statistics: HELM's, so that its reader says so
+        specs = (f for f in p.rglob(_SPEC) if not is_hidden(f, p))
+        return any(
+            (f.parent / "scenario_state.json").is_file() or (f.parent / "stats.json").is_file()
+            for _, f in zip(range(50), specs)
+        )
     return False
 
 
-def _run_folders(path: Any, hidden: list[Path], skipped: list[str]) -> list[Path]:
+def _run_folders(
+    path: Any, hidden: list[Path], skipped: list[str], orphans: list[Path] | None = None
+) -> list[Path]:
     """The run folders named by ``path`` (a run or suite folder, a file in a run, a list, a glob)."""
     import glob
 
+    if orphans is None:
+        orphans = []
     if isinstance(path, (list, tuple)):
         out: list[Path] = []
         for p in path:
-            out += [f for f in _run_folders(p, hidden, skipped) if f not in out]
+            out += [f for f in _run_folders(p, hidden, skipped, orphans) if f not in out]
         return out
     refuse_special(path)
     p = Path(path)
@@ -307,11 +318,16 @@ def _run_folders(path: Any, hidden: list[Path], skipped: list[str]) -> list[Path
                 runs.append(f.parent)
             else:
                 skipped.append(f.parent.name)
+        # statistics without their run_spec.json (the model and scenario are not known)
+        for name in (_STATS, "stats.json"):
+            for f in sorted(p.rglob(name)):
+                if not is_hidden(f, p) and not (f.parent / _SPEC).is_file():
+                    orphans.append(f)
         return runs
     found = sorted(Path(f) for f in glob.glob(str(path), recursive=True))
     if not found:
         raise IngestError("no such file or folder.", path=str(path))
-    return _run_folders(found, hidden, skipped)
+    return _run_folders(found, hidden, skipped, orphans)
 
 
 def _load(f: Path) -> Any:
@@ -559,7 +575,16 @@ def read_helm(
         )
     hidden: list[Path] = []
     skipped: list[str] = []
-    runs = _run_folders(path, hidden, skipped)
+    orphans: list[Path] = []
+    runs = _run_folders(path, hidden, skipped, orphans)
+    shown = ", ".join(sorted(skipped)[:5]) + (", ..." if len(skipped) > 5 else "")
+    if not runs and skipped:
+        raise IngestError(
+            f"every HELM run folder lacks its {_STATS} ({len(skipped)} folder(s) hold {_SPEC} "
+            f"but not the per-instance statistics evalstats reads: {shown}); runs that did not "
+            "finish, or whose statistics were not copied.",
+            path=str(path),
+        )
     if not runs:
         raise IngestError(
             f"no HELM run folder (one holding {_SPEC} and {_STATS}; helm-run writes them under "
@@ -568,10 +593,16 @@ def read_helm(
         )
     notes: list[str] = []
     if skipped:
-        shown = ", ".join(sorted(skipped)[:5]) + (", ..." if len(skipped) > 5 else "")
         notes.append(
             f"skipped {len(skipped)} folder(s) with {_SPEC} but no {_STATS} (runs that did not "
             f"finish): {shown}"
+        )
+    if orphans:
+        folders = sorted({f.parent.name for f in orphans})
+        notes.append(
+            f"not read: {len(orphans)} statistics file(s) ({_STATS}, stats.json) in "
+            f"{len(folders)} folder(s) without {_SPEC} (HELM names the run's model and scenario "
+            f"there): {', '.join(folders[:5])}{', ...' if len(folders) > 5 else ''}"
         )
     note = skipped_note(hidden)
     if note:
