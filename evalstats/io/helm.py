@@ -667,6 +667,10 @@ def read_helm(
     )
 
 
+#: The flag columns of a run's frame (False, or True for the reason that holds).
+_FLAGS = ("__bookkeeping", "__no_value", "__bad_entry")
+
+
 def _entry_problem(e: Any) -> str | None:
     """What is wrong with the structure of one ``per_instance_stats.json`` entry, if anything."""
     if not isinstance(e, dict):
@@ -747,7 +751,7 @@ def _frame(
     for e, b in zip(entries, bad, strict=True):
         if b:  # set aside whole and counted (on_invalid='skip'): one row, no value
             for k, v in cols.items():
-                v.append(True if k == "__bad_entry" else False if k.startswith("__") else None)
+                v.append(k == "__bad_entry" if k in _FLAGS else None)
             cols["model"][-1], cols["dataset"][-1] = model, dataset
             continue
         iid = e.get("instance_id")

@@ -251,6 +251,7 @@ GENERATORS: dict[str, Callable[[random.Random, Path], tuple[Path, str]]] = {
 
 def make_case(fmt: str, seed: int, tmp: Path) -> tuple[Path, str]:
     """Write case ``seed`` of format ``fmt`` under ``tmp``; the path to read and what changed."""
+    tmp.mkdir(parents=True, exist_ok=True)
     return GENERATORS[fmt](random.Random(f"{fmt}:{seed}"), tmp)
 
 

@@ -72,6 +72,9 @@ def _kind(f: Path) -> str | None:
             return "aggregate"
         if head.startswith("{") and '"schema_version"' in head and '"model_info"' in head:
             return "aggregate"
+        # no schema_version (the schema requires it): still a record, read with a note
+        if head.startswith("{") and '"evaluation_results"' in head and '"model_info"' in head:
+            return "aggregate"
         return None
     if name.endswith(".jsonl"):
         first = _first_line(f)
