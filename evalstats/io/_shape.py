@@ -48,6 +48,7 @@ __all__ = [
     "loads_bounded",
     "max_json_keys",
     "problem",
+    "too_many_keys",
 ]
 
 #: Default most keys of one JSON object in a producer's record (1,000): HELM's and Every Eval
@@ -78,6 +79,22 @@ def max_json_keys() -> int:
     from evalstats.io._files import _env_limit
 
     return _env_limit("EVALSTATS_MAX_JSON_KEYS", DEFAULT_MAX_JSON_KEYS)
+
+
+def too_many_keys(obj: Any, field: str) -> str | None:
+    """The message when the object ``obj`` (at ``field``) has more keys than the limit.
+
+    For objects whose keys become columns (Inspect's ``task_args`` and scorers), in formats
+    whose other objects may rightly be large (an agentic sample's attachments).
+    """
+    limit = max_json_keys()
+    if isinstance(obj, dict) and len(obj) > limit:
+        return (
+            f"field '{field}' holds {len(obj):,} keys, more than the {limit:,} evalstats reads "
+            "in one object of a record (each becomes a column; raise the limit with "
+            "EVALSTATS_MAX_JSON_KEYS if the file is right)."
+        )
+    return None
 
 
 def loads_bounded(text: str | bytes) -> Any:

@@ -378,3 +378,23 @@ def test_a_duplicate_made_by_merged_spellings_says_so(tmp_path):
     path = tmp_path / "names.csv"
     path.write_text(f"model,item,score\n{nfc},1,1\n{nfd},1,0\n{nfc},2,1\n", encoding="utf-8")
     one_line_error(*cli("ingest", str(path))[::2], "duplicate", "Unicode normal form", nfc)
+
+
+@pytest.mark.parametrize("where", ["eval.task_args", "plan.config", "scores"])
+def test_inspect_objects_whose_keys_become_columns_are_bounded(tmp_path, where):
+    """20,000 task arguments were 20,000 factor columns (minutes); 20,000 scorers 10 s."""
+    from tests.fuzz.structure import INSPECT_LOG
+
+    doc = json.loads(INSPECT_LOG.read_text(encoding="utf-8"))
+    many = {f"k{i}": i for i in range(20_000)}
+    if where == "eval.task_args":
+        doc["eval"]["task_args"] = many
+    elif where == "plan.config":
+        doc["plan"]["config"] = many
+    else:
+        doc["samples"][0]["scores"].update({k: {"value": 1} for k in many})
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    start = time.perf_counter()
+    one_line_error(*cli("ingest", str(path))[::2], "log.json", f"'{where}'", "1,000")
+    assert time.perf_counter() - start < 10
