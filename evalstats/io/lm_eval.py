@@ -30,7 +30,7 @@ from evalstats.io._pipeline import (
 )
 from evalstats.io._report import Ingest
 from evalstats.io._rows import json_lines
-from evalstats.io._shape import problem
+from evalstats.io._shape import finite, problem
 from evalstats.schema import MetricInfo
 
 __all__ = ["detect_lm_eval", "metric_info", "read_lm_eval"]
@@ -604,7 +604,8 @@ def _value(v: Any) -> tuple[str | None, bool]:
     if isinstance(v, bool):
         return ("true" if v else "false"), False
     if isinstance(v, (int, float)):
-        return repr(float(v)), False
+        # an integer beyond a float's range stays its text: set aside as unparseable_score
+        return (repr(float(v)) if finite(v) is not None or isinstance(v, float) else str(v)), False
     if isinstance(v, str):
         return v, False
     return json.dumps(v, ensure_ascii=False), isinstance(v, list)

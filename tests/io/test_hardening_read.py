@@ -98,7 +98,11 @@ def test_helm_per_instance_stats_of_another_type_is_one_line_or_counted(
         ),
         ("instances.json", lambda d: d.__setitem__(0, 3), "[0]"),
         ("run_spec.json", lambda d: d.__setitem__("adapter_spec", [1]), "adapter_spec"),
-        ("run_spec.json", lambda d: d["adapter_spec"].__setitem__("model", 7), "adapter_spec.model"),
+        (
+            "run_spec.json",
+            lambda d: d["adapter_spec"].__setitem__("model", 7),
+            "adapter_spec.model",
+        ),
     ],
 )
 def test_helm_companions_of_another_type_are_one_line(tmp_path, file, change, field):
@@ -206,9 +210,7 @@ def test_every_eval_ever_unknown_or_missing_schema_version_is_noted(tmp_path, ve
     folder, agg, _ = _eee(tmp_path)
     _edit(
         agg,
-        lambda d: d.__setitem__("schema_version", version)
-        if version
-        else d.pop("schema_version"),
+        lambda d: d.__setitem__("schema_version", version) if version else d.pop("schema_version"),
     )
     _, report = read(folder)
     notes = " ".join(report.notes)
@@ -250,12 +252,16 @@ def test_every_eval_ever_record_of_20000_keys_stops_at_the_key_limit(tmp_path):
     many = {f"k{i}": str(i) for i in range(20_000)}
     _edit(
         agg,
-        lambda d: d["evaluation_results"][0]
-        .setdefault("generation_config", {})
-        .__setitem__("additional_details", many),
+        lambda d: (
+            d["evaluation_results"][0]
+            .setdefault("generation_config", {})
+            .__setitem__("additional_details", many)
+        ),
     )
     start = time.perf_counter()
-    one_line_error(*cli("ingest", str(agg))[::2], agg.name, "20,000 keys", "EVALSTATS_MAX_JSON_KEYS")
+    one_line_error(
+        *cli("ingest", str(agg))[::2], agg.name, "20,000 keys", "EVALSTATS_MAX_JSON_KEYS"
+    )
     assert time.perf_counter() - start < 10  # was 17 s (20,000 setting columns)
 
 
@@ -398,3 +404,15 @@ def test_inspect_objects_whose_keys_become_columns_are_bounded(tmp_path, where):
     start = time.perf_counter()
     one_line_error(*cli("ingest", str(path))[::2], "log.json", f"'{where}'", "1,000")
     assert time.perf_counter() - start < 10
+
+
+def test_lm_eval_score_of_a_huge_integer_is_counted_not_a_traceback(tmp_path):
+    out = tmp_path / "lm"
+    out.mkdir()
+    for f in LM_EVAL_DIR.iterdir():
+        if LM_EVAL_STAMP in f.name:
+            shutil.copy(f, out / f.name)
+    _edit_line(next(out.glob("samples_toy_mc_*.jsonl")), 0, lambda r: r.__setitem__("acc", 10**400))
+    _, report = read(out, format="lm-eval", on_invalid="skip")
+    assert report.set_aside.get("nonfinite_score") == 1
+    assert report.rows_read == report.rows_kept + sum(report.set_aside.values())
