@@ -205,8 +205,7 @@ def finalize(
     count and locate the rows set aside; the returned observation table is lazy and re-reads the
     files when collected, leaving out the rows set aside.
     """
-    plan = prepare(  # validates the options first
-        parts,
+    options = dict(
         format=format,
         on_invalid=on_invalid,
         score_scale=score_scale,
@@ -222,13 +221,21 @@ def finalize(
         column_rules=column_rules,
         companions=companions,
     )
+    plan = prepare(parts, **options)  # type: ignore[arg-type]  # validates the options first
     if _PLANNING.get():
         raise _Planned(plan)
     from evalstats.io._accounting import account, raise_invalid
 
-    acc = account(plan, units=False, ids=True)
-    if acc.first_invalid is not None:
-        raise_invalid(plan, acc.first_invalid)
+    try:
+        acc = account(plan, units=False, ids=True)
+        if acc.first_invalid is not None:
+            raise_invalid(plan, acc.first_invalid)
+    except IngestError as exc:
+        keep = spellings_to_keep(exc)
+        if not keep:
+            raise
+        with spellings_kept(keep):  # still duplicates apart: that error is the one shown
+            return finalize(parts, **options)  # type: ignore[arg-type]
     obs = observations(plan, acc.scale, acc.ids)
     return Ingest(obs, report_of(plan, acc, error_counts(plan, obs)))
 
@@ -400,8 +407,17 @@ def prepare(
         added.append(pl.lit(0, dtype=pl.Int64).alias("run"))
     # names are compared as people read them: surrounding whitespace stripped, Unicode NFC
     names = [c for c in NAME_COLUMNS if c in schema and schema[c] == pl.String]
-    notes.extend(_merge_notes(frames, schemas, names))
-    cleaned = [clean_name(c) for c in names]
+    keep = _KEEP_SPELLINGS.get()
+    merge_notes = _merge_notes(frames, schemas, names)
+    notes.extend(
+        n
+        if n.split(":", 1)[0] not in keep
+        else n.split(" were merged into ")[0].replace(" spellings ", " spellings (", 1)
+        + ") name rows of the same items, so each spelling is kept as its own name (merged, "
+        "those rows would be duplicates; rename them in the data if they are one)"
+        for n in merge_notes
+    )
+    cleaned = [clean_name(c) for c in names if c not in keep]
     # every file gets the unified columns, so that any subset of files concatenates
     aligned = []
     for f, sch in zip(frames, schemas):
@@ -610,6 +626,37 @@ def clean_name(column: str) -> pl.Expr:
     ``blank_<column>`` (an error unless ``on_invalid='skip'``).
     """
     return pl.col(column).str.strip_chars().str.normalize("NFC").alias(column)
+
+
+#: Name columns whose spellings are kept apart (see :func:`finalize`): set while a table whose
+#: merged spellings made duplicate rows is read again without merging them.
+_KEEP_SPELLINGS: ContextVar[frozenset[str]] = ContextVar("keep_spellings", default=frozenset())
+
+
+def spellings_to_keep(exc: IngestError) -> frozenset[str]:
+    """The name columns to read again unmerged after ``exc`` (empty: re-raise ``exc``).
+
+    A duplicate row in an input whose names were merged (NFC and NFD spellings, padding) may be
+    a duplicate only because two spellings became one name: the reader reads the input again
+    with those columns' spellings kept apart (:func:`spellings_kept`); when the rows are still
+    duplicates, the first error stands.
+    """
+    merged = getattr(exc, "merged_columns", None)
+    if getattr(exc, "invalid_reason", None) != "duplicate" or not merged:
+        return frozenset()
+    if _KEEP_SPELLINGS.get():  # already read apart: the duplicates are real
+        return frozenset()
+    return frozenset(merged)
+
+
+@contextmanager
+def spellings_kept(columns: frozenset[str]) -> Iterator[None]:
+    """Within the block, the spellings of ``columns`` are not merged (see :func:`prepare`)."""
+    token = _KEEP_SPELLINGS.set(columns)
+    try:
+        yield
+    finally:
+        _KEEP_SPELLINGS.reset(token)
 
 
 def _merge_notes(

@@ -379,11 +379,24 @@ def test_helm_statistics_without_run_spec_are_noted(tmp_path):
     assert "without run_spec.json" in err and "orphan_run" in err
 
 
-def test_a_duplicate_made_by_merged_spellings_says_so(tmp_path):
+def test_nfc_and_nfd_spellings_of_the_same_items_read_with_one_note(tmp_path):
+    """Merged, the two spellings made duplicate rows (an error with the merge note after it)."""
     nfc, nfd = "caf\u00e9", "cafe\u0301"
     path = tmp_path / "names.csv"
     path.write_text(f"model,item,score\n{nfc},1,1\n{nfd},1,0\n{nfc},2,1\n", encoding="utf-8")
-    one_line_error(*cli("ingest", str(path))[::2], "duplicate", "Unicode normal form", nfc)
+    code, out, err = cli("ingest", str(path))
+    ok(code, err)
+    notes = [ln for ln in (out + err).splitlines() if "spellings" in ln]
+    assert len(notes) == 1 and "kept as its own name" in notes[0], out + err
+    obs, report = read(path)
+    assert report.rows_kept == 3 and obs.collect()["model"].n_unique() == 2
+
+
+def test_a_real_duplicate_beside_merged_spellings_is_still_one_line(tmp_path):
+    nfc, nfd = "caf\u00e9", "cafe\u0301"
+    path = tmp_path / "names.csv"
+    path.write_text(f"model,item,score\n{nfc},1,1\n{nfd},1,0\n{nfc},1,1\n", encoding="utf-8")
+    one_line_error(*cli("ingest", str(path))[::2], "row 3", "duplicate", "row 1")
 
 
 @pytest.mark.parametrize("where", ["eval.task_args", "plan.config", "scores"])
