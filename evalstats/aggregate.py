@@ -19,7 +19,6 @@ import polars as pl
 
 from evalstats.errors import (
     ClusterError,
-    IngestError,
     MissingDependencyError,
     ParameterError,
 )
@@ -175,9 +174,13 @@ def read_units(
             f"`partition_rows` must be a positive integer, got {partition_rows!r}."
         )
     from evalstats.io import read_routed
+    from evalstats.io._pipeline import spellings_apart_on_duplicate
 
     def one(p: Any, fmt: str, opts: dict[str, Any]) -> UnitIngest:
-        return _read_units_one(p, fmt, opts, engine, scheduler, progress, partition_rows)
+        # a duplicate made by merging two spellings of a name: read again with them apart
+        return spellings_apart_on_duplicate(
+            lambda: _read_units_one(p, fmt, opts, engine, scheduler, progress, partition_rows)
+        )
 
     return read_routed(path, format, options, one)
 
@@ -192,29 +195,6 @@ def _read_units_one(
     partition_rows: int,
 ) -> UnitIngest:
     """:func:`read_units` of one format."""
-    from evalstats.io._pipeline import spellings_kept, spellings_to_keep
-
-    try:
-        return _read_units_once(path, format, options, engine, scheduler, progress, partition_rows)
-    except IngestError as exc:
-        keep = spellings_to_keep(exc)  # a duplicate made by merging two spellings of a name
-        if not keep:
-            raise
-        with spellings_kept(keep):  # still duplicates apart: that error is the one shown
-            return _read_units_once(
-                path, format, options, engine, scheduler, progress, partition_rows
-            )
-
-
-def _read_units_once(
-    path: Any,
-    format: str,
-    options: dict[str, Any],
-    engine: str,
-    scheduler: Any,
-    progress: bool | None,
-    partition_rows: int,
-) -> UnitIngest:
     plan = plan_of(read, path, format=format, **options)
     client_cm = _dask_client(scheduler) if engine == "dask" else nullcontext(None)
     with client_cm as client, _progress_bar(len(plan.paths), progress) as bar:

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import polars as pl
 
@@ -221,21 +221,19 @@ def finalize(
         column_rules=column_rules,
         companions=companions,
     )
-    plan = prepare(parts, **options)  # type: ignore[arg-type]  # validates the options first
+    # a duplicate made by merging two spellings of a name: read again with them apart
+    return spellings_apart_on_duplicate(lambda: _finalize_once(parts, options))
+
+
+def _finalize_once(parts: Sequence[tuple[str, pl.LazyFrame]], options: dict[str, Any]) -> Ingest:
+    plan = prepare(parts, **options)  # validates the options first
     if _PLANNING.get():
         raise _Planned(plan)
     from evalstats.io._accounting import account, raise_invalid
 
-    try:
-        acc = account(plan, units=False, ids=True)
-        if acc.first_invalid is not None:
-            raise_invalid(plan, acc.first_invalid)
-    except IngestError as exc:
-        keep = spellings_to_keep(exc)
-        if not keep:
-            raise
-        with spellings_kept(keep):  # still duplicates apart: that error is the one shown
-            return finalize(parts, **options)  # type: ignore[arg-type]
+    acc = account(plan, units=False, ids=True)
+    if acc.first_invalid is not None:
+        raise_invalid(plan, acc.first_invalid)
     obs = observations(plan, acc.scale, acc.ids)
     return Ingest(obs, report_of(plan, acc, error_counts(plan, obs)))
 
@@ -630,6 +628,8 @@ def clean_name(column: str) -> pl.Expr:
 
 #: Name columns whose spellings are kept apart (see :func:`finalize`): set while a table whose
 #: merged spellings made duplicate rows is read again without merging them.
+_T = TypeVar("_T")
+
 _KEEP_SPELLINGS: ContextVar[frozenset[str]] = ContextVar("keep_spellings", default=frozenset())
 
 
@@ -657,6 +657,21 @@ def spellings_kept(columns: frozenset[str]) -> Iterator[None]:
         yield
     finally:
         _KEEP_SPELLINGS.reset(token)
+
+
+def spellings_apart_on_duplicate(run: Callable[[], _T]) -> _T:
+    """``run()``; when it fails on a duplicate made by merged spellings, ``run()`` with them apart.
+
+    If the rows are still duplicates with the spellings apart, that error is the one raised.
+    """
+    try:
+        return run()
+    except IngestError as exc:
+        keep = spellings_to_keep(exc)
+        if not keep:
+            raise
+        with spellings_kept(keep):
+            return run()
 
 
 def _merge_notes(

@@ -43,6 +43,15 @@ def _eee(tmp_path: Path) -> tuple[Path, Path, Path]:
     return out, agg, samples
 
 
+def _lm_eval(tmp_path: Path) -> Path:
+    out = tmp_path / "lm"
+    out.mkdir()
+    for f in LM_EVAL_DIR.iterdir():
+        if LM_EVAL_STAMP in f.name:
+            shutil.copy(f, out / f.name)
+    return out
+
+
 def _edit_line(f: Path, i: int, change) -> None:
     lines = [json.loads(ln) for ln in f.read_text(encoding="utf-8").splitlines() if ln.strip()]
     change(lines[i])
@@ -167,11 +176,7 @@ def test_every_eval_ever_huge_integer_score_and_latency_are_one_line_or_counted(
 
 
 def test_lm_eval_results_configs_of_another_type_are_not_read(tmp_path):
-    out = tmp_path / "lm"
-    out.mkdir()
-    for f in LM_EVAL_DIR.iterdir():
-        if LM_EVAL_STAMP in f.name:
-            shutil.copy(f, out / f.name)
+    out = _lm_eval(tmp_path)
     results = next(out.glob("results_*.json"))
     _edit(results, lambda d: d.__setitem__("configs", [d["configs"]]))
     obs, report = read(out, format="lm-eval")
@@ -420,11 +425,7 @@ def test_inspect_objects_whose_keys_become_columns_are_bounded(tmp_path, where):
 
 
 def test_lm_eval_score_of_a_huge_integer_is_counted_not_a_traceback(tmp_path):
-    out = tmp_path / "lm"
-    out.mkdir()
-    for f in LM_EVAL_DIR.iterdir():
-        if LM_EVAL_STAMP in f.name:
-            shutil.copy(f, out / f.name)
+    out = _lm_eval(tmp_path)
     _edit_line(next(out.glob("samples_toy_mc_*.jsonl")), 0, lambda r: r.__setitem__("acc", 10**400))
     _, report = read(out, format="lm-eval", on_invalid="skip")
     assert report.set_aside.get("nonfinite_score") == 1
