@@ -174,9 +174,13 @@ def read_units(
             f"`partition_rows` must be a positive integer, got {partition_rows!r}."
         )
     from evalstats.io import read_routed
+    from evalstats.io._pipeline import spellings_apart_on_duplicate
 
     def one(p: Any, fmt: str, opts: dict[str, Any]) -> UnitIngest:
-        return _read_units_one(p, fmt, opts, engine, scheduler, progress, partition_rows)
+        # a duplicate made by merging two spellings of a name: read again with them apart
+        return spellings_apart_on_duplicate(
+            lambda: _read_units_one(p, fmt, opts, engine, scheduler, progress, partition_rows)
+        )
 
     return read_routed(path, format, options, one)
 

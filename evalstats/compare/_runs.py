@@ -221,6 +221,35 @@ def paired_binary_tests(
     return p_ni, max(p_lower, p_upper)
 
 
+def _check_common(a: pl.LazyFrame, b: pl.LazyFrame, labels: tuple[str, str]) -> None:
+    """Raise when the two runs share no metric or no dataset (nothing can pair), saying so.
+
+    Two runs scored with different metrics (``acc`` and ``exact_match``) pair no item; the
+    message names the metrics of each side rather than counting 0 shared items.
+    """
+    hints = {
+        "metric": "pick it on each side: --metric for a dump of several",
+        "dataset": "a table without a dataset column is named after its file: give both sides "
+        "the same dataset column",
+    }
+    for col, what in (("metric", "metrics"), ("dataset", "datasets")):
+        va, vb = (
+            set(side.select(pl.col(col).unique()).collect()[col].drop_nulls().to_list())
+            for side in (a, b)
+        )
+        if va and vb and not va & vb:
+
+            def shown(values: set) -> str:
+                names = sorted(map(str, values))
+                return ", ".join(map(repr, names[:4])) + (", ..." if len(names) > 4 else "")
+
+            raise InsufficientDataError(
+                f"{labels[0]!r} and {labels[1]!r} use different {what}: {labels[0]!r} has "
+                f"{shown(va)} and {labels[1]!r} has {shown(vb)}, so no item pairs. A paired "
+                f"comparison pairs the items of one {col} on both sides ({hints[col]})."
+            )
+
+
 def _sides(
     a: pl.LazyFrame, b: pl.LazyFrame, labels: tuple[str, str]
 ) -> tuple[pl.LazyFrame, dict[str, tuple[str, str]]]:
@@ -484,6 +513,7 @@ def compare_runs(
             )
         sides.append(_item_set_rule(validate_observations(table, require_item=True), on_mismatch))
     infos = {**metric_info(sides[0]), **metric_info(sides[1])}
+    _check_common(sides[0], sides[1], labels)
     both, names = _sides(sides[0], sides[1], labels)
     by = tuple(validate_by(both.collect_schema().names(), by, table="observation table"))
     keys = ["model", *[c for c in by if c != "model"]]

@@ -208,6 +208,11 @@ def _plain(value: object) -> object:
     return value
 
 
+#: Largest design file read (16 MiB): a role per column of a table of at most
+#: ``EVALSTATS_MAX_COLUMNS`` columns is far less.
+_MAX_DESIGN_BYTES = 16 * 2**20
+
+
 def read_design_file(path: str | Path) -> dict[str, str]:
     """The roles of a design file (``[roles]``), checked; the rest of the file is ignored.
 
@@ -217,7 +222,24 @@ def read_design_file(path: str | Path) -> dict[str, str]:
         The file cannot be read, is not TOML, has no ``[roles]`` table, is of a newer
         version, or gives a role that is not a role (named with the file and the column).
     """
+    from evalstats.io._files import special_kind
+
     p = Path(path)
+    kind = special_kind(p)
+    if kind is not None:  # /dev/zero never ends; a FIFO waits for a writer
+        raise ParameterError(
+            f"{p}: the design file is {kind}, not a regular file; give the path of a file "
+            "written by `evalstats design PATH --out design.toml`."
+        )
+    try:
+        size = p.stat().st_size
+    except OSError:
+        size = 0
+    if size > _MAX_DESIGN_BYTES:
+        raise ParameterError(
+            f"{p}: the design file is {size:,} bytes, more than the {_MAX_DESIGN_BYTES:,} a "
+            "design file may have (it lists one role per column)."
+        )
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

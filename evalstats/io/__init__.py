@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from evalstats.errors import ParameterError
+from evalstats.errors import IngestError, ParameterError
 
 if TYPE_CHECKING:
     from evalstats._frames import TableLike
@@ -241,7 +241,14 @@ def read_routed(
 
     if is_table(path):
         return reader(path, "table", options)
+    from evalstats.io._files import refuse_special
+
+    refuse_special(path)  # a device or a FIFO: refused before anything opens it
     routing = route(path, DETECTORS)
+    if routing is not None and routing.denied and not routing.files and not routing.unreadable:
+        f, why = routing.denied[0]
+        more = f" (and {len(routing.denied) - 1} more)" if len(routing.denied) > 1 else ""
+        raise IngestError(f"{why}{more}; nothing else in the folder is data.", path=str(f))
     if format != "auto":  # the user's choice: other files are not read, and the report says so
         return _unread(_noted(reader(path, format, options), routing), routing, format)
     if routing is None or not routing.files:
@@ -355,6 +362,21 @@ def _noted(ingest: Any, routing: Any, *, mixed: bool = False) -> Any:
                 f"listings read beside the data, not rows): {shown}"
             )
     notes = [n for n in notes if n and n not in ingest.report.notes]
+    if routing.denied:  # unreadable files and folders of the walk: set aside, counted, listed
+        from evalstats.io._degrade import with_files_set_aside
+        from evalstats.io._report import FileSetAside
+
+        ingest = with_files_set_aside(
+            ingest,
+            [
+                FileSetAside(
+                    str(f), why, "read permission for this user (chmod, or run as its owner)"
+                )
+                if "cannot" in why
+                else FileSetAside(str(f), why, None)
+                for f, why in routing.denied
+            ],
+        )
     if not notes:
         return ingest
     report = replace(ingest.report, notes=(*ingest.report.notes, *notes))

@@ -852,13 +852,19 @@ def raise_invalid(plan: Plan, first: tuple[int, int, str, str | None]) -> None:
             e_src, e_row = earlier
             where = "" if e_src == src else f" of {plan.paths[e_src]}"
             message = f"{message}: row {e_row}{where}"
-    raise IngestError(
+    exc = IngestError(
         f"{message}. To set such rows aside and count them, pass on_invalid='skip' "
         "(CLI: --on-invalid skip).",
         path=plan.paths[src],
         row=row,
         column=shown,
     )
+    # read by spellings_to_keep: a duplicate made by merged spellings is read again apart
+    exc.invalid_reason = reason_name  # type: ignore[attr-defined]
+    exc.merged_columns = [  # type: ignore[attr-defined]
+        n.split(":", 1)[0] for n in plan.notes if "spellings that differ only" in n
+    ]
+    raise exc
 
 
 def _range_message(plan: Plan, src: int, row: int, detail: str | None) -> str:

@@ -18,6 +18,10 @@ from evalstats.io._rows import read_error
 
 __all__ = [
     "TABLE_SUFFIXES",
+    "cannot_open",
+    "refuse_special",
+    "special_kind",
+    "walk_files",
     "env_bytes",
     "expand_paths",
     "check_line_lengths",
@@ -386,6 +390,104 @@ def _outside(f: Path, root: Path) -> bool:
     return True
 
 
+def special_kind(path: str | Path) -> str | None:
+    """What ``path`` is when it exists but is neither a regular file nor a folder, else None.
+
+    Examples
+    --------
+    >>> special_kind("/dev/null"), special_kind("no/such/file")
+    ('a character device', None)
+    """
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def refuse_special(path: object, what: str = "input") -> None:
+    """Raise IngestError when ``path`` (or an entry of a list) is a device, FIFO or socket.
+
+    Checked before anything is opened: reading ``/dev/zero`` never ends, and opening a FIFO
+    waits for a writer. Only regular files and folders are read.
+    """
+    if isinstance(path, (list, tuple)):
+        for p in path:
+            refuse_special(p, what)
+        return
+    if not isinstance(path, (str, os.PathLike)):
+        return
+    kind = special_kind(path)
+    if kind is not None:
+        raise IngestError(
+            f"the {what} is {kind}, not a regular file; evalstats reads files and folders "
+            "only (copy the data to a file first).",
+            path=str(path),
+        )
+
+
+def cannot_open(f: Path) -> str | None:
+    """Why the regular file ``f`` cannot be opened for reading (None when it can).
+
+    Opened without blocking and closed at once: the permission check that holds for every user
+    (``os.access`` says yes to root even where a network file system says no).
+    """
+    try:
+        fd = os.open(f, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    os.close(fd)
+    return None
+
+
+def walk_files(root: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The regular files below the folder ``root`` (sorted), and what could not be read.
+
+    The second list holds ``(path, reason)`` for folders that cannot be listed and files that
+    cannot be opened (no read permission) or are not regular files (a FIFO, a device): they
+    are set aside and counted by the caller, never skipped without a word. Links to folders
+    are not followed (as :meth:`pathlib.Path.rglob`).
+    """
+    import stat
+
+    files: list[Path] = []
+    problems: list[tuple[Path, str]] = []
+
+    def onerror(exc: OSError) -> None:
+        where = Path(exc.filename) if exc.filename else root
+        problems.append((where, f"the folder cannot be listed ({exc.strerror})"))
+
+    for dirpath, _dirs, names in os.walk(root, onerror=onerror):
+        for name in names:
+            f = Path(dirpath) / name
+            try:
+                mode = f.stat().st_mode
+            except OSError as exc:  # a dangling link, a file gone
+                if f.is_symlink():
+                    continue  # a dangling link is not data (rglob left it out too)
+                problems.append((f, f"cannot be read ({exc.strerror})"))
+                continue
+            if stat.S_ISDIR(mode):
+                continue  # a link to a folder: not followed
+            if not stat.S_ISREG(mode):
+                problems.append((f, f"{special_kind(f) or 'not a regular file'}, not read"))
+                continue
+            files.append(f)
+    return sorted(files), sorted(problems)
+
+
 def expand_paths(
     path: str | Path | Sequence[str | Path],
     suffixes: Sequence[str] = TABLE_SUFFIXES,
@@ -410,6 +512,7 @@ def expand_paths(
         for p in path:
             out.extend(expand_paths(p, suffixes, skipped=skipped))
         return out
+    refuse_special(path)
     p = Path(path)
     if p.is_dir():
         found = sorted(

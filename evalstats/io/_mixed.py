@@ -25,7 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from evalstats.errors import IngestError
-from evalstats.io._files import TABLE_SUFFIXES, is_hidden
+from evalstats.io._files import TABLE_SUFFIXES, cannot_open, is_hidden, walk_files
 from evalstats.io._pipeline import widest_range
 from evalstats.io._report import FileSetAside, FormatCount, IngestReport
 
@@ -141,6 +141,8 @@ class Routing:
     unreadable: list[Path] = field(default_factory=list)
     not_data: list[Path] = field(default_factory=list)
     hidden: list[Path] = field(default_factory=list)
+    #: files and folders of the walk that cannot be read (no permission, a FIFO): ``(path, why)``
+    denied: list[tuple[Path, str]] = field(default_factory=list)
 
     @property
     def formats(self) -> list[str]:
@@ -166,14 +168,19 @@ def _is_multi(path: object) -> bool:
     return p.is_dir() or (not p.exists() and any(ch in str(path) for ch in "*?["))
 
 
-def _files(path: object, hidden: list[Path]) -> list[Path]:
+def _files(
+    path: object, hidden: list[Path], denied: list[tuple[Path, str]] | None = None
+) -> list[Path]:
     import glob
 
+    if denied is None:
+        denied = []
     if isinstance(path, (list, tuple)):
-        return [f for p in path for f in _files(p, hidden)]
+        return [f for p in path for f in _files(p, hidden, denied)]
     p = Path(path)  # type: ignore[arg-type]
     if p.is_dir():
-        found = sorted(f for f in p.rglob("*") if f.is_file())
+        found, problems = walk_files(p)
+        denied.extend((f, why) for f, why in problems if not is_hidden(f, p))
         hidden.extend(f for f in found if is_hidden(f, p))
         return [f for f in found if not is_hidden(f, p)]
     if p.is_file():
@@ -203,7 +210,8 @@ def route(path: object, detectors: Mapping[str, Callable[[Path], bool]]) -> Rout
     if not _is_multi(path):
         return None
     hidden: list[Path] = []
-    files = _files(path, hidden)
+    denied: list[tuple[Path, str]] = []
+    files = _files(path, hidden, denied)
     by_format: dict[str, list[Path]] = {}
     rest: list[Path] = []
     not_data: list[Path] = []
@@ -211,6 +219,10 @@ def route(path: object, detectors: Mapping[str, Callable[[Path], bool]]) -> Rout
         # a .log is data only when it is an OpenAI-evals record log (other logs are text)
         if _suffix_of(f) is None and not f.name.lower().endswith(".log"):
             not_data.append(f)
+            continue
+        why = cannot_open(f)
+        if why is not None:  # no read permission: set aside and counted, not skipped
+            denied.append((f, f"cannot be read ({why})"))
             continue
         for name, detect in detectors.items():
             suffixes = DETECTED_SUFFIXES.get(name)
@@ -237,7 +249,7 @@ def route(path: object, detectors: Mapping[str, Callable[[Path], bool]]) -> Rout
             unreadable.append(f)
     if "table" in by_format:  # detection order: table last
         by_format["table"] = by_format.pop("table")
-    return Routing(by_format, companions, unreadable, not_data, hidden)
+    return Routing(by_format, companions, unreadable, not_data, hidden, denied)
 
 
 def unreadable_file(f: Path) -> FileSetAside:

@@ -17,7 +17,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import polars as pl
 
@@ -205,8 +205,7 @@ def finalize(
     count and locate the rows set aside; the returned observation table is lazy and re-reads the
     files when collected, leaving out the rows set aside.
     """
-    plan = prepare(  # validates the options first
-        parts,
+    options = dict(
         format=format,
         on_invalid=on_invalid,
         score_scale=score_scale,
@@ -222,6 +221,12 @@ def finalize(
         column_rules=column_rules,
         companions=companions,
     )
+    # a duplicate made by merging two spellings of a name: read again with them apart
+    return spellings_apart_on_duplicate(lambda: _finalize_once(parts, options))
+
+
+def _finalize_once(parts: Sequence[tuple[str, pl.LazyFrame]], options: dict[str, Any]) -> Ingest:
+    plan = prepare(parts, **options)  # validates the options first
     if _PLANNING.get():
         raise _Planned(plan)
     from evalstats.io._accounting import account, raise_invalid
@@ -356,12 +361,12 @@ def prepare(
         )
     try:
         schemas = [f.collect_schema() for f in frames]
-    except pl.exceptions.PolarsError as exc:  # schema of an unreadable file
+    except (pl.exceptions.PolarsError, OSError) as exc:  # schema of an unreadable file
         raise _schema_error(paths, frames, exc) from None
     try:
         lf = pl.concat(frames, how="diagonal_relaxed") if len(frames) > 1 else frames[0]
         schema = lf.collect_schema()
-    except pl.exceptions.PolarsError as exc:
+    except (pl.exceptions.PolarsError, OSError) as exc:
         raise read_error(paths[0], exc) from None
 
     # canonical columns hold scalars: a list or object column (JSON lines such as
@@ -400,8 +405,17 @@ def prepare(
         added.append(pl.lit(0, dtype=pl.Int64).alias("run"))
     # names are compared as people read them: surrounding whitespace stripped, Unicode NFC
     names = [c for c in NAME_COLUMNS if c in schema and schema[c] == pl.String]
-    notes.extend(_merge_notes(frames, schemas, names))
-    cleaned = [clean_name(c) for c in names]
+    keep = _KEEP_SPELLINGS.get()
+    merge_notes = _merge_notes(frames, schemas, names)
+    notes.extend(
+        n
+        if n.split(":", 1)[0] not in keep
+        else n.split(" were merged into ")[0].replace(" spellings ", " spellings (", 1)
+        + ") name rows of the same items, so each spelling is kept as its own name (merged, "
+        "those rows would be duplicates; rename them in the data if they are one)"
+        for n in merge_notes
+    )
+    cleaned = [clean_name(c) for c in names if c not in keep]
     # every file gets the unified columns, so that any subset of files concatenates
     aligned = []
     for f, sch in zip(frames, schemas):
@@ -612,6 +626,54 @@ def clean_name(column: str) -> pl.Expr:
     return pl.col(column).str.strip_chars().str.normalize("NFC").alias(column)
 
 
+#: Name columns whose spellings are kept apart (see :func:`finalize`): set while a table whose
+#: merged spellings made duplicate rows is read again without merging them.
+_T = TypeVar("_T")
+
+_KEEP_SPELLINGS: ContextVar[frozenset[str]] = ContextVar("keep_spellings", default=frozenset())
+
+
+def spellings_to_keep(exc: IngestError) -> frozenset[str]:
+    """The name columns to read again unmerged after ``exc`` (empty: re-raise ``exc``).
+
+    A duplicate row in an input whose names were merged (NFC and NFD spellings, padding) may be
+    a duplicate only because two spellings became one name: the reader reads the input again
+    with those columns' spellings kept apart (:func:`spellings_kept`); when the rows are still
+    duplicates, the first error stands.
+    """
+    merged = getattr(exc, "merged_columns", None)
+    if getattr(exc, "invalid_reason", None) != "duplicate" or not merged:
+        return frozenset()
+    if _KEEP_SPELLINGS.get():  # already read apart: the duplicates are real
+        return frozenset()
+    return frozenset(merged)
+
+
+@contextmanager
+def spellings_kept(columns: frozenset[str]) -> Iterator[None]:
+    """Within the block, the spellings of ``columns`` are not merged (see :func:`prepare`)."""
+    token = _KEEP_SPELLINGS.set(columns)
+    try:
+        yield
+    finally:
+        _KEEP_SPELLINGS.reset(token)
+
+
+def spellings_apart_on_duplicate(run: Callable[[], _T]) -> _T:
+    """``run()``; when it fails on a duplicate made by merged spellings, ``run()`` with them apart.
+
+    If the rows are still duplicates with the spellings apart, that error is the one raised.
+    """
+    try:
+        return run()
+    except IngestError as exc:
+        keep = spellings_to_keep(exc)
+        if not keep:
+            raise
+        with spellings_kept(keep):
+            return run()
+
+
 def _merge_notes(
     frames: Sequence[pl.LazyFrame], schemas: Sequence[pl.Schema], names: Sequence[str]
 ) -> list[str]:
@@ -639,7 +701,7 @@ def _merge_notes(
         return []
     try:
         found = pl.collect_all(queries)
-    except pl.exceptions.PolarsError:  # an unreadable file: the accounting pass names it
+    except (pl.exceptions.PolarsError, OSError):  # an unreadable file: the accounting pass names it
         return []
     notes = []
     for frame in found:
@@ -949,6 +1011,6 @@ def _schema_error(
     for path, f in zip(paths, frames):
         try:
             f.collect_schema()
-        except pl.exceptions.PolarsError as inner:
+        except (pl.exceptions.PolarsError, OSError) as inner:
             return read_error(path, inner)
     return read_error(paths[0], exc)

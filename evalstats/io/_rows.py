@@ -118,6 +118,14 @@ def read_error(path: str | Path, exc: BaseException) -> IngestError:
         return IngestError(
             f"cannot read the Parquet file; it may be truncated or not Parquet ({msg}).", path=path
         )
+    if isinstance(exc, PermissionError):
+        return IngestError(f"the file cannot be read ({exc.strerror}).", path=path)
+    if isinstance(exc, OSError):  # a short read: the file changed (grew, shrank) while read
+        return IngestError(
+            f"cannot read the file ({msg}); if it is being written or changed, read it once it "
+            "is complete.",
+            path=path,
+        )
     return IngestError(f"cannot read the file ({msg}).", path=path)
 
 

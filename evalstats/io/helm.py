@@ -28,9 +28,10 @@ import polars as pl
 
 from evalstats._column_rules import ColumnRule
 from evalstats.errors import IngestError, ParameterError
-from evalstats.io._files import is_hidden, lfs_pointer, skipped_note
+from evalstats.io._files import is_hidden, lfs_pointer, refuse_special, skipped_note
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
+from evalstats.io._shape import TooManyKeys, finite, loads_bounded, problem
 
 __all__ = ["HELM_METRICS", "detect_helm", "helm_metric", "read_helm"]
 
@@ -171,6 +172,64 @@ _PROMPT_FIELDS = (
 )
 
 
+#: The types HELM's dataclasses give the fields read (``helm.benchmark.metrics.statistic.Stat``,
+#: ``PerInstanceStats``, ``RequestState``, ``Instance``, ``RunSpec``): checked before a value is
+#: read (:mod:`evalstats.io._shape`).
+_ID = ("string", "integer")
+_STAT = {
+    "name": {"name": ("string",), "split": ("string",), "sub_split": ("string",)},
+    "count": ("number",),
+    "sum": ("number",),
+    "mean": ("number",),
+}
+_ENTRY = {
+    "instance_id": _ID,
+    "train_trial_index": ("integer",),
+    "perturbation": ("object",),
+    "stats": [_STAT],
+}
+_INSTANCE = {
+    "id": _ID,
+    "input": {"text": ("string",)},
+    "references": [{"output": {"text": ("string",)}, "tags": [("string",)]}],
+    "perturbation": ("object",),
+}
+_SCENARIO_STATE = {
+    "request_states": [
+        {
+            "instance": _INSTANCE,
+            "train_trial_index": ("integer",),
+            "result": {"completions": [{"text": ("string",)}]},
+        }
+    ]
+}
+_PREDICTION = {
+    "instance_id": _ID,
+    "train_trial_index": ("integer",),
+    "predicted_text": ("string",),
+    "perturbation": ("object",),
+}
+_RUN_SPEC = {
+    "name": ("string",),
+    "adapter_spec": {
+        "model": ("string",),
+        "model_deployment": ("string",),
+        "max_train_instances": ("integer",),
+        "num_train_trials": ("integer",),
+        "temperature": ("number",),
+        "max_tokens": ("integer",),
+    },
+}
+
+
+def _checked(doc: Any, spec: Any, f: Path, what: str) -> Any:
+    """``doc`` when its structure is HELM's; else IngestError naming the file and the field."""
+    found = problem(doc, spec) if doc is not None else f"expected {what}, got null"
+    if found:
+        raise IngestError(f"not HELM's structure: {found}.", path=str(f))
+    return doc
+
+
 def helm_metric(name: str, schema: Mapping[str, bool | None] | None = None) -> str | tuple:
     """How HELM statistic ``name`` is read: ``"bookkeeping"`` or ``(low, high, higher_is_better)``.
 
@@ -215,19 +274,31 @@ def detect_helm(path: str | Path) -> bool:
         if _is_run(p):
             return True
         found = (f for f in p.rglob(_STATS) if not is_hidden(f, p))
-        return any(_is_run(f.parent) for _, f in zip(range(50), found))
+        if any(_is_run(f.parent) for _, f in zip(range(50), found)):
+            return True
+        # run folders that all lack their statistics: HELM's, so that its reader says so
+        specs = (f for f in p.rglob(_SPEC) if not is_hidden(f, p))
+        return any(
+            (f.parent / "scenario_state.json").is_file() or (f.parent / "stats.json").is_file()
+            for _, f in zip(range(50), specs)
+        )
     return False
 
 
-def _run_folders(path: Any, hidden: list[Path], skipped: list[str]) -> list[Path]:
+def _run_folders(
+    path: Any, hidden: list[Path], skipped: list[str], orphans: list[Path] | None = None
+) -> list[Path]:
     """The run folders named by ``path`` (a run or suite folder, a file in a run, a list, a glob)."""
     import glob
 
+    if orphans is None:
+        orphans = []
     if isinstance(path, (list, tuple)):
         out: list[Path] = []
         for p in path:
-            out += [f for f in _run_folders(p, hidden, skipped) if f not in out]
+            out += [f for f in _run_folders(p, hidden, skipped, orphans) if f not in out]
         return out
+    refuse_special(path)
     p = Path(path)
     if p.is_file():
         if _is_run(p.parent):
@@ -247,11 +318,16 @@ def _run_folders(path: Any, hidden: list[Path], skipped: list[str]) -> list[Path
                 runs.append(f.parent)
             else:
                 skipped.append(f.parent.name)
+        # statistics without their run_spec.json (the model and scenario are not known)
+        for name in (_STATS, "stats.json"):
+            for f in sorted(p.rglob(name)):
+                if not is_hidden(f, p) and not (f.parent / _SPEC).is_file():
+                    orphans.append(f)
         return runs
     found = sorted(Path(f) for f in glob.glob(str(path), recursive=True))
     if not found:
         raise IngestError("no such file or folder.", path=str(path))
-    return _run_folders(found, hidden, skipped)
+    return _run_folders(found, hidden, skipped, orphans)
 
 
 def _load(f: Path) -> Any:
@@ -260,7 +336,9 @@ def _load(f: Path) -> Any:
         raise IngestError(pointer, path=str(f))
     try:
         with open(f, encoding="utf-8") as fh:
-            return json.load(fh)
+            return loads_bounded(fh.read())
+    except TooManyKeys as exc:
+        raise IngestError(exc.message() + ".", path=str(f)) from None
     except UnicodeDecodeError as exc:
         raise IngestError(f"the file is not valid UTF-8 text ({exc}).", path=str(f)) from None
     except RecursionError:
@@ -360,7 +438,8 @@ def _texts(run: Path) -> dict[tuple[str, int, str], tuple[str | None, str | None
 
     state = run / "scenario_state.json"
     if state.is_file():
-        for rs in _d(_load(state)).get("request_states") or []:
+        doc = _checked(_load(state), _SCENARIO_STATE, state, "an object")
+        for rs in doc.get("request_states") or []:
             if not isinstance(rs, dict):
                 continue
             inst = _d(rs.get("instance"))
@@ -384,14 +463,14 @@ def _texts(run: Path) -> dict[tuple[str, int, str], tuple[str | None, str | None
     if not (instances.is_file() and predictions.is_file()):
         return out
     inputs: dict[tuple[str, str], tuple[str | None, str | None]] = {}
-    for inst in _load(instances) or []:
+    for inst in _checked(_load(instances), [_INSTANCE], instances, "an array") or []:
         if isinstance(inst, dict) and inst.get("id") is not None:
             prompt = _d(inst.get("input")).get("text")
             inputs[(str(inst["id"]), _perturbation_key(inst.get("perturbation")))] = (
                 prompt if isinstance(prompt, str) else None,
                 gold_of(inst),
             )
-    for pred in _load(predictions) or []:
+    for pred in _checked(_load(predictions), [_PREDICTION], predictions, "an array") or []:
         if not isinstance(pred, dict) or pred.get("instance_id") is None:
             continue
         pkey = _perturbation_key(pred.get("perturbation"))
@@ -496,7 +575,16 @@ def read_helm(
         )
     hidden: list[Path] = []
     skipped: list[str] = []
-    runs = _run_folders(path, hidden, skipped)
+    orphans: list[Path] = []
+    runs = _run_folders(path, hidden, skipped, orphans)
+    shown = ", ".join(sorted(skipped)[:5]) + (", ..." if len(skipped) > 5 else "")
+    if not runs and skipped:
+        raise IngestError(
+            f"every HELM run folder lacks its {_STATS} ({len(skipped)} folder(s) hold {_SPEC} "
+            f"but not the per-instance statistics evalstats reads: {shown}); runs that did not "
+            "finish, or whose statistics were not copied.",
+            path=str(path),
+        )
     if not runs:
         raise IngestError(
             f"no HELM run folder (one holding {_SPEC} and {_STATS}; helm-run writes them under "
@@ -505,10 +593,16 @@ def read_helm(
         )
     notes: list[str] = []
     if skipped:
-        shown = ", ".join(sorted(skipped)[:5]) + (", ..." if len(skipped) > 5 else "")
         notes.append(
             f"skipped {len(skipped)} folder(s) with {_SPEC} but no {_STATS} (runs that did not "
             f"finish): {shown}"
+        )
+    if orphans:
+        folders = sorted({f.parent.name for f in orphans})
+        notes.append(
+            f"not read: {len(orphans)} statistics file(s) ({_STATS}, stats.json) in "
+            f"{len(folders)} folder(s) without {_SPEC} (HELM names the run's model and scenario "
+            f"there): {', '.join(folders[:5])}{', ...' if len(folders) > 5 else ''}"
         )
     note = skipped_note(hidden)
     if note:
@@ -517,8 +611,8 @@ def read_helm(
     parts: list[tuple[str, pl.LazyFrame]] = []
     specs: list[dict] = []
     for run in runs:
-        spec = _d(_load(run / _SPEC))
-        frame = _frame(run, spec, _suite_schema(run, schemas))
+        spec = _checked(_load(run / _SPEC), _RUN_SPEC, run / _SPEC, "an object")
+        frame = _frame(run, spec, _suite_schema(run, schemas), on_invalid)
         parts.append((str(run / _STATS), frame.lazy()))
         specs.append(spec)
     factors, rules = _factor_rules(parts, specs, notes)
@@ -540,6 +634,11 @@ def read_helm(
             "evalstats' table of HELM metrics; others taken as higher is better"
         )
     checks = [
+        Check(
+            "invalid_entry",
+            pl.col("__bad_entry"),
+            message="an entry whose structure is not HELM's (a field of another type)",
+        ),
         Check(
             "helm_bookkeeping",
             pl.col("__bookkeeping"),
@@ -568,11 +667,46 @@ def read_helm(
     )
 
 
-def _frame(run: Path, spec: dict, schema: dict[str, bool | None] | None) -> pl.DataFrame:
+#: The flag columns of a run's frame (False, or True for the reason that holds).
+_FLAGS = ("__bookkeeping", "__no_value", "__bad_entry")
+
+
+def _entry_problem(e: Any) -> str | None:
+    """What is wrong with the structure of one ``per_instance_stats.json`` entry, if anything."""
+    if not isinstance(e, dict):
+        return problem(e, ("object",)) or "expected an object, got null"
+    found = problem(e, _ENTRY)
+    if found:
+        return found
+    if not e.get("stats"):
+        return "field 'stats': the entry has no statistics"
+    for j, s in enumerate(e["stats"]):
+        if s is None:
+            return f"field 'stats[{j}]': expected an object, got null"
+        if not isinstance(_d(s.get("name")).get("name"), str):
+            return f"field 'stats[{j}].name.name': the statistic has no name"
+    return None
+
+
+def _frame(
+    run: Path, spec: dict, schema: dict[str, bool | None] | None, on_invalid: str = "error"
+) -> pl.DataFrame:
     f = run / _STATS
     entries = _load(f)
     if not isinstance(entries, list):
         raise IngestError("expected a JSON array of per-instance stats.", path=str(f))
+    bad: list[bool] = []
+    for i, e in enumerate(entries):
+        found = _entry_problem(e)
+        bad.append(found is not None)
+        if found and on_invalid == "error":
+            iid = _d(e).get("instance_id")
+            raise IngestError(
+                f"entry {i}{f' (instance {iid!r})' if isinstance(iid, (str, int)) else ''}: "
+                f"not HELM's structure: {found}. To set such entries aside and count them, pass "
+                "on_invalid='skip' (CLI: --on-invalid skip).",
+                path=str(f),
+            )
     adapter = _d(spec.get("adapter_spec"))
     name = spec.get("name") if isinstance(spec.get("name"), str) else run.name
     dataset, expanders = _dataset(name)
@@ -586,11 +720,10 @@ def _frame(run: Path, spec: dict, schema: dict[str, bool | None] | None) -> pl.D
         )
     deployment = adapter.get("model_deployment")
     splits = {
-        str(_d(s.get("name")).get("split"))
-        for e in entries
-        if isinstance(e, dict)
+        str(s["name"].get("split"))
+        for e, b in zip(entries, bad, strict=True)
+        if not b
         for s in (e.get("stats") or [])
-        if isinstance(s, dict)
     }
     texts = _texts(run)
     cols: dict[str, list] = {
@@ -612,10 +745,15 @@ def _frame(run: Path, spec: dict, schema: dict[str, bool | None] | None) -> pl.D
             "split",
             "__bookkeeping",
             "__no_value",
+            "__bad_entry",
         )
     }
-    for e in entries:
-        e = _d(e)
+    for e, b in zip(entries, bad, strict=True):
+        if b:  # set aside whole and counted (on_invalid='skip'): one row, no value
+            for k, v in cols.items():
+                v.append(k == "__bad_entry" if k in _FLAGS else None)
+            cols["model"][-1], cols["dataset"][-1] = model, dataset
+            continue
         iid = e.get("instance_id")
         trial = e.get("train_trial_index")
         pert = e.get("perturbation")
@@ -623,20 +761,16 @@ def _frame(run: Path, spec: dict, schema: dict[str, bool | None] | None) -> pl.D
             (str(iid), trial if isinstance(trial, int) else -1, _perturbation_key(pert)),
             (None, None, None),
         )
-        for s in e.get("stats") or [None]:
-            s = _d(s)
-            sname = _d(s.get("name"))
+        for s in e["stats"]:
+            sname = s["name"]
             metric = sname.get("name")
             split = sname.get("split")
-            how = helm_metric(str(metric), schema) if isinstance(metric, str) else "bookkeeping"
+            how = helm_metric(metric, schema)
             count = s.get("count")
             total = s.get("sum")
-            if isinstance(s.get("mean"), (int, float)) and not isinstance(s.get("mean"), bool):
-                value: Any = float(s["mean"])
-            elif isinstance(count, (int, float)) and count and isinstance(total, (int, float)):
-                value = float(total) / float(count)
-            else:
-                value = None
+            value: Any = finite(s.get("mean"))
+            if value is None and finite(count) and finite(total) is not None:
+                value = finite(float(total) / float(count))
             cols["model"].append(model)
             cols["dataset"].append(dataset)
             cols["split"].append(None if split is None else str(split))
@@ -654,6 +788,7 @@ def _frame(run: Path, spec: dict, schema: dict[str, bool | None] | None) -> pl.D
             cols["perturbation"].append(_perturbation(pert))
             cols["__bookkeeping"].append(how == "bookkeeping")
             cols["__no_value"].append(how != "bookkeeping" and count == 0)
+            cols["__bad_entry"].append(False)
     schema_ = {
         "model": pl.String,
         "dataset": pl.String,
@@ -671,6 +806,7 @@ def _frame(run: Path, spec: dict, schema: dict[str, bool | None] | None) -> pl.D
         "split": pl.String,
         "__bookkeeping": pl.Boolean,
         "__no_value": pl.Boolean,
+        "__bad_entry": pl.Boolean,
     }
     frame = pl.DataFrame(cols, schema=schema_)
     if len(splits) <= 1:

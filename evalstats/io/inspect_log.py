@@ -31,6 +31,7 @@ from evalstats.io._files import (
 )
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
+from evalstats.io._shape import finite, too_many_keys
 from evalstats.schema import OBSERVATION_COLUMNS, MetricInfo
 
 __all__ = ["detect_inspect", "read_inspect", "value_to_float"]
@@ -90,6 +91,13 @@ def _check_samples(samples: list, f: Path) -> list[dict]:
     for i, s in enumerate(samples, start=1):
         if not isinstance(s, dict):
             raise IngestError(f"sample {i} is {_kind(s)}; expected an object.", path=str(f), row=i)
+        scores = s.get("scores")
+        many = too_many_keys(scores, "scores") if isinstance(scores, dict) else None
+        for name, score in scores.items() if isinstance(scores, dict) and not many else ():
+            value = score.get("value") if isinstance(score, dict) else None
+            many = many or too_many_keys(value, f"scores.{name}.value")
+        if many:  # each scorer (and each key of a dict value) is a score column
+            raise IngestError(f"sample {i}: {many}", path=str(f), row=i)
         sid = s.get("id")
         if not (sid is None or isinstance(sid, str) or type(sid) is int):
             raise IngestError(
@@ -677,9 +685,17 @@ def _check_header(header: dict, f: Path) -> None:
     _name(ev, "model", f)
     _name(ev, "task", f)
     _seq(ev, "scorers", "eval.scorers", f)
-    _obj(ev, "task_args", "eval.task_args", f)
-    _obj(ev, "model_generate_config", "eval.model_generate_config", f)
-    _obj(_obj(header, "plan", "plan", f), "config", "plan.config", f)
+    for where, obj in (
+        ("eval.task_args", _obj(ev, "task_args", "eval.task_args", f)),
+        (
+            "eval.model_generate_config",
+            _obj(ev, "model_generate_config", "eval.model_generate_config", f),
+        ),
+        ("plan.config", _obj(_obj(header, "plan", "plan", f), "config", "plan.config", f)),
+    ):
+        many = too_many_keys(obj, where)  # each key is a factor column
+        if many:
+            raise IngestError(many, path=str(f))
     status = header.get("status")
     if status is not None and not isinstance(status, str):
         raise IngestError(f"field 'status' is {_kind(status)}; expected a string.", path=str(f))
@@ -1235,7 +1251,9 @@ def _metric_info(header: dict, chosen: str) -> tuple[MetricInfo, str | None]:
     name, _, key = chosen.partition(".")
     meta: dict[str, Any] = {}
     specs = list((header.get("eval") or {}).get("scorers") or [])
-    specs += list((header.get("results") or {}).get("scores") or [])
+    results = header.get("results")  # the producer's summary: read only when it is one
+    scores = results.get("scores") if isinstance(results, dict) else None
+    specs += scores if isinstance(scores, list) else []
     for spec in specs:
         if isinstance(spec, dict) and spec.get("name") in (name, chosen):
             m = spec.get("metadata")
@@ -1251,9 +1269,7 @@ def _metric_info(header: dict, chosen: str) -> tuple[MetricInfo, str | None]:
     if isinstance(bounds, (list, tuple)) and len(bounds) == 2:
         low, high = bounds
 
-    def number(v: Any) -> float | None:
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-        return float(v) if ok else None
+    number = finite  # an integer too large for a float is no bound (was an OverflowError)
 
     try:
         info = MetricInfo(chosen, number(low), number(high), hib if isinstance(hib, bool) else True)

@@ -30,6 +30,7 @@ from evalstats.io._pipeline import (
 )
 from evalstats.io._report import Ingest
 from evalstats.io._rows import json_lines
+from evalstats.io._shape import finite, problem
 from evalstats.schema import MetricInfo
 
 __all__ = ["detect_lm_eval", "metric_info", "read_lm_eval"]
@@ -516,6 +517,20 @@ def _metric_from_columns(columns: str | Mapping[str, str] | None, metric: Any) -
     return name
 
 
+#: The types lm-evaluation-harness writes for the fields of a results file that are read
+#: (``EvaluationTracker.save_results_aggregated``), checked before a value is read: the results
+#: file is metadata beside the samples, so a field of another type is left unread (the model
+#: name then comes from the folder, the shots are not known), never a traceback.
+_RESULTS_SPEC = {
+    "results": {"*": ("object",)},
+    "configs": {"*": ("object",)},
+    "config": ("object",),
+    "n-shot": ("object",),
+    "higher_is_better": {"*": ("object",)},
+    "model_name": ("string",),
+}
+
+
 def _results_for(folder: Path, date: str | None, cache: dict) -> dict | None:
     """The results JSON in ``folder`` whose name ends with ``_<date>.json`` (None if absent).
 
@@ -534,6 +549,12 @@ def _results_for(folder: Path, date: str | None, cache: dict) -> dict | None:
                 raise IngestError(
                     f"the results file is not valid JSON ({_json_problem(exc)}).", path=str(f)
                 ) from None
+            if isinstance(doc, dict):  # a field of another type is not read (metadata)
+                doc = {
+                    k: v
+                    for k, v in doc.items()
+                    if k not in _RESULTS_SPEC or problem(v, _RESULTS_SPEC[k]) is None
+                }
             if isinstance(doc, dict) and ("results" in doc or "config" in doc):
                 found[f.stem.rsplit("_", 1)[-1] if "_" in f.stem else ""] = (f, doc)
         cache[folder] = found
@@ -583,7 +604,8 @@ def _value(v: Any) -> tuple[str | None, bool]:
     if isinstance(v, bool):
         return ("true" if v else "false"), False
     if isinstance(v, (int, float)):
-        return repr(float(v)), False
+        # an integer beyond a float's range stays its text: set aside as unparseable_score
+        return (repr(float(v)) if finite(v) is not None or isinstance(v, float) else str(v)), False
     if isinstance(v, str):
         return v, False
     return json.dumps(v, ensure_ascii=False), isinstance(v, list)

@@ -443,7 +443,7 @@ def _leftover_roles(
             score="__k_score",
             run="__k_run",
         )
-    except pl.exceptions.PolarsError:
+    except (pl.exceptions.PolarsError, OSError):
         # an unreadable file (bad UTF-8, a broken line): the accounting pass that follows
         # names its file and row; until then every leftover column stays a factor
         return {}, {}
@@ -574,7 +574,7 @@ def _variant_is_key(lf: pl.LazyFrame, factors: list[str]) -> bool:
         key = variant_key(factors).str.to_lowercase()
         same = pl.col("variant").cast(pl.String).str.to_lowercase() == key
         return bool(lf.select(same.fill_null(False).all()).collect().item())
-    except pl.exceptions.PolarsError:  # an unreadable file: the accounting pass names it
+    except (pl.exceptions.PolarsError, OSError):  # an unreadable file: the accounting pass names it
         return False
 
 

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
 
 from evalstats.errors import IngestError
-from evalstats.io._files import is_hidden, lfs_pointer
+from evalstats.io._files import is_hidden, lfs_pointer, refuse_special
+from evalstats.io._shape import TooManyKeys, finite, loads_bounded, problem
 
 #: The schema version :func:`write_every_eval_ever` writes.
 SCHEMA_VERSION = "0.3.0"
+
+#: Schema versions the reader knows (by major.minor): 0.0.x and 0.1.x have one
+#: ``source_data`` per record and no ``metric_id`` (:func:`_legacy`), 0.2.x and 0.3.x are read
+#: as written. Records of another version are read as 0.3.0, with a warning note.
+KNOWN_VERSIONS = ("0.0.1", "0.1.0", "0.2.0", "0.3.0")
 
 _SAMPLES = re.compile(r"^(?P<stem>.+)_samples\.jsonl$")
 
@@ -67,6 +72,9 @@ def _kind(f: Path) -> str | None:
             return "aggregate"
         if head.startswith("{") and '"schema_version"' in head and '"model_info"' in head:
             return "aggregate"
+        # no schema_version (the schema requires it): still a record, read with a note
+        if head.startswith("{") and '"evaluation_results"' in head and '"model_info"' in head:
+            return "aggregate"
         return None
     if name.endswith(".jsonl"):
         first = _first_line(f)
@@ -117,6 +125,7 @@ def _files(path: Any, hidden: list[Path]) -> list[Path]:
         for p in path:
             out += [f for f in _files(p, hidden) if f not in out]
         return out
+    refuse_special(path)
     p = Path(path)
     if p.is_file():
         return [p]
@@ -137,7 +146,9 @@ def _load_json(f: Path) -> Any:
     if pointer:
         raise IngestError(pointer, path=str(f))
     try:
-        return json.loads(f.read_text(encoding="utf-8"))
+        return loads_bounded(f.read_text(encoding="utf-8"))
+    except TooManyKeys as exc:
+        raise IngestError(exc.message() + ".", path=str(f)) from None
     except UnicodeDecodeError as exc:
         raise IngestError(f"the file is not valid UTF-8 text ({exc}).", path=str(f)) from None
     except RecursionError:
@@ -151,9 +162,82 @@ def _load_json(f: Path) -> Any:
 
 def _bound(v: object) -> float | None:
     """``min_score``/``max_score``: a number, ``"Infinity"``/``"-Infinity"`` (unbounded) or null."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return float(v) if math.isfinite(v) else None
+    return finite(v)
+
+
+#: The types the Every Eval Ever schemas (``eval.schema.json``, ``instance_level_eval.schema.json``)
+#: give the fields read, checked before a value is read (:mod:`evalstats.io._shape`). Bounds
+#: (``min_score``/``max_score``, a number or ``"Infinity"``) and ``additional_details`` values
+#: are read leniently (:func:`_bound`, :func:`_scalar`), so they are not listed.
+AGGREGATE_SPEC = {
+    "schema_version": ("string",),
+    "evaluation_id": ("string",),
+    "model_info": {
+        "id": ("string",),
+        "name": ("string",),
+        "inference_platform": ("string",),
+        "inference_engine": ("object", "string"),
+        "additional_details": ("object",),
+    },
+    "source_data": ("object",),
+    "evaluation_results": [
+        {
+            "evaluation_name": ("string",),
+            "evaluation_result_id": ("string",),
+            "source_data": {
+                "dataset_name": ("string",),
+                "hf_split": ("string",),
+                "samples_number": ("integer",),
+            },
+            "metric_config": {
+                "metric_id": ("string",),
+                "metric_name": ("string",),
+                "evaluation_description": ("string",),
+                "lower_is_better": ("boolean",),
+                "score_type": ("string",),
+            },
+            "score_details": {
+                "score": ("number",),
+                "details": ("object",),
+                "uncertainty": {"num_samples": ("integer",)},
+            },
+            "generation_config": {
+                "generation_args": ("object",),
+                "additional_details": ("object",),
+            },
+        }
+    ],
+}
+
+#: One line of a ``_samples.jsonl`` (``instance_level_eval.schema.json``). ``sample_id`` may be
+#: a number (converters write the producer's id); ``evaluation.score`` a number, a boolean or a
+#: text (read as a score or set aside as ``unparseable_score``); ``metadata.epoch`` a whole
+#: number, or its text.
+SAMPLE_SPEC = {
+    "schema_version": ("string",),
+    "evaluation_id": ("string",),
+    "model_id": ("string",),
+    "evaluation_name": ("string",),
+    "evaluation_result_id": ("string",),
+    "sample_id": ("string", "integer"),
+    "interaction_type": ("string",),
+    "input": {"raw": ("string",), "reference": ("array",)},
+    "output": {"raw": ("array",)},
+    "messages": ("array",),
+    "answer_attribution": ("array",),
+    "evaluation": {"score": ("number", "boolean", "string"), "is_correct": ("boolean",)},
+    "performance": {"latency_ms": ("number",)},
+    "error": ("string",),
+    "metadata": {"epoch": ("integer", "string")},
+}
+
+
+def _checked(doc: Any, f: Path) -> Any:
+    """An aggregate record whose structure is the schema's; else IngestError naming the field."""
+    found = problem(doc, AGGREGATE_SPEC)
+    if found:
+        raise IngestError(f"not the Every Eval Ever record schema: {found}.", path=str(f))
+    return doc
 
 
 def _scalar(text: object) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,11 +14,16 @@ from evalstats.io._files import lfs_pointer, skipped_note
 from evalstats.io._pipeline import Check, OnInvalid, ScoreScale, finalize, validate_options
 from evalstats.io._report import Ingest
 from evalstats.io._rows import json_lines
+from evalstats.io._shape import TooManyKeys, finite, integer, loads_bounded, problem
 from evalstats.io.every_eval_ever._common import (
     _CARRIED,
     _OWN,
     _SAMPLES,
     _SUMMARY_TOL,
+    KNOWN_VERSIONS,
+    SAMPLE_SPEC,
+    SCHEMA_VERSION,
+    _checked,
     _d,
     _files,
     _kind,
@@ -147,7 +151,7 @@ def read_every_eval_ever(
         if k == "aggregate":
             doc = _load_json(f)
             if isinstance(doc, dict):
-                aggregates[f] = _legacy(doc)
+                aggregates[f] = _legacy(_checked(doc, f))
     by_id = {str(doc.get("evaluation_id")): (f, doc) for f, doc in aggregates.items()}
     samples = [f for f, k in kinds.items() if k == "samples"]
     index = [f for f, k in kinds.items() if k == "index"]
@@ -183,11 +187,17 @@ def read_every_eval_ever(
             "results of the same model, dataset and metric are told apart by their records' "
             "configuration: " + ", ".join(chosen) + " (factor columns)"
         )
+    versions: set[str | None] = {
+        doc.get("schema_version") if isinstance(doc.get("schema_version"), str) else None
+        for doc in aggregates.values()
+    }
     for f in samples:
         stem = _SAMPLES.match(f.name)
         twin = f.with_name(f"{stem['stem']}.json") if stem else None
         agg_file, agg = (twin, aggregates[twin]) if twin in aggregates else (None, None)
-        frame, results = _samples_frame(f, agg_file, agg, by_id, runs, on_invalid, configs, metrics)
+        frame, results = _samples_frame(
+            f, agg_file, agg, by_id, runs, on_invalid, configs, metrics, versions
+        )
         used.update(r[0] for r in results if r[0] is not None)
         for c in frame.columns:
             if c not in OBSERVATION_COLUMNS and not c.startswith("__") and c not in factors:
@@ -219,6 +229,7 @@ def read_every_eval_ever(
                 "<uuid>_samples.jsonl).",
                 path=str(path),
             )
+        notes.extend(_version_notes(versions))
         return _aggregate_only(unused, notes, extra, on_invalid, score_scale, metrics)
     if unused:
         n = sum(len(doc.get("evaluation_results") or []) for doc in unused.values())
@@ -229,8 +240,28 @@ def read_every_eval_ever(
             + ", ".join(f.name for f in list(unused)[:5])
         )
     notes.extend(_summary_notes(summary))
+    notes.extend(_version_notes(versions))
+    if not aggregates:
+        notes.append(
+            "samples without their aggregate record (<uuid>.json): each metric is named by the "
+            "lines' evaluation_result_id (or evaluation_name), with no declared range or "
+            "direction"
+        )
     checks = [
         Check("invalid_json", pl.col("__bad_json"), message="the line is not a JSON object"),
+        Check(
+            "invalid_record",
+            pl.col("__bad_shape"),
+            message="a field of another type than the sample schema gives",
+        ),
+        Check(
+            "unknown_evaluation",
+            pl.col("__unknown"),
+            message=(
+                "the sample names an evaluation (evaluation_id, evaluation_result_id or "
+                "evaluation_name) that no aggregate record read holds"
+            ),
+        ),
         Check(
             "sample_error",
             pl.col("__errored") & pl.col("score").is_null(),
@@ -268,6 +299,7 @@ def _samples_frame(
     on_invalid: str,
     configs: Mapping[int, dict[str, Any]],
     metrics: Mapping[int, dict[str, Any]],
+    versions: set[str | None],
 ) -> tuple[pl.DataFrame, list[tuple[Path | None, str, dict]]]:
     """The rows of one samples file, and the aggregate results its lines name.
 
@@ -297,6 +329,8 @@ def _samples_frame(
             "error",
             "variant",
             "__bad_json",
+            "__bad_shape",
+            "__unknown",
             "__errored",
             "__key",
             *[f"__own_{c}" for c in _CARRIED],
@@ -312,7 +346,9 @@ def _samples_frame(
                 continue
             row += 1
             try:
-                rec = json.loads(line)
+                rec = loads_bounded(line)
+            except TooManyKeys as exc:
+                raise IngestError(exc.message() + ".", path=str(f), row=row) from None
             except (ValueError, RecursionError) as exc:
                 rec = None
                 if on_invalid == "error":
@@ -323,6 +359,20 @@ def _samples_frame(
                         row=row,
                     ) from None
             ok = isinstance(rec, dict)
+            found = problem(rec, SAMPLE_SPEC) if ok else None
+            epoch = _d(rec.get("metadata")).get("epoch") if ok else None
+            if found is None and epoch is not None and _epoch(epoch) is None:
+                found = f"field 'metadata.epoch': expected a whole number >= 1, got {epoch!r:.40}"
+            if found is not None:
+                if on_invalid == "error":
+                    raise IngestError(
+                        f"not the Every Eval Ever sample schema: {found}. To set such lines "
+                        "aside and count them, pass on_invalid='skip' (CLI: --on-invalid skip).",
+                        path=str(f),
+                        row=row,
+                    )
+                ok = False
+            cols["__bad_shape"].append(found is not None)
             rec = rec if ok else {}
             eid = str(rec.get("evaluation_id"))
             doc = agg
@@ -339,6 +389,13 @@ def _samples_frame(
                 named = [r for r in results if r.get("evaluation_name") == rname]
                 match = named[0] if len(named) == 1 else None
             key = f"{eid}\x1f{rid if rid is not None else rname}"
+            # a line naming an evaluation or result that no aggregate read holds, while
+            # aggregates are read: set aside as unknown_evaluation (was a metric of its own)
+            cols["__unknown"].append(ok and match is None and bool(by_id or agg))
+            if ok and isinstance(rec.get("schema_version"), str):
+                versions.add(rec["schema_version"])
+            elif ok:
+                versions.add(None)
             if match is not None:
                 if (eid, key) not in infos:
                     base = _result_info(match, metrics)
@@ -360,11 +417,8 @@ def _samples_frame(
             inp = _d(rec.get("input"))
             meta = _d(rec.get("metadata"))
             item = rec.get("sample_id")
-            epoch = meta.get("epoch")
-            try:
-                run = int(epoch) - 1 if epoch is not None else None
-            except (TypeError, ValueError):
-                run = None
+            epoch = _epoch(meta.get("epoch"))
+            run = epoch - 1 if epoch is not None else None
             if run is None and ok and item is not None:
                 rkey = (eid, key, str(item))
                 run = runs.get(rkey, 0)
@@ -392,14 +446,10 @@ def _samples_frame(
             )
             raw = inp.get("raw")
             cols["__input_text"].append(raw if isinstance(raw, str) else None)
-            cols["latency_s"].append(
-                latency / 1000.0
-                if isinstance(latency, (int, float)) and not isinstance(latency, bool)
-                else None
-            )
+            cols["latency_s"].append(None if finite(latency) is None else latency / 1000.0)
             cols["error"].append(error if isinstance(error, str) and error else None)
             cols["variant"].append(info["variant"])
-            cols["__bad_json"].append(not ok)
+            cols["__bad_json"].append(not ok and not cols["__bad_shape"][-1])
             cols["__errored"].append(isinstance(error, str) and bool(error))
             cols["__key"].append(key)
             for c in _CARRIED:
@@ -429,6 +479,8 @@ def _samples_frame(
             "error": pl.String,
             "variant": pl.String,
             "__bad_json": pl.Boolean,
+            "__bad_shape": pl.Boolean,
+            "__unknown": pl.Boolean,
             "__errored": pl.Boolean,
             "__key": pl.String,
             **{f"__own_{c}": pl.String for c in _CARRIED},
@@ -474,7 +526,9 @@ def _summary(
         agg = _d(result.get("score_details")).get("score")
         if not isinstance(agg, (int, float)) or isinstance(agg, bool):
             continue
-        mine = frame.filter((pl.col("__key") == key) & ~pl.col("__bad_json"))
+        mine = frame.filter(
+            (pl.col("__key") == key) & ~pl.col("__bad_json") & ~pl.col("__bad_shape")
+        )
         scores = mine["score"].cast(pl.Float64, strict=False).drop_nulls()
         model = mine["model"].drop_nulls()
         what = f"{model[0] if len(model) else '?'} / {result.get('evaluation_name')} / " + str(
@@ -603,3 +657,34 @@ def _aggregate_only(
 
 
 # --- writing -----------------------------------------------------------------------------------
+
+
+def _epoch(value: object) -> int | None:
+    """``metadata.epoch`` as a whole number >= 1 (an integer or its text), else None."""
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 16:
+        value = int(value.strip())
+    n = integer(value)
+    return n if n is not None and n >= 1 else None
+
+
+def _version_notes(versions: set[str | None]) -> list[str]:
+    """A note on records of a schema version this reader does not know, or of none."""
+    notes = []
+    unknown = sorted(v for v in versions if v is not None and not _known_version(v))
+    if unknown:
+        notes.append(
+            f"warning: schema version(s) {', '.join(map(repr, unknown[:3]))} not known to this "
+            f"evalstats (it reads {', '.join(KNOWN_VERSIONS)}): read as {SCHEMA_VERSION}; fields "
+            "a newer schema added or renamed are not read"
+        )
+    if None in versions:
+        notes.append(
+            f"some records give no schema_version: read as {SCHEMA_VERSION} (the schema "
+            "requires the field)"
+        )
+    return notes
+
+
+def _known_version(v: str) -> bool:
+    major_minor = ".".join(v.strip().split(".")[:2])
+    return any(major_minor == ".".join(k.split(".")[:2]) for k in KNOWN_VERSIONS)

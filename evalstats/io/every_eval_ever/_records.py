@@ -18,6 +18,7 @@ from evalstats.io.every_eval_ever._common import (
     _bound,
     _d,
     _scalar,
+    finite,
 )
 from evalstats.schema import OBSERVATION_COLUMNS
 
@@ -528,7 +529,9 @@ def _answer(rec: dict) -> str | None:
 def _score_of(evaluation: dict) -> Any:
     score = evaluation.get("score")
     if isinstance(score, (int, float)) and not isinstance(score, bool):
-        return float(score)
+        # an integer beyond a float's range is text, set aside as unparseable_score
+        value = finite(score)
+        return value if value is not None else str(score)
     correct = evaluation.get("is_correct")
     if isinstance(correct, bool):
         return float(correct)
