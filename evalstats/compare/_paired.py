@@ -658,11 +658,28 @@ def _in(by: Sequence[str], blk: dict) -> str:
     return f" in {where}" if where else ""
 
 
-def _item_set_rule(frame: pl.DataFrame | pl.LazyFrame, on_mismatch: str | None) -> pl.LazyFrame:
-    """The item-set rule at the boundary: runs of one configuration over different items."""
+def _item_set_rule(
+    frame: pl.DataFrame | pl.LazyFrame, on_mismatch: str | None, paired_on: str = "variants"
+) -> pl.LazyFrame:
+    """The item-set rule at the boundary: runs of one configuration over different items.
+
+    Given (``on_mismatch``, or a rule set by :func:`evalstats.aggregate.item_set_rule`), that
+    rule. Not given, items paired on items keep every run (``'keep'``): the item is the unit,
+    each (item, prompt) cell is the mean of the runs it has, and the units averaged over fewer
+    runs are counted in ``n_incomplete`` with a warning, so a run that skipped items changes
+    no other item's score. Configurations paired (``paired_on='variants'``) average over
+    items, where runs over different items would mix items with runs: the boundary rule.
+    """
+    from contextvars import copy_context
+
     from evalstats.aggregate import _ITEM_SET_RULE, align_item_sets  # the one boundary rule
 
-    rule = on_mismatch if on_mismatch is not None else _ITEM_SET_RULE.get()
+    if on_mismatch is not None:
+        rule = on_mismatch
+    elif _ITEM_SET_RULE in copy_context() or paired_on != "items":
+        rule = _ITEM_SET_RULE.get()
+    else:
+        rule = "keep"
     return align_item_sets(frame, on_mismatch=rule)  # type: ignore[arg-type]
 
 
@@ -745,8 +762,10 @@ def compare_models(
         Repeated runs of a configuration that cover different items: the one item-set rule of
         every analysis (:func:`evalstats.aggregate.align_item_sets`, CLI ``--on-mismatch``),
         applied before items are paired. Default: the rule set by
-        :func:`evalstats.aggregate.item_set_rule` (``'error'`` outside one), as for
-        :func:`evalstats.aggregate.to_units`.
+        :func:`evalstats.aggregate.item_set_rule` when one is set; outside one, ``'keep'``
+        for ``paired_on='items'`` (each item's cells average the runs they have; units with
+        fewer runs are counted in ``n_incomplete`` and warned about) and ``'error'`` for
+        ``paired_on='variants'``, as for :func:`evalstats.aggregate.to_units`.
     stop_after : int or None, default 20
         Sequential stopping of random permutation tests (Besag and Clifford 1991): a pair
         stops drawing sign vectors once ``stop_after`` were at least as extreme as its data,
@@ -778,7 +797,8 @@ def compare_models(
         Unknown option, a level outside (0, 1), McNemar on non-binary scores, a resampling
         correction with a non-bootstrap method.
     SchemaError
-        ``on_mismatch='error'`` and the runs of a configuration cover different items.
+        The item-set rule is ``'error'`` (given, set, or the default with
+        ``paired_on='variants'``) and the runs of a configuration cover different items.
     InsufficientDataError
         No group has two models that share two units. A group with a single model, or a pair
         that shares fewer than two units, is left out with a :class:`DesignWarning` and the
@@ -870,7 +890,7 @@ def compare_models(
         raise ParameterError(f"`column` {column!r} is also in `by`; compare it or group by it.")
     if default_by:
         by = _input.held_by(by, given_factors, also=(column,))
-    frame = _item_set_rule(frame, on_mismatch)
+    frame = _item_set_rule(frame, on_mismatch, paired_on)
     check_pair_count(frame, by, column)
     wide = _paired_wide(frame, paired_on, by, column)
     check_choice("over", over, ("auto", "recorded-prompts"))

@@ -461,8 +461,14 @@ def rank_intervals(
         n = x.shape[0]
         codes = None
         if cluster_of is not None:
-            on = [c for c in ("dataset", "item") if c in complete.columns]
-            labels = complete.select(on).join(cluster_of.select(*on, "__g"), on=on, how="left")
+            # items are keyed by (dataset, item): the same item id in two datasets is two items
+            # (the group's dataset, when grouped by it, is the key's, not a column of `w`)
+            fixed = {b_: k for b_, k in zip(by, key) if b_ == "dataset"}
+            keyed = complete.with_columns(
+                *(pl.lit(v, dtype=cluster_of.schema[b_]).alias(b_) for b_, v in fixed.items())
+            )
+            on = [c for c in ("dataset", "item") if c in keyed.columns]
+            labels = keyed.select(on).join(cluster_of.select(*on, "__g"), on=on, how="left")
             _, codes = np.unique(labels["__g"].fill_null("").to_numpy(), return_inverse=True)
         n_dropped = w.height - n
         where = ", ".join(f"{b}={k!r}" for b, k in zip(by, key))

@@ -484,3 +484,27 @@ def test_p_best_on_a_sparse_grid_leaves_out_resamples_without_means():
     out = rank_intervals(obs)
     assert out["p_best"].is_finite().all()
     assert out["p_best"].sum() == pytest.approx(1.0)
+
+
+def test_rank_sets_with_clusters_key_items_by_dataset_and_item():
+    """Issue 46: item ids repeated across datasets broke the cluster join (a ValueError).
+
+    3 models x 2 datasets x 40 items in clusters of 8, the same item ids in both datasets:
+    each dataset has its own 5 clusters, and its ranks equal those of the dataset alone.
+    """
+    rng = np.random.default_rng(2)
+    rows = []
+    for ds in ("d1", "d2"):
+        for k, mu in enumerate((0.2, 0.5, 0.8)):
+            y = (rng.random(40) < mu).astype(float)
+            rows += [(f"m{k}", ds, str(i), f"c{i // 8}", "v", 0, y[i]) for i in range(40)]
+    cols = ["model", "dataset", "item", "cluster", "variant", "run", "score"]
+    obs = pl.DataFrame(rows, schema=cols, orient="row")
+    for method in ("paired", "simultaneous", "bootstrap"):
+        out = rank_intervals(obs, n_resamples=200, method=method)
+        assert out.height == 6 and out["n_clusters"].to_list() == [5] * 6
+        alone = rank_intervals(obs.filter(pl.col("dataset") == "d2"), n_resamples=200,
+                               method=method)  # fmt: skip
+        if method != "bootstrap":  # the resamples of d2 differ (d1 drew first)
+            both = out.filter(pl.col("dataset") == "d2").select("model", "rank_low", "rank_high")
+            assert both.equals(alone.select("model", "rank_low", "rank_high"))
