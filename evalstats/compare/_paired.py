@@ -631,7 +631,25 @@ def _pair_designs(cells, models: list[str], pairs, prompt_space: bool) -> list |
         # each model's mean as the difference's: over items, of the item's shared cells
         means = both.group_by("__item").agg(pl.col("__y").mean(), pl.col("__y_b").mean())
         out.append((mv, float(means["__y"].mean()), float(means["__y_b"].mean())))
-    return out
+    return pool_prompt_part(out)
+
+
+def pool_prompt_part(designs: list) -> list:
+    """Each pair's prompt variance floored at the mean over the group's pairs (``floored``).
+
+    With 5 prompts a pair's own model x prompt variance has 4 df and is near 0 (or below,
+    truncated) in a sizeable share of samples where it is not; the pairs of the same group
+    estimate the same kind of component, so their mean is a floor that a pair's estimate
+    can fall below only by chance. The df stays the pair's own (see
+    :meth:`MeanVariance.floored`), which keeps the test valid when one model is more
+    prompt-sensitive than the others (the pooled estimate alone is not).
+    """
+    own = [d[0].prompt_sigma2 for d in designs if d is not None]
+    own = [v for v in own if math.isfinite(v)]
+    if len(own) < 2:
+        return designs
+    floor = float(np.mean(own))
+    return [None if d is None else (d[0].floored(floor), *d[1:]) for d in designs]
 
 
 def _nothing_left(skipped: list[str], empty: str) -> str:

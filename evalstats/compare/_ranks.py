@@ -185,10 +185,14 @@ def _two_way(inputs, models: list[str], sign: float, n_resamples: int, rng):
     k = len(models)
     se = np.zeros((k, k))
     clusters = wide["__g"].to_numpy() if clustered else None
-    for j in range(k):
-        for j2 in range(j + 1, k):
-            mv = design_variance(ic, pc, y[:, j] - y[:, j2], clusters=clusters)
-            se[j, j2] = se[j2, j] = math.sqrt(max(mv.var, 0.0))
+    from evalstats.compare._paired import pool_prompt_part
+
+    index = [(j, j2) for j in range(k) for j2 in range(j + 1, k)]
+    designs = pool_prompt_part(  # the pairs' prompt part floored as compare_models does
+        [(design_variance(ic, pc, y[:, j] - y[:, j2], clusters=clusters),) for j, j2 in index]
+    )
+    for (j, j2), (mv,) in zip(index, designs, strict=True):
+        se[j, j2] = se[j2, j] = math.sqrt(max(mv.var, 0.0))
     return observed, boot, se, n_p
 
 

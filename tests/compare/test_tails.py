@@ -1,0 +1,171 @@
+"""Inference in the tails (issue 46): the design's paired test at alpha / m, study-wide families.
+
+Null studies: 10 equally able models x D datasets, 0/1 scores, 100 items x 5 prompts, one run,
+item sd 1, prompt sd 0.4 and a model x prompt interaction of sd 0.3 on the logit scale, so the
+models' means over the prompt space are equal and their means over the 5 recorded prompts are
+not. The test statistic is computed by a vectorised kernel over replicates
+(:func:`_pair_pvalues`: the ANOVA form of ``design_variance`` on a complete grid, with the pairs'
+prompt part floored at the group's mean as ``compare_models`` does), and
+``test_the_kernel_is_what_compare_models_computes`` checks it equals ``compare_models`` on a
+replicate. The short runs (a few hundred studies, loose bounds) run by default; the slow runs
+(2,000 studies, ``pytest -m slow tests/compare/test_tails.py -s``) give the table in
+docs/methods/compare.md.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from itertools import combinations
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+from scipy.special import expit
+
+from evalstats.compare._multiplicity import adjust
+
+ALPHAS = (0.05, 0.005, 0.0005)
+
+
+def null_study(rng, reps, n_models=10, n_items=100, n_prompts=5, sd_mp=0.3, sd_models=None):
+    """``reps`` datasets of 0/1 scores, shape (reps, models, items, prompts), equal models."""
+    a = rng.normal(0, 1.0, (reps, 1, n_items, 1))
+    b = rng.normal(0, 0.4, (reps, 1, 1, n_prompts))
+    sds = np.full(n_models, sd_mp) if sd_models is None else np.asarray(sd_models, dtype=float)
+    mp = rng.normal(0, 1.0, (reps, n_models, 1, n_prompts)) * sds[None, :, None, None]
+    return (rng.random((reps, n_models, n_items, n_prompts)) < expit(0.4 + a + b + mp)) * 1.0
+
+
+def _mean_squares(d):
+    """Grand mean and the item, prompt and residual mean squares of (reps, items, prompts)."""
+    _, n_i, n_p = d.shape
+    g = d.mean(axis=(1, 2))
+    ri, cp = d.mean(axis=2), d.mean(axis=1)
+    ms_i = n_p * ((ri - g[:, None]) ** 2).sum(1) / (n_i - 1)
+    ms_p = n_i * ((cp - g[:, None]) ** 2).sum(1) / (n_p - 1)
+    res = d - ri[:, :, None] - cp[:, None, :] + g[:, None, None]
+    ms_ip = (res**2).sum((1, 2)) / ((n_i - 1) * (n_p - 1))
+    return g, ms_i, ms_p, ms_ip
+
+
+def _pair_pvalues(y, floor=True):
+    """Two-sided p-values of every pair, (reps, pairs): the design's t over the prompt space.
+
+    V = MS_I/(IP) + max(sigma2_pair, sigma2_group, 0)/P with sigma2 = (MS_P - MS_IP)/I and
+    sigma2_group the mean over the group's pairs; Satterthwaite df over the pair's own MS_I,
+    MS_P and MS_IP (never the item df alone when sigma2 is truncated).
+    """
+    _, n_m, n_i, n_p = y.shape
+    pairs = list(combinations(range(n_m), 2))
+    g, mi, mp, mip = (np.stack(v, axis=1) for v in zip(*(_mean_squares(y[:, u] - y[:, v])
+                                                          for u, v in pairs)))  # fmt: skip
+    sigma2 = (mp - mip) / n_i
+    if floor and len(pairs) > 1:
+        sigma2 = np.maximum(sigma2, sigma2.mean(axis=1, keepdims=True))
+    var = mi / (n_i * n_p) + np.maximum(sigma2, 0) / n_p
+    den = mi**2 / (n_i - 1) + mp**2 / (n_p - 1) + mip**2 / ((n_i - 1) * (n_p - 1))
+    df = (n_i * n_p * var) ** 2 / den
+    return 2 * stats.t.sf(np.abs(g) / np.sqrt(var), df)
+
+
+def tail_rates(studies, n_datasets, seed, **kw):
+    """Per-pair rejection rates at ALPHAS, their Monte Carlo SEs, and the study-wide FWER.
+
+    One study is ``n_datasets`` independent datasets; FWER is the share of studies where Holm
+    over all pairs of all datasets (``family='global'``) rejects anything.
+    """
+    rng = np.random.default_rng(seed)
+    rej = np.zeros((studies, len(ALPHAS)))
+    any_global = np.zeros(studies, dtype=bool)
+    chunk = 100
+    for s in range(0, studies, chunk):
+        r = min(chunk, studies - s)
+        p = np.concatenate([_pair_pvalues(null_study(rng, r, **kw)) for _ in range(n_datasets)], 1)
+        for k, a in enumerate(ALPHAS):
+            rej[s : s + r, k] = (p < a).mean(axis=1)
+        any_global[s : s + r] = p.min(axis=1) < 0.05 / p.shape[1]  # Holm's first step
+    ratio = rej.mean(0) / np.array(ALPHAS)
+    se = rej.std(0, ddof=1) / math.sqrt(studies) / np.array(ALPHAS)  # studies independent
+    fwer = float(any_global.mean())
+    return ratio, se, fwer, math.sqrt(fwer * (1 - fwer) / studies)
+
+
+def test_the_kernel_is_what_compare_models_computes():
+    """One replicate of 4 models: the kernel's p-values are compare_models' (t-design), and
+    Holm's first step is compare_models(family='global')'s any-rejection."""
+    from evalstats.compare import compare_models
+
+    rng = np.random.default_rng(0)
+    ys = null_study(rng, 2, n_models=4, n_items=30)
+    frames = []
+    for d, y in enumerate(ys):
+        mm, ii, pp = np.meshgrid(*(np.arange(n) for n in y.shape), indexing="ij")
+        frames.append(
+            pl.DataFrame(
+                {
+                    "model": [f"m{m}" for m in mm.ravel()],
+                    "dataset": f"d{d}",
+                    "item": [f"{i:03d}" for i in ii.ravel()],
+                    "variant": [f"v{p}" for p in pp.ravel()],
+                    "score": y.ravel(),
+                }
+            )
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = compare_models(pl.concat(frames), family="global")
+    assert (out["method"] == "t-design").all() and out.height == 12
+    ours = np.concatenate([_pair_pvalues(y[None])[0] for y in ys])
+    np.testing.assert_allclose(out["pvalue"].to_numpy(), ours, rtol=1e-10)
+    np.testing.assert_allclose(out["pvalue_corrected"].to_numpy(), adjust(ours, "holm"))
+
+
+def test_the_df_no_longer_jumps_when_the_prompt_part_is_truncated():
+    """The issue's failure: sigma2_P truncated to 0 gave the item df (99) and V without the
+    prompt part; a single pair (no group to pool with) now keeps the prompt mean squares."""
+    from evalstats.compare._design_var import design_variance
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):  # find a replicate whose prompt estimate is truncated
+        d = null_study(rng, 1, n_models=2)[0]
+        diff = d[0] - d[1]
+        ii, pp = np.meshgrid(np.arange(100), np.arange(5), indexing="ij")
+        mv = design_variance(ii.ravel(), pp.ravel(), diff.ravel())
+        if mv.prompt_sigma2 < 0:
+            break
+    assert mv.prompt_sigma2 < 0 and mv.var_prompts == 0
+    g, mi, mp, mip = (float(v[0]) for v in _mean_squares(diff[None]))
+    df = (mi / 500) ** 2 / ((mi / 500) ** 2 / 99 + (mp / 500) ** 2 / 4 + (mip / 500) ** 2 / 396)
+    assert mv.df == pytest.approx(df, rel=1e-9) and mv.df < 60
+
+
+def test_paired_tails_short():
+    """200 studies of 10 models x 2 datasets: loose bounds (Monte Carlo SE ~ 0.3 alpha at 0.0005)."""
+    ratio, se, fwer, _ = tail_rates(200, 2, seed=1)
+    assert ratio[0] <= 1.3 and ratio[1] <= 1.6 and ratio[2] <= 2.5
+    assert fwer <= 0.06
+    unfloored = _pair_pvalues(null_study(np.random.default_rng(2), 100), floor=False)
+    assert (unfloored < 0.005).mean() / 0.005 <= 2.0  # the df fix alone: no 2-3x at 0.005
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_datasets", [5, 15])
+def test_paired_tails_and_study_wide_family_long(n_datasets):
+    ratio, se, fwer, fse = tail_rates(2000, n_datasets, seed=10 + n_datasets)
+    print(
+        f"\n10 x {n_datasets}: rejection / alpha at {ALPHAS}: "
+        + ", ".join(f"{r:.2f} (se {s:.2f})" for r, s in zip(ratio, se, strict=True))
+        + f"; study-wide FWER {fwer:.4f} (se {fse:.4f})"
+    )
+    assert np.all(ratio <= 1.5) and fwer <= 0.05
+
+
+@pytest.mark.slow
+def test_paired_tails_one_model_more_prompt_sensitive_long():
+    """The floor is the group's mean, the df the pair's own: one model with sd 0.9 (the others
+    0.2) does not make its pairs liberal, as a pooled variance with pooled df would."""
+    ratio, se, fwer, fse = tail_rates(2000, 5, seed=30, sd_models=[0.9] + [0.2] * 9)
+    print(f"\nheterogeneous: {ratio.round(2)} (se {se.round(2)}); FWER {fwer:.4f} ({fse:.4f})")
+    assert np.all(ratio <= 1.5) and fwer <= 0.05
