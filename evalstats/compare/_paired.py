@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from evalstats.compare._intervals import _clip, _metric_bounds, scores_over
+from evalstats.compare._intervals import MIN_PROMPTS, _clip, _metric_bounds, scores_over
 from evalstats.compare._multiplicity import (
     CORRECTIONS,
     RESAMPLING_CORRECTIONS,
@@ -789,6 +789,15 @@ def compare_models(
         stops drawing sign vectors once ``stop_after`` were at least as extreme as its data,
         so pairs far from significance cost a few hundred draws instead of ``n_resamples``
         (``resamples_used`` says how many). ``None`` draws them all.
+    over : {'auto', 'recorded-prompts', 'prompt-space'}, default 'auto'
+        The target of the design's test: ``'auto'`` is the mean over the prompt space in
+        groups with :data:`~evalstats.compare.MIN_PROMPTS` (3) or more prompt variants, and
+        the recorded prompts in groups with 2 (2 variants cannot estimate the prompt-space
+        spread; a :class:`DesignWarning` says so); ``'recorded-prompts'`` conditions on the
+        prompts that were run; ``'prompt-space'`` asks for the prompt space from 2 variants on.
+    cluster : str, optional
+        Column naming the cluster of each item (default: the ``cluster`` column when the
+        table has one); the design's test is then cluster-robust (CR2, Bell-McCaffrey df).
     roles : str or mapping, optional
         Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
         file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
@@ -911,13 +920,14 @@ def compare_models(
     frame = _item_set_rule(frame, on_mismatch, paired_on)
     check_pair_count(frame, by, column)
     wide = _paired_wide(frame, paired_on, by, column)
-    check_choice("over", over, ("auto", "recorded-prompts"))
+    check_choice("over", over, ("auto", "recorded-prompts", "prompt-space"))
     cells = (
         _design_cells(frame, by, column, cluster, variant_factors)
         if paired_on == "items" and method in ("auto", "t")
         else {}
     )
     blocks = []
+    two_prompts: list[str] = []  # groups with 2 prompt variants: the recorded prompts
     skipped: list[str] = []  # groups and pairs with nothing to compare, and why
     for key, (w, cnt) in wide.items():
         unit = [c for c in ("dataset", "item", "variant") if c in w.columns and c not in by]
@@ -948,10 +958,16 @@ def compare_models(
                 pairs.append((i, j))
         if not pairs:
             continue
+        space = over == "prompt-space"
+        if over == "auto" and key in cells:
+            n_p = cells[key][0]["__p"].n_unique()
+            space = n_p >= MIN_PROMPTS
+            if n_p == 2:
+                two_prompts.append(where or "all")
         design = (  # a resampling correction bootstraps the item means: no design's test
             None
             if correction in RESAMPLING_CORRECTIONS
-            else _pair_designs(cells.get(key), models, pairs, over == "auto")
+            else _pair_designs(cells.get(key), models, pairs, space)
         )
         blocks.append(
             {
@@ -1068,6 +1084,15 @@ def compare_models(
             f"{n_incomplete_total} paired unit(s) average fewer rows (runs, variants) than the "
             "model's other units: missing runs are averaged over the runs present, not imputed "
             "(counted in `n_incomplete`).",
+            DesignWarning,
+            stacklevel=2,
+        )
+    if two_prompts:
+        shown = "; ".join(two_prompts[:3]) + (" ..." if len(two_prompts) > 3 else "")
+        warnings.warn(
+            f"{len(two_prompts)} group(s) have 2 prompt variants ({shown}): 2 variants cannot "
+            "estimate the prompt-space spread, so the pairs are compared over the 2 recorded "
+            "prompts (over='prompt-space' asks for the prompt-space test, on about 1 df).",
             DesignWarning,
             stacklevel=2,
         )

@@ -121,16 +121,19 @@ def _rank_sets_from_decisions(
     return 1 + above, len(models) - below
 
 
-def _two_way_inputs(cells, models: list[str]):
-    """The shared (item, prompt) cells of ``models`` when a group has 2 or more prompts.
+def _two_way_inputs(cells, models: list[str], forced: bool = False):
+    """The shared (item, prompt) cells of ``models`` when a group has 3 or more prompts.
 
-    None when the group has one prompt; ``False`` when the models share cells on fewer than 2
-    items (no prompt in common): they are then ranked over their recorded prompts.
+    None when the group has fewer (2 with ``forced``, ``over='prompt-space'``); ``False`` when
+    the models share cells on fewer than 2 items (no prompt in common): they are then ranked
+    over their recorded prompts.
     """
+    from evalstats.compare._intervals import MIN_PROMPTS
+
     if cells is None:
         return None
     table, clustered = cells
-    if table["__p"].n_unique() < 2:
+    if table["__p"].n_unique() < (2 if forced else MIN_PROMPTS):
         return None
     index = ["__item", "__p", *(["__g"] if clustered else [])]
     wide = (
@@ -301,8 +304,9 @@ def rank_intervals(
         has one, as the design gives it). With clusters the bootstrap resamples whole clusters
         (items of one passage together) and the pairwise differences are studentized by their
         cluster-robust standard errors; ``n_clusters`` says how many.
-    over : {'auto', 'recorded-prompts'}, default 'auto'
-        With two or more prompt variants in a group, ``'auto'`` ranks the models' means over
+    over : {'auto', 'recorded-prompts', 'prompt-space'}, default 'auto'
+        With three or more prompt variants in a group (two with ``'prompt-space'``; with two
+        ``'auto'`` ranks over the recorded prompts, as :func:`compare_models` compares), ``'auto'`` ranks the models' means over
         the prompt space: the bootstrap resamples items (or clusters) and prompt variants
         independently (a two-way bootstrap, Owen 2007; slightly conservative) and the pairwise
         differences are studentized by the design's variance (model x prompt interaction
@@ -432,9 +436,11 @@ def rank_intervals(
         )
     from evalstats.compare._paired import _design_cells
 
-    check_choice("over", over, ("auto", "recorded-prompts"))
+    check_choice("over", over, ("auto", "recorded-prompts", "prompt-space"))
     prompt_cells = (
-        _design_cells(observations, by, "model", cluster, variant_factors) if over == "auto" else {}
+        _design_cells(observations, by, "model", cluster, variant_factors)
+        if over != "recorded-prompts"
+        else {}
     )
     if method != "paired":
         decisions = {}
@@ -490,7 +496,7 @@ def rank_intervals(
         observed = x.mean(axis=0)
         hib = higher_is_better(direction, key)
         sign = 1.0 if hib else -1.0  # rank 1 is the best: the highest, or the lowest error
-        two_way = _two_way_inputs(prompt_cells.get(key), models)
+        two_way = _two_way_inputs(prompt_cells.get(key), models, over == "prompt-space")
         if two_way is False:
             recorded.append(", ".join(f"{b}={k!r}" for b, k in zip(by, key)) or "all")
             two_way = None

@@ -169,3 +169,109 @@ def test_paired_tails_one_model_more_prompt_sensitive_long():
     ratio, se, fwer, fse = tail_rates(2000, 5, seed=30, sd_models=[0.9] + [0.2] * 9)
     print(f"\nheterogeneous: {ratio.round(2)} (se {se.round(2)}); FWER {fwer:.4f} ({fse:.4f})")
     assert np.all(ratio <= 1.5) and fwer <= 0.05
+
+
+# --- skewed metrics: the default interval of an unbounded metric (issue 46, item 2) -------------
+
+SIGMA = 1.5  # log-normal sigma: cost, latency, length, counts with a long right tail
+
+
+def skewed_coverage(n, reps, seed, sigma=SIGMA):
+    """Coverage of the default interval (``skewed_method`` + ``mean_interval``) of the mean of
+    log-normal scores, and how often each method was picked."""
+    from evalstats.compare._intervals import mean_interval, skewed_method
+
+    rng = np.random.default_rng(seed)
+    truth = math.exp(sigma**2 / 2)
+    hits, picked = 0, {}
+    for _ in range(reps):
+        x = np.exp(rng.normal(0, sigma, n))
+        used = skewed_method(x)
+        picked[used] = picked.get(used, 0) + 1
+        _, _, lo, hi = mean_interval(x, method=used, n_resamples=999, seed=0, bounds=(0, math.inf))
+        hits += lo <= truth <= hi
+    return hits / reps, picked
+
+
+def test_skewed_scores_get_the_interval_intervals_reports():
+    """The kernel is what ``intervals`` computes on a metric with no bounds (one replicate)."""
+    from evalstats.compare import intervals
+    from evalstats.compare._intervals import mean_interval, skewed_method
+
+    x = np.exp(np.random.default_rng(4).normal(0, SIGMA, 100))
+    obs = pl.DataFrame({"model": "m", "dataset": "d", "item": [str(i) for i in range(100)],
+                        "score": x, "metric": "latency_s"})  # fmt: skip
+    row = intervals(obs).row(0, named=True)
+    assert row["method"] == skewed_method(x) == "lognormal"
+    _, _, lo, hi = mean_interval(x, method="lognormal")
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((lo, hi), rel=1e-12)
+    # Cox's interval written out independently: exp(mean(log) + s^2/2 +- t se)
+    logs = np.log(x)
+    s2 = logs.var(ddof=1)
+    se = math.sqrt(s2 / 100 + s2**2 / (2 * 99))
+    q = stats.t.ppf(0.975, 99)
+    centre = logs.mean() + s2 / 2
+    assert (lo, hi) == pytest.approx((math.exp(centre - q * se), math.exp(centre + q * se)))
+    # symmetric scores keep the t interval; skewed ones with zeros get the bootstrap-t
+    rng = np.random.default_rng(5)
+    assert intervals(obs.with_columns(pl.lit(rng.normal(5, 1, 100)).alias("score")))[
+        "method"
+    ].to_list() == ["t"]
+    zeros = obs.with_columns(pl.Series("score", np.where(x > 2, x, 0.0)))
+    assert intervals(zeros)["method"].to_list() == ["bootstrap-t"]
+
+
+def test_bootstrap_t_is_seeded_and_studentized():
+    from evalstats.compare._intervals import mean_interval
+
+    x = np.random.default_rng(6).exponential(1.0, 60) - 0.2
+    a = mean_interval(x, method="bootstrap-t", seed=1, n_resamples=2000)
+    assert a == mean_interval(x, method="bootstrap-t", seed=1, n_resamples=2000)
+    # right-skewed data: the studentized interval reaches further above the mean than below
+    assert a[3] - a[0] > a[0] - a[2]
+
+
+@pytest.mark.parametrize("n", [30, 100])
+def test_skewed_metric_coverage_short(n):
+    cov, _ = skewed_coverage(n, 300, seed=n)
+    assert 0.915 <= cov <= 0.985  # Monte Carlo SE 0.013
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [30, 100, 300])
+def test_skewed_metric_coverage_long(n):
+    cov, picked = skewed_coverage(n, 2000, seed=100 + n)
+    print(f"\nlog-normal sigma {SIGMA}, n = {n}: coverage {cov:.4f} "
+          f"(se {math.sqrt(cov * (1 - cov) / 2000):.4f}); methods {picked}")  # fmt: skip
+    assert 0.935 <= cov <= 0.965
+
+
+# --- two prompt variants: the recorded prompts by default, with the caveat (item 3) -------------
+
+
+def test_two_prompts_answer_about_the_recorded_prompts_with_the_caveat():
+    from evalstats.compare import compare_models, intervals, rank_intervals
+    from evalstats.errors import DesignWarning
+    from evalstats.simulate import observations
+
+    obs = observations(n_models=3, n_items=60, n_variants=2, seed=0)
+    auto = intervals(obs)
+    assert set(auto["over"]) == {"items"} and set(auto["n_prompts"]) == {2}
+    assert all("2 prompt variants cannot estimate the prompt-space spread" in n
+               for n in auto["note"])  # fmt: skip
+    recorded = intervals(obs, over="recorded-prompts")
+    assert auto.drop("note").equals(recorded.drop("note"))  # the same interval, with the caveat
+    asked = intervals(obs, over="prompt-space")
+    assert set(asked["over"]) == {"items+prompts"} and asked["note"].is_null().all()
+    with pytest.warns(DesignWarning, match="2 variants cannot estimate the prompt-space spread"):
+        pairs = compare_models(obs)
+    assert not pairs["method"].str.starts_with("t-design").any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same = compare_models(obs, over="recorded-prompts")
+        space = compare_models(obs, over="prompt-space")
+        ranks = rank_intervals(obs, n_resamples=50)
+    assert pairs.equals(same) and (space["method"] == "t-design").all()
+    assert ranks["n_prompts"].is_null().all()  # ranked over the recorded prompts too
+    three = observations(n_models=2, n_items=60, n_variants=3, seed=0)
+    assert set(intervals(three)["over"]) == {"items+prompts"}  # from 3 on: the prompt space
