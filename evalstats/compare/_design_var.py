@@ -268,12 +268,18 @@ def design_variance(
 
 
 def wilson_effective(
-    p: float, var: float, df: float, *, n_min: float, n_max: float, confidence_level: float
+    p: float,
+    var: float,
+    df: float,
+    *,
+    n_min: float,
+    n_max: float = math.inf,
+    confidence_level: float,
 ) -> tuple[float, float]:
     r"""Wilson interval of a proportion with the design's variance (Korn and Graubard 1998).
 
-    The effective sample size :math:`n_{eff} = \hat p(1-\hat p)/V`, at most ``n_max`` (the
-    scored outputs) and, at :math:`\hat p` = 0 or 1 or a zero variance, ``n_min`` (the top
+    The effective sample size :math:`n_{eff} = \hat p(1-\hat p)/V`, at most ``n_max``
+    (default none) and, at :math:`\hat p` = 0 or 1 or a zero variance, ``n_min`` (the top
     units); scaled by :math:`(z/t_\nu)^2`, so few degrees of freedom widen it as a t would.
 
     Examples

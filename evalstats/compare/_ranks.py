@@ -124,7 +124,8 @@ def _rank_sets_from_decisions(
 def _two_way_inputs(cells, models: list[str], forced: bool = False):
     """The shared (item, prompt) cells of ``models`` when a group has 3 or more prompts.
 
-    None when the group has fewer (2 with ``forced``, ``over='prompt-space'``); ``False`` when
+    None when the group has fewer (2 with ``forced``, ``over='prompt-space'``), as
+    :func:`compare_models` decides per group; ``False`` when
     the models share cells on fewer than 2 items (no prompt in common): they are then ranked
     over their recorded prompts.
     """
@@ -134,7 +135,7 @@ def _two_way_inputs(cells, models: list[str], forced: bool = False):
         return None
     table, clustered = cells
     if table["__p"].n_unique() < (2 if forced else MIN_PROMPTS):
-        return None
+        return None  # as compare_models: 2 prompt variants in the group, the recorded ones
     index = ["__item", "__p", *(["__g"] if clustered else [])]
     wide = (
         table.with_columns(pl.col("model").cast(pl.String))
@@ -242,8 +243,7 @@ def _rank_sets_from(
     t = np.where(se[None] > 0, t, 0.0)  # identical models: their difference is exactly 0
     q = level
     if simultaneous:
-        iu = np.triu_indices(k, 1)
-        crit = np.full(k, np.quantile(t[:, iu[0], iu[1]].max(axis=1), q))
+        return _stepdown_rank_sets(theta, dev, se, level)
     else:
         crit = np.array(
             [np.quantile(np.delete(t[:, j, :], j, axis=1).max(axis=1), q) for j in range(k)]
@@ -254,6 +254,40 @@ def _rank_sets_from(
     worse = (diff - c * se > 0) & (se > 0)  # [j, k]: model j above model k
     low = 1 + better.sum(axis=1)
     high = k - worse.sum(axis=1)
+    return low.astype(np.int64), high.astype(np.int64)
+
+
+def _stepdown_rank_sets(
+    theta: np.ndarray, dev: np.ndarray, se: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Rank sets from the step-down max-t test of the directional claims (Romano-Wolf).
+
+    Hypotheses :math:`H_{jk}: \theta_j \le \theta_k` for every ordered pair, statistics
+    :math:`T_{jk} = (\hat\theta_j - \hat\theta_k)/\hat\sigma_{jk}`. Step 1 rejects those above
+    the ``level`` quantile of :math:`\max_{(j,k)} D^*_{jk}/\hat\sigma_{jk}` over all ordered
+    pairs (:math:`D^*` the bootstrap deviation of the difference), which is the single-step
+    max-t of Mogstad et al.; each further step takes the quantile over the hypotheses not yet
+    rejected, until none is added. It controls the family-wise error of the claims "j above
+    k" as the single step does (Romano and Wolf 2005; the stepwise refinement in Mogstad et
+    al. 2024, Section 3.3), and rejects at least as many.
+    """
+    k = theta.size
+    diff = theta[:, None] - theta[None, :]
+    ok = se > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stat = np.where(ok, diff / np.where(ok, se, 1.0), -np.inf)
+        null = np.where(ok[None], dev / np.where(ok, se, 1.0)[None], -np.inf)
+    active = ok & ~np.eye(k, dtype=bool)
+    above = np.zeros((k, k), dtype=bool)  # [j, m]: model j significantly above model m
+    while active.any():
+        crit = np.quantile(np.where(active[None], null, -np.inf).max(axis=(1, 2)), level)
+        new = active & (stat > crit)
+        if not new.any():
+            break
+        above |= new
+        active &= ~new
+    low = 1 + above.sum(axis=0)  # models above j
+    high = k - above.sum(axis=1)  # models below j
     return low.astype(np.int64), high.astype(np.int64)
 
 

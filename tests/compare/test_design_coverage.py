@@ -113,7 +113,7 @@ def mean_interval_of(item, prompt, y, clusters, n_obs, level=0.95):
 
         return proportion_confint(int(y.sum()), y.size, alpha=1 - level, method="wilson")
     top = mv.n_clusters if clusters is not None else mv.n_items
-    return wilson_effective(mv.mean, mv.var, mv.df, n_min=top, n_max=n_obs, confidence_level=level)
+    return wilson_effective(mv.mean, mv.var, mv.df, n_min=top, confidence_level=level)
 
 
 def diff_interval_of(item, prompt, d, clusters, prompt_space, level=0.95):

@@ -275,3 +275,46 @@ def test_two_prompts_answer_about_the_recorded_prompts_with_the_caveat():
     assert ranks["n_prompts"].is_null().all()  # ranked over the recorded prompts too
     three = observations(n_models=2, n_items=60, n_variants=3, seed=0)
     assert set(intervals(three)["over"]) == {"items+prompts"}  # from 3 on: the prompt space
+
+
+# --- few clusters: the design's intervals at 10 clusters (item 5) -------------------------------
+
+FEW = [(8, 0.35, 1.0), (8, 0.7, 0.0), (20, 0.35, 1.0), (50, 0.7, 0.0)]  # items/cluster, sd, mu
+
+
+def few_cluster_coverage(m, sd_c, mu, reps, seed, g=10):
+    """Coverage of the default mean interval (0/1, Wilson with the design's n_eff) and of the
+    paired difference (design t, CR2 + Bell-McCaffrey df) with ``g`` clusters of ``m`` items;
+    the difference carries a cluster x model effect (sd 0.4)."""
+    from tests.compare.test_design_coverage import diff_interval_of, mean_interval_of, true_mean
+
+    rng = np.random.default_rng(seed)
+    cl = np.repeat(np.arange(g), m)
+    item, prompt = np.arange(g * m), np.zeros(g * m, int)
+    tau = math.hypot(sd_c, 1.0)
+    hit_mean = hit_diff = 0
+    for _ in range(reps):
+        c, a = np.repeat(rng.normal(0, sd_c, g), m), rng.normal(0, 1.0, g * m)
+        ys = [
+            (rng.random(g * m) < expit(mu + d + c + np.repeat(rng.normal(0, 0.4, g), m) + a)) * 1.0
+            for d in (0.3, 0.0)
+        ]
+        lo, hi = mean_interval_of(item, prompt, ys[1], cl, g * m)
+        hit_mean += lo <= true_mean(mu, math.hypot(tau, 0.4)) <= hi
+        truth = true_mean(mu + 0.3, math.hypot(tau, 0.4)) - true_mean(mu, math.hypot(tau, 0.4))
+        lo, hi = diff_interval_of(item, prompt, ys[0] - ys[1], cl, False)
+        hit_diff += lo <= truth <= hi
+    return hit_mean / reps, hit_diff / reps
+
+
+def test_ten_clusters_short():
+    mean, diff = few_cluster_coverage(8, 0.35, 1.0, 300, seed=7)
+    assert 0.915 <= mean <= 0.98 and 0.915 <= diff <= 0.98
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("m", "sd_c", "mu"), FEW)
+def test_ten_clusters_long(m, sd_c, mu):
+    mean, diff = few_cluster_coverage(m, sd_c, mu, 2000, seed=m + int(10 * sd_c))
+    print(f"\n10 clusters x {m}, sd {sd_c}, mu {mu}: mean {mean:.4f}, difference {diff:.4f}")
+    assert 0.935 <= mean <= 0.965 and 0.935 <= diff <= 0.965
