@@ -35,17 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--method",
-        choices=[
-            "auto",
-            "t",
-            "logit",
-            "lognormal",
-            "bootstrap-t",
-            "bootstrap",
-            "percentile",
-            "wilson",
-            "cluster",
-        ],
+        choices="auto t logit lognormal bootstrap-t bootstrap percentile wilson cluster".split(),
         default=None,
         help="interval method (default: auto = Wilson for 0/1 scores, logit for a bounded "
         "metric, else t, or for strongly right-skewed scores lognormal (positive) or "

@@ -652,6 +652,11 @@ def pool_prompt_part(designs: list) -> list:
     return [None if d is None else (d[0].floored(floor), *d[1:]) for d in designs]
 
 
+def _shown(names: list[str], k: int = 3) -> str:
+    """The first ``k`` names, '; '-joined, with ' ...' when there are more."""
+    return "; ".join(names[:k]) + (" ..." if len(names) > k else "")
+
+
 def _nothing_left(skipped: list[str], empty: str) -> str:
     """The error when every group was skipped: its one reason, or the first three."""
     if len(skipped) == 1:
@@ -1088,18 +1093,18 @@ def compare_models(
             stacklevel=2,
         )
     if two_prompts:
-        shown = "; ".join(two_prompts[:3]) + (" ..." if len(two_prompts) > 3 else "")
         warnings.warn(
-            f"{len(two_prompts)} group(s) have 2 prompt variants ({shown}): 2 variants cannot "
+            f"{len(two_prompts)} group(s) have 2 prompt variants ({_shown(two_prompts)}): "
+            "2 variants cannot "
             "estimate the prompt-space spread, so the pairs are compared over the 2 recorded "
             "prompts (over='prompt-space' asks for the prompt-space test, on about 1 df).",
             DesignWarning,
             stacklevel=2,
         )
     if recorded:
-        shown = "; ".join(recorded[:3]) + (" ..." if len(recorded) > 3 else "")
         warnings.warn(
-            f"{len(recorded)} pair(s) share no prompt variant on 2 or more items ({shown}): "
+            f"{len(recorded)} pair(s) share no prompt variant on 2 or more items "
+            f"({_shown(recorded)}): "
             "each is compared over the two models' own recorded prompts, where a prompt effect "
             "cannot be told from the model's (`method` ends in '-recorded').",
             DesignWarning,

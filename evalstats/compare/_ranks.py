@@ -319,7 +319,8 @@ def rank_intervals(
         for every model of a group at once with probability ``confidence_level`` (a step-down
         version of Mogstad et al.'s construction). ``'simultaneous'``: rank sets that hold for every model of a group at once with
         probability ``confidence_level`` (Mogstad, Romano, Shaikh and Wilhelm 2024), from
-        simultaneous max-t intervals of all pairwise differences. ``'marginal'``: each model's
+        the step-down max-t test of the directional claims (its first step the simultaneous
+        max-t intervals of all pairwise differences). ``'marginal'``: each model's
         rank set holds with that probability on its own (max-t over the pairs involving the
         model). ``'bootstrap'``: quantiles of the model's rank over bootstrap resamples (no
         coverage guarantee: see Notes).
@@ -403,7 +404,9 @@ def rank_intervals(
 
     These sets cover the true ranks (ties sharing the rank set) with probability at least the
     level, asymptotically, because they follow from simultaneous intervals of the
-    differences [1]_. This is the single-step version (their stepwise refinement is shorter).
+    differences [1]_. ``'simultaneous'`` then steps down (their stepwise refinement): the
+    quantile is recomputed over the one-sided claims not yet made until none is added, which
+    keeps the family-wise error of the claims and never gives a wider set.
     ``'paired'`` (the default) uses the same formula with "above" read from the paired tests
     of :func:`compare_models` (``correction='holm'``, ``family='group'``): exact McNemar for
     0/1 scores, the design-aware t otherwise, on the pair's shared items. Holm controls the
