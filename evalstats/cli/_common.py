@@ -420,11 +420,12 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, over: bool = True) 
     if over:
         parser.add_argument(
             "--over",
-            choices=["auto", "recorded-prompts"],
+            choices=["auto", "recorded-prompts", "prompt-space"],
             default=None,
             help="target of the interval (default: auto = items, in clusters when the design "
-            "has them, and the prompt space when there are 2 or more prompt variants; "
-            "recorded-prompts conditions on the prompts that were run)",
+            "has them, and the prompt space when there are 3 or more prompt variants; with 2 "
+            "the recorded prompts, with a caveat; recorded-prompts conditions on the prompts "
+            "that were run; prompt-space asks for the prompt space from 2 variants on)",
         )
     parser.add_argument(
         "--cluster",

@@ -25,19 +25,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_input_arguments(p)
     p.add_argument(
         "--over",
-        choices=["auto", "recorded-prompts", "items", "variants", "runs"],
+        choices=["auto", "recorded-prompts", "prompt-space", "items", "variants", "runs"],
         default=None,
         help="target of the interval (default: auto = items, in clusters when the design has "
-        "them, and the prompt space when a group has 2 or more prompt variants; "
-        "recorded-prompts conditions on the prompts that were run; items, variants and runs "
-        "are the sampling unit of a plain interval)",
+        "them, and the prompt space when a group has 3 or more prompt variants (with 2: the "
+        "recorded prompts, and `note` says why); recorded-prompts conditions on the prompts "
+        "that were run; prompt-space asks for the prompt space from 2 variants on; items, "
+        "variants and runs are the sampling unit of a plain interval)",
     )
     p.add_argument(
         "--method",
-        choices=["auto", "t", "logit", "bootstrap", "percentile", "wilson", "cluster"],
+        choices="auto t logit lognormal bootstrap-t bootstrap percentile wilson cluster".split(),
         default=None,
         help="interval method (default: auto = Wilson for 0/1 scores, logit for a bounded "
-        "metric, else t)",
+        "metric, else t, or for strongly right-skewed scores lognormal (positive) or "
+        "bootstrap-t)",
     )
     p.add_argument("--confidence-level", dest="confidence_level", type=float, default=None)
     p.add_argument(

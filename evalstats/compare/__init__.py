@@ -13,7 +13,13 @@ from evalstats.compare._audit import (
     subset_rankings,
 )
 from evalstats.compare._converge import convergence, stopping_sizes
-from evalstats.compare._intervals import MIN_VARIANTS, default_over, intervals, mean_interval
+from evalstats.compare._intervals import (
+    MIN_PROMPTS,
+    MIN_VARIANTS,
+    default_over,
+    intervals,
+    mean_interval,
+)
 from evalstats.compare._letters import compact_letters, letter_groups
 from evalstats.compare._paired import (
     T_MIN_UNITS,
@@ -33,6 +39,7 @@ from evalstats.compare._runs import (
 )
 
 __all__ = [
+    "MIN_PROMPTS",
     "MIN_VARIANTS",
     "RUNS_COLUMNS",
     "T_MIN_UNITS",

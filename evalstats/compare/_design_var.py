@@ -24,8 +24,16 @@ parts:
   :math:`(MS_P - MS_{IP})/I`, and the whole variance is
   :math:`(MS_I + MS_P - MS_{IP})/(IP)`, the textbook unbiased estimate.
 
-Degrees of freedom: Satterthwaite over the parts. Only the cells observed are used: sparse grids
-(an item under some of the prompts) and runs of different lengths need no dropping.
+Degrees of freedom: Satterthwaite over the item part and the mean squares the prompt part is
+built from (the prompt effects on :math:`P-1` df, the residual on its df), **also when**
+:math:`\hat\sigma^2_P` **is truncated at 0**: the df is continuous in the data and does not jump
+to the item df at the boundary (with 5 prompts the estimate sits at 0 in about a fifth of the
+samples where the true component is not 0, and a t on the item df then rejected 10 times too
+often at :math:`\alpha` = 0.0005). A paired comparison of several models also floors each
+pair's :math:`\hat\sigma^2_P` at the mean over the group's pairs (:meth:`MeanVariance.floored`):
+a pair whose own 4-df estimate is small by chance does not get a small variance. Only the cells
+observed are used: sparse grids (an item under some of the prompts) and runs of different
+lengths need no dropping.
 
 **Binary scores.** The Wilson-type interval keeps its boundary behaviour with the design's
 variance through an effective sample size :math:`n_{eff} = \hat p(1-\hat p)/V` scaled by
@@ -36,7 +44,7 @@ units (clusters, else items) stands in for :math:`n_{eff}`, so no interval has z
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -63,11 +71,39 @@ class MeanVariance:
     n_clusters: int | None
     n_prompts: int
     n_cells: int
+    #: The pieces the prompt part and the df are built from (NaN/0 without a prompt part):
+    #: the item part's df, the untruncated moment estimate of sigma^2_P, its weight
+    #: sum_p w_p^2 and the Satterthwaite pieces of the prompt mean squares.
+    df_items: float = math.nan
+    prompt_sigma2: float = math.nan
+    prompt_weight: float = 0.0
+    prompt_pieces: float = 0.0
 
     @property
     def se(self) -> float:
         """Standard error (NaN when the variance is)."""
         return math.sqrt(self.var) if self.var >= 0 else math.nan
+
+    def floored(self, floor: float) -> MeanVariance:
+        r"""The same estimate with :math:`\hat\sigma^2_P` at least ``floor``.
+
+        The variance becomes :math:`V_I + W \max(\hat\sigma^2_P, \text{floor}, 0)`; the df
+        stays Satterthwaite over this pair's own pieces (so a floor taken from other pairs
+        widens the interval without claiming their degrees of freedom).
+        """
+        if not self.prompt_weight or not math.isfinite(self.prompt_sigma2):
+            return self
+        sigma2 = max(self.prompt_sigma2, floor if math.isfinite(floor) else 0.0, 0.0)
+        var_p = self.prompt_weight * sigma2
+        var = self.var_items + var_p
+        df = _satterthwaite(var, self.var_items, self.df_items, self.prompt_pieces)
+        return replace(self, var=var, var_prompts=var_p, df=df)
+
+
+def _satterthwaite(var: float, var_i: float, df_i: float, pieces: float) -> float:
+    """Satterthwaite df of ``var`` from the item part and the prompt pieces."""
+    denom = (var_i**2 / df_i if df_i and df_i > 0 else 0.0) + pieces
+    return float(var**2 / denom) if denom > 0 else float(df_i)
 
 
 def cr2_variance(y: np.ndarray, clusters: np.ndarray) -> tuple[float, float, int]:
@@ -126,6 +162,28 @@ def _additive_fit(
     return a, b, rss
 
 
+def _prompt_fit(
+    item: np.ndarray, prompt: np.ndarray, y: np.ndarray
+) -> tuple[float, float, float, float, int]:
+    """``(sigma2, W, piece_b, piece_r, n_prompts)``: the untruncated estimate and its pieces."""
+    _, item = np.unique(item, return_inverse=True)
+    _, prompt = np.unique(prompt, return_inverse=True)
+    n_i, n_p = int(item.max()) + 1, int(prompt.max()) + 1
+    if n_p < 2 or n_i < 2:
+        return math.nan, 0.0, 0.0, 0.0, n_p
+    _, b, rss = _additive_fit(item, prompt, y, n_i, n_p)
+    m_p = np.bincount(prompt, minlength=n_p).astype(float)
+    k_i = np.bincount(item, minlength=n_i).astype(float)
+    df_res = y.size - n_i - n_p + 1
+    w = np.bincount(prompt, weights=1.0 / (k_i[item] * n_i), minlength=n_p)
+    big_w = float(np.sum(w**2))
+    var_b = float(np.var(b, ddof=1))
+    noise = float(np.mean((rss / df_res) / m_p)) if df_res > 0 else 0.0
+    piece_b = (big_w * var_b) ** 2 / (n_p - 1)
+    piece_r = (big_w * noise) ** 2 / df_res if df_res > 0 else 0.0
+    return var_b - noise, big_w, piece_b, piece_r, n_p
+
+
 def prompt_part(
     item: np.ndarray, prompt: np.ndarray, y: np.ndarray
 ) -> tuple[float, float, float, int]:
@@ -135,27 +193,14 @@ def prompt_part(
     :math:`\hat\sigma^2_P \sum_p w_p^2` (0 when the estimate is negative), the pieces are
     :math:`(W\,\widehat{\mathrm{var}}(b))^2/(P-1)` and
     :math:`(W\,\overline{\hat\sigma^2_{res}/m_p})^2/\nu_{res}`, whose sum divides
-    :math:`V^2` in the Satterthwaite df (:math:`W = \sum_p w_p^2`).
+    :math:`V^2` in the Satterthwaite df (:math:`W = \sum_p w_p^2`). The pieces are given also
+    when the estimate is truncated at 0: the mean squares were estimated all the same, and
+    leaving them out made the df jump to the item df at the boundary (liberal tails).
     """
-    _, item = np.unique(item, return_inverse=True)
-    _, prompt = np.unique(prompt, return_inverse=True)
-    n_i, n_p = int(item.max()) + 1, int(prompt.max()) + 1
-    if n_p < 2 or n_i < 2:
+    sigma2, big_w, piece_b, piece_r, n_p = _prompt_fit(item, prompt, y)
+    if not big_w:
         return 0.0, 0.0, 0.0, n_p
-    _, b, rss = _additive_fit(item, prompt, y, n_i, n_p)
-    m_p = np.bincount(prompt, minlength=n_p).astype(float)
-    k_i = np.bincount(item, minlength=n_i).astype(float)
-    df_res = y.size - n_i - n_p + 1
-    w = np.bincount(prompt, weights=1.0 / (k_i[item] * n_i), minlength=n_p)
-    big_w = float(np.sum(w**2))
-    var_b = float(np.var(b, ddof=1))
-    noise = float(np.mean((rss / df_res) / m_p)) if df_res > 0 else 0.0
-    sigma2 = var_b - noise
-    if not sigma2 > 0:
-        return 0.0, 0.0, 0.0, n_p
-    piece_b = (big_w * var_b) ** 2 / (n_p - 1)
-    piece_r = (big_w * noise) ** 2 / df_res if df_res > 0 else 0.0
-    return big_w * sigma2, piece_b, piece_r, n_p
+    return big_w * max(sigma2, 0.0), piece_b, piece_r, n_p
 
 
 def design_variance(
@@ -197,13 +242,14 @@ def design_variance(
         var_i, df_i = float(np.var(item_means, ddof=1)) / n_i, float(n_i - 1)
     else:
         var_i, df_i = math.nan, math.nan
-    var_p = pieces = 0.0
+    var_p = pieces = big_w = 0.0
+    sigma2 = math.nan
     if prompt_space and n_prompts >= 2 and n_i >= 2:
-        var_p, piece_b, piece_r, _ = prompt_part(item, prompt, y)
+        sigma2, big_w, piece_b, piece_r, _ = _prompt_fit(item, prompt, y)
+        var_p = big_w * max(sigma2, 0.0)
         pieces = piece_b + piece_r
     var = var_i + var_p
-    denom = (var_i**2 / df_i if df_i and df_i > 0 else 0.0) + pieces
-    df = var**2 / denom if denom > 0 else df_i
+    df = _satterthwaite(var, var_i, df_i, pieces)
     return MeanVariance(
         mean=mean,
         var=var,
@@ -214,16 +260,26 @@ def design_variance(
         n_clusters=n_clusters,
         n_prompts=n_prompts,
         n_cells=int(y.size),
+        df_items=float(df_i),
+        prompt_sigma2=float(sigma2),
+        prompt_weight=float(big_w),
+        prompt_pieces=float(pieces),
     )
 
 
 def wilson_effective(
-    p: float, var: float, df: float, *, n_min: float, n_max: float, confidence_level: float
+    p: float,
+    var: float,
+    df: float,
+    *,
+    n_min: float,
+    n_max: float = math.inf,
+    confidence_level: float,
 ) -> tuple[float, float]:
     r"""Wilson interval of a proportion with the design's variance (Korn and Graubard 1998).
 
-    The effective sample size :math:`n_{eff} = \hat p(1-\hat p)/V`, at most ``n_max`` (the
-    scored outputs) and, at :math:`\hat p` = 0 or 1 or a zero variance, ``n_min`` (the top
+    The effective sample size :math:`n_{eff} = \hat p(1-\hat p)/V`, at most ``n_max``
+    (default none) and, at :math:`\hat p` = 0 or 1 or a zero variance, ``n_min`` (the top
     units); scaled by :math:`(z/t_\nu)^2`, so few degrees of freedom widen it as a t would.
 
     Examples

@@ -41,13 +41,48 @@ __all__ = [
     "intervals",
     "mean_interval",
     "scores_over",
+    "skewed_method",
     "warn_cluster_candidates",
 ]
 
-_METHODS = ("auto", "t", "logit", "bootstrap", "bca", "percentile", "wilson", "cluster")
+_METHODS = (
+    "auto",
+    "t",
+    "logit",
+    "lognormal",
+    "bootstrap-t",
+    "bootstrap",
+    "bca",
+    "percentile",
+    "wilson",
+    "cluster",
+)
+
+#: ``method='auto'`` on an unbounded (or one-sided) metric: scores this skewed (sample
+#: skewness, bias-corrected) are too skewed for the t interval, which covered 0.78-0.89 on
+#: log-normal scores (sigma = 1.5) at 30-300 items, nearly all misses below.
+SKEW_LIMIT = 1.0
+#: ... from this many units on (below it a sample skewness says little).
+SKEW_MIN_N = 10
 #: smallest sample at which the bootstrap intervals are documented to be usable
 _BOOTSTRAP_MIN_N = 20
-_OVER = ("auto", "recorded-prompts", "variants", "items", "runs")
+_OVER = ("auto", "recorded-prompts", "prompt-space", "variants", "items", "runs")
+
+#: ``over='auto'`` targets the mean over the prompt space from this many prompt variants on.
+#: With 2 the prompt variance has 1 degree of freedom: the prompt-space interval covered 0.90
+#: (mean) and 0.895 (paired difference) with df < 1 (issue 46), so the default answer is the
+#: interval about the 2 recorded prompts, with that caveat in ``note``; ``over='prompt-space'``
+#: asks for the prompt-space one.
+MIN_PROMPTS = 3
+
+
+def prompt_caveat(n_prompts: int) -> str:
+    """The caveat of a default interval about the recorded prompts (2 variants)."""
+    return (
+        f"{n_prompts} prompt variants cannot estimate the prompt-space spread: the interval is "
+        f"about the {n_prompts} recorded prompts (over='prompt-space' asks for the other)"
+    )
+
 
 #: ``over='auto'`` on a table without items resamples variants only in groups with at least
 #: this many. Below it an interval over variants says little: its width is set by the t
@@ -211,9 +246,10 @@ def mean_interval(
     ----------
     x : numpy.ndarray
         One-dimensional scores.
-    method : {'t', 'logit', 'bootstrap', 'bca', 'percentile', 'wilson', 'cluster'}, default 't'
+    method : {'t', 'logit', 'lognormal', 'bootstrap-t', 'bootstrap', 'bca', 'percentile', 'wilson', 'cluster'}, default 't'
         ``bootstrap`` is BCa; ``logit`` the t interval on the logit scale of the mean rescaled
-        to ``bounds`` (always inside them).
+        to ``bounds`` (always inside them); ``lognormal`` Cox's interval of a log-normal mean
+        (positive scores); ``bootstrap-t`` the studentized bootstrap.
     confidence_level : float, default 0.95
     clusters : numpy.ndarray, optional
         Cluster label of each score; required for ``method='cluster'``.
@@ -286,6 +322,10 @@ def mean_interval(
         se = float(np.std(x, ddof=1) / math.sqrt(n))
         q = float(stats.t.ppf(1 - alpha / 2, n - 1))
         return mean, se, mean - q * se, mean + q * se
+    if method == "lognormal":
+        return (mean, *_lognormal_interval(x, alpha))
+    if method == "bootstrap-t":
+        return (mean, *_bootstrap_t(x, alpha, n_resamples, seed))
     boot_method = "BCa" if method in ("bootstrap", "bca") else "percentile"
     if n < _BOOTSTRAP_MIN_N:
         warnings.warn(
@@ -392,12 +432,93 @@ def _proportion_scale(bounds: tuple[float, float]) -> bool:
 
 
 def _auto_method(x: np.ndarray, bounds: tuple[float, float]) -> str:
-    """``method='auto'``: Wilson for 0/1 proportions, logit-t for a bounded metric, else t."""
+    """``method='auto'``: Wilson for 0/1, logit-t for a bounded metric, else ``skewed_method``.
+
+    :func:`skewed_method` is t, or for strongly skewed scores log-normal or bootstrap-t.
+    """
     if x.size and _proportion_scale(bounds) and bool(np.all((x == 0) | (x == 1))):
         return "wilson"
     if math.isfinite(bounds[0]) and math.isfinite(bounds[1]):
         return "logit"
-    return "t"
+    return skewed_method(x)
+
+
+def skewed_method(x: np.ndarray) -> str:
+    r"""The interval of the mean of an unbounded metric's scores, chosen from their shape.
+
+    ``'t'`` unless the scores are strongly right-skewed: from :data:`SKEW_MIN_N` (10) units on,
+    a bias-corrected sample skewness :math:`G_1 \ge` :data:`SKEW_LIMIT` (1). Then
+    ``'lognormal'`` when every score is positive and their logarithms look symmetric
+    (:math:`|G_1(\log x)| \le 2.58\sqrt{6/n}`, the 99 % band of a normal sample's skewness),
+    else ``'bootstrap-t'`` (the studentized bootstrap, second-order accurate for skewed means).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> skewed_method(rng.normal(5, 1, 50)), skewed_method(np.exp(rng.normal(0, 1.5, 50)))
+    ('t', 'lognormal')
+    >>> skewed_method(rng.exponential(1, 200) - 0.5)  # not positive: no log scale
+    'bootstrap-t'
+    """
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    if n < SKEW_MIN_N or np.all(x == x[0]):
+        return "t"
+    if not float(stats.skew(x, bias=False)) >= SKEW_LIMIT:
+        return "t"
+    if np.all(x > 0):
+        logs = np.log(x)
+        if np.all(logs == logs[0]) or abs(float(stats.skew(logs, bias=False))) <= 2.58 * math.sqrt(
+            6 / n
+        ):
+            return "lognormal"
+    return "bootstrap-t"
+
+
+def _lognormal_interval(x: np.ndarray, alpha: float) -> tuple[float, float, float]:
+    r"""Cox's interval of a log-normal mean: :math:`\exp(\bar l + s^2/2 \pm t\,\mathrm{se})`.
+
+    :math:`l = \log x`, :math:`\mathrm{se}^2 = s^2/n + s^4/(2(n-1))` (Land 1972; Zhou and
+    Gao 1997 "Cox's method"), t on n - 1 df. Returns ``(se, low, high)``, the SE by the delta
+    method on the mean's scale.
+    """
+    if np.any(x <= 0):
+        raise ParameterError(
+            "`method='lognormal'` needs positive scores (the interval is on their log scale); "
+            f"got a minimum of {float(x.min())!r}. Use 'bootstrap-t' or 't'."
+        )
+    n = x.size
+    logs = np.log(x)
+    s2 = float(np.var(logs, ddof=1))
+    centre = float(np.mean(logs)) + s2 / 2
+    se_log = math.sqrt(s2 / n + s2**2 / (2 * (n - 1)))
+    q = float(stats.t.ppf(1 - alpha / 2, n - 1))
+    return math.exp(centre) * se_log, math.exp(centre - q * se_log), math.exp(centre + q * se_log)
+
+
+def _bootstrap_t(
+    x: np.ndarray, alpha: float, n_resamples: int, seed: int
+) -> tuple[float, float, float]:
+    r"""Studentized bootstrap interval of the mean: ``(se, low, high)``.
+
+    :math:`[\bar x - t^*_{1-\alpha/2}\,\mathrm{se}, \bar x - t^*_{\alpha/2}\,\mathrm{se}]`
+    with :math:`t^* = (\bar x^* - \bar x)/\mathrm{se}^*` over ``n_resamples`` resamples of the
+    units (Efron and Tibshirani 1993, ch. 12); resamples with a zero SE are left out.
+    """
+    n = x.size
+    mean = float(x.mean())
+    se = float(np.std(x, ddof=1) / math.sqrt(n))
+    rng = np.random.default_rng(seed)
+    t_star = []
+    chunk = max(1, min(n_resamples, int(2e7 // n)))
+    for start in range(0, n_resamples, chunk):
+        xb = x[rng.integers(0, n, (min(chunk, n_resamples - start), n))]
+        sb = xb.std(axis=1, ddof=1) / math.sqrt(n)
+        ok = sb > 0
+        t_star.append((xb.mean(axis=1)[ok] - mean) / sb[ok])
+    t_all = np.concatenate(t_star)
+    lo_q, hi_q = np.quantile(t_all, [alpha / 2, 1 - alpha / 2])
+    return se, mean - float(hi_q) * se, mean - float(lo_q) * se
 
 
 def intervals(
@@ -420,12 +541,16 @@ def intervals(
     ----------
     frame : polars.DataFrame, polars.LazyFrame, pandas.DataFrame or pyarrow.Table
         Observation table (needed for ``over='items'``) or unit table; see :mod:`evalstats.schema`.
-    over : {'auto', 'recorded-prompts', 'items', 'variants', 'runs'}, default 'auto'
+    over : {'auto', 'recorded-prompts', 'prompt-space', 'items', 'variants', 'runs'}, default 'auto'
         The target and its sampling units. ``'auto'`` on an item-level table is the design's
         interval (see Notes): items are the sampling unit (in clusters when the table has a
-        ``cluster`` column or ``cluster`` names one), and when a group has two or more prompt
-        variants the target is the **mean over the prompt space** (prompts random, the
-        ReliableEval view), so the interval also carries the prompt-to-prompt variance;
+        ``cluster`` column or ``cluster`` names one), and when a group has :data:`MIN_PROMPTS`
+        (3) or more prompt variants the target is the **mean over the prompt space** (prompts
+        random, the ReliableEval view), so the interval also carries the prompt-to-prompt
+        variance. With 2 variants (1 df for the prompt variance: that interval covered 0.90)
+        it is the interval about the 2 recorded prompts and ``note`` says that 2 variants
+        cannot estimate the prompt-space spread; ``'prompt-space'`` asks for the prompt-space
+        interval from 2 variants on;
         ``over`` in the result says ``items``, ``clusters``, ``items+prompts`` or
         ``clusters+prompts``. ``'recorded-prompts'`` is the same interval conditional on the
         recorded prompts (the target is their mean). The explicit units keep their plain
@@ -434,9 +559,13 @@ def intervals(
         ``'runs'``. On a table without items ``'auto'`` is ``'variants'`` in groups with at
         least :data:`MIN_VARIANTS` (20) of them; a group with fewer gets no interval (NaN) and
         says why in ``note``.
-    method : {'auto', 't', 'logit', 'bootstrap', 'percentile', 'wilson', 'cluster'}, default 'auto'
+    method : {'auto', 't', 'logit', 'lognormal', 'bootstrap-t', 'bootstrap', 'percentile', 'wilson', 'cluster'}, default 'auto'
         ``'auto'`` is Wilson for 0/1 scores, ``logit`` for other scores of a metric with two
-        bounds, and ``t`` for an unbounded metric; the ``method`` column says which. With the
+        bounds, and for an unbounded metric ``t``, or, when its unit scores are strongly
+        right-skewed (sample skewness 1 or more, from 10 units on), ``lognormal`` (Cox's
+        interval of the mean of positive scores whose logarithms look symmetric) or
+        ``bootstrap-t`` (the studentized bootstrap over the units); see
+        :func:`skewed_method`. The ``method`` column says which. With the
         design's variance (``over='auto'`` or ``'recorded-prompts'``) ``wilson`` uses the
         design's effective sample size and ``logit``/``t`` its variance and degrees of freedom
         (``df``). ``'logit'`` is the t interval of the logit of the mean (rescaled to the
@@ -560,7 +689,7 @@ def intervals(
     check_choice("over", over, _OVER)
     check_choice("method", method, _METHODS)
     level = check_confidence_level(confidence_level)
-    if method in ("bootstrap", "bca", "percentile"):
+    if method in ("auto", "bootstrap", "bca", "percentile", "bootstrap-t"):
         n_resamples = check_positive_int("n_resamples", n_resamples)
     if method == "cluster" and cluster is None:
         raise ParameterError("`method='cluster'` needs `cluster`, the column naming clusters.")
@@ -571,7 +700,7 @@ def intervals(
     )
     lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
     names = lf.collect_schema().names()
-    design = over in ("auto", "recorded-prompts") and "item" in names
+    design = over in ("auto", "recorded-prompts", "prompt-space") and "item" in names
     if design and method in ("auto", "t", "logit", "wilson"):
         if cluster is None and "cluster" in names:
             cluster = "cluster"
@@ -583,12 +712,15 @@ def intervals(
             method=method,
             level=level,
             cluster=cluster,
-            prompt_space=over == "auto",
+            prompt_space=over in ("auto", "prompt-space"),
+            forced=over == "prompt-space",
             variant_factors=variant_factors,
+            n_resamples=n_resamples,
+            seed=seed,
         )
-    if over == "recorded-prompts":
+    if over in ("recorded-prompts", "prompt-space"):
         raise ParameterError(
-            "`over='recorded-prompts'` is the design's interval over items (an item column) with "
+            f"`over={over!r}` is the design's interval over items (an item column) with "
             f"method 'auto', 't', 'logit' or 'wilson'; got method={method!r}"
             + ("" if "item" in names else " on a table without items")
             + ". Use over='items' for the other methods."
@@ -647,7 +779,12 @@ def intervals(
             note = _missing_reason(x, used)
         # bounds never leave the score range (t and bootstrap intervals can pass 0 and 1)
         low, high = _clip(low, lo_b, hi_b), _clip(high, lo_b, hi_b)
-        df = {"t": x.size - 1, "logit": x.size - 1, "cluster": (n_clusters or 0) - 1}.get(used)
+        df = {
+            "t": x.size - 1,
+            "logit": x.size - 1,
+            "lognormal": x.size - 1,
+            "cluster": (n_clusters or 0) - 1,
+        }.get(used)
         rows.append(
             (*key, over, recorded, level, int(x.size), n_clusters, n_rows, mean, se, low, high)
             + (note, None, None if df is None else float(df))
@@ -775,6 +912,9 @@ def _design_intervals(
     cluster: str | None,
     prompt_space: bool,
     variant_factors,
+    forced: bool = False,
+    n_resamples: int = 9999,
+    seed: int = 0,
 ) -> pl.DataFrame:
     """Intervals over items (in clusters) and, when a group has several, prompt variants."""
     from evalstats.compare._design_var import design_variance, wilson_effective
@@ -814,6 +954,9 @@ def _design_intervals(
         # extreme scores (near 1e308, or subnormal): the variance is computed on y / sc, an
         # exact power of two, and scaled back (sums of squares overflowed to inf before)
         sc = _scale_of(y)
+        n_p = g["__p"].n_unique()
+        space = prompt_space and (forced or n_p >= MIN_PROMPTS)
+        caveat = prompt_caveat(n_p) if prompt_space and not space and n_p >= 2 else None
         n_rows = int(g["__rows"].sum())
         lo_b, hi_b = bounds_of(key)
         # one prompt and no clusters: the plain interval, without the design's variance (its
@@ -827,12 +970,17 @@ def _design_intervals(
             mean, se, low, high = (
                 v * sc
                 for v in mean_interval(
-                    x / sc, method=used, confidence_level=level, bounds=(lo_b / sc, hi_b / sc)
+                    x / sc,
+                    method=used,
+                    confidence_level=level,
+                    bounds=(lo_b / sc, hi_b / sc),
+                    n_resamples=n_resamples,
+                    seed=seed,
                 )
             )
             note = _missing_reason(x, used) if math.isnan(low) else None
             low, high = _clip(low, lo_b, hi_b), _clip(high, lo_b, hi_b)
-            df = None if used == "wilson" else float(x.size - 1)
+            df = None if used in ("wilson", "bootstrap-t") else float(x.size - 1)
             rows.append(
                 (*key, "items", used, level, int(x.size), None, n_rows, mean, se, low, high)
                 + (note, 1, df)
@@ -843,7 +991,7 @@ def _design_intervals(
             prompts,
             y / sc,
             clusters=g["__g"].to_numpy() if cluster else None,
-            prompt_space=prompt_space,
+            prompt_space=space,
         )
         binary = bool(g["__binary"].all())
         used = method
@@ -855,7 +1003,7 @@ def _design_intervals(
             else:
                 used = "t"
         over = ("clusters" if cluster else "items") + (
-            "+prompts" if prompt_space and mv.n_prompts >= 2 else ""
+            "+prompts" if space and mv.n_prompts >= 2 else ""
         )
         mean, var, df = mv.mean, mv.var, mv.df  # on the scale y / sc
         se = math.sqrt(var) if var >= 0 else math.nan
@@ -872,7 +1020,14 @@ def _design_intervals(
             if not binary:
                 _check_binary(y)
             low, high = wilson_effective(
-                mean, var, df, n_min=float(top), n_max=float(n_rows), confidence_level=level
+                # no cap at the scored outputs: with 10 clusters the variance has 9 df, and
+                # capping the draws where it came out small made the interval over-cover
+                # (0.96-0.98, issue 46); the t on the design's df already carries its noise
+                mean,
+                var,
+                df,
+                n_min=float(top),
+                confidence_level=level,
             )
         elif var <= 0:
             low = high = math.nan
@@ -893,7 +1048,7 @@ def _design_intervals(
         mean, se, low, high = mean * sc, se * sc, low * sc, high * sc
         rows.append(
             (*key, over, used, level, mv.n_items, mv.n_clusters, n_rows, mean, se, low, high)
-            + (note, mv.n_prompts, float(df) if math.isfinite(df) else None)
+            + (note or caveat, mv.n_prompts, float(df) if math.isfinite(df) else None)
         )
     schema = {b: cells.schema[b] for b in by} | _SCHEMA_TAIL
     return pl.DataFrame(rows, schema=schema, orient="row").sort(list(by))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from evalstats.compare._intervals import _clip, _metric_bounds, scores_over
+from evalstats.compare._intervals import MIN_PROMPTS, _clip, _metric_bounds, scores_over
 from evalstats.compare._multiplicity import (
     CORRECTIONS,
     RESAMPLING_CORRECTIONS,
@@ -631,7 +631,30 @@ def _pair_designs(cells, models: list[str], pairs, prompt_space: bool) -> list |
         # each model's mean as the difference's: over items, of the item's shared cells
         means = both.group_by("__item").agg(pl.col("__y").mean(), pl.col("__y_b").mean())
         out.append((mv, float(means["__y"].mean()), float(means["__y_b"].mean())))
-    return out
+    return pool_prompt_part(out)
+
+
+def pool_prompt_part(designs: list) -> list:
+    """Each pair's prompt variance floored at the mean over the group's pairs (``floored``).
+
+    With 5 prompts a pair's own model x prompt variance has 4 df and is near 0 (or below,
+    truncated) in a sizeable share of samples where it is not; the pairs of the same group
+    estimate the same kind of component, so their mean is a floor that a pair's estimate
+    can fall below only by chance. The df stays the pair's own (see
+    :meth:`MeanVariance.floored`), which keeps the test valid when one model is more
+    prompt-sensitive than the others (the pooled estimate alone is not).
+    """
+    own = [d[0].prompt_sigma2 for d in designs if d is not None]
+    own = [v for v in own if math.isfinite(v)]
+    if len(own) < 2:
+        return designs
+    floor = float(np.mean(own))
+    return [None if d is None else (d[0].floored(floor), *d[1:]) for d in designs]
+
+
+def _shown(names: list[str], k: int = 3) -> str:
+    """The first ``k`` names, '; '-joined, with ' ...' when there are more."""
+    return "; ".join(names[:k]) + (" ..." if len(names) > k else "")
 
 
 def _nothing_left(skipped: list[str], empty: str) -> str:
@@ -658,11 +681,28 @@ def _in(by: Sequence[str], blk: dict) -> str:
     return f" in {where}" if where else ""
 
 
-def _item_set_rule(frame: pl.DataFrame | pl.LazyFrame, on_mismatch: str | None) -> pl.LazyFrame:
-    """The item-set rule at the boundary: runs of one configuration over different items."""
+def _item_set_rule(
+    frame: pl.DataFrame | pl.LazyFrame, on_mismatch: str | None, paired_on: str = "variants"
+) -> pl.LazyFrame:
+    """The item-set rule at the boundary: runs of one configuration over different items.
+
+    Given (``on_mismatch``, or a rule set by :func:`evalstats.aggregate.item_set_rule`), that
+    rule. Not given, items paired on items keep every run (``'keep'``): the item is the unit,
+    each (item, prompt) cell is the mean of the runs it has, and the units averaged over fewer
+    runs are counted in ``n_incomplete`` with a warning, so a run that skipped items changes
+    no other item's score. Configurations paired (``paired_on='variants'``) average over
+    items, where runs over different items would mix items with runs: the boundary rule.
+    """
+    from contextvars import copy_context
+
     from evalstats.aggregate import _ITEM_SET_RULE, align_item_sets  # the one boundary rule
 
-    rule = on_mismatch if on_mismatch is not None else _ITEM_SET_RULE.get()
+    if on_mismatch is not None:
+        rule = on_mismatch
+    elif _ITEM_SET_RULE in copy_context() or paired_on != "items":
+        rule = _ITEM_SET_RULE.get()
+    else:
+        rule = "keep"
     return align_item_sets(frame, on_mismatch=rule)  # type: ignore[arg-type]
 
 
@@ -745,13 +785,24 @@ def compare_models(
         Repeated runs of a configuration that cover different items: the one item-set rule of
         every analysis (:func:`evalstats.aggregate.align_item_sets`, CLI ``--on-mismatch``),
         applied before items are paired. Default: the rule set by
-        :func:`evalstats.aggregate.item_set_rule` (``'error'`` outside one), as for
-        :func:`evalstats.aggregate.to_units`.
+        :func:`evalstats.aggregate.item_set_rule` when one is set; outside one, ``'keep'``
+        for ``paired_on='items'`` (each item's cells average the runs they have; units with
+        fewer runs are counted in ``n_incomplete`` and warned about) and ``'error'`` for
+        ``paired_on='variants'``, as for :func:`evalstats.aggregate.to_units`.
     stop_after : int or None, default 20
         Sequential stopping of random permutation tests (Besag and Clifford 1991): a pair
         stops drawing sign vectors once ``stop_after`` were at least as extreme as its data,
         so pairs far from significance cost a few hundred draws instead of ``n_resamples``
         (``resamples_used`` says how many). ``None`` draws them all.
+    over : {'auto', 'recorded-prompts', 'prompt-space'}, default 'auto'
+        The target of the design's test: ``'auto'`` is the mean over the prompt space in
+        groups with :data:`~evalstats.compare.MIN_PROMPTS` (3) or more prompt variants, and
+        the recorded prompts in groups with 2 (2 variants cannot estimate the prompt-space
+        spread; a :class:`DesignWarning` says so); ``'recorded-prompts'`` conditions on the
+        prompts that were run; ``'prompt-space'`` asks for the prompt space from 2 variants on.
+    cluster : str, optional
+        Column naming the cluster of each item (default: the ``cluster`` column when the
+        table has one); the design's test is then cluster-robust (CR2, Bell-McCaffrey df).
     roles : str or mapping, optional
         Column roles for a table not in the canonical layout, as ``--roles`` gives them for a
         file (``{"passage": "cluster"}`` or ``"passage=cluster"``); see
@@ -778,7 +829,8 @@ def compare_models(
         Unknown option, a level outside (0, 1), McNemar on non-binary scores, a resampling
         correction with a non-bootstrap method.
     SchemaError
-        ``on_mismatch='error'`` and the runs of a configuration cover different items.
+        The item-set rule is ``'error'`` (given, set, or the default with
+        ``paired_on='variants'``) and the runs of a configuration cover different items.
     InsufficientDataError
         No group has two models that share two units. A group with a single model, or a pair
         that shares fewer than two units, is left out with a :class:`DesignWarning` and the
@@ -870,16 +922,17 @@ def compare_models(
         raise ParameterError(f"`column` {column!r} is also in `by`; compare it or group by it.")
     if default_by:
         by = _input.held_by(by, given_factors, also=(column,))
-    frame = _item_set_rule(frame, on_mismatch)
+    frame = _item_set_rule(frame, on_mismatch, paired_on)
     check_pair_count(frame, by, column)
     wide = _paired_wide(frame, paired_on, by, column)
-    check_choice("over", over, ("auto", "recorded-prompts"))
+    check_choice("over", over, ("auto", "recorded-prompts", "prompt-space"))
     cells = (
         _design_cells(frame, by, column, cluster, variant_factors)
         if paired_on == "items" and method in ("auto", "t")
         else {}
     )
     blocks = []
+    two_prompts: list[str] = []  # groups with 2 prompt variants: the recorded prompts
     skipped: list[str] = []  # groups and pairs with nothing to compare, and why
     for key, (w, cnt) in wide.items():
         unit = [c for c in ("dataset", "item", "variant") if c in w.columns and c not in by]
@@ -910,10 +963,16 @@ def compare_models(
                 pairs.append((i, j))
         if not pairs:
             continue
+        space = over == "prompt-space"
+        if over == "auto" and key in cells:
+            n_p = cells[key][0]["__p"].n_unique()
+            space = n_p >= MIN_PROMPTS
+            if n_p == 2:
+                two_prompts.append(where or "all")
         design = (  # a resampling correction bootstraps the item means: no design's test
             None
             if correction in RESAMPLING_CORRECTIONS
-            else _pair_designs(cells.get(key), models, pairs, over == "auto")
+            else _pair_designs(cells.get(key), models, pairs, space)
         )
         blocks.append(
             {
@@ -1033,10 +1092,19 @@ def compare_models(
             DesignWarning,
             stacklevel=2,
         )
-    if recorded:
-        shown = "; ".join(recorded[:3]) + (" ..." if len(recorded) > 3 else "")
+    if two_prompts:
         warnings.warn(
-            f"{len(recorded)} pair(s) share no prompt variant on 2 or more items ({shown}): "
+            f"{len(two_prompts)} group(s) have 2 prompt variants ({_shown(two_prompts)}): "
+            "2 variants cannot "
+            "estimate the prompt-space spread, so the pairs are compared over the 2 recorded "
+            "prompts (over='prompt-space' asks for the prompt-space test, on about 1 df).",
+            DesignWarning,
+            stacklevel=2,
+        )
+    if recorded:
+        warnings.warn(
+            f"{len(recorded)} pair(s) share no prompt variant on 2 or more items "
+            f"({_shown(recorded)}): "
             "each is compared over the two models' own recorded prompts, where a prompt effect "
             "cannot be told from the model's (`method` ends in '-recorded').",
             DesignWarning,

@@ -126,17 +126,21 @@ def _rank_sets_from_decisions(
     return 1 + above, len(models) - below
 
 
-def _two_way_inputs(cells, models: list[str]):
-    """The shared (item, prompt) cells of ``models`` when a group has 2 or more prompts.
+def _two_way_inputs(cells, models: list[str], forced: bool = False):
+    """The shared (item, prompt) cells of ``models`` when a group has 3 or more prompts.
 
-    None when the group has one prompt; ``False`` when the models share cells on fewer than 2
-    items (no prompt in common): they are then ranked over their recorded prompts.
+    None when the group has fewer (2 with ``forced``, ``over='prompt-space'``), as
+    :func:`compare_models` decides per group; ``False`` when
+    the models share cells on fewer than 2 items (no prompt in common): they are then ranked
+    over their recorded prompts.
     """
+    from evalstats.compare._intervals import MIN_PROMPTS
+
     if cells is None:
         return None
     table, clustered = cells
-    if table["__p"].n_unique() < 2:
-        return None
+    if table["__p"].n_unique() < (2 if forced else MIN_PROMPTS):
+        return None  # as compare_models: 2 prompt variants in the group, the recorded ones
     index = ["__item", "__p", *(["__g"] if clustered else [])]
     wide = (
         table.with_columns(pl.col("model").cast(pl.String))
@@ -190,10 +194,14 @@ def _two_way(inputs, models: list[str], sign: float, n_resamples: int, rng):
     k = len(models)
     se = np.zeros((k, k))
     clusters = wide["__g"].to_numpy() if clustered else None
-    for j in range(k):
-        for j2 in range(j + 1, k):
-            mv = design_variance(ic, pc, y[:, j] - y[:, j2], clusters=clusters)
-            se[j, j2] = se[j2, j] = math.sqrt(max(mv.var, 0.0))
+    from evalstats.compare._paired import pool_prompt_part
+
+    index = [(j, j2) for j in range(k) for j2 in range(j + 1, k)]
+    designs = pool_prompt_part(  # the pairs' prompt part floored as compare_models does
+        [(design_variance(ic, pc, y[:, j] - y[:, j2], clusters=clusters),) for j, j2 in index]
+    )
+    for (j, j2), (mv,) in zip(index, designs, strict=True):
+        se[j, j2] = se[j2, j] = math.sqrt(max(mv.var, 0.0))
     return observed, boot, se, n_p
 
 
@@ -240,8 +248,7 @@ def _rank_sets_from(
     t = np.where(se[None] > 0, t, 0.0)  # identical models: their difference is exactly 0
     q = level
     if simultaneous:
-        iu = np.triu_indices(k, 1)
-        crit = np.full(k, np.quantile(t[:, iu[0], iu[1]].max(axis=1), q))
+        return _stepdown_rank_sets(theta, dev, se, level)
     else:
         crit = np.array(
             [np.quantile(np.delete(t[:, j, :], j, axis=1).max(axis=1), q) for j in range(k)]
@@ -252,6 +259,40 @@ def _rank_sets_from(
     worse = (diff - c * se > 0) & (se > 0)  # [j, k]: model j above model k
     low = 1 + better.sum(axis=1)
     high = k - worse.sum(axis=1)
+    return low.astype(np.int64), high.astype(np.int64)
+
+
+def _stepdown_rank_sets(
+    theta: np.ndarray, dev: np.ndarray, se: np.ndarray, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Rank sets from the step-down max-t test of the directional claims (Romano-Wolf).
+
+    Hypotheses :math:`H_{jk}: \theta_j \le \theta_k` for every ordered pair, statistics
+    :math:`T_{jk} = (\hat\theta_j - \hat\theta_k)/\hat\sigma_{jk}`. Step 1 rejects those above
+    the ``level`` quantile of :math:`\max_{(j,k)} D^*_{jk}/\hat\sigma_{jk}` over all ordered
+    pairs (:math:`D^*` the bootstrap deviation of the difference), which is the single-step
+    max-t of Mogstad et al.; each further step takes the quantile over the hypotheses not yet
+    rejected, until none is added. It controls the family-wise error of the claims "j above
+    k" as the single step does (Romano and Wolf 2005; the stepwise refinement in Mogstad et
+    al. 2024, Section 3.3), and rejects at least as many.
+    """
+    k = theta.size
+    diff = theta[:, None] - theta[None, :]
+    ok = se > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stat = np.where(ok, diff / np.where(ok, se, 1.0), -np.inf)
+        null = np.where(ok[None], dev / np.where(ok, se, 1.0)[None], -np.inf)
+    active = ok & ~np.eye(k, dtype=bool)
+    above = np.zeros((k, k), dtype=bool)  # [j, m]: model j significantly above model m
+    while active.any():
+        crit = np.quantile(np.where(active[None], null, -np.inf).max(axis=(1, 2)), level)
+        new = active & (stat > crit)
+        if not new.any():
+            break
+        above |= new
+        active &= ~new
+    low = 1 + above.sum(axis=0)  # models above j
+    high = k - above.sum(axis=1)  # models below j
     return low.astype(np.int64), high.astype(np.int64)
 
 
@@ -283,7 +324,8 @@ def rank_intervals(
         for every model of a group at once with probability ``confidence_level`` (a step-down
         version of Mogstad et al.'s construction). ``'simultaneous'``: rank sets that hold for every model of a group at once with
         probability ``confidence_level`` (Mogstad, Romano, Shaikh and Wilhelm 2024), from
-        simultaneous max-t intervals of all pairwise differences. ``'marginal'``: each model's
+        the step-down max-t test of the directional claims (its first step the simultaneous
+        max-t intervals of all pairwise differences). ``'marginal'``: each model's
         rank set holds with that probability on its own (max-t over the pairs involving the
         model). ``'bootstrap'``: quantiles of the model's rank over bootstrap resamples (no
         coverage guarantee: see Notes).
@@ -302,8 +344,9 @@ def rank_intervals(
         has one, as the design gives it). With clusters the bootstrap resamples whole clusters
         (items of one passage together) and the pairwise differences are studentized by their
         cluster-robust standard errors; ``n_clusters`` says how many.
-    over : {'auto', 'recorded-prompts'}, default 'auto'
-        With two or more prompt variants in a group, ``'auto'`` ranks the models' means over
+    over : {'auto', 'recorded-prompts', 'prompt-space'}, default 'auto'
+        With three or more prompt variants in a group (two with ``'prompt-space'``; with two
+        ``'auto'`` ranks over the recorded prompts, as :func:`compare_models` compares), ``'auto'`` ranks the models' means over
         the prompt space: the bootstrap resamples items (or clusters) and prompt variants
         independently (a two-way bootstrap, Owen 2007; slightly conservative) and the pairwise
         differences are studentized by the design's variance (model x prompt interaction
@@ -366,7 +409,9 @@ def rank_intervals(
 
     These sets cover the true ranks (ties sharing the rank set) with probability at least the
     level, asymptotically, because they follow from simultaneous intervals of the
-    differences [1]_. This is the single-step version (their stepwise refinement is shorter).
+    differences [1]_. ``'simultaneous'`` then steps down (their stepwise refinement): the
+    quantile is recomputed over the one-sided claims not yet made until none is added, which
+    keeps the family-wise error of the claims and never gives a wider set.
     ``'paired'`` (the default) uses the same formula with "above" read from the paired tests
     of :func:`compare_models` (``correction='holm'``, ``family='group'``): exact McNemar for
     0/1 scores, the design-aware t otherwise, on the pair's shared items. Holm controls the
@@ -437,9 +482,11 @@ def rank_intervals(
         )
     from evalstats.compare._paired import _design_cells
 
-    check_choice("over", over, ("auto", "recorded-prompts"))
+    check_choice("over", over, ("auto", "recorded-prompts", "prompt-space"))
     prompt_cells = (
-        _design_cells(observations, by, "model", cluster, variant_factors) if over == "auto" else {}
+        _design_cells(observations, by, "model", cluster, variant_factors)
+        if over != "recorded-prompts"
+        else {}
     )
     if method != "paired":
         decisions = {}
@@ -470,8 +517,14 @@ def rank_intervals(
         n = x.shape[0]
         codes = None
         if cluster_of is not None:
-            on = [c for c in ("dataset", "item") if c in complete.columns]
-            labels = complete.select(on).join(cluster_of.select(*on, "__g"), on=on, how="left")
+            # items are keyed by (dataset, item): the same item id in two datasets is two items
+            # (the group's dataset, when grouped by it, is the key's, not a column of `w`)
+            fixed = {b_: k for b_, k in zip(by, key) if b_ == "dataset"}
+            keyed = complete.with_columns(
+                *(pl.lit(v, dtype=cluster_of.schema[b_]).alias(b_) for b_, v in fixed.items())
+            )
+            on = [c for c in ("dataset", "item") if c in keyed.columns]
+            labels = keyed.select(on).join(cluster_of.select(*on, "__g"), on=on, how="left")
             _, codes = np.unique(labels["__g"].fill_null("").to_numpy(), return_inverse=True)
         n_dropped = w.height - n
         where = ", ".join(f"{b}={k!r}" for b, k in zip(by, key))
@@ -489,7 +542,7 @@ def rank_intervals(
         observed = x.mean(axis=0)
         hib = higher_is_better(direction, key)
         sign = 1.0 if hib else -1.0  # rank 1 is the best: the highest, or the lowest error
-        two_way = _two_way_inputs(prompt_cells.get(key), models)
+        two_way = _two_way_inputs(prompt_cells.get(key), models, over == "prompt-space")
         if two_way is False:
             recorded.append(", ".join(f"{b}={k!r}" for b, k in zip(by, key)) or "all")
             two_way = None

@@ -39,6 +39,10 @@ _INTERVAL_METHODS = {
     "size where items cluster or prompts vary)",
     "logit": "t intervals on the logit scale, which stay inside the metric's bounds",
     "t": "t intervals (the metric has no bounds)",
+    "lognormal": "log-normal (Cox) intervals of the mean (the metric has no bounds and its "
+    "scores are strongly right-skewed and positive)",
+    "bootstrap-t": "studentized bootstrap intervals (the metric has no bounds and its scores "
+    "are strongly right-skewed)",
     "bca": "BCa bootstrap intervals",
     "percentile": "percentile bootstrap intervals",
     "cluster": "cluster-robust (CR1) intervals",
@@ -207,6 +211,9 @@ def intervals_reading(res: AnalysisResult, data: DataSummary) -> str:
         sentences.append(f"Intervals: {named}, {unit}, because {why}.")
     else:
         sentences.append(f"Intervals: {named}, {unit} (as asked).")
+    caveats = ok["note"].drop_nulls() if "note" in ok.columns else ok.head(0)
+    if caveats.len():  # 2 prompt variants: the recorded prompts, and why
+        sentences.append(f"In {caveats.len()} of {t.height} groups {caveats[0]}.")
     if missing.height:
         sentences.append(f"{missing.height} of {t.height} groups have no interval: {reason}.")
     return " ".join(sentences)

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from evalstats.aggregate import item_set_rule
 from evalstats.compare import compare_models, rank_intervals, reversal_audit, subset_rankings
 from evalstats.errors import DesignWarning, EvalstatsWarning, SchemaError
 from evalstats.simulate import observations, unit_table
@@ -49,7 +50,9 @@ def _runs_over_different_items() -> pl.DataFrame:
 def test_item_level_compare_follows_the_item_set_rule():
     obs = _runs_over_different_items()
     with pytest.raises(SchemaError, match="cover different items.*--on-mismatch"):
-        compare_models(obs, method="t")
+        compare_models(obs, method="t", on_mismatch="error")
+    with item_set_rule("error"), pytest.raises(SchemaError, match="cover different items"):
+        compare_models(obs, method="t")  # a rule set around the call is the rule
     with pytest.warns(EvalstatsWarning) as rec:
         inter = compare_models(obs, method="t", on_mismatch="intersect")
     text = " ".join(str(w.message) for w in rec)
@@ -60,6 +63,44 @@ def test_item_level_compare_follows_the_item_set_rule():
     with pytest.warns(DesignWarning, match="missing runs are averaged"):
         kept = compare_models(obs, method="t", on_mismatch="keep")
     assert (kept.row(0, named=True)["n"], kept.row(0, named=True)["n_incomplete"]) == (20, 5)
+
+
+def test_item_level_compare_by_default_pairs_the_runs_each_item_has():
+    """Issue 46: the default call stopped on runs over different items; items are the unit.
+
+    Each item's score is the mean of the runs it has (``keep``), the items with fewer runs are
+    counted in ``n_incomplete`` and warned about, and the result equals ``on_mismatch='keep'``.
+    """
+    obs = _runs_over_different_items()
+    with pytest.warns(DesignWarning, match="missing runs are averaged over the runs present"):
+        default = compare_models(obs, method="t")
+    with pytest.warns(DesignWarning):
+        kept = compare_models(obs, method="t", on_mismatch="keep")
+    assert default.equals(kept)
+    assert default.select("n", "n_incomplete").row(0) == (20, 5)
+    # configurations paired on variants average over items: there the rule still stops
+    with pytest.raises(SchemaError, match="cover different items"):
+        compare_models(obs, paired_on="variants")
+
+
+def test_default_compare_on_a_sparse_grid_with_uneven_runs():
+    """200 items x 5 prompts, 40 % of the cells missing, 1-3 runs a cell (issue 46's case)."""
+    rng = np.random.default_rng(5)
+    runs = rng.integers(1, 4, (200, 5)) * (rng.random((200, 5)) > 0.4)
+    ii, pp = np.nonzero(runs)
+    rows = []
+    for m in ("m0", "m1"):
+        for i, p in zip(ii, pp, strict=True):
+            for r in range(runs[i, p]):
+                rows.append((m, "d", str(i), f"v{p}", r, float(rng.random() < 0.6)))
+    obs = pl.DataFrame(
+        rows, schema=["model", "dataset", "item", "variant", "run", "score"], orient="row"
+    )
+    with pytest.warns(DesignWarning, match="counted in `n_incomplete`"):
+        out = compare_models(obs)
+    row = out.row(0, named=True)
+    assert row["method"] == "t-design" and row["n"] == len(set(ii.tolist()))
+    assert row["n_incomplete"] > 0 and 0 <= row["pvalue"] <= 1
 
 
 def test_compare_cli_and_python_agree_under_each_item_set_rule(tmp_path):

@@ -239,12 +239,19 @@ def _tiny_df_table() -> pl.DataFrame:
 
 
 def test_logit_interval_at_a_tiny_satterthwaite_df_is_wide_not_an_overflow():
-    """Issue 41: math.exp overflowed (OverflowError) at df 0.1; the interval is all of [0, 1]."""
-    out = intervals(_tiny_df_table()).row(0, named=True)
+    """Issue 41: math.exp overflowed (OverflowError) at df 0.1; the interval is all of [0, 1].
+
+    2 prompt variants: the prompt-space interval is asked for (the default answers about the
+    recorded prompts since issue 46, with a caveat; checked below).
+    """
+    out = intervals(_tiny_df_table(), over="prompt-space").row(0, named=True)
     assert out["method"] == "logit" and out["over"] == "items+prompts"
     assert 0 < out["df"] < 0.2
     assert_allclose((out["ci_low"], out["ci_high"]), (0.0, 1.0), atol=1e-12)
     assert out["ci_low"] <= out["mean"] <= out["ci_high"]
+    auto = intervals(_tiny_df_table()).row(0, named=True)
+    assert auto["over"] == "items" and "2 prompt variants cannot" in auto["note"]
+    assert 0 < auto["ci_low"] < auto["ci_high"] < 1
 
 
 def test_logit_interval_helper_at_any_df():
@@ -267,7 +274,10 @@ def test_intervals_cli_at_a_tiny_df_exits_0(tmp_path):
 
     path = tmp_path / "tiny_df.csv"
     _tiny_df_table().write_csv(path)
-    code, out, err = cli("intervals", str(path), "--on-mismatch", "keep", "--metric-range", "0,1")
+    code, out, err = cli(
+        "intervals", str(path), "--on-mismatch", "keep", "--metric-range", "0,1",
+        "--over", "prompt-space",
+    )  # fmt: skip
     ok(code, err)
     row = pl.read_csv(out.encode()).row(0, named=True)
     assert (row["method"], row["ci_low"], row["ci_high"]) == ("logit", 0.0, 1.0)

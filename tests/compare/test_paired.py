@@ -142,7 +142,8 @@ def test_comparing_a_prompt_factor_keeps_the_other_prompt_factors_random():
 def test_difference_interval_never_leaves_the_metric_range():
     """Two prompt variants give the prompt-space interval about one degree of freedom: its
     t interval ran to [-62, 63] for a 0/1 metric (HELM suite, 8 items). It is clipped to
-    [-1, 1] (the difference of two means on [0, 1]), which keeps its coverage."""
+    [-1, 1] (the difference of two means on [0, 1]), which keeps its coverage. (Asked for:
+    with 2 variants the default compares over the recorded prompts since issue 46.)"""
     rng = np.random.default_rng(3)
     rows = []
     for i in range(8):  # prompt p0: a right, b wrong on every item; p1: the same answers
@@ -151,14 +152,14 @@ def test_difference_interval_never_leaves_the_metric_range():
         rows += [("b", "p1", i, same)]
     obs = pl.DataFrame(rows, schema=["model", "variant", "item", "score"], orient="row")
     obs = obs.with_columns(dataset=pl.lit("d"), run=pl.lit(0), item=pl.col("item").cast(str))
-    row = compare_models(obs, method="t").row(0, named=True)
+    row = compare_models(obs, method="t", over="prompt-space").row(0, named=True)
     assert row["method"] == "t-design" and row["difference"] == 0.5
     assert row["se"] * 12.7 > 1.5  # t(0.975) on about 1 df: unclipped it reaches past +-1
     assert (row["ci_low"], row["ci_high"]) == (-1.0, 1.0)
     scaled = obs.with_columns(
         pl.col("score") * 100, metric_low=pl.lit(0.0), metric_high=pl.lit(100.0)
     )
-    wide = compare_models(scaled, method="t").row(0, named=True)
+    wide = compare_models(scaled, method="t", over="prompt-space").row(0, named=True)
     assert (wide["ci_low"], wide["ci_high"]) == (-100.0, 100.0)
 
 
@@ -303,10 +304,14 @@ def _own_prompts(prompts: dict[str, tuple[str, ...]], n_items: int = 5, seed: in
 
 
 def test_models_without_a_shared_prompt_are_compared_over_their_recorded_prompts():
-    """Issue 41: a NaN difference without a warning; now the recorded prompts' test, named."""
+    """Issue 41: a NaN difference without a warning; now the recorded prompts' test, named.
+
+    (2 prompt variants in the group: the prompt space is asked for, as the default compares
+    over the recorded prompts with 2 since issue 46, which gives this same answer.)
+    """
     obs = _own_prompts({"a": ("p1",), "b": ("p2",)})
     with pytest.warns(DesignWarning, match=r"share no prompt variant .*a vs b in dataset='d'"):
-        out = compare_models(obs)
+        out = compare_models(obs, over="prompt-space")
     ref = compare_models(obs, over="recorded-prompts")
     row, want = out.row(0, named=True), ref.row(0, named=True)
     assert row["method"] == want["method"] + "-recorded" == "permutation-recorded"
@@ -323,7 +328,8 @@ def test_a_pair_is_compared_on_its_shared_prompts_as_on_the_filtered_table():
     """Partly shared prompts: every number equals the comparison of the shared ones alone."""
     obs = _own_prompts({"a": ("p1", "p2", "p3"), "b": ("p1", "p2", "p4")}, n_items=12, seed=1)
     shared = obs.filter(pl.col("variant").is_in(["p1", "p2"]))
-    out, ref = compare_models(obs), compare_models(shared)
+    # the group has 4 prompt variants (the prompt space); the filtered table 2: asked for
+    out, ref = compare_models(obs), compare_models(shared, over="prompt-space")
     cols = ["n", "mean_a", "mean_b", "difference", "se", "ci_low", "ci_high", "pvalue", "method"]
     assert out.select(cols).rows() == ref.select(cols).rows()
     assert out["method"].to_list() == ["t-design"]
@@ -352,11 +358,15 @@ def test_compare_cli_without_a_shared_prompt_exits_0(tmp_path):
 
     path = tmp_path / "own_prompts.csv"
     _own_prompts({"a": ("p1",), "b": ("p2",)}).write_csv(path)
-    code, out, err = cli("compare", str(path))
+    code, out, err = cli("compare", str(path), "--over", "prompt-space")
     ok(code, err)
     row = pl.read_csv(out.encode()).row(0, named=True)
     assert row["method"] == "permutation-recorded" and math.isfinite(row["difference"])
     assert "share no prompt variant" in err
+    code, out, err = cli("compare", str(path))  # 2 prompt variants: the recorded prompts
+    ok(code, err)
+    row = pl.read_csv(out.encode()).row(0, named=True)
+    assert row["method"] == "permutation" and "2 variants cannot estimate" in err
 
 
 def _one_model_on_d0(**kw) -> pl.DataFrame:

@@ -27,8 +27,8 @@ def test_rank_intervals_separate_clear_gaps_and_p_best_sums_to_one():
     assert boot["rank_low"].to_list() == boot["rank_high"].to_list() == [3, 2, 1]
     assert_allclose(boot["p_best"].sum(), 1.0, rtol=1e-12)
     assert boot.filter(model="m2")["p_best"].item() > 0.95
-    # the single-step simultaneous sets: m1 - m2 has an unadjusted p of 0.035 (paired t),
-    # which three simultaneous intervals do not separate; m0 is last for sure
+    # the simultaneous (step-down max-t) sets: m1 - m2 has an unadjusted p of 0.035 (paired
+    # t), which the last step's max over the two remaining claims does not pass; m0 is last
     out = rank_intervals(obs, n_resamples=300, method="simultaneous", **kw)
     assert out["rank_low"].to_list() == [3, 1, 1] and out["rank_high"].to_list() == [3, 2, 2]
     assert out["method"].unique().to_list() == ["simultaneous"]
@@ -37,8 +37,9 @@ def test_rank_intervals_separate_clear_gaps_and_p_best_sums_to_one():
     paired = rank_intervals(obs, n_resamples=300, **kw)
     assert paired["rank_low"].to_list() == paired["rank_high"].to_list() == [3, 2, 1]
     assert paired["method"].unique().to_list() == ["paired"]
-    # over the prompt space two prompts say little: no set is narrower
-    space = rank_intervals(obs, n_resamples=300)
+    # over the prompt space (asked for: two prompts default to the recorded ones) two prompts
+    # say little: no set is narrower
+    space = rank_intervals(obs, n_resamples=300, over="prompt-space")
     assert space["n_prompts"].to_list() == [2, 2, 2]
     assert ((space["rank_high"] - space["rank_low"]) >= (out["rank_high"] - out["rank_low"])).all()
 
@@ -435,11 +436,15 @@ def _own_prompts(prompts: dict[str, tuple[str, ...]], n_items: int = 5, seed: in
     "prompts", [{"a": ("p1",), "b": ("p2",)}, {"a": ("p1",), "b": ("p2",), "c": ("p1",)}]
 )
 def test_rank_intervals_without_a_shared_prompt_rank_over_the_recorded_prompts(prompts):
-    """Issue 41: 'zero-size array to reduction operation maximum' in _two_way."""
+    """Issue 41: 'zero-size array to reduction operation maximum' in _two_way.
+
+    Two prompts in the group: the prompt space is asked for (the default ranks over the
+    recorded prompts with 2 since issue 46, which is the same answer here).
+    """
     obs = _own_prompts(prompts, n_items=20)
     for method in ("paired", "simultaneous", "bootstrap"):
         with pytest.warns(DesignWarning, match=r"share no prompt variant .*dataset='d'"):
-            out = rank_intervals(obs, n_resamples=200, method=method)
+            out = rank_intervals(obs, n_resamples=200, method=method, over="prompt-space")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DesignWarning)
             ref = rank_intervals(obs, n_resamples=200, method=method, over="recorded-prompts")
@@ -452,9 +457,13 @@ def test_rank_intervals_rank_on_the_prompts_every_model_shares():
     """Partly shared prompts: the same ranks as on the table of the shared prompts alone."""
     obs = _own_prompts({"a": ("p1", "p2", "p3"), "b": ("p1", "p2", "p4")}, n_items=12)
     shared = obs.filter(pl.col("variant").is_in(["p1", "p2"]))
-    out = rank_intervals(obs, n_resamples=200, method="simultaneous")
-    assert out.equals(rank_intervals(shared, n_resamples=200, method="simultaneous"))
+    kw = {"n_resamples": 200, "method": "simultaneous", "over": "prompt-space"}
+    out = rank_intervals(obs, **kw)
+    assert out.equals(rank_intervals(shared, **kw))
     assert out["n_prompts"].to_list() == [2, 2]
+    # by default the group decides (4 prompt variants: the prompt space, as compare_models)
+    auto = rank_intervals(obs, n_resamples=200, method="simultaneous")
+    assert auto.equals(out)
 
 
 def test_a_dataset_with_one_model_leaves_the_others_ranked():
@@ -484,3 +493,27 @@ def test_p_best_on_a_sparse_grid_leaves_out_resamples_without_means():
     out = rank_intervals(obs)
     assert out["p_best"].is_finite().all()
     assert out["p_best"].sum() == pytest.approx(1.0)
+
+
+def test_rank_sets_with_clusters_key_items_by_dataset_and_item():
+    """Issue 46: item ids repeated across datasets broke the cluster join (a ValueError).
+
+    3 models x 2 datasets x 40 items in clusters of 8, the same item ids in both datasets:
+    each dataset has its own 5 clusters, and its ranks equal those of the dataset alone.
+    """
+    rng = np.random.default_rng(2)
+    rows = []
+    for ds in ("d1", "d2"):
+        for k, mu in enumerate((0.2, 0.5, 0.8)):
+            y = (rng.random(40) < mu).astype(float)
+            rows += [(f"m{k}", ds, str(i), f"c{i // 8}", "v", 0, y[i]) for i in range(40)]
+    cols = ["model", "dataset", "item", "cluster", "variant", "run", "score"]
+    obs = pl.DataFrame(rows, schema=cols, orient="row")
+    for method in ("paired", "simultaneous", "bootstrap"):
+        out = rank_intervals(obs, n_resamples=200, method=method)
+        assert out.height == 6 and out["n_clusters"].to_list() == [5] * 6
+        alone = rank_intervals(obs.filter(pl.col("dataset") == "d2"), n_resamples=200,
+                               method=method)  # fmt: skip
+        if method != "bootstrap":  # the resamples of d2 differ (d1 drew first)
+            both = out.filter(pl.col("dataset") == "d2").select("model", "rank_low", "rank_high")
+            assert both.equals(alone.select("model", "rank_low", "rank_high"))

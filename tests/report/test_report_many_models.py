@@ -140,8 +140,10 @@ def test_two_variants_reading_stays_within_bounds():
     rep = _report(pl.concat([a, b]))
     t = rep["intervals"].tables["intervals"]
     assert (t["ci_low"] >= 0).all() and (t["ci_high"] <= 1).all()
-    # two prompt variants: the interval is about the prompt space (items and prompts)
-    assert set(t["over"]) == {"items+prompts"}
+    # two prompt variants cannot estimate the prompt-space spread (issue 46): the interval is
+    # about the 2 recorded prompts, and the reading says so
+    assert set(t["over"]) == {"items"} and set(t["n_prompts"]) == {2}
+    assert "2 prompt variants cannot estimate the prompt-space spread" in rep["intervals"].reading
     pcts = [float(x) for x in re.findall(r"(\d+\.\d) %", rep["intervals"].reading)]
     assert pcts and max(pcts) <= 100.0
 
