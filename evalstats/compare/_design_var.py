@@ -296,6 +296,10 @@ def wilson_effective(
     else:
         n_eff = n_min
     n = n_eff * (z / t) ** 2
+    if not math.isfinite(t) or not 4 * n * n > 0:
+        # a df so small that the t quantile is infinite or astronomically large (df near
+        # 0.01): no information, the interval is the whole range, as a t interval would be
+        return 0.0, 1.0
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     low = 0.0 if p <= 0.0 else max(0.0, centre - half)

@@ -451,3 +451,12 @@ def test_ppi_over_the_prompt_space_covers():
         hit_recorded += r["ci_low"] <= truth <= r["ci_high"]
     assert hit_space / reps >= 0.9
     assert hit_recorded / reps < 0.8  # five prompts are a small sample of the prompt space
+
+
+@pytest.mark.parametrize("df", [1e-6, 1e-3, 0.01, 0.02])
+def test_wilson_effective_at_a_vanishing_df_is_the_whole_range(df):
+    """A Satterthwaite df near 0 makes the t quantile infinite or astronomically large: the
+    interval is [0, 1], never a division by zero (found by the report's property test)."""
+    from evalstats.compare._design_var import wilson_effective
+
+    assert wilson_effective(0.4, 0.01, df, n_min=5, confidence_level=0.95) == (0.0, 1.0)
