@@ -1,0 +1,154 @@
+"""A planted dump with every set-aside reason and cross-file duplicates: the ingest report pinned.
+
+The expected report and unit table (``fixtures/reference/ingest_planted/``) were written by the
+partition-hashing accounting this test was added to guard (commit before issue 47's rewrite), with
+``python tests/io/test_ingest_planted.py --write``. Whatever the accounting's implementation, the
+counts, reasons, notes, examples (file and row) and units must stay the same, for every partition
+size (one partition, several files per partition, a file split in pieces).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from evalstats.aggregate import read_units
+from evalstats.errors import IngestError
+from evalstats.io import read
+
+REFERENCE = Path(__file__).resolve().parents[2] / "fixtures/reference/ingest_planted"
+OPTIONS = {"columns": {"prompt": "variant"}, "on_invalid": "skip", "metric_range": (0, 1)}
+#: Reasons the planted dump must produce (each at least once).
+PLANTED = {
+    "missing_model",
+    "missing_dataset",
+    "missing_item",
+    "blank_model",
+    "missing_run",
+    "invalid_run",
+    "missing_score",
+    "unparseable_score",
+    "nonfinite_score",
+    "score_out_of_range",
+    "duplicate",
+    "duplicate_file",
+}
+
+
+def planted_dump(folder: Path, seed: int = 0) -> Path:
+    """Write the planted CSV files under ``folder`` (seeded; a few thousand rows)."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    frames = []
+    for k, model in enumerate(["m0", "m1", "m2"]):
+        n = 600 + 100 * k
+        variant = rng.integers(0, 4, n)
+        item = rng.integers(0, 120, n)  # collisions within a file: duplicates
+        score = rng.integers(0, 2, n).astype(str).astype(object)
+        df = pl.DataFrame(
+            {
+                "model": [model] * n,
+                "dataset": ["d"] * n,
+                "prompt": [f"p{v}" for v in variant],
+                "item": [str(i) for i in item],
+                "run": ["0"] * n,
+                "score": list(score),
+            }
+        )
+        frames.append(df)
+    # one model's rows spread over two files: duplicates across files (and partitions)
+    frames.append(frames[0].slice(100, 300).with_columns(pl.lit("1").alias("score")))
+
+    def plant(df: pl.DataFrame, rows: list[int], column: str, value: str | None) -> pl.DataFrame:
+        vals = df[column].to_list()
+        for r in rows:
+            vals[r] = value
+        return df.with_columns(pl.Series(column, vals, dtype=pl.String))
+
+    f = frames[1]
+    f = plant(f, [3, 50, 400], "model", None)
+    f = plant(f, [5, 51], "model", " ")
+    f = plant(f, [7, 300], "dataset", None)
+    f = plant(f, [9, 310, 311], "item", None)
+    f = plant(f, [11], "run", None)
+    f = plant(f, [13, 14], "run", "1.5")
+    f = plant(f, [15], "run", "-2")
+    f = plant(f, [17, 18], "score", None)
+    f = plant(f, [19, 500, 501, 502], "score", "x")
+    f = plant(f, [21], "score", "nan")
+    f = plant(f, [23, 24], "score", "inf")
+    f = plant(f, [25, 600], "score", "1.7")
+    frames[1] = f
+    frames[2] = plant(frames[2], [2, 700], "score", "-0.5")
+    paths = []
+    for k, df in enumerate(frames):
+        p = folder / f"part-{k:02d}.csv"
+        df.write_csv(p)
+        paths.append(p)
+    shutil.copyfile(paths[2], folder / "part-99.csv")  # a byte-for-byte copy
+    return folder
+
+
+def _report(path: Path, **kw: object) -> tuple[pl.DataFrame, dict]:
+    units, report = read_units(path, progress=False, **OPTIONS, **kw)
+    d = report.to_dict()
+    return units, json.loads(json.dumps(d, default=str).replace(str(path), "<dump>"))
+
+
+@pytest.fixture(scope="module")
+def dump(tmp_path_factory) -> Path:
+    return planted_dump(tmp_path_factory.mktemp("planted") / "dump")
+
+
+@pytest.mark.parametrize("partition_rows", [100_000, 700, 150, 1])
+def test_planted_report_and_units_are_pinned(dump, partition_rows):
+    want = json.loads((REFERENCE / "report.json").read_text())
+    units, got = _report(dump, partition_rows=partition_rows)
+    assert got == want
+    assert PLANTED <= set(got["set_aside"]), set(got["set_aside"])
+    assert got["rows_read"] == got["rows_kept"] + sum(got["set_aside"].values())
+    assert_frame_equal(
+        units, pl.read_parquet(REFERENCE / "units.parquet"), check_exact=False, rel_tol=1e-12
+    )
+
+
+def test_planted_report_equals_the_observation_path(dump):
+    _, got = _report(dump)
+    _, report = read(dump, **OPTIONS)
+    plain = json.loads(json.dumps(report.to_dict(), default=str).replace(str(dump), "<dump>"))
+    assert got == plain
+
+
+@pytest.mark.parametrize("partition_rows", [100_000, 150])
+def test_planted_first_invalid_row_is_pinned(dump, partition_rows):
+    opts = {k: v for k, v in OPTIONS.items() if k != "on_invalid"}
+    with pytest.raises(IngestError) as err:
+        read_units(dump, progress=False, partition_rows=partition_rows, **opts)
+    want = (REFERENCE / "first_error.txt").read_text().strip()
+    assert str(err.value).replace(str(dump), "<dump>") == want
+
+
+if __name__ == "__main__" and "--write" in sys.argv:
+    import tempfile
+
+    folder = planted_dump(Path(tempfile.mkdtemp()) / "dump")
+    REFERENCE.mkdir(parents=True, exist_ok=True)
+    units, rep = _report(folder)
+    (REFERENCE / "report.json").write_text(json.dumps(rep, indent=1, sort_keys=True) + "\n")
+    units.write_parquet(REFERENCE / "units.parquet")
+    opts = {k: v for k, v in OPTIONS.items() if k != "on_invalid"}
+    try:
+        read_units(folder, progress=False, **opts)
+    except IngestError as exc:
+        (REFERENCE / "first_error.txt").write_text(str(exc).replace(str(folder), "<dump>") + "\n")
+    (REFERENCE / "PROVENANCE").write_text(
+        "Written by `python tests/io/test_ingest_planted.py --write` with the partition-hashing "
+        "accounting (evalstats before issue 47's rewrite), polars " + pl.__version__ + ".\n"
+    )
