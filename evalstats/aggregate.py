@@ -30,12 +30,12 @@ from evalstats.io._accounting import (
     PartSpec,
     Plan,
     Runner,
-    account,
     raise_invalid,
     run_local,
     run_part,
 )
 from evalstats.io._pipeline import error_counts, observations, plan_of, report_of
+from evalstats.io._stream import account_rows
 from evalstats.schema import (  # the in-memory aggregation is defined next to the tables
     _ITEM_SET_RULE,  # noqa: F401  (the rule in force; compare reads it from here)
     ITEM_SET_RULES,
@@ -197,7 +197,7 @@ def _read_units_one(
         runner = run_local if client is None else _dask_runner(client)
         # errored calls are counted by class on the report from the rows kept (their ids)
         has_err = "error" in plan.schema
-        acc = account(
+        acc = account_rows(
             plan, units=True, ids=has_err, runner=runner, part_rows=partition_rows, progress=bar
         )
     if acc.first_invalid is not None:

@@ -751,6 +751,10 @@ def account(
 ) -> Accounting:
     """Run every partition, read shared duplicate groups again, and merge.
 
+    Loaders call :func:`evalstats.io._stream.account_rows`, which runs one streaming query
+    instead where it can and this function on the duplicate groups it cannot prove free of
+    duplicates.
+
     Parameters
     ----------
     plan : Plan

@@ -224,9 +224,10 @@ def finalize(
     )
     if _PLANNING.get():
         raise _Planned(plan)
-    from evalstats.io._accounting import account, raise_invalid
+    from evalstats.io._accounting import raise_invalid
+    from evalstats.io._stream import account_rows
 
-    acc = account(plan, units=False, ids=True)
+    acc = account_rows(plan, units=False, ids=True)
     if acc.first_invalid is not None:
         raise_invalid(plan, acc.first_invalid)
     obs = observations(plan, acc.scale, acc.ids)

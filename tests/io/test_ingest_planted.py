@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from evalstats.aggregate import read_units
@@ -151,4 +153,118 @@ if __name__ == "__main__" and "--write" in sys.argv:
     (REFERENCE / "PROVENANCE").write_text(
         "Written by `python tests/io/test_ingest_planted.py --write` with the partition-hashing "
         "accounting (evalstats before issue 47's rewrite), polars " + pl.__version__ + ".\n"
+    )
+
+
+# --- the streaming pass against the partitioned one ---------------------------------------------
+
+
+def _accounting(path: Path, *, stream: bool, part_rows: int = 2_000_000, **options: object):
+    from evalstats.io._pipeline import plan_of
+    from evalstats.io._stream import account_rows
+
+    plan = plan_of(read, path, **options)
+    acc = account_rows(plan, units=True, ids=True, part_rows=part_rows, stream=stream)
+    g = acc.groups.drop("__n_dup")
+    g = g.select(sorted(g.columns))
+    keys = [c for c in g.columns if c not in ("__sum", "__n", "__n_err")]
+    return {
+        "rows_read": acc.rows_read,
+        "set_aside": acc.set_aside,
+        "examples": acc.examples,
+        "notes": acc.scale_notes,
+        "first_invalid": acc.first_invalid,
+        "ids": acc.ids.rows() if acc.ids is not None else None,
+        "groups": g.sort(keys, nulls_last=True),
+    }
+
+
+def assert_stream_equals_partitions(path: Path, **options: object) -> None:
+    want = _accounting(path, stream=False, **options)
+    for part_rows in (2_000_000, 97):
+        got = _accounting(path, stream=True, part_rows=part_rows, **options)
+        wg, gg = want.pop("groups"), got.pop("groups")
+        assert got == want
+        assert_frame_equal(gg, wg, check_exact=False, rel_tol=1e-12, check_dtypes=False)
+        want["groups"] = wg
+
+
+def test_streaming_pass_equals_partitions_on_the_planted_dump(dump):
+    assert_stream_equals_partitions(dump, **OPTIONS)
+
+
+def test_streaming_pass_equals_partitions_when_some_groups_hold_duplicates(tmp_path):
+    """Files written in order (certified groups) but for a few groups with duplicates."""
+    folder = tmp_path / "dump"
+    planted_dump(folder)
+    for p in sorted(folder.glob("part-0*.csv")):
+        df = pl.read_csv(p, infer_schema=False)
+        df = df.unique(
+            ["model", "dataset", "prompt", "run", "item"], keep="first", maintain_order=True
+        )
+        df = df.sort("model", "prompt", pl.col("item").cast(pl.Int64, strict=False))
+        if p.name == "part-00.csv":  # two rows again: one group holds duplicates
+            df = pl.concat([df, df.slice(10, 2)])
+        df.write_csv(p)
+    (folder / "part-03.csv").unlink()  # no model across files (else its groups are two runs)
+    shutil.copyfile(folder / "part-02.csv", folder / "part-99.csv")  # a copy again
+    acc = _accounting(folder, stream=True, **OPTIONS)
+    assert acc["set_aside"]["duplicate"] == 2
+    assert_stream_equals_partitions(folder, **OPTIONS)
+
+
+@pytest.mark.parametrize(
+    "dump",
+    [
+        "dumps/dove/lite",
+        "dumps/dove/nested",
+        "dumps/lm_eval/output",
+        "dumps/inspect/synthetic",
+        "dumps/llm_stability/older_layout",
+    ],
+)
+def test_streaming_pass_equals_partitions_on_fixtures(fixtures, dump):
+    assert_stream_equals_partitions(fixtures / dump)
+
+
+def test_streaming_pass_equals_partitions_on_a_percent_looking_file(tmp_path):
+    a = pl.DataFrame({"model": ["m"] * 4, "item": [1, 2, 3, 4], "score": [80, 60, 0, 100]})
+    b = pl.DataFrame({"model": ["n"] * 3, "item": [1, 2, 3], "score": [1.0, 0.5, 0.0]})
+    for k, df in enumerate([a, b]):
+        df.with_columns(pl.lit("d").alias("dataset")).write_csv(tmp_path / f"p{k}.csv")
+    acc = _accounting(tmp_path, stream=True)
+    assert len(acc["notes"]) == 1 and "p0.csv" in acc["notes"][0]
+    assert_stream_equals_partitions(tmp_path)
+
+
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from(["m0", "m1"]),
+            st.sampled_from(["d0", "d1", None]),
+            st.sampled_from(["t0", "t1", " t1"]),  # ' t1' is 't1' once stripped
+            st.sampled_from(["1", "2", "9", "10", "a", "b", ""]),  # item
+            st.sampled_from(["0", "1", "0.5", "x", "", "nan"]),  # score
+            st.sampled_from(["0", "1", "1.5"]),  # run
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    cuts=st.lists(st.integers(0, 30), max_size=2),
+    ordered=st.booleans(),
+)
+@settings(deadline=None)
+def test_streaming_pass_equals_partitions_for_any_rows(tmp_path_factory, rows, cuts, ordered):
+    """Property: any rows, ordered or not, over any files: the two passes account alike."""
+    folder = tmp_path_factory.mktemp("dump")
+    df = pl.DataFrame(
+        rows, schema=["model", "dataset", "prompt", "item", "score", "run"], orient="row"
+    )
+    if ordered:  # as dumps are written: certified groups, the streaming pass alone
+        df = df.sort("model", "dataset", "prompt", "run", "item")
+    bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
+    for k, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        df[a:b].write_csv(folder / f"p{k}.csv")
+    assert_stream_equals_partitions(
+        folder, columns={"prompt": "variant"}, on_invalid="skip", score_scale="unit"
     )

@@ -1,0 +1,272 @@
+"""The row accounting as one streaming polars query, with partitions only where duplicates may be.
+
+:func:`stream_account` gives the same :class:`~evalstats.io._accounting.Accounting` as the
+partitioned pass (:func:`evalstats.io._accounting.account`) in one pass of polars' streaming
+engine over every file, with memory bounded by the number of units rather than rows:
+
+- every set-aside rule is already a polars expression (``Plan.code_expr``, one reason code per
+  row); the rows are grouped by (file, unit columns, code) and each group sums its scores and
+  counts its rows, scored rows and errored calls, so reasons are counted and units summed in
+  the same aggregate;
+- per-file score statistics (for the note on percent-looking files) come from a second small
+  aggregate by file, in the same ``collect_all``;
+- duplicates: within the rows kept so far, a *run* is a maximal stretch of consecutive rows
+  (in file order) with the same duplicate group (the de-duplication key without ``item``). A
+  duplicate group written in one run whose items strictly increase, under string order or
+  under (length, string) order (which sorts ``"9"`` before ``"10"``), cannot hold two rows of
+  one item: it has no duplicates, and is *certified*. Runs, starts and increases are computed
+  with ``shift`` in the streaming query, and counted by the same aggregate;
+- examples of set-aside rows are a bounded top-k (``sort().head(N_EXAMPLES)``) per reason,
+  and the ids of set-aside rows a filter, both only when some rows are set aside.
+
+The rows of the duplicate groups that are not certified (dumps written out of order, or holding
+duplicates) are then accounted for by the partitioned pass on those groups only (the plan's
+frames filtered to them), which finds the duplicates exactly; its units and ``duplicate``
+counts replace theirs. Nothing is approximate: a certificate is a proof that a group has no
+duplicates, and every other group gets the exact partitioned treatment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import polars as pl
+
+from evalstats.io._accounting import (
+    _KEPT,
+    PART_ROWS,
+    Accounting,
+    Plan,
+    Runner,
+    _bottom,
+    _computed,
+    _first_invalid,
+    _locate_read_error,
+    _scale_decision,
+    _score_stats,
+    account,
+    run_local,
+)
+from evalstats.io._rows import N_EXAMPLES, whole_run
+
+__all__ = ["account_rows", "stream_account", "streamable"]
+
+
+def account_rows(
+    plan: Plan,
+    *,
+    units: bool = True,
+    ids: bool = False,
+    runner: Runner = run_local,
+    part_rows: int = PART_ROWS,
+    progress: Callable[[int], None] | None = None,
+    stream: bool = True,
+) -> Accounting:
+    """Account for every row: the streaming query where it applies, else the partitions.
+
+    The streaming query (:func:`stream_account`) runs for item-level rows in this process;
+    unit-level rows and the Dask runner use :func:`evalstats.io._accounting.account` (the
+    arguments are its own). ``stream=False`` forces the partitions (the tests compare the two).
+    """
+    if not (stream and runner is run_local and streamable(plan)):
+        return account(
+            plan, units=units, ids=ids, runner=runner, part_rows=part_rows, progress=progress
+        )
+
+    def partitioned(sub: Plan, prog: Callable[[int], None] | None) -> Accounting:
+        return account(sub, units=units, ids=ids, runner=runner, part_rows=part_rows, progress=prog)
+
+    return stream_account(plan, ids=ids, partitioned=partitioned, progress=progress)
+
+
+def streamable(plan: Plan) -> bool:
+    """Whether the streaming pass applies: item-level rows de-duplicated on their item."""
+    return plan.has_item and "item" in plan.dedup_key and bool(plan.frames)
+
+
+def _increasing(plan: Plan) -> tuple[pl.Expr, pl.Expr]:
+    """Two strict orders of ``item`` against the previous row: string, (length, string)."""
+    it = pl.col("item")
+    prev = it.shift(1)
+    if plan.schema["item"] != pl.String:
+        up = (it > prev).fill_null(False)
+        return up, up
+    n, n_prev = it.str.len_bytes(), it.str.len_bytes().shift(1)
+    lex = (it > prev).fill_null(False)
+    by_len = ((n > n_prev) | ((n == n_prev) & (it > prev))).fill_null(False)
+    return lex, by_len
+
+
+def stream_account(
+    plan: Plan,
+    *,
+    ids: bool,
+    partitioned: Callable[[Plan, Callable[[int], None] | None], Accounting],
+    progress: Callable[[int], None] | None = None,
+) -> Accounting:
+    """Account for every row in one streaming query; see the module docstring.
+
+    Parameters
+    ----------
+    plan : Plan
+        The loader's plan (:func:`streamable` must hold).
+    ids : bool
+        Collect the (file, row) of every row set aside.
+    partitioned : callable
+        ``partitioned(plan, progress)`` runs the partitioned pass on a plan (here: one whose
+        frames hold only the duplicate groups that are not certified).
+    progress : callable, optional
+        Called with the number of files done.
+
+    Returns
+    -------
+    Accounting
+    """
+    files = list(range(len(plan.frames)))
+    lf = _computed(plan, plan.frame(files), {}).with_columns(plan.code_expr)
+    dcols = plan.dedup_row_cols
+    gcols = plan.group_cols
+    has_err = "error" in plan.schema
+    valid = pl.col("__code") == _KEPT
+    # scored: kept with a score (an errored call is kept without one and is in no unit)
+    scored = valid & pl.col("__score").is_not_nan().fill_null(False) if has_err else valid
+
+    # runs of duplicate groups among the valid rows, in file order
+    same = (
+        pl.all_horizontal([pl.col(c).eq_missing(pl.col(c).shift(1)) for c in dcols])
+        if dcols
+        else pl.lit(True)
+    )
+    lex, by_len = _increasing(plan)
+    runs = lf.filter(valid).with_columns(
+        (~same.fill_null(False)).alias("__start"), lex.alias("__lex"), by_len.alias("__len")
+    )
+    cert = runs.group_by(["__src", *gcols]).agg(
+        pl.col("__start").sum().alias("__runs"),
+        (pl.col("__lex") | pl.col("__start")).all().alias("__all_lex"),
+        (pl.col("__len") | pl.col("__start")).all().alias("__all_len"),
+    )
+    sums = lf.group_by(["__src", *gcols, "__code"]).agg(
+        pl.len().alias("__rows"),
+        pl.col("__score").filter(scored).sum().alias("__sum"),
+        scored.sum().cast(pl.Int64).alias("__n"),
+        *(
+            [(scored & pl.col("error").is_not_null()).sum().cast(pl.Int64).alias("__n_err")]
+            if has_err
+            else []
+        ),
+    )
+    queries = [sums, cert]
+    if plan.hint_scale:
+        queries.append(_score_stats(lf.select("__src", "__score", "__pct")))
+    try:
+        got = pl.collect_all(queries, engine="streaming")
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
+        raise _locate_read_error(plan, files, exc) from None
+    sums_df, cert_df = got[0], got[1]
+
+    # --- counts, examples, ids -------------------------------------------------------------
+    names = plan.reasons
+    by_code = sums_df.group_by("__code").agg(pl.col("__rows").sum())
+    counts = {names[c]: int(n) for c, n in sorted(by_code.iter_rows()) if c != _KEPT and n}
+    rows_read = int(sums_df["__rows"].sum())
+    aside = [c for c, n in by_code.iter_rows() if c != _KEPT and n]
+    examples: dict[str, list[tuple[int, int, str | None]]] = {}
+    id_frames: list[pl.DataFrame] = []
+    if aside:
+        ex_q = [
+            lf.filter(pl.col("__code") == c)
+            .select("__src", "__row", pl.col("score").cast(pl.String))
+            .sort("__src", "__row")
+            .head(N_EXAMPLES)
+            for c in sorted(aside)
+        ]
+        if ids:
+            ex_q.append(lf.filter(pl.col("__code") != _KEPT).select("__src", "__row"))
+        out = pl.collect_all(ex_q, engine="streaming")
+        for c, df in zip(sorted(aside), out):
+            examples[names[c]] = [(int(s), int(r), raw) for s, r, raw in df.iter_rows()]
+        if ids:
+            id_frames.append(out[-1])
+
+    # --- score scale notes (per file) ------------------------------------------------------
+    by_src = {r["__src"]: r for r in got[2].iter_rows(named=True)} if plan.hint_scale else {}
+    scale_all = {i: _scale_decision(by_src.get(i), plan, plan.paths[i]) for i in files}
+
+    # --- unit sums, and the duplicate groups certified free of duplicates -----------------
+    kept = sums_df.filter(pl.col("__code") == _KEPT)
+    agg = [pl.col("__sum", "__n", *(["__n_err"] if has_err else [])).sum()]
+    groups = kept.group_by(gcols, maintain_order=True).agg(*agg).filter(pl.col("__n") > 0)
+    if dcols:
+        per = cert_df.group_by(dcols).agg(
+            pl.col("__runs").sum(), pl.col("__all_lex").all(), pl.col("__all_len").all()
+        )
+    else:
+        per = cert_df.select(
+            pl.col("__runs").sum(), pl.col("__all_lex").all(), pl.col("__all_len").all()
+        )
+    ok = (pl.col("__runs") == 1) & (pl.col("__all_lex") | pl.col("__all_len"))
+    suspect = per.filter(~ok)
+    if progress is not None:
+        progress(len(files))
+
+    if suspect.height:
+        if suspect.height == per.height:  # nothing certified: the partitioned pass on all rows
+            sub = dataclasses.replace(plan, on_invalid="skip")
+        else:
+            keys = suspect.select(dcols)
+            sub = dataclasses.replace(
+                plan,
+                on_invalid="skip",
+                frames=tuple(_only(f, keys) for f in plan.frames),
+            )
+        slow = partitioned(sub, None)
+        if "duplicate" in slow.set_aside:
+            counts["duplicate"] = slow.set_aside["duplicate"]
+        if "duplicate" in slow.examples:
+            examples["duplicate"] = _bottom(slow.examples["duplicate"])
+        if dcols:
+            groups = groups.join(suspect.select(dcols), on=dcols, how="anti", nulls_equal=True)
+        else:
+            groups = groups.clear()
+        slow_groups = slow.groups.filter(pl.col("__n") > 0).drop("__n_dup")
+        groups = pl.concat([groups, slow_groups.select(groups.columns)], how="vertical_relaxed")
+        # (a derived variant, which the slow groups may carry, is put back on all below)
+        if ids and slow.ids is not None:
+            id_frames.append(slow.ids)
+    groups = groups.with_columns(pl.lit(0, dtype=pl.Int64).alias("__n_dup"))
+    if plan.variant is not None and "variant" in plan.dedup_groups:
+        groups = groups.with_columns(plan.variant)
+    id_frame = None
+    if ids:
+        id_frame = (
+            pl.concat([f.select("__src", "__row") for f in id_frames])
+            .unique()
+            .sort("__src", "__row")
+            if id_frames
+            else pl.DataFrame(schema={"__src": pl.Int32, "__row": pl.Int64})
+        )
+    counts = {k: counts[k] for k in sorted(counts, key=lambda k: names.index(k))}
+    return Accounting(
+        rows_read=rows_read,
+        set_aside=counts,
+        examples=examples,
+        scale={i: f for i, (f, _) in scale_all.items()},
+        scale_notes=[n for i in sorted(scale_all) if (n := scale_all[i][1])],
+        groups=groups,
+        ids=id_frame,
+        passthrough=None,
+        first_invalid=_first_invalid(plan, examples) if plan.on_invalid == "error" else None,
+    )
+
+
+def _only(frame: pl.LazyFrame, keys: pl.DataFrame) -> pl.LazyFrame:
+    """The rows of ``frame`` in the duplicate groups ``keys`` (``__run`` computed to match)."""
+    if "__run" not in keys.columns:
+        return frame.join(keys.lazy(), on=keys.columns, how="semi", nulls_equal=True)
+    return (
+        frame.with_columns(whole_run(pl.col("run")).alias("__run"))
+        .join(keys.lazy(), on=keys.columns, how="semi", nulls_equal=True)
+        .drop("__run")
+    )
