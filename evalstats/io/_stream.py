@@ -44,7 +44,6 @@ from evalstats.io._accounting import (
     _first_invalid,
     _locate_read_error,
     _scale_decision,
-    _score_stats,
     account,
     run_local,
 )
@@ -132,39 +131,48 @@ def stream_account(
     # scored: kept with a score (an errored call is kept without one and is in no unit)
     scored = valid & pl.col("__score").is_not_nan().fill_null(False) if has_err else valid
 
-    # runs of duplicate groups among the valid rows, in file order
+    # runs of duplicate groups among the valid rows, in file order: a valid row starts a run
+    # unless the row before it is valid and of the same group (then it is compared with it)
     same = (
         pl.all_horizontal([pl.col(c).eq_missing(pl.col(c).shift(1)) for c in dcols])
         if dcols
         else pl.lit(True)
     )
+    start = ~(same & valid.shift(1)).fill_null(False)
     lex, by_len = _increasing(plan)
-    runs = lf.filter(valid).with_columns(
-        (~same.fill_null(False)).alias("__start"), lex.alias("__lex"), by_len.alias("__len")
-    )
-    cert = runs.group_by(["__src", *gcols]).agg(
-        pl.col("__start").sum().alias("__runs"),
-        (pl.col("__lex") | pl.col("__start")).all().alias("__all_lex"),
-        (pl.col("__len") | pl.col("__start")).all().alias("__all_len"),
-    )
-    sums = lf.group_by(["__src", *gcols, "__code"]).agg(
+    s = pl.col("__score")
+    finite = s.is_not_null() & s.is_finite() & ~pl.col("__pct")
+    nonzero = finite & (s != 0)
+    # one aggregate for everything (several queries sharing the scan would hold it in memory)
+    query = lf.group_by(["__src", *gcols, "__code"]).agg(
         pl.len().alias("__rows"),
-        pl.col("__score").filter(scored).sum().alias("__sum"),
+        s.filter(scored).sum().alias("__sum"),
         scored.sum().cast(pl.Int64).alias("__n"),
         *(
             [(scored & pl.col("error").is_not_null()).sum().cast(pl.Int64).alias("__n_err")]
             if has_err
             else []
         ),
+        start.filter(valid).sum().cast(pl.Int64).alias("__runs"),
+        (lex | start).filter(valid).all().alias("__all_lex"),
+        (by_len | start).filter(valid).all().alias("__all_len"),
+        *(
+            [
+                s.filter(finite).min().alias("__min"),
+                s.filter(finite).max().alias("__max"),
+                nonzero.sum().cast(pl.Int64).alias("__nz"),
+                (nonzero & (s > 1)).sum().cast(pl.Int64).alias("__gt1"),
+                (finite & (s != s.round(0))).sum().cast(pl.Int64).alias("__nonint"),
+            ]
+            if plan.hint_scale
+            else []
+        ),
     )
-    queries = [sums, cert]
-    if plan.hint_scale:
-        queries.append(_score_stats(lf.select("__src", "__score", "__pct")))
     try:
-        got = pl.collect_all(queries, engine="streaming")
+        sums_df = query.collect(engine="streaming")
     except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
         raise _locate_read_error(plan, files, exc) from None
-    sums_df, cert_df = got[0], got[1]
+    cert_df = sums_df.filter(pl.col("__code") == _KEPT)
 
     # --- counts, examples, ids -------------------------------------------------------------
     names = plan.reasons
@@ -191,7 +199,7 @@ def stream_account(
             id_frames.append(out[-1])
 
     # --- score scale notes (per file) ------------------------------------------------------
-    by_src = {r["__src"]: r for r in got[2].iter_rows(named=True)} if plan.hint_scale else {}
+    by_src = _score_stats_by_file(sums_df) if plan.hint_scale else {}
     scale_all = {i: _scale_decision(by_src.get(i), plan, plan.paths[i]) for i in files}
 
     # --- unit sums, and the duplicate groups certified free of duplicates -----------------
@@ -259,6 +267,22 @@ def stream_account(
         passthrough=None,
         first_invalid=_first_invalid(plan, examples) if plan.on_invalid == "error" else None,
     )
+
+
+def _score_stats_by_file(sums: pl.DataFrame) -> dict[int, dict[str, object]]:
+    """Per file, the statistics of :func:`evalstats.io._accounting._score_stats` from groups."""
+    per = sums.group_by("__src").agg(
+        pl.col("__min").min().alias("min"),
+        pl.col("__max").max().alias("max"),
+        pl.col("__nz").sum(),
+        pl.col("__gt1").sum(),
+        (pl.col("__nonint").sum() == 0).alias("integers"),
+    )
+    out = {}
+    for r in per.iter_rows(named=True):
+        r["share_gt1"] = r["__gt1"] / r["__nz"] if r["__nz"] else None
+        out[r["__src"]] = r
+    return out
 
 
 def _only(frame: pl.LazyFrame, keys: pl.DataFrame) -> pl.LazyFrame:
