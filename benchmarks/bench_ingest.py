@@ -259,7 +259,9 @@ def _step(name: str, folder: Path, rows: int = 0, seed: int = 0) -> dict:
             .agg(pl.col("score").mean(), pl.len().alias("n_items"))
             .sink_parquet(folder / "floor_units.parquet")
         )
-        out["units"] = pl.scan_parquet(folder / "floor_units.parquet").select(pl.len()).collect().item()
+        out["units"] = (
+            pl.scan_parquet(folder / "floor_units.parquet").select(pl.len()).collect().item()
+        )
     elif name == "long_ours":
         units, report = read_units(folder / "long.parquet", progress=False)
         units.write_parquet(folder / "our_units.parquet")
@@ -420,8 +422,18 @@ def _print_long(results: list[dict]) -> None:
             f"{o['maxrss_mb']:>10.0f}{f['maxrss_mb']:>11.0f}"
             f"{o['maxrss_mb'] / f['maxrss_mb']:>11.2f}"
         )
+    for r in results:  # issue 47's targets at each size
+        o, f = r["steps"]["long_ours"], r["steps"]["long_floor"]
+        cpu_ok = o["cpu_s"] <= 3 * f["cpu_s"]
+        mem_ok = o["maxrss_mb"] <= 3 * f["maxrss_mb"] or o["maxrss_mb"] < 1024
+        print(
+            f"  {r['rows']:,} rows: {'yes' if cpu_ok else 'NO '} CPU within 3x the floor, "
+            f"{'yes' if mem_ok else 'NO '} peak memory within 3x the floor's or under 1 GB"
+        )
     if len(results) > 1:
         rows = [r["rows"] for r in results]
+        slope = _slope(rows, [r["steps"]["long_ours"]["cpu_s"] for r in results])
+        print(f"  {'yes' if slope <= 1.1 else 'NO '} CPU slope at most 1.1 ({slope:.2f})")
         for step in LONG_STEPS:
             cpu = [r["steps"][step]["cpu_s"] for r in results]
             mem = [r["steps"][step]["maxrss_mb"] for r in results]
