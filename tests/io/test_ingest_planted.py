@@ -268,3 +268,26 @@ def test_streaming_pass_equals_partitions_for_any_rows(tmp_path_factory, rows, c
     assert_stream_equals_partitions(
         folder, columns={"prompt": "variant"}, on_invalid="skip", score_scale="unit"
     )
+
+
+def test_names_are_cleaned_only_in_columns_where_some_value_needs_it(tmp_path):
+    """A column whose distinct values are all clean is not cleaned row by row (nothing changes)."""
+    from evalstats.io._pipeline import plan_of
+
+    nfd = "cafe\u0301"  # 'café' with a combining accent
+    df = pl.DataFrame(
+        {
+            "model": [" a", "a", nfd, "b"],
+            "dataset": ["d"] * 4,
+            "item": ["1", "2", "1", "1"],
+            "score": [1.0, 0.0, 1.0, 0.0],
+        }
+    )
+    df.write_csv(tmp_path / "d.csv")
+    obs, report = read(tmp_path / "d.csv")
+    assert sorted(obs.collect()["model"].unique()) == ["a", "b", "caf\u00e9"]
+    assert any("model: 2 spellings" in n for n in report.notes)
+    plan = plan_of(read, tmp_path / "d.csv")
+    shown = plan.frames[0].explain()
+    assert 'col("model").str.strip_chars' in shown
+    assert 'col("item").str.strip_chars' not in shown
