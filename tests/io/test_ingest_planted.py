@@ -189,12 +189,19 @@ def assert_stream_equals_partitions(path: Path, **options: object) -> None:
         want["groups"] = wg
 
 
-def test_streaming_pass_equals_partitions_on_the_planted_dump(dump):
+@pytest.mark.parametrize("chunk_rows", [4_000_000, 7, 500])
+def test_streaming_pass_equals_partitions_on_the_planted_dump(dump, monkeypatch, chunk_rows):
+    """Also in queries of a few rows: files sliced, a row carried over between slices."""
+    monkeypatch.setattr("evalstats.io._stream.CHUNK_ROWS", chunk_rows)
     assert_stream_equals_partitions(dump, **OPTIONS)
 
 
-def test_streaming_pass_equals_partitions_when_some_groups_hold_duplicates(tmp_path):
+@pytest.mark.parametrize("chunk_rows", [4_000_000, 50])
+def test_streaming_pass_equals_partitions_when_some_groups_hold_duplicates(
+    tmp_path, monkeypatch, chunk_rows
+):
     """Files written in order (certified groups) but for a few groups with duplicates."""
+    monkeypatch.setattr("evalstats.io._stream.CHUNK_ROWS", chunk_rows)
     folder = tmp_path / "dump"
     planted_dump(folder)
     for p in sorted(folder.glob("part-0*.csv")):
@@ -252,10 +259,16 @@ def test_streaming_pass_equals_partitions_on_a_percent_looking_file(tmp_path):
     ),
     cuts=st.lists(st.integers(0, 30), max_size=2),
     ordered=st.booleans(),
+    chunk_rows=st.sampled_from([2, 5, 4_000_000]),
 )
 @settings(deadline=None)
-def test_streaming_pass_equals_partitions_for_any_rows(tmp_path_factory, rows, cuts, ordered):
-    """Property: any rows, ordered or not, over any files: the two passes account alike."""
+def test_streaming_pass_equals_partitions_for_any_rows(
+    tmp_path_factory, rows, cuts, ordered, chunk_rows
+):
+    """Property: any rows, ordered or not, over any files, any queries: the passes agree."""
+    import evalstats.io._stream as stream
+
+    stream.CHUNK_ROWS, old = chunk_rows, stream.CHUNK_ROWS
     folder = tmp_path_factory.mktemp("dump")
     df = pl.DataFrame(
         rows, schema=["model", "dataset", "prompt", "item", "score", "run"], orient="row"
@@ -265,9 +278,12 @@ def test_streaming_pass_equals_partitions_for_any_rows(tmp_path_factory, rows, c
     bounds = sorted({0, len(rows), *(c for c in cuts if c < len(rows))})
     for k, (a, b) in enumerate(zip(bounds, bounds[1:])):
         df[a:b].write_csv(folder / f"p{k}.csv")
-    assert_stream_equals_partitions(
-        folder, columns={"prompt": "variant"}, on_invalid="skip", score_scale="unit"
-    )
+    try:
+        assert_stream_equals_partitions(
+            folder, columns={"prompt": "variant"}, on_invalid="skip", score_scale="unit"
+        )
+    finally:
+        stream.CHUNK_ROWS = old
 
 
 def test_names_are_cleaned_only_in_columns_where_some_value_needs_it(tmp_path):
