@@ -143,8 +143,11 @@ def read_units(
     decides their score scale, gives every row its set-aside reason, finds duplicates and sums
     scores per unit; this process merges the per-partition counts and sums. When a duplicate
     group spans partitions, its rows are read again jointly (again on the workers), so the
-    first row in file order is kept exactly as in one global pass. Both engines run the same
-    partition function on the same partitions, so units and report counts are identical.
+    first row in file order is kept exactly as in one global pass. For item-level dumps of
+    formats without documented duplicates, the local engine runs one streaming pass instead
+    (:mod:`evalstats.io._stream`) and sends only the duplicate groups it cannot prove free of
+    duplicates through the partitions; the report is the same, and unit scores the same up to
+    the order of float summation.
 
     A unit's ``score`` is the sum of its scores over its ``n_items`` items, summed in file
     order, divided by ``n_items``: it can differ from :func:`to_units` in the last bits (float
