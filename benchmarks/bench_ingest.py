@@ -29,6 +29,15 @@ machine) and the ratios to ``floor`` from the same run, then checks the targets 
     python benchmarks/bench_ingest.py                          # 1M, 5M and 20M rows
     python benchmarks/bench_ingest.py --rows 200000            # quick
     python benchmarks/bench_ingest.py --rows 5000000 --json out.json
+
+``--shape long`` measures issue 47's scaling instead: one Parquet file per size holding a long
+table of 20 models x 50 variants x N items with 0/1 scores (sorted by model, variant, item, as
+dumps are written), ``evalstats ingest`` (``read_units`` then ``write_parquet``) against the floor
+``scan_parquet -> group_by(model, variant) -> sink_parquet`` (same columns, same units), the two
+interleaved ``--repeat`` times in fresh processes (the smallest CPU of each is kept); it prints
+the ratio at each size and the log-log slope of our CPU (and peak memory) over rows:
+
+    nice -n 10 python benchmarks/bench_ingest.py --shape long --rows 1000000 5000000 20000000
 """
 
 from __future__ import annotations
@@ -68,6 +77,9 @@ KEYS = ["model", "dataset", "template", "separator", "enumerator", "choices_orde
 #: The unit table's key columns that are file columns (language comes from the path, run is 0).
 UNIT_KEYS = [*KEYS, "quantization"]
 STEPS = ("baseline", "floor", "floor_dedup", "ours", "ours_lazy", "pandas", "pandas_dedup")
+LONG_STEPS = ("long_floor", "long_ours")
+LONG_MODELS = 20
+LONG_VARIANTS = 50
 N_ITEMS = 100
 DUP_RATE = 0.005
 UNKNOWN_RATE = 0.002
@@ -185,6 +197,32 @@ def generate(folder: Path, rows: int, seed: int = 0) -> dict[str, int]:
     return {"rows": total, "files": len(cells), "duplicate": dups, "unknown_item": unknown}
 
 
+def generate_long(path: Path, rows: int, seed: int = 0) -> dict[str, int]:
+    """One Parquet file: LONG_MODELS x LONG_VARIANTS x N items, 0/1 scores, in written order."""
+    import numpy as np
+    import polars as pl
+
+    n_items = max(1, rows // (LONG_MODELS * LONG_VARIANTS))
+    n_units = LONG_MODELS * LONG_VARIANTS
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.2, 0.9, n_units)
+    unit = pl.int_range(pl.len(), dtype=pl.Int64) // n_items
+    lf = (
+        pl.LazyFrame({"i": pl.Series(np.arange(n_units * n_items, dtype=np.int64))})
+        .with_columns(
+            ("model_" + (unit // LONG_VARIANTS).cast(pl.String).str.zfill(2)).alias("model"),
+            ("variant_" + (unit % LONG_VARIANTS).cast(pl.String).str.zfill(2)).alias("variant"),
+            (pl.col("i") % n_items).alias("item"),
+        )
+        .drop("i")
+    )
+    df = lf.collect()
+    u = np.repeat(p, n_items)
+    df = df.with_columns(pl.Series("score", (rng.random(df.height) < u).astype(np.float64)))
+    df.write_parquet(path)
+    return {"rows": df.height, "files": 1, "units": n_units, "items": n_items}
+
+
 # --- measured steps (each runs in its own subprocess) ------------------------------------------
 
 
@@ -209,6 +247,28 @@ def _step(name: str, folder: Path, rows: int = 0, seed: int = 0) -> dict:
         out["mib"] = sum(p.stat().st_size for p in folder.rglob("*.parquet")) / 2**20
         out["polars"] = pl.__version__
         out["threads"] = pl.thread_pool_size()
+    elif name == "long_generate":
+        out.update(generate_long(folder / "long.parquet", rows, seed=seed))
+        out["mib"] = (folder / "long.parquet").stat().st_size / 2**20
+        out["polars"] = pl.__version__
+        out["threads"] = pl.thread_pool_size()
+    elif name == "long_floor":
+        (
+            pl.scan_parquet(folder / "long.parquet")
+            .group_by("model", "variant")
+            .agg(pl.col("score").mean(), pl.len().alias("n_items"))
+            .sink_parquet(folder / "floor_units.parquet")
+        )
+        out["units"] = (
+            pl.scan_parquet(folder / "floor_units.parquet").select(pl.len()).collect().item()
+        )
+    elif name == "long_ours":
+        units, report = read_units(folder / "long.parquet", progress=False)
+        units.write_parquet(folder / "our_units.parquet")
+        out["units"] = units.height
+        out["rows_read"] = report.rows_read
+        out["rows_kept"] = report.rows_kept
+        out["set_aside"] = dict(report.set_aside)
     elif name == "baseline":
         t0, cpu0 = t_start, cpu_start
     elif name in ("floor", "floor_dedup"):
@@ -250,6 +310,7 @@ def _step(name: str, folder: Path, rows: int = 0, seed: int = 0) -> dict:
         out["set_aside"] = dict(report.set_aside)
     out["seconds"] = time.perf_counter() - t0
     out["cpu_s"] = _cpu() - cpu0
+    out["process_cpu_s"] = _cpu()  # imports and interpreter start included
     out["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
@@ -300,6 +361,86 @@ def bench(
         }, ours["set_aside"]
         assert ours["units"] == res["floor"]["units"]
     return {"rows": planted["rows"], "requested": rows, "planted": planted, "steps": res}
+
+
+def bench_long(rows: int, folder: Path | None = None, seed: int = 0, repeat: int = 2) -> dict:
+    """Generate a long table of ``rows`` rows, run floor and ours interleaved ``repeat`` times."""
+    tmp = None
+    if folder is None:
+        tmp = tempfile.mkdtemp(prefix="bench_ingest_long_")
+        folder = Path(tmp)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        planted = _run_step("long_generate", folder, rows, seed)
+        runs: dict[str, list[dict]] = {name: [] for name in LONG_STEPS}
+        for _ in range(repeat):
+            for name in LONG_STEPS:
+                runs[name].append(_run_step(name, folder))
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    ours = runs["long_ours"][0]
+    assert ours["rows_read"] == planted["rows"] == ours["rows_kept"], (ours, planted)
+    assert ours["units"] == runs["long_floor"][0]["units"] == planted["units"]
+    best = {
+        name: {
+            "cpu_s": min(r["cpu_s"] for r in rs),
+            "process_cpu_s": min(r["process_cpu_s"] for r in rs),
+            "seconds": min(r["seconds"] for r in rs),
+            "maxrss_mb": min(r["maxrss_mb"] for r in rs),
+            "cpu_all": [r["cpu_s"] for r in rs],
+        }
+        for name, rs in runs.items()
+    }
+    return {"rows": planted["rows"], "requested": rows, "planted": planted, "steps": best}
+
+
+def _slope(xs: list[float], ys: list[float]) -> float:
+    import math
+
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    num = sum((a - mx) * (b - my) for a, b in zip(lx, ly))
+    den = sum((a - mx) ** 2 for a in lx)
+    return num / den if den else float("nan")
+
+
+def _print_long(results: list[dict]) -> None:
+    print(
+        f"\nlong table: {LONG_MODELS} models x {LONG_VARIANTS} variants x N items, one file "
+        "(CPU = user + sys, smallest of the interleaved runs; RSS = peak of the process)"
+    )
+    print(
+        f"{'rows':>12}{'MiB':>7}{'ours cpu s':>12}{'floor cpu s':>13}{'ratio':>8}"
+        f"{'ratio with imports':>20}{'ours MiB':>10}{'floor MiB':>11}{'mem ratio':>11}"
+    )
+    for r in results:
+        o, f = r["steps"]["long_ours"], r["steps"]["long_floor"]
+        print(
+            f"{r['rows']:>12,}{r['planted']['mib']:>7.1f}{o['cpu_s']:>12.2f}{f['cpu_s']:>13.2f}"
+            f"{o['cpu_s'] / f['cpu_s']:>8.2f}{o['process_cpu_s'] / f['process_cpu_s']:>20.2f}"
+            f"{o['maxrss_mb']:>10.0f}{f['maxrss_mb']:>11.0f}"
+            f"{o['maxrss_mb'] / f['maxrss_mb']:>11.2f}"
+        )
+    for r in results:  # issue 47's targets at each size
+        o, f = r["steps"]["long_ours"], r["steps"]["long_floor"]
+        cpu_ok = o["cpu_s"] <= 3 * f["cpu_s"]
+        mem_ok = o["maxrss_mb"] <= 3 * f["maxrss_mb"] or o["maxrss_mb"] < 1024
+        print(
+            f"  {r['rows']:,} rows: {'yes' if cpu_ok else 'NO '} CPU within 3x the floor, "
+            f"{'yes' if mem_ok else 'NO '} peak memory within 3x the floor's or under 1 GB"
+        )
+    if len(results) > 1:
+        rows = [r["rows"] for r in results]
+        slope = _slope(rows, [r["steps"]["long_ours"]["cpu_s"] for r in results])
+        print(f"  {'yes' if slope <= 1.1 else 'NO '} CPU slope at most 1.1 ({slope:.2f})")
+        for step in LONG_STEPS:
+            cpu = [r["steps"][step]["cpu_s"] for r in results]
+            mem = [r["steps"][step]["maxrss_mb"] for r in results]
+            print(
+                f"log-log slope over rows, {step}: CPU {_slope(rows, cpu):.2f}, "
+                f"peak memory {_slope(rows, mem):.2f}"
+            )
 
 
 def _print(result: dict) -> None:
@@ -365,9 +506,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--step", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shape", choices=("dove", "long"), default="dove")
+    parser.add_argument("--repeat", type=int, default=2, help="interleaved runs (--shape long)")
     args = parser.parse_args(argv)
     if args.step:
         print(json.dumps(_step(args.step, args.dir, args.rows[0], args.seed)))
+        return 0
+    if args.shape == "long":
+        results = []
+        for rows in args.rows:
+            folder = None if args.dir is None else args.dir / f"long_{rows}"
+            results.append(bench_long(rows, folder, args.seed, args.repeat))
+            _print_long(results[-1:])
+        _print_long(results)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=1))
         return 0
     if "floor" not in args.steps:
         args.steps.insert(0, "floor")

@@ -202,6 +202,52 @@ def install_section(current: Path = INSTALL_JSON, before: Path = INSTALL_BEFORE_
     return lines
 
 
+def _long_section(results: list[dict], command: str) -> list[str]:
+    """Issue 47's scaling table: one long file per size, ours against the floor."""
+    import bench_ingest
+
+    lines = [
+        "### Scaling: one long table per size",
+        "",
+        f"A long table of {bench_ingest.LONG_MODELS} models x {bench_ingest.LONG_VARIANTS} "
+        "variants x N items with 0/1 scores, written as one Parquet file per size in dump order "
+        "(model, variant, item). `ours` is `read_units(file)` then `write_parquet` (what "
+        "`evalstats ingest --out` does), `floor` is `scan_parquet -> group_by(model, variant) "
+        "-> sink_parquet` (same units), the two interleaved in fresh processes; CPU is user + "
+        "system after the imports (the smallest of the runs), `with imports` is the whole "
+        "process. The log-log slope is fitted over the sizes.",
+        "",
+        f"Command: `{command}`",
+        "",
+        "| rows | ours CPU s | floor CPU s | CPU / floor | with imports | ours peak MiB "
+        "| floor peak MiB | memory / floor |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        o, f = r["steps"]["long_ours"], r["steps"]["long_floor"]
+        lines.append(
+            f"| {r['rows']:,} | {o['cpu_s']:.2f} | {f['cpu_s']:.2f} | "
+            f"{o['cpu_s'] / f['cpu_s']:.1f} | {o['process_cpu_s'] / f['process_cpu_s']:.1f} | "
+            f"{o['maxrss_mb']:.0f} | {f['maxrss_mb']:.0f} | {o['maxrss_mb'] / f['maxrss_mb']:.1f} |"
+        )
+    if len(results) > 1:
+        rows = [r["rows"] for r in results]
+        slopes = {
+            step: (
+                bench_ingest._slope(rows, [r["steps"][step]["cpu_s"] for r in results]),
+                bench_ingest._slope(rows, [r["steps"][step]["maxrss_mb"] for r in results]),
+            )
+            for step in bench_ingest.LONG_STEPS
+        }
+        lines += [
+            "",
+            f"Log-log slope over rows: ours CPU {slopes['long_ours'][0]:.2f}, peak memory "
+            f"{slopes['long_ours'][1]:.2f}; floor CPU {slopes['long_floor'][0]:.2f}, peak memory "
+            f"{slopes['long_floor'][1]:.2f}.",
+        ]
+    return lines + [""]
+
+
 def _ingest_section(results: list[dict], command: str) -> list[str]:
     lines = [
         "## Ingest: files to the unit table",
@@ -309,6 +355,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="results of `bench_ingest.py --json` to use instead of running the ingest benchmark",
     )
+    parser.add_argument(
+        "--ingest-long-json",
+        type=Path,
+        default=None,
+        help="results of `bench_ingest.py --shape long --json` (issue 47's scaling table)",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -355,6 +407,13 @@ def main(argv: list[str] | None = None) -> int:
     ]
     lines += install_section()
     lines += _ingest_section(ingest, command)
+    if args.ingest_long_json:
+        long = json.loads(args.ingest_long_json.read_text())
+        lines += _long_section(
+            long,
+            "nice -n 10 python benchmarks/bench_ingest.py --shape long --rows "
+            + " ".join(str(r["requested"]) for r in long),
+        )
     lines += _analysis_section(measured, baseline)
     args.out.write_text("\n".join(lines).rstrip() + "\n")
     print(f"wrote {args.out}", file=sys.stderr)

@@ -30,12 +30,12 @@ from evalstats.io._accounting import (
     PartSpec,
     Plan,
     Runner,
-    account,
     raise_invalid,
     run_local,
     run_part,
 )
 from evalstats.io._pipeline import error_counts, observations, plan_of, report_of
+from evalstats.io._stream import account_rows
 from evalstats.schema import (  # the in-memory aggregation is defined next to the tables
     _ITEM_SET_RULE,  # noqa: F401  (the rule in force; compare reads it from here)
     ITEM_SET_RULES,
@@ -143,8 +143,11 @@ def read_units(
     decides their score scale, gives every row its set-aside reason, finds duplicates and sums
     scores per unit; this process merges the per-partition counts and sums. When a duplicate
     group spans partitions, its rows are read again jointly (again on the workers), so the
-    first row in file order is kept exactly as in one global pass. Both engines run the same
-    partition function on the same partitions, so units and report counts are identical.
+    first row in file order is kept exactly as in one global pass. For item-level dumps of
+    formats without documented duplicates, the local engine runs one streaming pass instead
+    (:mod:`evalstats.io._stream`) and sends only the duplicate groups it cannot prove free of
+    duplicates through the partitions; the report is the same, and unit scores the same up to
+    the order of float summation.
 
     A unit's ``score`` is the sum of its scores over its ``n_items`` items, summed in file
     order, divided by ``n_items``: it can differ from :func:`to_units` in the last bits (float
@@ -201,7 +204,7 @@ def _read_units_one(
         runner = run_local if client is None else _dask_runner(client)
         # errored calls are counted by class on the report from the rows kept (their ids)
         has_err = "error" in plan.schema
-        acc = account(
+        acc = account_rows(
             plan, units=True, ids=has_err, runner=runner, part_rows=partition_rows, progress=bar
         )
     if acc.first_invalid is not None:

@@ -24,6 +24,9 @@ The same partition function runs in this process (``engine="polars"``) or on Das
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -163,6 +166,9 @@ class PartSpec:
     keys: pl.DataFrame | None = None
     bucket: tuple[int, int] | None = None
     rows: int = 0
+    #: the bucket's rows already written to disk by :func:`spill` (Arrow IPC files, every
+    #: column the pass needs, reason codes included); ``()`` for a bucket without rows
+    spill: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -346,27 +352,84 @@ def _scaled(scale: Mapping[int, float]) -> pl.Expr:
     )
 
 
+def _needed(plan: Plan) -> list[str]:
+    """Columns the pass reads for each row (besides the reason code)."""
+    rule_cols: set[str] = set()
+    for r in plan.rules:
+        rule_cols.update(r.expr.meta.root_names())
+    needed = ["__src", "__row", "score", "__score", "__pct", "__run"]
+    extra = set(plan.group_cols) | rule_cols | ({"item"} if plan.has_item else set())
+    if "error" in plan.schema:
+        extra.add("error")
+    if not plan.has_item and "n_items" in plan.schema:
+        extra.add("n_items")
+    return needed + sorted(c for c in extra if c not in needed)
+
+
+def _computed(plan: Plan, lf: pl.LazyFrame, scale: Mapping[int, float]) -> pl.LazyFrame:
+    """``lf`` with the parsed score (scaled), its percent flag and the run number."""
+    value, pct = parse_score(plan.schema["score"], plan.score_factor)
+    lf = lf.with_columns(
+        value.alias("__score"), pct.alias("__pct"), whole_run(pl.col("run")).alias("__run")
+    )
+    if any(v != 1.0 for v in scale.values()):
+        lf = lf.with_columns(_scaled(scale))
+    return lf
+
+
+def spill(
+    plan: Plan, file: int, n: int, scale: Mapping[int, float], folder: str
+) -> list[tuple[str, ...]]:
+    """Write the rows of a large file to ``n`` hash buckets on disk, in one streaming pass.
+
+    Each bucket holds the columns the pass needs and the reason codes, so that it is read
+    once instead of the whole file being read again for each bucket (which made the time grow
+    with the square of the file's rows). Returns the files of each bucket (``()`` when empty).
+    """
+    lf = (
+        _computed(plan, plan.frames[file], scale)
+        .select(*_needed(plan), plan.code_expr)
+        .with_columns((_bucket_expr(plan, n)).cast(pl.Int64).alias("__bucket"))
+    )
+    base = f"{folder}/f{file}"
+    try:
+        lf.sink_ipc(
+            pl.PartitionBy(
+                base, key="__bucket", include_key=False, approximate_bytes_per_file=None
+            ),
+            mkdir=True,
+        )
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
+        raise _locate_read_error(plan, [file], exc) from None
+    out = []
+    for b in range(n):
+        d = f"{base}/__bucket={b}"
+        try:
+            names = sorted(x for x in os.listdir(d) if x.endswith(".ipc"))
+        except FileNotFoundError:
+            names = []
+        out.append(tuple(f"{d}/{x}" for x in names))
+    return out
+
+
 def _read_part(
     plan: Plan, spec: PartSpec, needed: list[str], scale: Mapping[int, float]
 ) -> pl.DataFrame:
     """The partition's rows in file order: ``needed`` columns, scores scaled, reason codes."""
-    value, pct = parse_score(plan.schema["score"], plan.score_factor)
-    lf = plan.frame(spec.files)
+    lf = _computed(plan, plan.frame(spec.files), scale)
     filtered = spec.keys is not None or spec.bucket is not None
-    computed = [
-        value.alias("__score"),
-        pct.alias("__pct"),
-        whole_run(pl.col("run")).alias("__run"),
-    ]
-    lf = lf.with_columns(computed)
-    if any(v != 1.0 for v in scale.values()):
-        lf = lf.with_columns(_scaled(scale))
-    if spec.bucket is not None:
+    if spec.bucket is not None and spec.spill is None:
         b, n = spec.bucket
         lf = lf.filter(_bucket_expr(plan, n) == b)
     if spec.keys is not None:
         lf = lf.join(spec.keys.lazy(), on=spec.keys.columns, how="semi", nulls_equal=True)
     lf = lf.select(*needed, plan.code_expr)
+    if spec.spill is not None:
+        lf = (
+            pl.scan_ipc(list(spec.spill)).select(lf.collect_schema().names())
+            if spec.spill
+            else lf.head(0)
+        )
     try:
         # a filtered partition streams through the filter; a whole one is read at once
         df = lf.collect(engine="streaming") if filtered else lf.collect()
@@ -400,16 +463,7 @@ def run_part(plan: Plan, spec: PartSpec, *, units: bool = True, ids: bool = Fals
     PartResult
     """
     group_cols = plan.group_cols
-    rule_cols: set[str] = set()
-    for r in plan.rules:
-        rule_cols.update(r.expr.meta.root_names())
-    needed = ["__src", "__row", "score", "__score", "__pct", "__run"]
-    extra = set(group_cols) | rule_cols | ({"item"} if plan.has_item else set())
-    if "error" in plan.schema:
-        extra.add("error")
-    if not plan.has_item and "n_items" in plan.schema:
-        extra.add("n_items")
-    needed += sorted(c for c in extra if c not in needed)
+    needed = _needed(plan)
     # reason codes are computed while reading, with the scale known or assumed to be 1
     df = _read_part(plan, spec, needed, spec.scale or {})
     n = df.height
@@ -594,12 +648,15 @@ def row_counts(plan: Plan) -> list[int]:
 
 
 def partitions(
-    plan: Plan, part_rows: int = PART_ROWS
+    plan: Plan, part_rows: int = PART_ROWS, spill_dir: str | None = None
 ) -> tuple[list[PartSpec], dict[int, tuple[float, str | None]]]:
     """Small consecutive files batched, larger ones alone, those above ``part_rows`` in buckets.
 
     Returns the partitions in file order and the score scale of the bucketed files (decided
-    here, in a pass over their score column, since no single bucket sees a whole file).
+    here, in a pass over their score column, since no single bucket sees a whole file). With
+    ``spill_dir``, a bucketed file is written to its buckets there in one pass (:func:`spill`)
+    and each bucket is read from its own files; without it (Dask workers, which may not share
+    this machine's disk), each bucket filters the whole file.
     """
     counts = row_counts(plan)
     specs: list[PartSpec] = []
@@ -624,8 +681,17 @@ def partitions(
         factors = {i: f for i, (f, _) in scale.items()}
         for i in big:
             n = math.ceil(counts[i] / part_rows)
+            spilled: list[tuple[str, ...] | None] = (
+                list(spill(plan, i, n, factors, spill_dir)) if spill_dir else [None] * n
+            )
             specs += [
-                PartSpec((i,), scale=factors, bucket=(b, n), rows=math.ceil(counts[i] / n))
+                PartSpec(
+                    (i,),
+                    scale=factors,
+                    bucket=(b, n),
+                    rows=math.ceil(counts[i] / n),
+                    spill=spilled[b],
+                )
                 for b in range(n)
             ]
     specs.sort(key=lambda s: (s.files[0], s.bucket or (0, 1)))
@@ -685,6 +751,10 @@ def account(
 ) -> Accounting:
     """Run every partition, read shared duplicate groups again, and merge.
 
+    Loaders call :func:`evalstats.io._stream.account_rows`, which runs one streaming query
+    instead where it can and this function on the duplicate groups it cannot prove free of
+    duplicates.
+
     Parameters
     ----------
     plan : Plan
@@ -709,12 +779,33 @@ def account(
     IngestError
         When ``plan.on_invalid == 'error'`` and a row is invalid (the first one in file order).
     """
-    specs, bucket_scale = partitions(plan, part_rows)
+    # large files are spilled to their hash buckets on this machine's disk for the local
+    # engine; Dask workers filter the file instead (they may not see this disk)
+    spill_dir = tempfile.mkdtemp(prefix="evalstats-spill-") if runner is run_local else None
+    try:
+        return _account(plan, units, ids, runner, part_rows, progress, spill_dir)
+    finally:
+        if spill_dir is not None:
+            shutil.rmtree(spill_dir, ignore_errors=True)
+
+
+def _account(
+    plan: Plan,
+    units: bool,
+    ids: bool,
+    runner: Runner,
+    part_rows: int,
+    progress: Callable[[int], None] | None,
+    spill_dir: str | None,
+) -> Accounting:
+    """:func:`account` with the spill folder decided."""
+    specs, bucket_scale = partitions(plan, part_rows, spill_dir)
     n_parts_of_file: dict[int, int] = {}
     for s in specs:
         for i in s.files:
             n_parts_of_file[i] = n_parts_of_file.get(i, 0) + 1
     results: list[PartResult] = []
+    seen: dict[str, list] = {}  # examples so far, for the early error
     done_parts: dict[int, int] = {}
     for res in runner(plan, specs, units, ids):
         results.append(res)
@@ -725,7 +816,9 @@ def account(
                 finished += done_parts[i] == n_parts_of_file[i]
             progress(finished)
         if plan.on_invalid == "error" and runner is run_local:
-            _raise_early(plan, results)
+            for k, v in res.examples.items():
+                seen[k] = _bottom(seen.get(k, []) + v)
+            _raise_early(plan, results, seen)
     order = {s.files[0]: k for k, s in enumerate(specs)}
     # merge in partition order, whatever the order the results arrived in
     results.sort(key=lambda r: (order.get(r.files[0], 0), r.files, r.bucket or (0, 1)))
@@ -826,10 +919,16 @@ def _not_in_shared(plan: Plan, frame: pl.DataFrame, shared: pl.DataFrame) -> pl.
     return frame.join(shared, on=plan.dedup_groups, how="anti", nulls_equal=True)
 
 
-def _raise_early(plan: Plan, results: Sequence[PartResult]) -> None:
-    """Raise for the first invalid row as soon as no later partition can hold an earlier one."""
+def _raise_early(plan: Plan, results: Sequence[PartResult], examples: Mapping[str, list]) -> None:
+    """Raise for the first invalid row as soon as no later partition can hold an earlier one.
+
+    Results come in file order; the buckets of one file hold its rows in any order, so nothing
+    is raised before the file's last bucket is in. ``examples`` are those of all ``results``.
+    """
     last = results[-1]
-    first = _first_invalid(plan, last.examples)
+    if last.bucket is not None and last.bucket[0] < last.bucket[1] - 1:
+        return
+    first = _first_invalid(plan, examples)
     if first is None:
         return
     if "duplicate" not in plan.quirks and _shared(plan, results).height:

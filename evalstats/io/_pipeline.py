@@ -229,9 +229,10 @@ def _finalize_once(parts: Sequence[tuple[str, pl.LazyFrame]], options: dict[str,
     plan = prepare(parts, **options)  # validates the options first
     if _PLANNING.get():
         raise _Planned(plan)
-    from evalstats.io._accounting import account, raise_invalid
+    from evalstats.io._accounting import raise_invalid
+    from evalstats.io._stream import account_rows
 
-    acc = account(plan, units=False, ids=True)
+    acc = account_rows(plan, units=False, ids=True)
     if acc.first_invalid is not None:
         raise_invalid(plan, acc.first_invalid)
     obs = observations(plan, acc.scale, acc.ids)
@@ -406,7 +407,7 @@ def prepare(
     # names are compared as people read them: surrounding whitespace stripped, Unicode NFC
     names = [c for c in NAME_COLUMNS if c in schema and schema[c] == pl.String]
     keep = _KEEP_SPELLINGS.get()
-    merge_notes = _merge_notes(frames, schemas, names)
+    merge_notes, clean = _merge_notes(frames, schemas, names)
     notes.extend(
         n
         if n.split(":", 1)[0] not in keep
@@ -415,7 +416,9 @@ def prepare(
         "those rows would be duplicates; rename them in the data if they are one)"
         for n in merge_notes
     )
-    cleaned = [clean_name(c) for c in names if c not in keep]
+    # a column whose every distinct value is already clean is left as it is: cleaning it would
+    # change no value and costs most of the per-row work of a long table
+    cleaned = [clean_name(c) for c in names if c not in keep and c not in clean]
     # every file gets the unified columns, so that any subset of files concatenates
     aligned = []
     for f, sch in zip(frames, schemas):
@@ -676,17 +679,22 @@ def spellings_apart_on_duplicate(run: Callable[[], _T]) -> _T:
 
 def _merge_notes(
     frames: Sequence[pl.LazyFrame], schemas: Sequence[pl.Schema], names: Sequence[str]
-) -> list[str]:
+) -> tuple[list[str], set[str]]:
     """One note per name column whose distinct values :func:`clean_name` merges, counting them.
 
-    Reads the distinct values of those columns (one streaming pass over them).
+    Reads the distinct values of those columns (one streaming pass over them). Also returns
+    the columns whose distinct values :func:`clean_name` leaves all unchanged.
     """
     queries = []
+    checks = []
     for c in names:
         parts = [f.select(pl.col(c).cast(pl.String)) for f, sch in zip(frames, schemas) if c in sch]
         if not parts:
             continue
         raw = pl.concat(parts).unique().drop_nulls()
+        checks.append(
+            raw.filter(pl.col(c) != clean_name(c)).select(pl.len(), pl.lit(c).alias("__column"))
+        )
         queries.append(
             raw.with_columns(clean_name(c).alias("__clean"))
             .filter(pl.col("__clean") != "")
@@ -698,13 +706,14 @@ def _merge_notes(
             .select("__column", "__clean", "__raw", "__n")
         )
     if not queries:
-        return []
+        return [], set()
     try:
-        found = pl.collect_all(queries)
+        found = pl.collect_all(queries + checks)
     except (pl.exceptions.PolarsError, OSError):  # an unreadable file: the accounting pass names it
-        return []
+        return [], set()
+    clean = {f["__column"][0] for f in found[len(queries) :] if f["len"][0] == 0}
     notes = []
-    for frame in found:
+    for frame in found[: len(queries)]:
         if frame.height == 0:
             continue
         column = frame["__column"][0]
@@ -718,7 +727,7 @@ def _merge_notes(
             f"{column}: {spellings} spellings that differ only in surrounding whitespace or "
             f"Unicode normal form were merged into {frame.height} names ({examples}{more})"
         )
-    return notes
+    return notes, clean
 
 
 def report_of(
