@@ -246,9 +246,7 @@ def table(results, covers, secs, *, seed) -> None:
             f"{ratios[k][0][j]:8.2f} [{ratios[k][1][j]:.2f},{ratios[k][2][j]:.2f}]".rjust(24)
             for k in ratios
         )
-        cv = " ".join(
-            f"{'' if j == 0 else format(cov[o][j - 1], '.2f'):>12}" for o in ours
-        )
+        cv = " ".join(f"{'' if j == 0 else format(cov[o][j - 1], '.2f'):>12}" for o in ours)
         print(f"   {name:<8} {vals}  {rats}  {cv}")
 
 

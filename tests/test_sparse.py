@@ -7,7 +7,12 @@ import polars as pl
 import pytest
 from numpy.testing import assert_allclose
 
-from evalstats.errors import InsufficientDataError, MetricScaleError, ParameterError
+from evalstats.errors import (
+    DesignWarning,
+    InsufficientDataError,
+    MetricScaleError,
+    ParameterError,
+)
 from evalstats.moments import prompt_spread
 from evalstats.sparse import (
     full_grid,
@@ -88,8 +93,9 @@ def test_degenerate_grid_is_refused():
         sparse_prompt_distribution(obs, n_resamples=50)
 
 
-def test_nested_grid_is_refused():
-    """Each item under one variant (several items per variant): not identified either."""
+def test_nested_grid_is_fitted_through_the_item_distribution():
+    """Each item under one variant (several items per variant): the variants are compared
+    through the fitted item distribution, with a warning and an interval, not refused."""
     obs = pl.DataFrame(
         {
             "model": "m",
@@ -99,8 +105,39 @@ def test_nested_grid_is_refused():
             "score": [float(j % 2) for j in range(12)],
         }
     )
-    with pytest.raises(InsufficientDataError, match="model='m'"):
-        sparse_prompt_distribution(obs, n_resamples=50)
+    with pytest.warns(DesignWarning, match="model='m'.*item distribution"):
+        out = sparse_prompt_distribution(obs, n_resamples=50)
+    assert (out["ci_low"] < out["ci_high"]).all()
+
+
+def _below_one_cell_per_item(seed: int) -> tuple[pl.DataFrame, dict[str, float]]:
+    """200 cells of a 100 x 545 grid: every variant on 2 items, each item under one variant
+    at most (345 items never seen), and the grid's truth."""
+    grid = full_grid(n_items=545, n_variants=100, mean_logit=1.5, item_sd=1.5, seed=seed)
+    rng = np.random.default_rng(seed)
+    items = np.array(sorted(grid["item"].unique().to_list()))[rng.permutation(545)[:200]]
+    variants = sorted(grid["variant"].unique().to_list())
+    keep = pl.DataFrame({"variant": np.repeat(variants, 2), "item": items})
+    obs = grid.join(keep, on=["variant", "item"], how="semi")
+    acc = grid.group_by("variant").agg(pl.col("score").mean())["score"].to_numpy()
+    stats = statistics_of(acc)[0]
+    return obs, {name: float(v) for (name, _), v in zip(STATISTICS, stats)}
+
+
+def test_two_hundred_cells_of_a_545_item_grid_give_an_estimate_with_an_interval():
+    """Below one cell per item (issue 44): an answer over all 545 items, not a refusal, and
+    its 90 % intervals hold the grid's mean, median and quartiles (seed 3: every quantity)."""
+    obs, true = _below_one_cell_per_item(3)
+    with pytest.warns(DesignWarning):
+        out = sparse_prompt_distribution(
+            obs, n_resamples=200, seed=0, confidence_level=0.9, grid_items=545
+        )
+    assert out["n_items"].to_list() == [545] * 9
+    lo, hi = _by_quantity(out, "ci_low"), _by_quantity(out, "ci_high")
+    for q in true:
+        assert lo[q] <= true[q] <= hi[q], (q, lo[q], true[q], hi[q])
+    with pytest.raises(ParameterError, match="`grid_items`.*200 items observed"):
+        sparse_prompt_distribution(obs, n_resamples=50, grid_items=100)
 
 
 def test_naive_is_the_per_variant_mean_of_observed_cells():
