@@ -74,6 +74,21 @@ def point_accuracy(cells: CellData, fit: Fit) -> np.ndarray:
     return np.clip((obs_sum + total - pred_obs) / cells.n_items, 0.0, 1.0)
 
 
+def _level_var(cells: CellData, fit: Fit, p_obs: np.ndarray, seen: np.ndarray) -> float:
+    """Variance of the overall logit level the effects' independent draws leave out.
+
+    The item and prompt effects are drawn independently around their modes, so the level of
+    their sum averages out over many items: its uncertainty, the information of all cells
+    together (1 / sum w), is drawn once per draw; and the mean effect of the items never
+    observed is as uncertain as a mean of the observed items' effects (s_a^2 / I_seen) for
+    their share of the grid.
+    """
+    w = float(np.sum(cells.n * p_obs * (1 - p_obs)))
+    n_seen = int(seen.sum())
+    unseen = (cells.n_items - n_seen) / cells.n_items
+    return 1.0 / max(w, 1e-12) + fit.var_item * unseen / max(n_seen, 1)
+
+
 def accuracy_draws(
     cells: CellData, fit: Fit, *, n_resamples: int, rng: np.random.Generator
 ) -> np.ndarray:
@@ -98,26 +113,28 @@ def accuracy_draws(
     v_obs = np.bincount(cells.prompt, _bernoulli_var(expit(eta0)), cells.n_prompts)
     v_all = _item_sums(fit.mu, a_mode, b0, _bernoulli_var)
     noise_sd = np.sqrt(np.maximum(v_all - v_obs, 0.0) / n_typ)
+    mu_sd = np.sqrt(_level_var(cells, fit, expit(eta0), seen))
     sd_a = np.sqrt(fit.a_var)
     sd_c = [np.sqrt(v) for v in fit.c_var]
     out = np.empty((n_resamples, cells.n_prompts))
     shift = np.zeros(cells.n_prompts)
     for r in range(n_resamples):
+        mu = fit.mu + mu_sd * rng.standard_normal()
         a = a_mode + sd_a * rng.standard_normal(a_mode.size)
         b = prior.draw(rng)
         for f, (c, s) in enumerate(zip(fit.c, sd_c)):
             b = b + (c + s * rng.standard_normal(c.size))[cells.levels[:, f]]
         pred_obs = np.bincount(
-            cells.prompt, expit(fit.mu + a[cells.item] + b[cells.prompt]), cells.n_prompts
+            cells.prompt, expit(mu + a[cells.item] + b[cells.prompt]), cells.n_prompts
         )
-        total = _item_sums(fit.mu, a, b, _identity)
+        total = _item_sums(mu, a, b, _identity)
         # the same draw with the seen items at their modes: the difference is the pull of the
         # items' normal approximation toward 1/2, removed below on average
         a_ref = np.where(seen, a_mode, a)
         pred_ref = np.bincount(
-            cells.prompt, expit(fit.mu + a_ref[cells.item] + b[cells.prompt]), cells.n_prompts
+            cells.prompt, expit(mu + a_ref[cells.item] + b[cells.prompt]), cells.n_prompts
         )
-        shift += (total - pred_obs) - (_item_sums(fit.mu, a_ref, b, _identity) - pred_ref)
+        shift += (total - pred_obs) - (_item_sums(mu, a_ref, b, _identity) - pred_ref)
         noise = noise_sd * rng.standard_normal(cells.n_prompts)
         acc = (obs_sum + total - pred_obs + noise) / i_all
         acc[full] = obs_sum[full] / i_all
