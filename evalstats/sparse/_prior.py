@@ -6,8 +6,8 @@ prompts near 0.88) or a long tail is then pulled into the bulk twice: by the pri
 items it was seen on, which took part of its failures. Here, per group:
 
 1. every prompt's likelihood L_p(t) of its residual effect is computed on a grid of logit
-   values t (481 points on [-6, 6]), each cell with its item's mode with that cell's own pull
-   taken back (:func:`_likelihoods`) and the other effects at their modes;
+   values t (481 points on [-6, 6]), each cell with its item's mode and the other effects at
+   their modes (:func:`_likelihoods`);
 2. the prior of the residual prompt effects is a Student t of scale s and degrees of freedom
    nu in :data:`DF` (nu = inf: normal), and the marginal likelihood
    prod_p sum_k prior_{nu,s}(t_k) L_p(t_k) gives their posterior on a grid (flat on s in
@@ -46,6 +46,9 @@ DF = (3.0, 5.0, 10.0, 30.0, np.inf)
 _MIN_SCALE, _MAX_SCALE, _N_SCALES = 0.0125, 3.0, 120
 #: Rounds of (g given the items, items given the prompts).
 _ROUNDS = 3
+#: Share of a cell's own pull on its item's mode taken back in the prompt likelihoods (0: none;
+#: see :func:`_likelihoods` for what 1 and 0.5 gave).
+_PULL_BACK = 0.0
 #: Cells per block when the (cells x grid) log-likelihood is built.
 _BLOCK = 100_000
 
@@ -143,22 +146,22 @@ def _likelihoods(
 ):
     """The log-likelihood log L_p(t_k): each prompt's cells with its residual effect at t_k.
 
-    An item's mode was fitted on the prompt's own cell too, and took part of its deviation:
-    each cell uses the item's mode with that cell's pull taken back, a - g/H (g the cell's
-    score residual, H the item's penalised information). The other effects are at their modes.
-
-    Measured alternatives (tests/test_sparse.py's grids, benchmarks/bench_promptEval.py): the
-    plain modes kept the prompts' spread too narrow on heavy-tailed grids (sd -0.019 at 5 %)
-    and shrank a broken prompt into the bulk; the full leave-one-out step a - g/(H - w)
-    over-corrected where prompts barely matter (the sd's 90 % interval covered 13 of 16 grids
-    instead of 14); integrating over the item's variance (probit approximation) widened the
-    sd further and helped nowhere.
+    Each cell uses its item's mode and the other effects' modes. An item's mode was fitted on
+    the prompt's own cell too and took part of its deviation; :data:`_PULL_BACK` of that pull
+    can be taken back, a - share * g/H (g the cell's score residual, H the item's penalised
+    information), and is not by default. Measured (benchmarks/bench_promptEval.py's grids,
+    tests/test_sparse.py): taking it all back (share 1) kept heavy tails and a broken prompt
+    better (q05 error 0.015 against 0.030 on heavy-tailed grids at 5 %, 6 grids) but widened
+    the spread where prompts barely matter: the sd's 90 % interval covered 0.79 of the 80
+    grids of the slow test at 10 %, half of it 0.84, none 0.90 of 40 (the test asks 0.85). The
+    full leave-one-out step a - g/(H - w) widened it more; integrating over the item's
+    variance (probit approximation) widened the sd further and helped nowhere.
     """
     eta = offset[cells.prompt] + a[cells.item] + u[cells.prompt]
     p = 1.0 / (1.0 + np.exp(-eta))
     w = cells.n * p * (1 - p)
     h_item = np.bincount(cells.item, w, cells.n_items) + 1.0 / fit.var_item
-    a_out = a[cells.item] - (cells.k - cells.n * p) / h_item[cells.item]
+    a_out = a[cells.item] - _PULL_BACK * (cells.k - cells.n * p) / h_item[cells.item]
     base = offset[cells.prompt] + a_out
     out = np.zeros((cells.n_prompts, grid.size))
     for start in range(0, base.size, _BLOCK):
