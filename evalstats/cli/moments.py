@@ -50,42 +50,86 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def add_sparse_arguments(p: argparse.ArgumentParser) -> None:
-    """``--sparse`` and the options of the sparse-grid estimator (also used by ``nstar``)."""
+def add_sparse_arguments(p: argparse.ArgumentParser, *, options: bool = True) -> None:
+    """``--sparse``/``--no-sparse`` and the estimator's options (also used by ``nstar``)."""
     S = argparse.SUPPRESS
-    p.add_argument(
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
         "--sparse",
         action="store_true",
         help="estimate each prompt variant's accuracy over the whole item grid from the cells "
-        "observed (item + prompt effects; docs/methods/sparse.md), for dumps that run each "
-        "variant on part of the items",
+        "observed (item + prompt effects; docs/methods/sparse.md) for every group; the default "
+        "already does so when the design calls a group sparse (each variant run on part of "
+        "the items)",
     )
+    mode.add_argument(
+        "--no-sparse",
+        dest="no_sparse",
+        action="store_true",
+        help="the per-variant values of the observed cells only, even where the design calls "
+        "the grid sparse",
+    )
+    if not options:
+        return
     p.add_argument(
         "--n-resamples",
         dest="n_resamples",
         type=int,
         default=S,
-        help="with --sparse: posterior draws (default 1000)",
+        help="with the sparse-grid model: posterior draws (default 1000)",
     )
-    p.add_argument("--seed", type=int, default=S, help="with --sparse: random seed (default 0)")
+    p.add_argument(
+        "--seed", type=int, default=S, help="with the sparse-grid model: random seed (default 0)"
+    )
 
 
-def sparse_note(args: argparse.Namespace) -> None:
-    """On stderr: which groups observe part of the grid, and that --sparse estimates the rest."""
+def _sparse_groups(args: argparse.Namespace):
     import polars as pl
 
     design = getattr(args, "design", None)
-    if design is None or getattr(args, "sparse", False):
-        return
+    if design is None:
+        return None
     sparse = design.groups.filter(pl.col("structure") == "sparse")
-    if sparse.height:
-        lo, hi = f"{sparse['cells_observed'].min():.0%}", f"{sparse['cells_observed'].max():.0%}"
+    return sparse if sparse.height else None
+
+
+def _share(sparse) -> str:
+    lo, hi = f"{sparse['cells_observed'].min():.0%}", f"{sparse['cells_observed'].max():.0%}"
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def use_sparse(args: argparse.Namespace, what: str) -> bool:
+    """Whether to run the sparse-grid model: ``--sparse``, or by default a sparse design.
+
+    Says on stderr, in one line, why the model's values are given (default) or why not
+    (``--no-sparse``). ``what`` says what the model's values are and where the naive ones.
+    """
+    if getattr(args, "sparse", False):
+        return True
+    sparse = _sparse_groups(args)
+    if sparse is None:
+        return False
+    if getattr(args, "no_sparse", False):
         print(
-            f"{sparse.height} group(s) observe {lo if lo == hi else f'{lo} to {hi}'} of the "
-            "item x prompt grid: each variant's score is over its own items; --sparse estimates "
-            "the distribution over the whole grid.",
+            f"{sparse.height} group(s) observe {_share(sparse)} of the item x prompt grid: each "
+            "variant's score is over its own items (--no-sparse); without it the sparse-grid "
+            "model estimates the distribution over the whole grid.",
             file=sys.stderr,
         )
+        return False
+    print(
+        f"{sparse.height} group(s) observe {_share(sparse)} of the item x prompt grid, so each "
+        f"variant's own items alone would add their sampling noise: {what} "
+        "(docs/methods/sparse.md); --no-sparse for the observed cells only.",
+        file=sys.stderr,
+    )
+    return True
+
+
+def _unit_interval(obs) -> bool:
+    from evalstats.schema import as_lazy, unit_interval_metrics
+
+    return all(unit_interval_metrics(as_lazy(obs)).values())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,7 +138,15 @@ def run(args: argparse.Namespace) -> int:
 
     args.quiet = args.json
     obs, _ = load(args)
-    if args.sparse:
+    if args.sparse or (
+        not args.no_sparse
+        and _unit_interval(obs)
+        and use_sparse(
+            args,
+            "the values are the sparse-grid model's over the whole grid, the naive per-variant "
+            "ones beside them in the column naive",
+        )
+    ):
         from evalstats.sparse import sparse_prompt_distribution
 
         params = params_from(args, "by", "variant_factors", "n_resamples", "seed")
@@ -102,12 +154,17 @@ def run(args: argparse.Namespace) -> int:
             out = sparse_prompt_distribution(obs, **params)
         if "by" in params:
             params["by"] = list(params["by"])
-        emit(out, args, command="moments-sparse", params={**params, "sparse": True})
+        mode = True if args.sparse else "default"
+        emit(out, args, command="moments-sparse", params={**params, "sparse": mode})
         return 0
     for name in ("n_resamples", "seed"):
         if hasattr(args, name):
-            raise ParameterError(f"`--{name.replace('_', '-')}` applies with --sparse only.")
-    sparse_note(args)
+            raise ParameterError(
+                f"`--{name.replace('_', '-')}` applies to the sparse-grid model only (--sparse, "
+                "or a design with sparse groups)."
+            )
+    if args.no_sparse:
+        use_sparse(args, "")
     params = params_from(args, "by", "variant_factors")
     with warnings_to_stderr():
         out = prompt_spread(obs, **params)

@@ -114,13 +114,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="group columns (default model,dataset,metric)",
     )
     add_variant_factors_argument(p)
-    p.add_argument(
-        "--sparse",
-        action="store_true",
-        help="for dumps that run each variant on part of the items: n* of the variants' "
-        "accuracies over the whole item grid, estimated from the cells observed (one "
-        "representative posterior draw of evalstats.sparse; docs/methods/sparse.md)",
-    )
+    from evalstats.cli.moments import add_sparse_arguments
+
+    # n* of the variants' accuracies over the whole item grid, from the cells observed (one
+    # representative posterior draw of evalstats.sparse; docs/methods/sparse.md)
+    add_sparse_arguments(p, options=False)
     what = p.add_mutually_exclusive_group()
     what.add_argument(
         "--reference-model",
@@ -156,7 +154,16 @@ def run(args: argparse.Namespace) -> int:
     args.quiet = args.json
     obs, _ = load(args)
     params = params_from(args, *_LIBRARY_OPTIONS)
-    if args.sparse:
+    from evalstats.cli.moments import _unit_interval, use_sparse
+
+    modelled = args.sparse or (
+        not args.no_sparse
+        and _unit_interval(obs)
+        and use_sparse(
+            args, "n* is of the variants' accuracies over the whole grid (the sparse-grid model)"
+        )
+    )
+    if modelled:
         from evalstats.sparse import sparse_unit_table
 
         keep = {k: params[k] for k in ("by", "seed") if k in params}
@@ -164,10 +171,8 @@ def run(args: argparse.Namespace) -> int:
             obs = sparse_unit_table(
                 obs, variant_factors=params.pop("variant_factors", None), **keep
             )
-    else:
-        from evalstats.cli.moments import sparse_note
-
-        sparse_note(args)
+    elif args.no_sparse:
+        use_sparse(args, "")
     with warnings_to_stderr():
         if args.reference_model is not None:
             out = resampling.reference_model_check(
@@ -201,8 +206,8 @@ def run(args: argparse.Namespace) -> int:
                 "tolerance (see the vacuous column).",
                 file=sys.stderr,
             )
-    if args.sparse:
-        command_params = {**command_params, "sparse": True}
+    if modelled:
+        command_params = {**command_params, "sparse": True if args.sparse else "default"}
     emit(out, args, command="nstar", params=command_params)
     if args.plot:
         _plot(obs, params, args.plot)

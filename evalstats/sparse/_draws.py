@@ -74,96 +74,76 @@ def point_accuracy(cells: CellData, fit: Fit) -> np.ndarray:
     return np.clip((obs_sum + total - pred_obs) / cells.n_items, 0.0, 1.0)
 
 
-def _prompt_effects(fit: Fit):
-    """A sampler of the prompt effects u that also draws their variance s_u^2.
+def _level_var(cells: CellData, fit: Fit, p_obs: np.ndarray, seen: np.ndarray) -> float:
+    """Variance of the overall logit level the effects' independent draws leave out.
 
-    Normal-normal algebra per prompt: the data alone say u_p ~ N(r_p, nu_p), with data
-    precision 1/nu_p = 1/v_p - 1/s^2 (posterior minus prior precision at the fitted variance
-    s^2) and r_p = u_hat_p / (1 - v_p/s^2). A draw takes s_u^2 from its marginal posterior
-    given these, p(s_u | r) ~ prod_p N(r_p; 0, s_u^2 + nu_p) under a flat prior on the sd s_u
-    (Gelman, 2006), evaluated on a grid of s_u, then u_p ~ N(w r_p, w nu_p) with
-    w = s_u^2/(s_u^2 + nu_p): the spread of the prompt effects is as uncertain as the data
-    leave it, and a variance the fit puts at its floor (a grid where prompts barely matter,
-    every variant seen on a few items) still has the values the data allow above it.
-
-    (A scaled inverse chi-square around the fitted variance, tried first, covered 0.84 with its
-    90 % interval of the sd at a 10 % budget with g = sum(1 - v_p/s^2) degrees of freedom and
-    0.91 with g = sum (1 - v_p/s^2)^2, the variance's Fisher information; but around a variance
-    at its floor it has no width, and on a real grid with small prompt effects the sd's interval
-    covered 0.78 to 0.80 at 10 % and 0.29 to 0.33 at 20 %.)
+    The item and prompt effects are drawn independently around their modes, so the level of
+    their sum averages out over many items: its uncertainty, the information of all cells
+    together (1 / sum w), is drawn once per draw; and the mean effect of the items never
+    observed is as uncertain as a mean of the observed items' effects (s_a^2 / I_seen) for
+    their share of the grid.
     """
-    s2 = fit.var_prompt
-    prec = np.maximum(1.0 / fit.u_var - 1.0 / s2, 0.0)
-    informed = prec > 1e-12
-    nu = np.full(fit.u.size, np.inf)
-    nu[informed] = 1.0 / prec[informed]
-    raw = np.zeros(fit.u.size)
-    raw[informed] = fit.u[informed] * (prec[informed] + 1.0 / s2) / prec[informed]
-    grid, cdf = _sd_posterior(raw[informed], nu[informed], s2)
-
-    def draw(rng: np.random.Generator) -> np.ndarray:
-        k = int(np.searchsorted(cdf, rng.random(), side="right"))
-        sd = grid[min(k, grid.size - 1)] + (grid[1] - grid[0]) * (rng.random() - 0.5)
-        s2_star = max(sd, 1e-6) ** 2
-        w = np.where(informed, s2_star / (s2_star + nu), 0.0)
-        var = np.where(informed, w * nu, s2_star)
-        return w * raw + np.sqrt(var) * rng.standard_normal(raw.size)
-
-    return draw
-
-
-_SD_GRID = 400
-
-
-def _sd_posterior(r: np.ndarray, nu: np.ndarray, s2: float) -> tuple[np.ndarray, np.ndarray]:
-    """Grid of the prompt sd and the CDF of its marginal posterior (flat prior on the sd)."""
-    if not r.size:
-        return np.array([np.sqrt(s2), np.sqrt(s2)]), np.array([1.0, 1.0])
-    # the likelihood is negligible beyond the spread of the raw estimates themselves
-    top = 1.5 * np.sqrt(max(float(np.mean(r * r)), s2)) + 1e-3
-    grid = np.linspace(0.0, top, _SD_GRID)
-    total = grid[:, None] ** 2 + nu[None, :]
-    loglik = -0.5 * np.sum(np.log(total) + (r * r)[None, :] / total, axis=1)
-    weight = np.exp(loglik - loglik.max())
-    return grid, np.cumsum(weight) / weight.sum()
+    w = float(np.sum(cells.n * p_obs * (1 - p_obs)))
+    n_seen = int(seen.sum())
+    unseen = (cells.n_items - n_seen) / cells.n_items
+    return 1.0 / max(w, 1e-12) + fit.var_item * unseen / max(n_seen, 1)
 
 
 def accuracy_draws(
     cells: CellData, fit: Fit, *, n_resamples: int, rng: np.random.Generator
 ) -> np.ndarray:
-    """``n_resamples x n_prompts`` approximate posterior draws of acc_p (module docstring)."""
+    """``n_resamples x n_prompts`` approximate posterior draws of acc_p (module docstring).
+
+    The residual prompt effects come from :mod:`evalstats.sparse._prior` (their distribution
+    estimated from the data, its uncertainty by the Bayesian bootstrap); items and factor
+    levels from their normal approximations. An item with no observed cell (the grid has it,
+    the sample does not) takes its effect from the fitted item distribution.
+    """
+    from evalstats.sparse._prior import prompt_prior
+
     obs_sum, m, n_typ = _observed(cells)
     i_all = cells.n_items
     full = m >= i_all
+    seen = np.bincount(cells.item, minlength=i_all) > 0
+    prior = prompt_prior(cells, fit)
+    a_mode = prior.item_mode
     # binomial noise of the unobserved cells, at the mode (their outcomes are unknown)
-    b0 = fit.prompt_effect(cells.levels)
-    eta0 = fit.mu + fit.a[cells.item] + b0[cells.prompt]
+    b0 = fit.prompt_effect(cells.levels) - fit.u + prior.posterior_mean()
+    eta0 = fit.mu + a_mode[cells.item] + b0[cells.prompt]
     v_obs = np.bincount(cells.prompt, _bernoulli_var(expit(eta0)), cells.n_prompts)
-    v_all = _item_sums(fit.mu, fit.a, b0, _bernoulli_var)
+    v_all = _item_sums(fit.mu, a_mode, b0, _bernoulli_var)
     noise_sd = np.sqrt(np.maximum(v_all - v_obs, 0.0) / n_typ)
+    mu_sd = np.sqrt(_level_var(cells, fit, expit(eta0), seen))
     sd_a = np.sqrt(fit.a_var)
     sd_c = [np.sqrt(v) for v in fit.c_var]
-    prompt_draw = _prompt_effects(fit)
     out = np.empty((n_resamples, cells.n_prompts))
+    shift = np.zeros(cells.n_prompts)
     for r in range(n_resamples):
-        a = fit.a + sd_a * rng.standard_normal(fit.a.size)
-        b = prompt_draw(rng)
+        mu = fit.mu + mu_sd * rng.standard_normal()
+        a = a_mode + sd_a * rng.standard_normal(a_mode.size)
+        b = prior.draw(rng)
         for f, (c, s) in enumerate(zip(fit.c, sd_c)):
             b = b + (c + s * rng.standard_normal(c.size))[cells.levels[:, f]]
         pred_obs = np.bincount(
-            cells.prompt, expit(fit.mu + a[cells.item] + b[cells.prompt]), cells.n_prompts
+            cells.prompt, expit(mu + a[cells.item] + b[cells.prompt]), cells.n_prompts
         )
-        total = _item_sums(fit.mu, a, b, _identity)
+        total = _item_sums(mu, a, b, _identity)
+        # the same draw with the seen items at their modes: the difference is the pull of the
+        # items' normal approximation toward 1/2, removed below on average
+        a_ref = np.where(seen, a_mode, a)
+        pred_ref = np.bincount(
+            cells.prompt, expit(mu + a_ref[cells.item] + b[cells.prompt]), cells.n_prompts
+        )
+        shift += (total - pred_obs) - (_item_sums(mu, a_ref, b, _identity) - pred_ref)
         noise = noise_sd * rng.standard_normal(cells.n_prompts)
         acc = (obs_sum + total - pred_obs + noise) / i_all
         acc[full] = obs_sum[full] / i_all
         out[r] = acc
-    # re-centre each variant's draws at its mode prediction: the normal approximation of the
-    # item effects pulls every predicted cell toward 1/2 (the mean of a sigmoid over a wider
-    # spread), a shift common to all variants that biased the mean by about 0.005 at a 2 %
-    # budget (benchmarks/bench_sparse.py); the mode's predictions sum to the observed scores
-    # on the observed cells (the intercept's score equation)
-    out += (point_accuracy(cells, fit) - out.mean(axis=0))[None, :]
+    # the normal approximation of the item effects pulls every predicted cell toward 1/2 (the
+    # mean of a sigmoid over a wider spread), a shift common to all draws that biased the mean
+    # by about 0.005 at a 2 % budget (benchmarks/bench_sparse.py); it is measured in every draw
+    # against the seen items' modes and its average taken off
+    out -= np.where(full, 0.0, shift / n_resamples / i_all)[None, :]
     return np.clip(out, 0.0, 1.0)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,6 +107,7 @@ def sparse_prompt_distribution(
     seed: int = 0,
     variant_factors: Sequence[str] | str | None = None,
     max_cells_observed: float = 1.0,
+    grid_items: int | None = None,
     roles: str | Mapping[str, str] | None = None,
     design: Design | str | Path | None = None,
 ) -> pl.DataFrame:
@@ -131,6 +133,12 @@ def sparse_prompt_distribution(
     max_cells_observed : float, default 1.0
         Groups observing a larger share of their item x variant grid are left out (the
         report asks for the groups below 0.8; 1.0 keeps every group).
+    grid_items : int or None, default None
+        Number of items of the whole grid, when the table holds only the items some variant was
+        run on (a 2 % budget on 545 items leaves about 13 % of them unseen). The items never
+        observed then enter through the fitted item distribution: the target is every
+        variant's accuracy over all ``grid_items`` items. None: the items in the table are
+        the grid.
     roles, design : optional
         As in :func:`evalstats.moments.prompt_spread`.
 
@@ -149,7 +157,10 @@ def sparse_prompt_distribution(
     ------
     InsufficientDataError
         A group whose item and prompt effects cannot be told apart (every item under one
-        variant, or every variant on one item), or with a single variant.
+        variant *and* every variant on one item), or with a single variant. Fewer than one
+        cell per item is fitted: every variant on two or more items, each item under one
+        variant, compares the variants through the fitted item distribution (a
+        ``DesignWarning`` says so).
     MetricScaleError
         A metric not on [0, 1].
 
@@ -206,14 +217,27 @@ def sparse_prompt_distribution(
     )
     frames = [
         _distribution_frame(by, g, fit, draws, confidence_level)
-        for g, fit, draws in _fitted(groups, n_resamples, seed)
+        for g, fit, draws in _fitted(groups, n_resamples, seed, grid_items)
     ]
     return _distribution_table(frames, by, confidence_level, n_resamples, seed)
 
 
-def _fitted(groups, n_resamples: int, seed: int):
+def _fitted(groups, n_resamples: int, seed: int, grid_items: int | None = None):
     for g in groups:
+        g = _with_grid_items(g, grid_items)
         yield (g, *_draws(g, int(n_resamples), int(seed)))
+
+
+def _with_grid_items(g: Group, grid_items: int | None) -> Group:
+    """The group with its grid's items all counted: those never observed have no cells."""
+    if grid_items is None:
+        return g
+    if not isinstance(grid_items, (int, np.integer)) or grid_items < g.cells.n_items:
+        raise ParameterError(
+            f"`grid_items` must be an integer at least the number of items observed in every "
+            f"group, got {grid_items!r} for a group with {g.cells.n_items} items observed."
+        )
+    return dataclasses.replace(g, cells=dataclasses.replace(g.cells, n_items=int(grid_items)))
 
 
 def _distribution_frame(

@@ -161,7 +161,7 @@ def _check(cells: CellData, where: dict) -> None:
         raise InsufficientDataError(
             f"group {label}: one prompt variant; the distribution over prompts needs two or more."
         )
-    if per_item.max() < 2 or per_prompt.max() < 2:
+    if per_item.max() < 2 and per_prompt.max() < 2:
         raise InsufficientDataError(
             f"group {label}: every item is scored under at most {int(per_item.max())} prompt "
             f"variant(s) and every variant on at most {int(per_prompt.max())} item(s) "
@@ -170,10 +170,15 @@ def _check(cells: CellData, where: dict) -> None:
             "some items under several variants (evalstats plan --sparse proposes which)."
         )
     if (per_item >= 2).sum() < 2:
-        raise InsufficientDataError(
-            f"group {label}: fewer than two items are scored under two or more prompt variants; "
-            "the prompt effects are not identified."
+        warnings.warn(
+            f"group {label}: fewer than two items are scored under two or more prompt variants "
+            f"({cells.item.size} cells of a {cells.n_items} x {cells.n_prompts} grid): prompts "
+            "are compared through the fitted item distribution, not through shared items, and "
+            "the intervals are wide accordingly.",
+            DesignWarning,
+            stacklevel=4,
         )
+        return
     graph = coo_matrix(
         (np.ones(cells.item.size), (cells.item, cells.n_items + cells.prompt)),
         shape=(cells.n_items + cells.n_prompts,) * 2,

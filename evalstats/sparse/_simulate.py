@@ -9,9 +9,11 @@ import polars as pl
 
 from evalstats.errors import ParameterError
 
-__all__ = ["full_grid", "sparse_grid", "subsample_cells"]
+__all__ = ["PROMPT_EFFECTS", "full_grid", "sparse_grid", "subsample_cells"]
 
 SCHEMES = ("uniform", "walk")
+#: Families of planted prompt effects (:func:`full_grid`'s ``prompt_effects``).
+PROMPT_EFFECTS = ("normal", "heavy", "broken")
 
 
 def full_grid(
@@ -24,6 +26,8 @@ def full_grid(
     factors: Mapping[str, int] | None = None,
     factor_sd: float = 0.3,
     interaction_sd: float = 0.0,
+    prompt_effects: str = "normal",
+    broken_shift: float = -3.0,
     model: str = "m0",
     dataset: str = "d0",
     seed: int = 0,
@@ -36,6 +40,11 @@ def full_grid(
     model. ``factors`` maps factor names to numbers of levels (default: ``template`` with 3,
     ``separator`` with 5); each variant draws its levels at random.
 
+    ``prompt_effects`` is the family of u_p: ``'normal'``; ``'heavy'``, Student t with 3
+    degrees of freedom scaled to sd ``prompt_sd`` (a long tail on both sides); ``'broken'``,
+    normal with one variant (drawn at random) shifted by ``broken_shift`` on the logit scale (a
+    prompt the model misreads).
+
     Returns
     -------
     polars.DataFrame
@@ -47,10 +56,19 @@ def full_grid(
     >>> full_grid(n_items=5, n_variants=4, seed=0).height
     20
     """
+    if prompt_effects not in PROMPT_EFFECTS:
+        raise ParameterError(
+            f"`prompt_effects` must be one of {PROMPT_EFFECTS}, got {prompt_effects!r}."
+        )
     rng = np.random.default_rng(seed)
     factors = {"template": 3, "separator": 5} if factors is None else dict(factors)
     a = rng.normal(0.0, item_sd, n_items)
-    b = rng.normal(0.0, prompt_sd, n_variants)
+    if prompt_effects == "heavy":
+        b = prompt_sd * rng.standard_t(3, n_variants) / np.sqrt(3.0)
+    else:
+        b = rng.normal(0.0, prompt_sd, n_variants)
+    if prompt_effects == "broken":
+        b[rng.integers(0, n_variants)] += broken_shift
     levels = {}
     for name, k in factors.items():
         lev = rng.integers(0, k, n_variants)

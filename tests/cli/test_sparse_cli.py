@@ -87,9 +87,17 @@ def test_design_calls_the_dump_sparse(dump):
 
 
 def test_moments_sparse_gives_the_model_beside_naive(dump):
+    from evalstats.io import read
+    from evalstats.sparse import sparse_prompt_distribution
+
     code, out, err = cli("moments", str(dump), "--sparse", "--n-resamples", "100")
     ok(code, err)
     t = _csv(out)
+    factors = ["template", "separator", "enumerator", "choices_order"]
+    ref = sparse_prompt_distribution(
+        read(dump).observations, n_resamples=100, seed=0, variant_factors=factors
+    )
+    assert np.allclose(t["estimate"].to_numpy(), ref["estimate"].to_numpy(), rtol=1e-9)
     assert t.height == 2 * 9
     assert {"estimate", "ci_low", "ci_high", "naive"} <= set(t.columns)
     sd = t.filter(pl.col("quantity") == "sd")
@@ -97,15 +105,35 @@ def test_moments_sparse_gives_the_model_beside_naive(dump):
     assert (sd["estimate"] < sd["naive"]).all()
 
 
-def test_moments_without_sparse_says_the_grid_is_partly_observed(dump):
-    code, out, err = cli("moments", str(dump))
+def test_moments_of_a_sparse_dump_without_flags_are_the_models(dump):
+    """Issue 44: a group the design calls sparse gets the estimator by default, the naive
+    values beside it and one line saying why: the table of ``--sparse``, whose values are the
+    library function's (test_moments_sparse_gives_the_model_beside_naive)."""
+    code, out, err = cli("moments", str(dump), "--n-resamples", "100")
     ok(code, err)
-    assert "--sparse estimates the distribution over the whole grid" in err
+    assert "of the item x prompt grid" in err and "--no-sparse" in err
+    code, forced, err2 = cli("moments", str(dump), "--sparse", "--n-resamples", "100")
+    ok(code, err2)
+    t, ref = _csv(out), _csv(forced)
+    assert t.height == 2 * 9
+    assert t.equals(ref)
+    sd = t.filter(pl.col("quantity") == "sd")
+    assert (sd["estimate"] < sd["naive"]).all()
 
 
-def test_moments_sparse_options_need_sparse(dump):
-    code, _, err = cli("moments", str(dump), "--seed", "3")
+def test_moments_no_sparse_says_the_grid_is_partly_observed(dump):
+    code, out, err = cli("moments", str(dump), "--no-sparse")
+    ok(code, err)
+    assert "(--no-sparse); without it the sparse-grid model" in err
+    assert "estimate" not in _csv(out).columns
+
+
+def test_moments_sparse_options_need_the_model(dump):
+    code, _, err = cli("moments", str(dump), "--no-sparse", "--seed", "3")
     one_line_error(code, err, "--seed", "--sparse")
+    with pytest.raises(SystemExit) as exc:  # argparse: usage line, exit 2
+        cli("moments", str(dump), "--sparse", "--no-sparse")
+    assert exc.value.code == 2
 
 
 def test_nstar_sparse_runs_on_whole_grid_scores(dump):
