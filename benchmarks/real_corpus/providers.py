@@ -8,7 +8,8 @@ into ``<dest>/<name>/``, audited as a user would (``evalstats providers FILE --c
 --json``, with only the dump's ``args``), and compared with the truth: per configuration, the
 calls, the errored calls, their classes, and both scores (errors as failures C/N and errors
 excluded C/(N-E), to 1e-12). ``--figures`` also writes the audit figure of each dump there.
-Prints one line per dump, OK or FAIL with what differs.
+Prints one line per dump, OK or FAIL with what differs. Dumps marked ``restricted`` (a licence
+that reserves text and data mining) are listed as SKIP unless ``--restricted`` is given.
 """
 
 from __future__ import annotations
@@ -140,8 +141,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dest", type=Path, required=True)
     ap.add_argument("--fetch-root", type=Path, default=Path("/work/.mirror"))
     ap.add_argument("--figures", action="store_true")
+    ap.add_argument(
+        "--restricted",
+        action="store_true",
+        help="also audit the dumps whose licence reserves text and data mining (restricted = "
+        "true): only with the rights holder's permission",
+    )
     args = ap.parse_args(argv)
-    dumps = tomllib.loads((HERE / "providers.toml").read_text())["dump"]
+    listed = tomllib.loads((HERE / "providers.toml").read_text())["dump"]
+    dumps = [d for d in listed if args.restricted or not d.get("restricted")]
+    for d in listed:
+        if d not in dumps:
+            print(f"{d['name']}: SKIP (licence: {d['licence']}; --restricted to audit it)")
     bad = 0
     n_conf = sum(len(d["truth"]) for d in dumps)
     for dump in dumps:
