@@ -433,17 +433,27 @@ def resolve_palette(models: Iterable[str], palette: Any = None) -> dict[str, Any
 
 
 def tick_labels(
-    labels: Iterable[str], *, width: int = 26, base: float = 3.4
+    labels: Iterable[str], *, width: int = 26, base: float = 3.4, rows: int | None = None
 ) -> tuple[list[str], float, int]:
     """Long tick labels wrapped to ``width`` characters, the figure width they need, and lines.
 
     Returns ``(labels, figure_width, lines)``: the wrapped labels, ``base`` inches widened by
     what the longest line takes beyond 12 characters (at most 7 inches, a page), and the most
-    lines of one label, so a figure with long model or level names stays readable.
+    lines of one label, so a figure with long model or level names stays readable. With
+    ``rows`` (the rows of one figure), the lines are widened (up to 44 characters) until the
+    rows' labels fit the page height at 0.3 inches a line: 27 pairs named with a temperature
+    wrapped to three lines overlapped on a 9-inch page. A label may be twice
+    :data:`~evalstats._text.MAX_LABEL_CHARS` long (a pair of names and a setting's level).
     """
-    wrapped = ["\n".join(wrap_label(shorten(str(t), MAX_LABEL_CHARS), width)) for t in labels]
+    labels = [shorten(str(t), 2 * MAX_LABEL_CHARS) for t in labels]
+    while True:
+        wrapped = ["\n".join(wrap_label(t, width)) for t in labels]
+        lines = max((t.count("\n") + 1 for t in wrapped), default=1)
+        fits = rows is None or 0.6 + 0.3 * lines * max(rows, 1) <= PAGE_HEIGHT_IN
+        if fits or lines == 1 or width >= 44:
+            break
+        width += 6
     longest = max((len(line) for t in wrapped for line in t.split("\n")), default=0)
-    lines = max((t.count("\n") + 1 for t in wrapped), default=1)
     return wrapped, min(7.0, base + 0.055 * max(0, longest - 12)), lines
 
 

@@ -265,7 +265,7 @@ def plot_differences(differences: Any, *, ax: Any = None) -> Any:
         "pairs",
     )
     frame = frame.with_columns(pair=pl.col("model_a") + " − " + pl.col("model_b"))
-    labels, width, lines = tick_labels(_row_labels(frame, "pair"))
+    labels, width, lines = tick_labels(_row_labels(frame, "pair"), rows=frame.height)
     fig, ax = new_axes(ax, figsize=(width, fit_height(frame.height, per_row=0.3 * lines)))
     interval_marks(
         ax,

@@ -323,10 +323,14 @@ def compare_reading(res: AnalysisResult, data: DataSummary) -> str:
             else "; each dataset a family of its own"
         )
     text += ")"
+    # settings held fixed that split the pairs (a temperature): each listed pair names its level
+    held = [c for c in gkeys if c not in ("dataset", "metric") and _several(t[c].to_list())]
     if sig.height:
         items = []
         for r in sig.iter_rows(named=True):
             where = f" on {r['dataset']}" if ds else ""
+            levels = [f"{c} {r[c]}" for c in held if r.get(c) is not None]
+            where += f" ({', '.join(levels)})" if levels else ""
             diff, lo, hi = r["difference"], r["ci_low"], r["ci_high"]
             if not data.higher_is_better(r.get("metric")):  # ahead = a lower error
                 diff, lo, hi = -diff, -hi, -lo

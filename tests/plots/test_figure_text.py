@@ -230,3 +230,19 @@ def test_heatmap_rows_follow_a_given_order_then_names():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["m9", "m2", "m10"]
     ax = plots.plot_tar_heatmap(table, value="tar_a").axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["m10", "m2", "m9"]
+
+
+def test_tick_labels_widen_to_fit_the_rows_of_a_page():
+    """27 pairs named with a temperature wrapped to three lines overlapped on a 9-inch page;
+    with the rows given, the lines widen until they fit (or reach 44 characters), uncut."""
+    from evalstats.plots._style import tick_labels
+
+    labels = [
+        f"gemini-1.5-pro-preview-0409 − mistral-large (Temperature 0.{i % 10})" for i in range(27)
+    ]
+    narrow, _, lines_narrow = tick_labels(labels)
+    wide, _, lines_wide = tick_labels(labels, rows=27)
+    assert lines_narrow == 3 and lines_wide == 2
+    assert all(
+        w.replace("\n", "").replace(" ", "") == t.replace(" ", "") for w, t in zip(wide, labels)
+    )

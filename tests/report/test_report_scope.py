@@ -133,3 +133,18 @@ def test_an_undeclared_0_1_metric_is_described_as_the_analyses_treat_it(tmp_path
     md = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
     assert "unbounded" not in md.split("## Data")[1].split("##")[0]
     assert "analyses treat it as on \\[0, 1\\]" in md
+
+
+def test_listed_pairs_name_the_held_setting_they_were_compared_at():
+    """Pairs compared at each level of a held setting (a temperature) name the level: the
+    temperature study's reading listed 'gemini ahead of llama by 58.0 points' three times."""
+    obs = observations(n_models=2, n_items=120, n_variants=1, model_accuracy=(0.3, 0.9), seed=2)
+    obs = obs.collect() if isinstance(obs, pl.LazyFrame) else obs
+    table = pl.concat(
+        [obs.with_columns(pl.lit(t).alias("temperature")) for t in (0.0, 0.7)], how="vertical"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = audit_report(table, skip=("attribution", "moments", "nstar", "converge", "anova"))
+    reading = report["compare"].reading
+    assert "(temperature 0.0)" in reading and "(temperature 0.7)" in reading, reading
