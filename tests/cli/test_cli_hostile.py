@@ -334,7 +334,9 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path, monkeypatch):
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_ctrl_c_in_a_terminal_reaches_every_process_and_prints_one_line(tmp_path, workers):
     data = tmp_path / "d.csv"
-    observations(n_models=6, n_items=300, n_variants=8, n_runs=3, seed=0).write_csv(data)
+    # large enough that the report is still running well after the interrupt is sent (it got
+    # faster: at 6 models x 300 items it could finish in the second the test waited)
+    observations(n_models=8, n_items=800, n_variants=8, n_runs=3, seed=0).write_csv(data)
     out = tmp_path / "r"
     code = textwrap.dedent(
         f"""
@@ -354,7 +356,7 @@ def test_ctrl_c_in_a_terminal_reaches_every_process_and_prints_one_line(tmp_path
         if out.is_dir() and any(p.name.startswith(".evalstats-partial") for p in out.iterdir()):
             break
         time.sleep(0.05)
-    time.sleep(1.0)
+    time.sleep(0.5)
     assert proc.poll() is None, "the report ended before it could be interrupted"
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=120)
