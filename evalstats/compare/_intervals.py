@@ -6,7 +6,7 @@ import functools
 import math
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -164,6 +164,19 @@ def _scale_of(x: np.ndarray) -> float:
     if m == 0.0 or not math.isfinite(m) or _TINY <= m <= _HUGE:
         return 1.0
     return math.ldexp(1.0, math.frexp(m)[1] - 1)  # max|x| / scale in [1, 2)
+
+
+def _scaled_interval(
+    x: np.ndarray, bounds: tuple[float, float], **kw: Any
+) -> tuple[float, float, float, float]:
+    """:func:`mean_interval` of ``x`` on the scale of an exact power of two, scaled back.
+
+    Computed on ``x / sc`` (:func:`_scale_of`): scores near 1e308 or subnormal neither overflow
+    nor underflow; ordinary scores have ``sc`` = 1.
+    """
+    sc = _scale_of(x)
+    lo, hi = bounds
+    return tuple(v * sc for v in mean_interval(x / sc, bounds=(lo / sc, hi / sc), **kw))  # type: ignore[return-value]
 
 
 def stable_mean(column: str = "score") -> pl.Expr:
@@ -761,18 +774,14 @@ def intervals(
                 + (math.nan, math.nan, math.nan, note, None, None)
             )
             continue
-        sc = _scale_of(x)  # extreme scores: computed on x / sc, an exact power of two
-        mean, se, low, high = (
-            v * sc
-            for v in mean_interval(
-                x / sc,
-                method=used,
-                confidence_level=level,
-                clusters=clusters,
-                n_resamples=n_resamples,
-                seed=seed,
-                bounds=(lo_b / sc, hi_b / sc),
-            )
+        mean, se, low, high = _scaled_interval(
+            x,
+            (lo_b, hi_b),
+            method=used,
+            confidence_level=level,
+            clusters=clusters,
+            n_resamples=n_resamples,
+            seed=seed,
         )
         note = None
         if math.isnan(low):
@@ -966,17 +975,13 @@ def _design_intervals(
             # one prompt, independent items: the interval over item scores, as before
             x = y  # one cell per item: the item's mean over its runs
             used = _auto_method(x, (lo_b, hi_b)) if method == "auto" else method
-            sc = _scale_of(x)  # extreme scores: computed on x / sc, an exact power of two
-            mean, se, low, high = (
-                v * sc
-                for v in mean_interval(
-                    x / sc,
-                    method=used,
-                    confidence_level=level,
-                    bounds=(lo_b / sc, hi_b / sc),
-                    n_resamples=n_resamples,
-                    seed=seed,
-                )
+            mean, se, low, high = _scaled_interval(
+                x,
+                (lo_b, hi_b),
+                method=used,
+                confidence_level=level,
+                n_resamples=n_resamples,
+                seed=seed,
             )
             note = _missing_reason(x, used) if math.isnan(low) else None
             low, high = _clip(low, lo_b, hi_b), _clip(high, lo_b, hi_b)
