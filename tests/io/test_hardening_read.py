@@ -430,3 +430,22 @@ def test_lm_eval_score_of_a_huge_integer_is_counted_not_a_traceback(tmp_path):
     _, report = read(out, format="lm-eval", on_invalid="skip")
     assert report.set_aside.get("nonfinite_score") == 1
     assert report.rows_read == report.rows_kept + sum(report.set_aside.values())
+
+
+def test_an_inspect_log_with_two_different_records_of_one_sample_is_one_line(tmp_path):
+    """Issue 45: two records of the same (sample id, epoch) with different scores are never
+    reduced to one silently: refused in one line naming the file and rows, or set aside and
+    counted with --on-invalid skip."""
+    src = Path(__file__).parents[2] / "fixtures/dumps/inspect_written/logs/a_plain.json"
+    log = json.loads(src.read_text())
+    again = json.loads(json.dumps(log["samples"][0]))
+    for score in again["scores"].values():
+        score["value"] = 1 - score["value"] if isinstance(score["value"], int) else -1.0
+    log["samples"].append(again)
+    path = tmp_path / "dup.json"
+    path.write_text(json.dumps(log))
+    with pytest.raises(IngestError, match=r"dup\.json, row \d+: duplicate of an earlier row"):
+        read(path)
+    obs, report = read(path, on_invalid="skip")
+    assert sum(report.set_aside.values()) >= 1
+    assert obs.collect().height + sum(report.set_aside.values()) == report.rows_read
