@@ -177,3 +177,29 @@ def test_settings_checked_by_default_are_few_level_factors():
     assert res.settings.height == 0
     with pytest.raises(SchemaError, match="`settings` names 'nope'"):
         provider_audit(obs, settings=("nope",))
+
+
+def test_templates_are_compared_at_each_temperature_not_pooled_over_unequal_ones():
+    """A setting that varies within the groups of two or more compared levels splits them: 'b'
+    alone also ran at temperature 1.6, where it fails; pooled, its score mixed that level in."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for template, temps in (("a", (0.0, 0.7)), ("b", (0.0, 0.7, 1.6))):
+        for t in temps:
+            for i in range(60):
+                p = 0.1 if t == 1.6 else 0.7
+                rows.append(
+                    {"model": "m", "item": f"q{i}", "template": template, "temperature": t,
+                     "score": float(rng.random() < p)}
+                )  # fmt: skip
+    table = pl.DataFrame(rows)
+    audit = provider_audit(table, provider="template", n_resamples=99)
+    assert audit.by == ("model", "metric", "temperature")
+    pol = audit.policies
+    assert pol.height == 5  # (template, temperature) pairs, never pooled
+    hand = table.group_by("template", "temperature").agg(pl.col("score").mean())
+    got = pol.join(hand, on=["template", "temperature"])
+    assert_allclose(got["as_failures"], got["score"])
+    # given explicitly, `by` pools on purpose
+    pooled = provider_audit(table, provider="template", by=("model", "metric"), n_resamples=99)
+    assert pooled.policies.height == 2
