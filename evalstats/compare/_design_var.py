@@ -45,14 +45,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
+from scipy.stats import qmc
+
+#: Points of the generalized pivot's integral (``generalized_variances``): a scrambled Sobol'
+#: set with a fixed seed, so the p-values are the same on every run (relative error of a
+#: p-value near 0.0005 about 1 %, measured against 2**20 points).
+GENERALIZED_POINTS = 2**14
 
 __all__ = [
     "MeanVariance",
     "cr2_variance",
     "design_variance",
+    "generalized_interval",
+    "generalized_pvalue",
+    "generalized_variances",
     "prompt_part",
     "wilson_effective",
 ]
@@ -78,6 +88,11 @@ class MeanVariance:
     prompt_sigma2: float = math.nan
     prompt_weight: float = 0.0
     prompt_pieces: float = 0.0
+    #: ``(W var_b, W noise, df_res)``: the prompt part before truncation is
+    #: ``W var_b - W noise``, the first on ``n_prompts - 1`` df, the second on ``df_res``.
+    prompt_terms: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    #: Whether ``floored`` raised the prompt variance to a group's mean (``pool_prompt_part``).
+    pooled: bool = False
 
     @property
     def se(self) -> float:
@@ -97,7 +112,7 @@ class MeanVariance:
         var_p = self.prompt_weight * sigma2
         var = self.var_items + var_p
         df = _satterthwaite(var, self.var_items, self.df_items, self.prompt_pieces)
-        return replace(self, var=var, var_prompts=var_p, df=df)
+        return replace(self, var=var, var_prompts=var_p, df=df, pooled=True)
 
 
 def _satterthwaite(var: float, var_i: float, df_i: float, pieces: float) -> float:
@@ -164,13 +179,18 @@ def _additive_fit(
 
 def _prompt_fit(
     item: np.ndarray, prompt: np.ndarray, y: np.ndarray
-) -> tuple[float, float, float, float, int]:
-    """``(sigma2, W, piece_b, piece_r, n_prompts)``: the untruncated estimate and its pieces."""
+) -> tuple[float, float, float, float, int, tuple[float, float, float]]:
+    """``(sigma2, W, piece_b, piece_r, n_prompts, (W var_b, W noise, df_res))``.
+
+    The untruncated estimate, its Satterthwaite pieces, and the two mean-square terms it is
+    the difference of (the prompt effects' on ``n_prompts - 1`` df, the residual's on
+    ``df_res``), for generalized inference (:func:`generalized_draws`).
+    """
     _, item = np.unique(item, return_inverse=True)
     _, prompt = np.unique(prompt, return_inverse=True)
     n_i, n_p = int(item.max()) + 1, int(prompt.max()) + 1
     if n_p < 2 or n_i < 2:
-        return math.nan, 0.0, 0.0, 0.0, n_p
+        return math.nan, 0.0, 0.0, 0.0, n_p, (0.0, 0.0, 0.0)
     _, b, rss = _additive_fit(item, prompt, y, n_i, n_p)
     m_p = np.bincount(prompt, minlength=n_p).astype(float)
     k_i = np.bincount(item, minlength=n_i).astype(float)
@@ -181,7 +201,8 @@ def _prompt_fit(
     noise = float(np.mean((rss / df_res) / m_p)) if df_res > 0 else 0.0
     piece_b = (big_w * var_b) ** 2 / (n_p - 1)
     piece_r = (big_w * noise) ** 2 / df_res if df_res > 0 else 0.0
-    return var_b - noise, big_w, piece_b, piece_r, n_p
+    terms = (big_w * var_b, big_w * noise, float(max(df_res, 0)))
+    return var_b - noise, big_w, piece_b, piece_r, n_p, terms
 
 
 def prompt_part(
@@ -197,7 +218,7 @@ def prompt_part(
     when the estimate is truncated at 0: the mean squares were estimated all the same, and
     leaving them out made the df jump to the item df at the boundary (liberal tails).
     """
-    sigma2, big_w, piece_b, piece_r, n_p = _prompt_fit(item, prompt, y)
+    sigma2, big_w, piece_b, piece_r, n_p, _ = _prompt_fit(item, prompt, y)
     if not big_w:
         return 0.0, 0.0, 0.0, n_p
     return big_w * max(sigma2, 0.0), piece_b, piece_r, n_p
@@ -244,8 +265,9 @@ def design_variance(
         var_i, df_i = math.nan, math.nan
     var_p = pieces = big_w = 0.0
     sigma2 = math.nan
+    terms = (0.0, 0.0, 0.0)
     if prompt_space and n_prompts >= 2 and n_i >= 2:
-        sigma2, big_w, piece_b, piece_r, _ = _prompt_fit(item, prompt, y)
+        sigma2, big_w, piece_b, piece_r, _, terms = _prompt_fit(item, prompt, y)
         var_p = big_w * max(sigma2, 0.0)
         pieces = piece_b + piece_r
     var = var_i + var_p
@@ -264,7 +286,91 @@ def design_variance(
         prompt_sigma2=float(sigma2),
         prompt_weight=float(big_w),
         prompt_pieces=float(pieces),
+        prompt_terms=terms,
     )
+
+
+@lru_cache(maxsize=1)
+def _uniforms() -> np.ndarray:
+    """The fixed quasi-random points in (0, 1)^3 of the generalized pivots."""
+    u = qmc.Sobol(d=3, scramble=True, seed=20240607).random(GENERALIZED_POINTS)
+    return np.clip(u, 1e-12, 1 - 1e-12)
+
+
+def generalized_variances(mv: MeanVariance) -> np.ndarray:
+    r"""Draws of the generalized pivotal quantity of the variance of ``mv``'s mean.
+
+    Each estimated mean square ``m`` on ``f`` df stands for its true value through
+    :math:`m f / \chi^2_f` (Weerahandi 1993; Tsui and Weerahandi 1989): the item part
+    :math:`V_I` on its df, the prompt part :math:`W\,\widehat{\mathrm{var}}(b)` on
+    :math:`P-1` df less the residual's on its df, truncated at 0 draw by draw,
+
+    .. math:: V^* = V_I \frac{\nu_I}{\chi^2_{\nu_I}}
+       + \max\Big(0,\; W\widehat{\mathrm{var}}(b)\frac{P-1}{\chi^2_{P-1}}
+       - W\,\overline{\hat\sigma^2_{res}/m_p}\,\frac{\nu_{res}}{\chi^2_{\nu_{res}}}\Big).
+
+    The pivot keeps what a plug-in Satterthwaite df loses: a prompt variance estimated on 4 df
+    that is near 0 by chance still has a long upper tail. Without a prompt part the
+    generalized p-value is the t test's on the item df (up to the integration error).
+    """
+    df_i = mv.df_items if math.isfinite(mv.df_items) and mv.df_items > 0 else math.inf
+    v = mv.var_items * _scaled_chi2(0, df_i)
+    a, b, df_r = mv.prompt_terms
+    df_p = mv.n_prompts - 1
+    if a > 0 and df_p >= 1:
+        part = a * _scaled_chi2(1, float(df_p))
+        if b > 0 and df_r > 0:
+            part = part - b * _scaled_chi2(2, float(df_r))
+        v = v + np.maximum(part, 0.0)
+    return v
+
+
+@lru_cache(maxsize=256)
+def _scaled_chi2(k: int, df: float) -> np.ndarray:
+    """``df / chi2_df`` at the fixed points of coordinate ``k`` (1 for an infinite df)."""
+    u = _uniforms()[:, k]
+    out = np.ones(u.size) if math.isinf(df) else df / stats.chi2.ppf(u, df)
+    out.flags.writeable = False
+    return out
+
+
+def _tail(h: float, s: np.ndarray) -> float:
+    """Mean over the pivot's draws of P(Z > h / s)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(s > 0, h / s, math.copysign(math.inf, h) if h else 0.0)
+    return float(stats.norm.sf(z).mean())
+
+
+def generalized_pvalue(diff: float, draws: np.ndarray, alternative: str) -> float:
+    r"""Generalized p-value of "the mean is 0" from the variance pivot's ``draws``.
+
+    Two-sided: the mean over the draws of :math:`2\,P(Z > |\bar d|/\sqrt{V^*})`; one-sided
+    "greater" (the alternative: the mean is above 0): of :math:`P(Z > \bar d/\sqrt{V^*})`.
+    """
+    if not math.isfinite(diff):
+        return math.nan
+    s = np.sqrt(draws)
+    if alternative == "two-sided":
+        return min(1.0, 2 * _tail(abs(diff), s))
+    return min(1.0, _tail(diff if alternative == "greater" else -diff, s))
+
+
+def generalized_interval(draws: np.ndarray, tail: float) -> float:
+    """Half-width ``h`` of the generalized interval: mean P(Z > h/s) over the draws = ``tail``.
+
+    ``h`` is infinite at a tail of 0, NaN at a NaN tail and 0 from a tail of 0.5.
+    """
+    if math.isnan(tail):
+        return math.nan
+    if tail <= 0.0:
+        return math.inf
+    if tail >= 0.5:
+        return 0.0
+    s = np.sqrt(draws)
+    top = float(s.max()) * float(stats.norm.isf(tail))
+    if not top > 0:
+        return 0.0
+    return float(optimize.brentq(lambda h: _tail(h, s) - tail, 0.0, top, xtol=1e-12 * top))
 
 
 def wilson_effective(

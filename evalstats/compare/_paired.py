@@ -22,6 +22,7 @@ from evalstats.compare._multiplicity import (
 )
 from evalstats.compare._pairtests import (
     DesignT,
+    GeneralizedDesign,
     make_test,
     mcnemar_mdd,
     resampling_family,
@@ -187,7 +188,7 @@ def _check_method(method: str, correction: str) -> None:
 def _min_p(test, j: int) -> float:
     """Smallest p-value pair ``j``'s test can reach (for the below-minimum-size warning)."""
     name = test.name
-    if name in ("t", "t-design"):
+    if name in ("t", "t-design", "generalized-design"):
         return 0.0
     if name.startswith("mcnemar"):
         k = int(test.n[j])
@@ -217,7 +218,7 @@ def _mdd(test, j: int, level: float, power: float) -> float:
             test.alternative,
             test.name.endswith("midp"),
         )
-    if test.name == "t-design":  # a t test on the design's df: its n is df + 1
+    if test.name in ("t-design", "generalized-design"):  # the design's df: its n is df + 1
         df = float(test.df[j])
         if not math.isfinite(df) or df < 1:
             return math.nan
@@ -225,6 +226,11 @@ def _mdd(test, j: int, level: float, power: float) -> float:
         return es * float(test.sd[j])
     es = t_mdd(int(test.n[j]), round(float(level), 15), power, test.alternative)
     return es * float(test.sd[j])
+
+
+def _lone_prompt_part(mv) -> bool:
+    """Whether a pair's variance has a prompt part that no group floor (``floored``) reached."""
+    return bool(mv.prompt_weight) and not mv.pooled and mv.prompt_terms[0] > 0
 
 
 def _run_family(
@@ -260,16 +266,23 @@ def _run_family(
         plain = np.arange(len(pairs))
         if design is not None:
             on_design = np.array([v is not None for v in design], dtype=bool)
-            mv = [design[j][0] for j in np.flatnonzero(on_design)]
-            if mv:
-                test = DesignT(
-                    np.array([v.mean for v in mv]),
-                    np.array([v.var for v in mv]),
-                    np.array([v.df for v in mv]),
-                    np.array([v.n_items for v in mv]),
-                    alternative,
-                )
-                tests.append((bi, np.flatnonzero(on_design), test))
+            # a pair with a prompt part and no other pairs to floor it with: generalized
+            lone = np.array([v is not None and _lone_prompt_part(v[0]) for v in design], dtype=bool)
+            for sel, kind in ((on_design & ~lone, DesignT), (lone, GeneralizedDesign)):
+                mv = [design[j][0] for j in np.flatnonzero(sel)]
+                if not mv:
+                    continue
+                if kind is GeneralizedDesign:
+                    test = GeneralizedDesign(mv, alternative)
+                else:
+                    test = DesignT(
+                        np.array([v.mean for v in mv]),
+                        np.array([v.var for v in mv]),
+                        np.array([v.df for v in mv]),
+                        np.array([v.n_items for v in mv]),
+                        alternative,
+                    )
+                tests.append((bi, np.flatnonzero(sel), test))
             plain = np.flatnonzero(~on_design)  # no prompt in common: the recorded prompts
         if correction in RESAMPLING_CORRECTIONS:
             kinds = np.array(["bootstrap"] * len(pairs))

@@ -17,7 +17,15 @@ from functools import lru_cache
 import numpy as np
 from scipy import optimize, stats
 
-__all__ = ["Bootstrap", "DesignT", "McNemar", "SignFlip", "TTest", "make_test"]
+__all__ = [
+    "Bootstrap",
+    "DesignT",
+    "GeneralizedDesign",
+    "McNemar",
+    "SignFlip",
+    "TTest",
+    "make_test",
+]
 
 #: values of one memory chunk (rows x columns) of the resampling matrices
 _CHUNK_VALUES = 4_000_000
@@ -125,6 +133,48 @@ class DesignT:
         tail = levels / 2 if self.alternative == "two-sided" else levels
         q = stats.t.isf(tail, self.df)
         return _sided(self.diff - q * self.se, self.diff + q * self.se, self.alternative)
+
+
+class GeneralizedDesign(DesignT):
+    r"""The design's paired test by a generalized p-value, for a pair with nothing to pool.
+
+    A pair alone in its group (two models) has its model x prompt variance on P - 1 df (4 with
+    5 prompts) and no other pairs to floor it with; the plug-in Satterthwaite t is then liberal
+    in the far tail (1.7x alpha at 0.0005, docs/methods/compare.md). The generalized p-value
+    integrates over the variance's pivot (:func:`~evalstats.compare._design_var.
+    generalized_variances`): the mean over the draws of :math:`2P(Z > |ar d|/\sqrt{V^*})`;
+    the interval at a pair's level inverts it. ``se`` and ``df`` stay the plug-in ones
+    (reported, and the mdd's approximation).
+    """
+
+    name = "generalized-design"
+
+    def __init__(self, designs: list, alternative: str) -> None:
+        from evalstats.compare._design_var import generalized_pvalue, generalized_variances
+
+        super().__init__(
+            np.array([v.mean for v in designs]),
+            np.array([v.var for v in designs]),
+            np.array([v.df for v in designs]),
+            np.array([v.n_items for v in designs]),
+            alternative,
+        )
+        self._draws = [generalized_variances(v) for v in designs]
+        self.pvalue = np.array(
+            [
+                generalized_pvalue(float(d), w, alternative)
+                for d, w in zip(self.diff, self._draws, strict=True)
+            ]
+        )
+
+    def interval(self, levels: np.ndarray, reject: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from evalstats.compare._design_var import generalized_interval
+
+        tail = levels / 2 if self.alternative == "two-sided" else levels
+        h = np.array(
+            [generalized_interval(w, float(t)) for w, t in zip(self._draws, tail, strict=True)]
+        )
+        return _sided(self.diff - h, self.diff + h, self.alternative)
 
 
 def _sided(low: np.ndarray, high: np.ndarray, alternative: str) -> tuple[np.ndarray, np.ndarray]:

@@ -99,7 +99,7 @@ def test_default_compare_on_a_sparse_grid_with_uneven_runs():
     with pytest.warns(DesignWarning, match="counted in `n_incomplete`"):
         out = compare_models(obs)
     row = out.row(0, named=True)
-    assert row["method"] == "t-design" and row["n"] == len(set(ii.tolist()))
+    assert row["method"] == "generalized-design" and row["n"] == len(set(ii.tolist()))
     assert row["n_incomplete"] > 0 and 0 <= row["pvalue"] <= 1
 
 
