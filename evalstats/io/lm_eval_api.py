@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from evalstats.errors import IngestError
+from evalstats.io._aggregates import lm_eval_output
 from evalstats.io._files import expand_paths, skipped_note
 from evalstats.io._pipeline import OnInvalid, ScoreScale, _Planned, validate_options
 from evalstats.io._report import Ingest, SetAsideExample
@@ -169,14 +170,20 @@ def read_lm_eval_api(
     notes: list[str] = []
     try:
         for k, f in enumerate(files):
-            doc = _load(f, notes)
+            doc, nested = _unwrapped(_load(f, notes), f)
+            if nested is not None:
+                notes.append(
+                    f"{f}: the simple_evaluate output is nested under {nested!r} of the file's "
+                    "object; it is read (the object's other keys are not)"
+                )
             samples = doc.get("samples")
             if not isinstance(samples, dict) or not samples:
                 aggregate = ", ".join(sorted(map(str, (doc.get("results") or {}))))[:200]
+                where = f", nested under {nested!r}" if nested is not None else ""
                 raise IngestError(
                     "lm-eval results without per-document samples (simple_evaluate was run "
                     "without log_samples=True, or the samples were removed): aggregates only, "
-                    f"no item scores (tasks: {aggregate or 'none'}).",
+                    f"no item scores (tasks{where}: {aggregate or 'none'}).",
                     path=str(f),
                 )
             folder = tmp / f"{k:06d}"  # a name of no meaning: the model is set below
@@ -241,6 +248,15 @@ def read_lm_eval_api(
         by_format=(),
     )
     return Ingest(obs, report)
+
+
+def _unwrapped(doc: dict, f: Path) -> tuple[dict, str | None]:
+    """The file's simple_evaluate output and the key it is nested under (``None``: the top)."""
+    try:
+        found = lm_eval_output(doc)
+    except ValueError as exc:
+        raise IngestError(f"{exc}.", path=str(f)) from None
+    return found if found is not None else (doc, None)
 
 
 def _file_labels(files: Sequence[Path]) -> dict[Path, str]:
@@ -313,7 +329,10 @@ def _load(f: Path, notes: list[str] | None = None) -> dict:
                 f"config.model_dtype, a torch.dtype); its {len(doc)} complete members before it "
                 f"are read ({', '.join(doc)})"
             )
-    if not isinstance(doc, dict) or not ("results" in doc or "groups" in doc):
+    nested = isinstance(doc, dict) and any(
+        isinstance(v, dict) and "results" in v for v in doc.values()
+    )  # a wrapper of the user's own, unwrapped by the caller
+    if not isinstance(doc, dict) or not ("results" in doc or "groups" in doc or nested):
         raise IngestError(
             "not lm-eval results: expected a JSON object with 'results' and 'samples'.",
             path=str(f),

@@ -194,3 +194,53 @@ def test_a_file_whose_results_name_a_model_keeps_it_whatever_its_name(tmp_path):
     obs, report = read(tmp_path)
     assert sorted(obs.collect()["model"].unique()) == ["org/a", "org/b"]
     assert not [n for n in report.notes if "taken from" in n]
+
+
+def _wrapped(path: Path, doc: dict) -> None:
+    """``simple_evaluate``'s dictionary saved inside an object of the user's own.
+
+    As a real repository does (ddy314/j3, ``docs/evaluation/results/j3-gibc.json``:
+    ``{"model": ..., "checkpoint": ..., "tasks": [...], "results": simple_evaluate(...)}``).
+    """
+    path.write_text(json.dumps({"model": "J3", "tasks": list(doc["results"]), "results": doc}))
+
+
+def test_an_output_nested_under_a_key_of_the_users_object_is_read(tmp_path):
+    doc = json.loads((OUT / "run0.json").read_text())
+    _wrapped(tmp_path / "wrapped.json", doc)
+    assert detect_format(tmp_path / "wrapped.json") == "lm-eval-api"
+    obs, report = read(
+        tmp_path / "wrapped.json", metric={"toy_mc": "acc", "toy_gen": "exact_match"}
+    )
+    got = obs.collect().group_by("model", "dataset", "metric").agg(pl.col("score").mean())
+    assert got.height == 2
+    for model, task, metric, mean in got.iter_rows():
+        assert model == "toy/dummy-a"  # config.model_args of the nested output
+        assert mean == doc["results"][task][f"{metric},none"]
+    (note,) = [n for n in report.notes if "nested under 'results'" in n]
+    assert "wrapped.json" in note
+
+
+def test_a_nested_output_without_samples_is_said_to_hold_aggregates_with_its_tasks(tmp_path):
+    doc = json.loads((OUT / "run0.json").read_text())
+    doc.pop("samples")
+    f = tmp_path / "j3-gibc.json"
+    _wrapped(f, doc)
+    # in a folder or alone: recognised as lm-eval's aggregates, with the producer's numbers
+    with pytest.raises(IngestError, match=r"lm-eval aggregate results \(nested under 'results'\)"):
+        read(f)
+    with pytest.raises(IngestError, match=r"toy_mc acc,none=0\.625"):
+        read(f)
+    # named as this format: refused as aggregates only, listing its tasks (not the wrapper's keys)
+    with pytest.raises(IngestError, match=r"tasks, nested under 'results': toy_gen, toy_mc\)"):
+        read_lm_eval_api(f)
+
+
+def test_two_outputs_in_one_object_are_refused_naming_their_keys(tmp_path):
+    doc = json.loads((OUT / "run0.json").read_text())
+    f = tmp_path / "two.json"
+    f.write_text(json.dumps({"base": doc, "tuned": doc}))
+    with pytest.raises(
+        IngestError, match=r"2 lm-eval outputs in one object \(under 'base', 'tuned'\)"
+    ):
+        read_lm_eval_api(f)
