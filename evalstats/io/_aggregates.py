@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["recognise"]
+__all__ = ["lm_eval_output", "recognise"]
 
 #: Largest file parsed to recognise it (summaries are small; a large file is data).
 _MAX_BYTES = 64 * 2**20
@@ -42,6 +42,54 @@ def _numbers(results: Any) -> str:
                     break
     more = f", ... ({len(out)} in all)" if len(out) > _SHOWN else ""
     return ", ".join(out[:_SHOWN]) + more
+
+
+#: Keys of lm-eval's output beside ``results`` (``simple_evaluate``'s dictionary, the command
+#: line's ``results_<date>.json``): one of them tells it from any object with a ``results`` key.
+_LM_EVAL_KEYS = ("configs", "n-shot", "versions", "samples", "n-samples", "higher_is_better")
+
+
+def lm_eval_output(doc: Any) -> tuple[dict, str | None] | None:
+    """lm-eval's output in ``doc``, and the key it is nested under (``None`` at the top).
+
+    Users save ``simple_evaluate``'s dictionary as it is, or wrapped in an object of their
+    own (``{"model": ..., "results": simple_evaluate(...)}``): the dictionary is then the one
+    value of the wrapper that looks like lm-eval's output.
+
+    Raises
+    ------
+    ValueError
+        The wrapper holds several such dictionaries (their keys are named).
+
+    Examples
+    --------
+    >>> out = {"results": {"boolq": {"acc,none": 0.5}}, "configs": {"boolq": {}}}
+    >>> lm_eval_output(out) == (out, None)
+    True
+    >>> lm_eval_output({"model": "m", "results": out}) == (out, "results")
+    True
+    >>> lm_eval_output({"results": {"boolq": 0.5}}) is None
+    True
+    """
+
+    def looks(d: Any) -> bool:
+        return (
+            isinstance(d, dict)
+            and isinstance(d.get("results"), dict)
+            and any(k in d for k in _LM_EVAL_KEYS)
+        )
+
+    if not isinstance(doc, dict):
+        return None
+    if looks(doc):
+        return doc, None
+    inner = [k for k, v in doc.items() if looks(v)]
+    if len(inner) > 1:
+        raise ValueError(
+            f"{len(inner)} lm-eval outputs in one object (under "
+            f"{', '.join(repr(k) for k in inner)}): save one a file"
+        )
+    return (doc[inner[0]], inner[0]) if inner else None
 
 
 def recognise(f: Path) -> tuple[str, str] | None:
@@ -74,9 +122,18 @@ def recognise(f: Path) -> tuple[str, str] | None:
             "the per-sample scores are the details/<model>/<date>/details_<task>_<date>.parquet "
             "files LightEval writes with --save-details",
         )
+    try:
+        found = lm_eval_output(doc)
+    except ValueError:
+        found = None
+    if found is not None and found[1] is not None:  # a wrapper: its lm-eval output is read
+        doc, where = found[0], f" (nested under {found[1]!r})"
+        numbers = _numbers(doc["results"])
+    else:
+        where = ""
     if ("configs" in doc or "config" in doc or "n-shot" in doc) and "samples" not in doc:
         return (
-            f"lm-eval aggregate results (no per-document samples); its numbers: "
+            f"lm-eval aggregate results{where} (no per-document samples); its numbers: "
             f"{numbers or 'none'}",
             "the samples_<task>_<date>.jsonl files lm_eval writes with --log_samples (or "
             "simple_evaluate(..., log_samples=True) saved with its samples)",

@@ -14,9 +14,11 @@ configuration numbered by date, task configurations as prompt variants). See
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import tempfile
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from evalstats.errors import IngestError
+from evalstats.io._aggregates import lm_eval_output
 from evalstats.io._files import expand_paths, skipped_note
 from evalstats.io._pipeline import OnInvalid, ScoreScale, _Planned, validate_options
 from evalstats.io._report import Ingest, SetAsideExample
@@ -127,8 +130,10 @@ def read_lm_eval_api(
     -----
     Each file is one run (``simple_evaluate`` evaluates one model once). The model is
     ``model_name`` if present, else the ``pretrained=`` (or ``model=``, ...) of
-    ``config.model_args``, else the file's name. Runs of one (model, task, shots) are numbered
-    by their ``date`` (the run's start time, a Unix time). Checked against: output of
+    ``config.model_args`` (lm-eval's own rule), else the file's name, or its path below the
+    folder it shares with the other files read of the same name (``run_a/results``,
+    ``run_b/results``), with a note quoting the ``model_args`` that named none. Runs of one
+    (model, task, shots) are numbered by their ``date`` (the run's start time, a Unix time). Checked against: output of
     ``simple_evaluate`` written by lm-eval 0.4.13 itself (``fixtures/dumps/lm_eval_api/``) and
     real files (``benchmarks/real_corpus``); every task mean equals the file's own ``results``.
 
@@ -160,26 +165,36 @@ def read_lm_eval_api(
             path=str(path),
         )
     tmp = Path(tempfile.mkdtemp(prefix="evalstats-lm-eval-api-"))
+    labels = _file_labels(files)
     names: dict[str, str] = {}
     notes: list[str] = []
     try:
         for k, f in enumerate(files):
-            doc = _load(f, notes)
+            doc, nested = _unwrapped(_load(f, notes), f)
+            if nested is not None:
+                notes.append(
+                    f"{f}: the simple_evaluate output is nested under {nested!r} of the file's "
+                    "object; it is read (the object's other keys are not)"
+                )
             samples = doc.get("samples")
             if not isinstance(samples, dict) or not samples:
                 aggregate = ", ".join(sorted(map(str, (doc.get("results") or {}))))[:200]
+                where = f", nested under {nested!r}" if nested is not None else ""
                 raise IngestError(
                     "lm-eval results without per-document samples (simple_evaluate was run "
                     "without log_samples=True, or the samples were removed): aggregates only, "
-                    f"no item scores (tasks: {aggregate or 'none'}).",
+                    f"no item scores (tasks{where}: {aggregate or 'none'}).",
                     path=str(f),
                 )
-            folder = tmp / f.stem  # the model when the file names none: the file's name
-            if folder.exists():
-                folder = tmp / f"{f.stem}~{k}"
+            folder = tmp / f"{k:06d}"  # a name of no meaning: the model is set below
             folder.mkdir()
             date = _date_of(doc, f)
             aggregates = {key: v for key, v in doc.items() if key != "samples"}
+            unnamed = _unnamed_model(aggregates)
+            if unnamed is not None:  # the model is the file's name: said once per file
+                aggregates["model_name"] = labels[f]
+                how = _label_how(f, labels)
+                notes.append(f"{f}: model {labels[f]!r} taken from {how} ({unnamed})")
             results_file = folder / f"results_{date}.json"
             results_file.write_text(json.dumps(aggregates, default=str))
             names[str(results_file)] = str(f)
@@ -211,7 +226,7 @@ def read_lm_eval_api(
                     plan,
                     format="lm-eval-api",
                     paths=tuple(names.get(p, p) for p in plan.paths),
-                    notes=tuple(_rename(n, names, tmp) for n in plan.notes),
+                    notes=tuple(_rename(n, names, tmp, labels) for n in plan.notes),
                 )
             ) from None
         obs = ingest.observations.collect().lazy()  # the table no longer needs the files
@@ -229,10 +244,72 @@ def read_lm_eval_api(
             SetAsideExample(e.reason, names.get(e.path, e.path), e.row, e.column, e.detail)
             for e in report.examples
         ),
-        notes=tuple(_rename(n, names, tmp) for n in (*report.notes, *notes)),
+        notes=tuple(_rename(n, names, tmp, labels) for n in (*report.notes, *notes)),
         by_format=(),
     )
     return Ingest(obs, report)
+
+
+def _unwrapped(doc: dict, f: Path) -> tuple[dict, str | None]:
+    """The file's simple_evaluate output and the key it is nested under (``None``: the top)."""
+    try:
+        found = lm_eval_output(doc)
+    except ValueError as exc:
+        raise IngestError(f"{exc}.", path=str(f)) from None
+    return found if found is not None else (doc, None)
+
+
+def _file_labels(files: Sequence[Path]) -> dict[Path, str]:
+    """The model of each file whose results name none: the file's name without ``.json``.
+
+    Files read together that share a name (``run_a/results.json``, ``run_b/results.json``, the
+    usual layout of one folder per run) are named by their paths below the folder the files of
+    that name have in common (``run_a/results``, ``run_b/results``), so that no two files make
+    one model and each name says which file it is.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> fs = [Path("/d/a/results.json"), Path("/d/b/results.json"), Path("/d/c/other.json")]
+    >>> sorted(_file_labels(fs).values())
+    ['a/results', 'b/results', 'other']
+    """
+    by_name: dict[str, list[Path]] = defaultdict(list)
+    for f in files:
+        by_name[f.stem].append(f)
+    out: dict[Path, str] = {}
+    for stem, group in by_name.items():
+        if len(group) == 1:
+            out[group[0]] = stem
+            continue
+        full = [g.absolute() for g in group]
+        root = Path(os.path.commonpath([str(g.parent) for g in full]))
+        for g, a in zip(group, full, strict=True):
+            out[g] = a.relative_to(root).with_suffix("").as_posix()
+    return out
+
+
+def _label_how(f: Path, labels: Mapping[Path, str]) -> str:
+    if "/" not in labels[f]:
+        return "the file name"
+    return f"the file's path (another file read has the name {f.name})"
+
+
+def _unnamed_model(aggregates: dict) -> str | None:
+    """Why the results name no model by lm-eval's own rule (``None`` when they name one)."""
+    from evalstats.io.lm_eval import _MODEL_ARG_PREFIXES, _model_name
+
+    if _model_name(aggregates, Path("."))[1] == "results":
+        return None
+    config = aggregates.get("config")
+    args = config.get("model_args") if isinstance(config, dict) else None
+    if not args:
+        return "the results name no model: no model_name, no config.model_args"
+    if isinstance(args, dict):
+        args = ",".join(f"{k}={v}" for k, v in args.items())
+    shown = str(args) if len(str(args)) <= 120 else str(args)[:117] + "..."
+    keys = ", ".join(p for p in _MODEL_ARG_PREFIXES)
+    return f"config.model_args {shown!r} has none of lm-eval's model keys {keys}"
 
 
 def _load(f: Path, notes: list[str] | None = None) -> dict:
@@ -252,7 +329,10 @@ def _load(f: Path, notes: list[str] | None = None) -> dict:
                 f"config.model_dtype, a torch.dtype); its {len(doc)} complete members before it "
                 f"are read ({', '.join(doc)})"
             )
-    if not isinstance(doc, dict) or not ("results" in doc or "groups" in doc):
+    nested = isinstance(doc, dict) and any(
+        isinstance(v, dict) and "results" in v for v in doc.values()
+    )  # a wrapper of the user's own, unwrapped by the caller
+    if not isinstance(doc, dict) or not ("results" in doc or "groups" in doc or nested):
         raise IngestError(
             "not lm-eval results: expected a JSON object with 'results' and 'samples'.",
             path=str(f),
@@ -296,11 +376,15 @@ def _complete_members(text: str) -> tuple[dict | None, str | None]:
     return (out or None), None
 
 
-def _rename(text: str, names: Mapping[str, str], tmp: Path) -> str:
+def _rename(
+    text: str, names: Mapping[str, str], tmp: Path, labels: Mapping[Path, str] | None = None
+) -> str:
     for temp, real in names.items():
         text = text.replace(temp, real)
-    for temp, real in names.items():  # notes that name the file alone
-        text = text.replace(Path(temp).name, Path(real.split("#")[0]).name + _task_of(real))
+    for temp, real in names.items():  # notes that name the file alone: its name, or its label
+        f = Path(real.split("#")[0])  # when another file read has the same name
+        shown = f"{labels[f]}{f.suffix}" if labels and f in labels else f.name
+        text = text.replace(Path(temp).name, shown + _task_of(real))
     return text.replace(str(tmp) + "/", "").replace("the folder name", "the file name")
 
 

@@ -142,3 +142,105 @@ def test_a_cut_file_without_its_samples_is_still_refused(tmp_path):
     f.write_text('{"results": {"boolq": {"acc,none": 0.5}}, "configs": {"boolq": {"ta')
     with pytest.raises(IngestError, match="not valid JSON"):
         read_lm_eval_api(f)
+
+
+def _one_folder_per_run(root: Path, runs: dict[str, str], model_args: str) -> dict[str, dict]:
+    """``<run>/results.json`` per run, as users save ``simple_evaluate`` per run folder.
+
+    The files are lm-eval's own (``OUT``); their ``config.model_args`` are replaced by arguments
+    of a custom model class that hold none of lm-eval's model keys (as a real dump does:
+    ``base=<checkpoint>,offsets=<adapter>``), so lm-eval's rule names no model for them.
+    """
+    docs = {}
+    for run, source in runs.items():
+        doc = json.loads((OUT / source).read_text())
+        # a second filter on the generation task, as gsm8k's strict-match / flexible-extract:
+        # one record per document and filter (the reader keeps one filter, notes the other)
+        gen = doc["samples"]["toy_gen"]
+        gen += [{**r, "filter": "flexible"} for r in gen]
+        doc["config"]["model"] = "custom"
+        doc["config"]["model_args"] = model_args.format(run=run)
+        (root / run).mkdir(parents=True)
+        (root / run / "results.json").write_text(json.dumps(doc))
+        docs[run] = doc
+    return docs
+
+
+def test_files_of_one_name_in_run_folders_are_models_named_by_their_paths(tmp_path):
+    docs = _one_folder_per_run(
+        tmp_path, {"base": "run0.json", "adapted": "run2.json"}, "base=/ckpt/m,offsets=/o/{run}.pt"
+    )
+    obs, report = read(tmp_path, metric={"toy_mc": "acc", "toy_gen": "exact_match"})
+    assert report.format == "lm-eval-api"
+    df = obs.collect()
+    # two files, two models: named by their paths below the folder they share
+    assert sorted(df["model"].unique()) == ["adapted/results", "base/results"]
+    got = df.group_by("model", "dataset", "metric").agg(pl.col("score").mean())
+    for model, task, metric, mean in got.iter_rows():
+        run = model.split("/")[0]
+        assert mean == docs[run]["results"][task][f"{metric},none"]
+    for run in docs:
+        (note,) = [n for n in report.notes if f"model '{run}/results' taken from" in n]
+        assert "the file's path" in note and f"'base=/ckpt/m,offsets=/o/{run}.pt'" in note
+        assert "pretrained=" in note  # the keys lm-eval looks for are listed
+    # every note naming a file names one file: none is the same for the two runs
+    per_file = [n for n in report.notes if "#samples." in n]
+    assert len(per_file) == len(set(per_file)) > 0
+    assert all(n.startswith(("base/results.json#", "adapted/results.json#")) for n in per_file)
+
+
+def test_a_file_whose_results_name_a_model_keeps_it_whatever_its_name(tmp_path):
+    _one_folder_per_run(tmp_path, {"a": "run0.json", "b": "run2.json"}, "pretrained=org/{run}")
+    obs, report = read(tmp_path)
+    assert sorted(obs.collect()["model"].unique()) == ["org/a", "org/b"]
+    assert not [n for n in report.notes if "taken from" in n]
+
+
+def _wrapped(path: Path, doc: dict) -> None:
+    """``simple_evaluate``'s dictionary saved inside an object of the user's own.
+
+    As a real repository does (ddy314/j3, ``docs/evaluation/results/j3-gibc.json``:
+    ``{"model": ..., "checkpoint": ..., "tasks": [...], "results": simple_evaluate(...)}``).
+    """
+    path.write_text(json.dumps({"model": "J3", "tasks": list(doc["results"]), "results": doc}))
+
+
+def test_an_output_nested_under_a_key_of_the_users_object_is_read(tmp_path):
+    doc = json.loads((OUT / "run0.json").read_text())
+    _wrapped(tmp_path / "wrapped.json", doc)
+    assert detect_format(tmp_path / "wrapped.json") == "lm-eval-api"
+    obs, report = read(
+        tmp_path / "wrapped.json", metric={"toy_mc": "acc", "toy_gen": "exact_match"}
+    )
+    got = obs.collect().group_by("model", "dataset", "metric").agg(pl.col("score").mean())
+    assert got.height == 2
+    for model, task, metric, mean in got.iter_rows():
+        assert model == "toy/dummy-a"  # config.model_args of the nested output
+        assert mean == doc["results"][task][f"{metric},none"]
+    (note,) = [n for n in report.notes if "nested under 'results'" in n]
+    assert "wrapped.json" in note
+
+
+def test_a_nested_output_without_samples_is_said_to_hold_aggregates_with_its_tasks(tmp_path):
+    doc = json.loads((OUT / "run0.json").read_text())
+    doc.pop("samples")
+    f = tmp_path / "j3-gibc.json"
+    _wrapped(f, doc)
+    # in a folder or alone: recognised as lm-eval's aggregates, with the producer's numbers
+    with pytest.raises(IngestError, match=r"lm-eval aggregate results \(nested under 'results'\)"):
+        read(f)
+    with pytest.raises(IngestError, match=r"toy_mc acc,none=0\.625"):
+        read(f)
+    # named as this format: refused as aggregates only, listing its tasks (not the wrapper's keys)
+    with pytest.raises(IngestError, match=r"tasks, nested under 'results': toy_gen, toy_mc\)"):
+        read_lm_eval_api(f)
+
+
+def test_two_outputs_in_one_object_are_refused_naming_their_keys(tmp_path):
+    doc = json.loads((OUT / "run0.json").read_text())
+    f = tmp_path / "two.json"
+    f.write_text(json.dumps({"base": doc, "tuned": doc}))
+    with pytest.raises(
+        IngestError, match=r"2 lm-eval outputs in one object \(under 'base', 'tuned'\)"
+    ):
+        read_lm_eval_api(f)
