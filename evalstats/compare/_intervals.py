@@ -45,6 +45,9 @@ __all__ = [
     "warn_cluster_candidates",
 ]
 
+#: The methods the design's intervals (clusters, prompt variants) compute.
+_DESIGN_METHODS = ("auto", "t", "logit", "wilson", "lognormal", "bootstrap-t")
+
 _METHODS = (
     "auto",
     "t",
@@ -581,7 +584,10 @@ def intervals(
         :func:`skewed_method`. The ``method`` column says which. With the
         design's variance (``over='auto'`` or ``'recorded-prompts'``) ``wilson`` uses the
         design's effective sample size and ``logit``/``t`` its variance and degrees of freedom
-        (``df``). ``'logit'`` is the t interval of the logit of the mean (rescaled to the
+        (``df``); a skewed unbounded metric (judged on its item means) gets ``lognormal`` on
+        the log scale with the design's variance of the log cells, or ``bootstrap-t`` over the
+        top units (clusters whole) with the prompt part drawn in each resample (see
+        :mod:`evalstats.compare._skewed`). ``'logit'`` is the t interval of the logit of the mean (rescaled to the
         metric's bounds; delta-method SE), mapped back, so it never leaves the bounds.
         ``'bootstrap'`` is the BCa bootstrap, ``'percentile'`` the percentile bootstrap (both
         :func:`scipy.stats.bootstrap`, with a warning below 20 units, over explicit units);
@@ -714,7 +720,7 @@ def intervals(
     lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
     names = lf.collect_schema().names()
     design = over in ("auto", "recorded-prompts", "prompt-space") and "item" in names
-    if design and method in ("auto", "t", "logit", "wilson"):
+    if design and method in _DESIGN_METHODS:
         if cluster is None and "cluster" in names:
             cluster = "cluster"
         elif cluster is None:
@@ -734,7 +740,7 @@ def intervals(
     if over in ("recorded-prompts", "prompt-space"):
         raise ParameterError(
             f"`over={over!r}` is the design's interval over items (an item column) with "
-            f"method 'auto', 't', 'logit' or 'wilson'; got method={method!r}"
+            f"method {', '.join(repr(m) for m in _DESIGN_METHODS)}; got method={method!r}"
             + ("" if "item" in names else " on a table without items")
             + ". Use over='items' for the other methods."
         )
@@ -927,6 +933,7 @@ def _design_intervals(
 ) -> pl.DataFrame:
     """Intervals over items (in clusters) and, when a group has several, prompt variants."""
     from evalstats.compare._design_var import design_variance, wilson_effective
+    from evalstats.compare._skewed import design_skewed_interval, item_means
 
     lf = validate_observations(lf, require_item=True)
     names = lf.collect_schema().names()
@@ -991,12 +998,9 @@ def _design_intervals(
                 + (note, 1, df)
             )
             continue
+        clusters = g["__g"].to_numpy() if cluster else None
         mv = design_variance(
-            g["__item"].to_numpy(),
-            prompts,
-            y / sc,
-            clusters=g["__g"].to_numpy() if cluster else None,
-            prompt_space=space,
+            g["__item"].to_numpy(), prompts, y / sc, clusters=clusters, prompt_space=space
         )
         binary = bool(g["__binary"].all())
         used = method
@@ -1005,8 +1009,8 @@ def _design_intervals(
                 used = "wilson"
             elif math.isfinite(lo_b) and math.isfinite(hi_b):
                 used = "logit"
-            else:
-                used = "t"
+            else:  # an unbounded metric: t, or for skewed top units lognormal / bootstrap-t
+                used = skewed_method(item_means(g["__item"].to_numpy(), y))
         over = ("clusters" if cluster else "items") + (
             "+prompts" if space and mv.n_prompts >= 2 else ""
         )
@@ -1047,6 +1051,27 @@ def _design_intervals(
                     f"{key!r} has [{lo_b}, {hi_b}]. Declare them (metric_range) or use 't'."
                 )
             low, high = _logit_interval(mean, se, df, level, (lo_b, hi_b))
+        elif used in ("lognormal", "bootstrap-t"):
+            if used == "lognormal" and not bool(np.all(y > 0)):
+                raise ParameterError(
+                    "`method='lognormal'` needs positive scores (the interval is on their log "
+                    f"scale); {key!r} has a minimum of {float(y.min())!r}. Use 'bootstrap-t' or 't'."
+                )
+            se, low, high, df = design_skewed_interval(
+                used,
+                g["__item"].to_numpy(),
+                prompts,
+                y / sc,
+                clusters=clusters,
+                prompt_space=space,
+                var_prompts=mv.var_prompts,
+                n_prompts=mv.n_prompts,
+                level=level,
+                n_resamples=n_resamples,
+                seed=seed,
+            )
+            low, high = _clip(low, lo_b, hi_b), _clip(high, lo_b, hi_b)
+            df = math.nan if df is None else df
         else:
             q = float(stats.t.isf((1 - level) / 2, df))
             low, high = _clip(mean - q * se, lo_b, hi_b), _clip(mean + q * se, lo_b, hi_b)

@@ -326,6 +326,123 @@ def test_skewed_metric_coverage_long(n):
     assert 0.935 <= cov <= 0.965
 
 
+# --- skewed metrics under the design: clusters and prompt variants ------------------------------
+
+
+def skewed_design_sample(rng, design, n_items):
+    """Log-normal scores with log-normal random effects and the true mean of the target.
+
+    ``prompts``: n_items x 5 prompts, log y = a_i + b_p + e (sd 1.2, 0.3, 0.5), the target the
+    mean over the prompt space; ``clusters``: n_items / 5 clusters of 5 items, log y = c_g + a_i
+    (sd 0.8, 1.2)."""
+    if design == "prompts":
+        a, b = rng.normal(0, 1.2, (n_items, 1)), rng.normal(0, 0.3, (1, 5))
+        y = np.exp(a + b + rng.normal(0, 0.5, (n_items, 5)))
+        ii, pp = np.meshgrid(np.arange(n_items), np.arange(5), indexing="ij")
+        cols = {"item": ii.ravel().astype(str), "variant": [f"v{p}" for p in pp.ravel()]}
+        truth = math.exp((1.2**2 + 0.3**2 + 0.5**2) / 2)
+    else:
+        g = np.repeat(np.arange(max(n_items // 5, 2)), 5)
+        y = np.exp(rng.normal(0, 0.8, g.max() + 1)[g] + rng.normal(0, 1.2, g.size))
+        cols = {"item": np.arange(g.size).astype(str), "cluster": g.astype(str)}
+        truth = math.exp((0.8**2 + 1.2**2) / 2)
+    frame = pl.DataFrame({"model": "m", "dataset": "d", **cols, "score": y.ravel()})
+    return frame.with_columns(metric=pl.lit("cost")), truth
+
+
+def skewed_design_coverage(design, n_items, reps, seed):
+    """Coverage of ``intervals``' default on :func:`skewed_design_sample`, methods picked."""
+    from evalstats.compare import intervals
+
+    rng = np.random.default_rng(seed)
+    hits, picked = 0, {}
+    for _ in range(reps):
+        frame, truth = skewed_design_sample(rng, design, n_items)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            row = intervals(frame).row(0, named=True)
+        hits += row["ci_low"] <= truth <= row["ci_high"]
+        picked[row["method"]] = picked.get(row["method"], 0) + 1
+    return hits / reps, picked
+
+
+def test_lognormal_design_interval_is_the_hand_computation():
+    """Clusters: exp(l + s2/2 +- t_df sqrt(V)), V the larger of Cox's (CR2 variance of the log
+    mean + s^4/(2(n-1))) and the delete-one-cluster jackknife, computed here by brute force."""
+    from evalstats.compare import intervals
+    from evalstats.compare._design_var import cr2_variance
+
+    frame, _ = skewed_design_sample(np.random.default_rng(8), "clusters", 40)
+    row = intervals(frame).row(0, named=True)
+    assert row["method"] == "lognormal" and row["over"] == "clusters"
+    logs = np.log(frame["score"].to_numpy())
+    g = frame["cluster"].cast(int).to_numpy()
+    v_l, df, _ = cr2_variance(logs, g)
+    n = logs.size
+    theta = [logs[g != k].mean() + logs[g != k].var(ddof=1) / 2 for k in range(g.max() + 1)]
+    jack = (len(theta) - 1) / len(theta) * np.sum((np.array(theta) - np.mean(theta)) ** 2)
+    var = max(v_l + logs.var(ddof=1) ** 2 / (2 * (n - 1)), jack)
+    centre, q = logs.mean() + logs.var(ddof=1) / 2, stats.t.isf(0.025, df)
+    assert row["ci_low"] == pytest.approx(math.exp(centre - q * math.sqrt(var)), rel=1e-10)
+    assert row["ci_high"] == pytest.approx(math.exp(centre + q * math.sqrt(var)), rel=1e-10)
+    assert row["df"] == pytest.approx(df, rel=1e-10)
+
+
+def test_bootstrap_t_design_with_one_item_clusters_is_the_plain_bootstrap_t():
+    """Clusters of one item and no prompt part: the design's bootstrap-t resamples the items
+    and studentizes as the plain one does, same seed, same interval (item ids in the sorted
+    order of the scores, so that the same draws pick the same items)."""
+    from evalstats.compare import intervals
+    from evalstats.compare._intervals import mean_interval, skewed_method
+
+    rng = np.random.default_rng(9)
+    x = rng.exponential(1.0, 80) ** 2 - 0.3  # skewed, not positive: no log scale
+    assert skewed_method(x) == "bootstrap-t"
+    frame = pl.DataFrame(
+        {"model": "m", "dataset": "d", "item": [f"{i:03d}" for i in range(80)], "score": x}
+    ).with_columns(metric=pl.lit("gain"), cluster=pl.col("item"))
+    row = intervals(frame, n_resamples=999, seed=3).row(0, named=True)
+    _, se, lo, hi = mean_interval(x, method="bootstrap-t", n_resamples=999, seed=3)
+    assert row["method"] == "bootstrap-t" and row["over"] == "clusters"
+    assert (row["se"], row["ci_low"], row["ci_high"]) == pytest.approx((se, lo, hi), rel=1e-10)
+    again = intervals(frame, n_resamples=999, seed=3).row(0, named=True)
+    assert again == row
+
+
+def test_an_explicit_skewed_method_on_a_design_is_computed_or_refused():
+    """method='lognormal' on a design is the log-scale interval (it was a t labelled so), and
+    refused in one line naming the group when a score is not positive."""
+    from evalstats.compare import intervals
+    from evalstats.errors import ParameterError
+
+    frame, _ = skewed_design_sample(np.random.default_rng(10), "prompts", 40)
+    auto = intervals(frame).row(0, named=True)
+    forced = intervals(frame, method="lognormal").row(0, named=True)
+    t = intervals(frame, method="t").row(0, named=True)
+    assert auto["method"] == forced["method"] == "lognormal"
+    assert (forced["ci_low"], forced["ci_high"]) == (auto["ci_low"], auto["ci_high"])
+    assert (forced["ci_low"], forced["ci_high"]) != (t["ci_low"], t["ci_high"])
+    bad = frame.with_columns(score=pl.col("score") - 1.0)
+    with pytest.raises(ParameterError, match="needs positive scores.*minimum of -0.9"):
+        intervals(bad, method="lognormal")
+
+
+@pytest.mark.parametrize("design", ["prompts", "clusters"])
+def test_skewed_design_coverage_short(design):
+    cov, picked = skewed_design_coverage(design, 100, 200, seed=7)
+    assert cov >= 0.91 and picked.get("lognormal", 0) > 150
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("design", ["prompts", "clusters"])
+@pytest.mark.parametrize("n", [30, 100, 300])
+def test_skewed_design_coverage_long(design, n):
+    cov, picked = skewed_design_coverage(design, n, 2000, seed=200 + n)
+    print(f"\n{design}, {n} items: coverage {cov:.4f} "
+          f"(se {math.sqrt(cov * (1 - cov) / 2000):.4f}); methods {picked}")  # fmt: skip
+    assert 0.935 <= cov <= 0.965
+
+
 # --- two prompt variants: the recorded prompts by default, with the caveat (item 3) -------------
 
 
