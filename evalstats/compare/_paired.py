@@ -574,7 +574,7 @@ def _design_cells(
     Only built when the design needs them: a cluster column (declared, or ``cluster``), or two
     or more prompt variants in a group. Returns ``{}`` otherwise.
     """
-    from evalstats.compare._intervals import _prompt_id, warn_cluster_candidates
+    from evalstats.compare._intervals import _prompt_id, dense_codes, warn_cluster_candidates
     from evalstats.schema import validate_observations
 
     lf = validate_observations(frame, require_item=True)
@@ -598,6 +598,7 @@ def _design_cells(
         )
         .sort([*by, column, "__item", "__p"])  # the same sums in the same order, every run
         .collect()
+        .with_columns(dense_codes(["__item", "__p", *(["__g"] if cluster else [])]))
     )
     if not cluster and cells.group_by(list(by)).agg(pl.col("__p").n_unique())["__p"].max() < 2:
         return {}  # one prompt, independent items: the plain paired tests
