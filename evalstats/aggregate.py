@@ -34,7 +34,13 @@ from evalstats.io._accounting import (
     run_local,
     run_part,
 )
-from evalstats.io._pipeline import error_counts, observations, plan_of, report_of
+from evalstats.io._pipeline import (
+    error_counts,
+    names_checked,
+    observations,
+    plan_of,
+    report_of,
+)
 from evalstats.io._stream import account_rows
 from evalstats.schema import (  # the in-memory aggregation is defined next to the tables
     _ITEM_SET_RULE,  # noqa: F401  (the rule in force; compare reads it from here)
@@ -198,15 +204,28 @@ def _read_units_one(
     partition_rows: int,
 ) -> UnitIngest:
     """:func:`read_units` of one format."""
-    plan = plan_of(read, path, format=format, **options)
-    client_cm = _dask_client(scheduler) if engine == "dask" else nullcontext(None)
-    with client_cm as client, _progress_bar(len(plan.paths), progress) as bar:
-        runner = run_local if client is None else _dask_runner(client)
-        # errored calls are counted by class on the report from the rows kept (their ids)
-        has_err = "error" in plan.schema
-        acc = account_rows(
-            plan, units=True, ids=has_err, runner=runner, part_rows=partition_rows, progress=bar
-        )
+
+    def once(client: Any) -> tuple[Plan, Accounting]:
+        plan = plan_of(read, path, format=format, **options)
+        with _progress_bar(len(plan.paths), progress) as bar:
+            runner = run_local if client is None else _dask_runner(client)
+            # errored calls are counted by class on the report from the rows kept (their ids)
+            acc = account_rows(
+                plan,
+                units=True,
+                ids="error" in plan.schema,
+                runner=runner,
+                part_rows=partition_rows,
+                progress=bar,
+            )
+        return plan, acc
+
+    if engine == "dask":
+        with _dask_client(scheduler) as client:
+            plan, acc = once(client)
+    else:  # the names are checked by the streaming pass, from its groups
+        plan, acc = names_checked(lambda: once(None))
+    has_err = "error" in plan.schema
     if acc.first_invalid is not None:
         raise_invalid(plan, acc.first_invalid)
     errors = error_counts(plan, observations(plan, acc.scale, acc.ids)) if has_err else ({}, 0)

@@ -100,6 +100,11 @@ class Plan:
     extra_read: Mapping[str, int] = field(default_factory=dict)
     #: the loader's decisions about source columns (see IngestReport.columns)
     column_rules: tuple = ()
+    #: per file, the columns holding one value on all its rows (see ``_pipeline._constants``)
+    constants: tuple[Mapping[str, object], ...] = ()
+    #: name columns whose distinct values the streaming pass must check (deferred, see
+    #: ``_pipeline.names_checked``); empty when checked (and cleaned) in the plan
+    unchecked_names: tuple[str, ...] = ()
 
     @cached_property
     def code_expr(self) -> pl.Expr:
