@@ -301,6 +301,9 @@ def _unit_table(plan: Plan, acc: Accounting) -> pl.DataFrame:
 
 def _progress_bar(total: int, progress: bool | None) -> AbstractContextManager[Any]:
     """A tqdm bar of files done on stderr; ``None`` shows it only on a terminal."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    if progress is False or (progress is None and not (isatty is not None and isatty())):
+        return nullcontext(None)  # no bar: tqdm is not even imported (a tenth of a second)
     from tqdm.auto import tqdm
 
     class _Bar:
