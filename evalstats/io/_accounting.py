@@ -63,6 +63,11 @@ PART_ROWS = 2_000_000
 #: ``model`` constant, which makes grouping cheaper, but each partition has a fixed cost.
 _BATCH_ROWS = 100_000
 
+
+class NamesUnchecked(Exception):  # noqa: N818 - control flow, never seen by users
+    """A plan built with deferred name checks needs them: build it again without deferral."""
+
+
 #: Code of the ``duplicate`` reason is ``len(plan.rules) + 1``; 0 means kept.
 _KEPT = 0
 

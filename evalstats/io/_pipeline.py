@@ -24,7 +24,7 @@ import polars as pl
 from evalstats._column_rules import ColumnRule
 from evalstats.errors import IngestError, ParameterError
 from evalstats.io._report import Ingest, IngestReport, SetAsideExample
-from evalstats.io._rows import Check, parse_score, read_error, whole_run
+from evalstats.io._rows import Check, clean_name, parse_score, read_error, whole_run
 from evalstats.schema import (
     DEFAULT_METRIC,
     METRIC_INFO_COLUMNS,
@@ -707,17 +707,6 @@ def _error_steps(schema: pl.Schema) -> list[pl.Expr]:
 NAME_COLUMNS = ("model", "dataset", "variant", "item")
 
 
-def clean_name(column: str) -> pl.Expr:
-    """``column`` as a name: surrounding whitespace stripped, in Unicode normal form NFC.
-
-    ``' A'``, ``'A '`` and ``'A'`` were three models, and ``café`` written with a combining
-    accent (NFD) another model than ``café`` (NFC); a report then said "café has the highest
-    ... and café the lowest". A value that is blank once stripped is set aside as
-    ``blank_<column>`` (an error unless ``on_invalid='skip'``).
-    """
-    return pl.col(column).str.strip_chars().str.normalize("NFC").alias(column)
-
-
 #: Name columns whose spellings are kept apart (see :func:`finalize`): set while a table whose
 #: merged spellings made duplicate rows is read again without merging them.
 _T = TypeVar("_T")
@@ -729,17 +718,16 @@ _KEEP_SPELLINGS: ContextVar[frozenset[str]] = ContextVar("keep_spellings", defau
 _DEFER_NAMES: ContextVar[bool] = ContextVar("evalstats_defer_names", default=False)
 
 
-class NamesUnchecked(Exception):  # noqa: N818 - control flow, never seen by users
-    """A plan built with deferred name checks needs them: build it again without deferral."""
-
-
 def names_checked(run: Callable[[], _T]) -> _T:
     """``run()`` with the name checks left to the streaming pass; eagerly when it asks.
 
     A column whose names need cleaning (surrounding whitespace, Unicode form) or a plan the
-    streaming pass does not take raises :class:`NamesUnchecked`; ``run()`` is then called again
+    streaming pass does not take raises
+    :class:`~evalstats.io._accounting.NamesUnchecked`; ``run()`` is then called again
     with the checks made before the pass, as without this function.
     """
+    from evalstats.io._accounting import NamesUnchecked
+
     token = _DEFER_NAMES.set(True)
     try:
         return run()

@@ -38,6 +38,7 @@ from evalstats.io._accounting import (
     _KEPT,
     PART_ROWS,
     Accounting,
+    NamesUnchecked,
     Plan,
     Runner,
     _bottom,
@@ -49,8 +50,7 @@ from evalstats.io._accounting import (
     run_local,
     scale_of,
 )
-from evalstats.io._pipeline import NamesUnchecked, clean_name
-from evalstats.io._rows import N_EXAMPLES, Check, whole_run
+from evalstats.io._rows import N_EXAMPLES, Check, clean_name, whole_run
 
 __all__ = ["account_rows", "stream_account", "streamable"]
 
