@@ -378,4 +378,14 @@ def _dask_runner(client: Any) -> Runner:
         finally:
             client.cancel(futures)
 
+    def map_(fn: Any, plan: Plan, args: list[tuple]) -> list:
+        # the streaming pass's queries (evalstats.io._stream.Mapper): results in order
+        [remote_plan] = client.scatter([plan], broadcast=True, hash=False)
+        futures = [client.submit(fn, remote_plan, *a, pure=False) for a in args]
+        try:
+            return client.gather(futures)
+        finally:
+            client.cancel(futures)
+
+    run.map = map_  # type: ignore[attr-defined]
     return run

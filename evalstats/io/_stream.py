@@ -52,7 +52,17 @@ from evalstats.io._accounting import (
 )
 from evalstats.io._rows import N_EXAMPLES, Check, clean_name, whole_run
 
-__all__ = ["account_rows", "stream_account", "streamable"]
+__all__ = ["Mapper", "account_rows", "map_local", "stream_account", "streamable"]
+
+
+#: ``mapper(function, plan, argument tuples)``: ``[function(plan, *args) for args in ...]``, in
+#: this process or on a cluster's workers (the plan sent once).
+Mapper = Callable[[Callable[..., object], Plan, list[tuple]], list]
+
+
+def map_local(fn: Callable[..., object], plan: Plan, args: list[tuple]) -> list:
+    """Run ``fn(plan, *a)`` for each ``a`` in this process, in order."""
+    return [fn(plan, *a) for a in args]
 
 
 def account_rows(
@@ -67,11 +77,14 @@ def account_rows(
 ) -> Accounting:
     """Account for every row: the streaming query where it applies, else the partitions.
 
-    The streaming query (:func:`stream_account`) runs for item-level rows in this process;
-    unit-level rows and the Dask runner use :func:`evalstats.io._accounting.account` (the
-    arguments are its own). ``stream=False`` forces the partitions (the tests compare the two).
+    The streaming query (:func:`stream_account`) runs for item-level rows: in this process, or
+    on a cluster when ``runner`` has a ``map`` (a :data:`Mapper`; the Dask runner), in queries
+    of at most ``part_rows`` rows spread over its workers. Unit-level rows use
+    :func:`evalstats.io._accounting.account` (the arguments are its own). ``stream=False``
+    forces the partitions (the tests compare the two).
     """
-    if not (stream and runner is run_local and streamable(plan)):
+    mapper = map_local if runner is run_local else getattr(runner, "map", None)
+    if not (stream and mapper is not None and streamable(plan)):
         if plan.unchecked_names:  # the partitions need the names checked (and cleaned) first
             raise NamesUnchecked
         return account(
@@ -81,7 +94,14 @@ def account_rows(
     def partitioned(sub: Plan, prog: Callable[[int], None] | None) -> Accounting:
         return account(sub, units=units, ids=ids, runner=runner, part_rows=part_rows, progress=prog)
 
-    return stream_account(plan, ids=ids, partitioned=partitioned, progress=progress)
+    return stream_account(
+        plan,
+        ids=ids,
+        partitioned=partitioned,
+        progress=progress,
+        mapper=mapper,
+        chunk_rows=0 if mapper is map_local else part_rows,
+    )
 
 
 def streamable(plan: Plan) -> bool:
@@ -206,6 +226,8 @@ def stream_account(
     ids: bool,
     partitioned: Callable[[Plan, Callable[[int], None] | None], Accounting],
     progress: Callable[[int], None] | None = None,
+    mapper: Mapper = map_local,
+    chunk_rows: int = 0,
 ) -> Accounting:
     """Account for every row in one streaming query; see the module docstring.
 
@@ -220,6 +242,10 @@ def stream_account(
         frames hold only the duplicate groups that are not certified).
     progress : callable, optional
         Called with the number of files done.
+    mapper : Mapper, default map_local
+        Runs the queries (here, or on a cluster's workers).
+    chunk_rows : int, optional
+        Rows per query (default ``CHUNK_ROWS``: one query).
 
     Returns
     -------
@@ -240,7 +266,7 @@ def stream_account(
         roots = set(rule.expr.meta.root_names())
         (by_group if roots <= known else by_row).append((k, rule))
     method = "step" if plan.schema["item"].is_integer() else "order"
-    sums_df, orders = _aggregate(plan, keys, by_row, method)
+    sums_df, orders = _aggregate(plan, keys, by_row, method, chunk_rows, mapper)
     if plan.unchecked_names:
         _check_names(plan, sums_df, consts)
     sums_df = _group_codes(plan, sums_df, consts, by_group)
@@ -283,7 +309,7 @@ def stream_account(
     if method == "step" and 8 * int(suspect["__rows"].sum()) > int(per["__rows"].sum()):
         # items that are numbers but not consecutive ones: prove the order of each group instead
         method = "order"
-        sums_df, orders = _aggregate(plan, keys, by_row, method)
+        sums_df, orders = _aggregate(plan, keys, by_row, method, chunk_rows, mapper)
         sums_df = _group_codes(plan, sums_df, consts, by_group)
         kept = sums_df.filter(pl.col("__code") == _KEPT)
         per, suspect = _suspects(plan, kept, method, orders)
@@ -348,16 +374,58 @@ def stream_account(
 
 
 def _aggregate(
-    plan: Plan, keys: list[str], by_row: Sequence[tuple[int, Check]], method: str
+    plan: Plan,
+    keys: list[str],
+    by_row: Sequence[tuple[int, Check]],
+    method: str,
+    chunk_rows: int = 0,
+    mapper: Mapper = map_local,
 ) -> tuple[pl.DataFrame, list[_Order]]:
     """The streaming query: rows grouped by ``keys`` (with their row rules' code), aggregated.
 
     Per group: rows, score sum, count, range, first and last row index, and what proves its
     items distinct: ``method="step"`` (whole-number items) the range of ``item - row``, which
     is constant only where each row's item is one more than the row before's; ``"order"`` the
-    rows whose item does not follow the row before's (:class:`_Order`).
+    rows whose item does not follow the row before's (:class:`_Order`). The rows go in queries
+    of at most ``chunk_rows`` (default ``CHUNK_ROWS``), run by ``mapper``; their aggregates
+    and batch edges are merged.
     """
     files = list(range(len(plan.frames)))
+    chunk_rows = chunk_rows or CHUNK_ROWS
+    counts_per_file = row_counts(plan) if chunk_rows < _ONE_QUERY else None
+    if counts_per_file is None:
+        specs = [(tuple(files), 0, 0, 0)]
+    else:
+        specs, offset = [], 0
+        for chunk, a, n in _chunks(counts_per_file, chunk_rows):
+            specs.append((chunk, a, n, offset))
+            offset += n if n else sum(counts_per_file[i] for i in chunk)
+    codes = tuple(k for k, _ in by_row)
+    try:
+        results = mapper(_chunk_query, plan, [(keys, codes, method, spec) for spec in specs])
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
+        raise _locate_read_error(plan, files, exc) from None
+    orders = [_Order(o, plan.schema["item"]) for o in _orders(plan)] if method == "order" else []
+    for o in orders:
+        o.edges = [e for _, edges in results for e in edges[o.order]]
+    parts = [df for df, _ in results]
+    return (parts[0] if len(parts) == 1 else _combine(parts, keys)), orders
+
+
+def _chunk_query(
+    plan: Plan,
+    keys: list[str],
+    codes: tuple[int, ...],
+    method: str,
+    spec: tuple[tuple[int, ...], int, int, int],
+) -> tuple[pl.DataFrame, dict[str, list]]:
+    """One query of :func:`_aggregate` (``spec``: files, first row, rows, row offset).
+
+    Runs where the mapper runs it (a Dask worker); returns the aggregates and each order's
+    batch edges.
+    """
+    files, a, n, offset = spec
+    by_row = [(k, plan.rules[k - 1]) for k in codes]
     has_err = "error" in plan.schema
     orders = [_Order(o, plan.schema["item"]) for o in _orders(plan)] if method == "order" else []
     r = pl.col("__r")
@@ -385,25 +453,15 @@ def _aggregate(
             pl.col("__score").count().alias("__n"),
             pl.when(pl.col("error").is_not_null()).then(pl.col("__score")).count().alias("__n_err"),
         ]
-    counts_per_file = row_counts(plan) if CHUNK_ROWS < _ONE_QUERY else None
-    chunks = _chunks(counts_per_file) if counts_per_file is not None else [(tuple(files), 0, 0)]
-    try:
-        parts = []
-        offset = 0
-        for chunk, a, n in chunks:
-            q = (
-                _rows(plan, chunk, a, n, offset)
-                .with_columns(_code(by_row).alias("__code"))
-                .with_columns(flags)
-                .group_by(keys)
-                .agg(aggs)
-            )
-            parts.append(q.collect(engine="streaming"))
-            if counts_per_file is not None:
-                offset += n if n else sum(counts_per_file[i] for i in chunk)
-    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError) as exc:
-        raise _locate_read_error(plan, files, exc) from None
-    return (parts[0] if len(parts) == 1 else _combine(parts, keys)), orders
+    df = (
+        _rows(plan, files, a, n, offset)
+        .with_columns(_code(by_row).alias("__code"))
+        .with_columns(flags)
+        .group_by(keys)
+        .agg(aggs)
+        .collect(engine="streaming")
+    )
+    return df, {o.order: o.edges for o in orders}
 
 
 def _group_codes(
@@ -475,23 +533,23 @@ def _certified(per: pl.DataFrame, method: str, orders: Sequence[_Order]) -> np.n
     return ok & (r1 - r0 + 1 == per["__rows"].to_numpy())
 
 
-def _chunks(counts: list[int]) -> list[tuple[tuple[int, ...], int, int]]:
+def _chunks(counts: list[int], limit: int) -> list[tuple[tuple[int, ...], int, int]]:
     """(files, first row, rows) of each query.
 
-    Consecutive files up to CHUNK_ROWS rows, larger files in slices of CHUNK_ROWS (``rows``
-    0: whole files).
+    Consecutive files up to ``limit`` rows, larger files in slices of ``limit`` (``rows`` 0:
+    whole files).
     """
     out: list[tuple[tuple[int, ...], int, int]] = []
     batch: list[int] = []
     size = 0
     for i, c in enumerate(counts):
-        if c > CHUNK_ROWS:
+        if c > limit:
             if batch:
                 out.append((tuple(batch), 0, 0))
                 batch, size = [], 0
-            out += [((i,), a, min(CHUNK_ROWS, c - a)) for a in range(0, c, CHUNK_ROWS)]
+            out += [((i,), a, min(limit, c - a)) for a in range(0, c, limit)]
             continue
-        if batch and size + c > CHUNK_ROWS:
+        if batch and size + c > limit:
             out.append((tuple(batch), 0, 0))
             batch, size = [], 0
         batch.append(i)
