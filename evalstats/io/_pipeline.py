@@ -419,7 +419,12 @@ def prepare(
     names = [c for c in NAME_COLUMNS if c in schema and schema[c] == pl.String]
     keep = _KEEP_SPELLINGS.get()
     unchecked: tuple[str, ...] = ()
-    if _DEFER_NAMES.get() and not keep:
+    # only where the streaming pass will run (item-level rows de-duplicated on their item, no
+    # documented duplicates: see evalstats.io._stream.streamable); elsewhere checked here
+    streams = (
+        "item" in schema and duplicates != "quirk" and (dedup_key is None or "item" in dedup_key)
+    )
+    if _DEFER_NAMES.get() and not keep and streams:
         # the streaming pass checks the distinct names from its own groups (no pass of their
         # own here); it asks for this plan again without deferral when one needs cleaning
         merge_notes, clean, unchecked = [], set(names), tuple(names)
