@@ -115,8 +115,9 @@ def read_units(
     progress : bool, optional
         Show a progress bar of files done on stderr. Default: when stderr is a terminal.
     partition_rows : int, default 2_000_000
-        Rows read into memory at once (about 150-300 bytes each during the pass); bounds the
-        peak memory.
+        Rows read into memory at once by the partitions (about 150-300 bytes each during the
+        pass); bounds their peak memory. With ``engine="dask"``, also the rows of each
+        streaming query sent to a worker.
     **options
         Loader options (``on_invalid``, ``score_scale``, ``columns``, ...).
 
@@ -144,16 +145,20 @@ def read_units(
 
     Notes
     -----
+    Item-level dumps of formats without documented duplicates go through one streaming pass
+    (:mod:`evalstats.io._stream`): set-aside reasons, unit sums and the proof that duplicate
+    groups hold no duplicates come from one polars group-by; only the groups it cannot prove
+    free of duplicates go through the partitions. Other dumps (DOVE, unit-level tables) go
+    through the partitions.
+
     What runs where with ``engine="dask"``: this process lists the files, reads their schemas
-    (Parquet footers) and plans the partitions; each worker reads its partition's files,
-    decides their score scale, gives every row its set-aside reason, finds duplicates and sums
-    scores per unit; this process merges the per-partition counts and sums. When a duplicate
-    group spans partitions, its rows are read again jointly (again on the workers), so the
-    first row in file order is kept exactly as in one global pass. For item-level dumps of
-    formats without documented duplicates, the local engine runs one streaming pass instead
-    (:mod:`evalstats.io._stream`) and sends only the duplicate groups it cannot prove free of
-    duplicates through the partitions; the report is the same, and unit scores the same up to
-    the order of float summation.
+    (Parquet footers) and plans the queries or partitions; each worker runs the streaming
+    query on its slice of rows (at most ``partition_rows``), or reads its partition's files,
+    gives every row its set-aside reason, finds duplicates and sums scores per unit; this
+    process merges the counts and sums, and reads the examples of rows set aside. When a
+    duplicate group spans partitions, its rows are read again jointly (again on the workers),
+    so the first row in file order is kept exactly as in one global pass. The report is the
+    same on both engines, and unit scores the same up to the order of float summation.
 
     A unit's ``score`` is the sum of its scores over its ``n_items`` items, summed in file
     order, divided by ``n_items``: it can differ from :func:`to_units` in the last bits (float

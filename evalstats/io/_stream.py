@@ -2,20 +2,31 @@
 
 :func:`stream_account` gives the same :class:`~evalstats.io._accounting.Accounting` as the
 partitioned pass (:func:`evalstats.io._accounting.account`) in one pass of polars' streaming
-engine over every file, with memory bounded by the number of units rather than rows:
+engine over every file, with memory bounded by the number of groups rather than rows:
 
-- every set-aside rule is already a polars expression (``Plan.code_expr``, one reason code per
-  row); the rows are grouped by (file, unit columns, code) and each group sums its scores and
-  counts its rows, scored rows and errored calls, so reasons are counted and units summed in
-  the same aggregate;
-- per-file score statistics (for the note on percent-looking files) come from a second small
-  aggregate by file, in the same ``collect_all``;
-- duplicates: within the rows kept so far, a *run* is a maximal stretch of consecutive rows
-  (in file order) with the same duplicate group (the de-duplication key without ``item``). A
-  duplicate group written in one run whose items strictly increase, under string order or
-  under (length, string) order (which sorts ``"9"`` before ``"10"``), cannot hold two rows of
-  one item: it has no duplicates, and is *certified*. Runs, starts and increases are computed
-  with ``shift`` in the streaming query, and counted by the same aggregate;
+- the rows are grouped by the unit and duplicate-group columns that vary within a file (a
+  column the loader or the plan sets to one value per file, such as a dataset named by its file
+  or an absent metric bound, is left out and put back on the groups from ``Plan.constants``)
+  and by the reason code of the set-aside rules that look at other columns (score, item); the
+  rules on grouped columns only are decided once per group afterwards, the first matching rule
+  winning as row by row. The same aggregate sums the scores, counts the rows and keeps each
+  group's score range (for the note on percent-looking files; a file whose range does not
+  settle it, or with rows set aside, gets :func:`~evalstats.io._accounting.scale_of`'s pass);
+- duplicates: a duplicate group (the de-duplication key without ``item``) is *certified* free
+  of duplicates when, for whole-number items, ``item - row`` is the same on all its kept rows
+  (row: the row's index among all rows; the items are then distinct row indices plus one
+  number), or, for other items, when its kept rows are consecutive and each item follows the
+  one before in string order or in (length, string) order (which sorts ``"9"`` before
+  ``"10"``). That order is checked by :class:`_Order`, a function polars calls on each batch of
+  rows; the first row of each batch is checked afterwards against the last of the batch before
+  (no ``shift``, which made the engine hold whole columns). Whole-number items that are not
+  consecutive are proved by the order in a second query when the first leaves more than an
+  eighth of the rows uncertified;
+- the distinct values of the name columns, when the plan left their check to this pass
+  (:func:`evalstats.io._pipeline.names_checked`), come from the groups or the constants (``item``
+  alone is read apart); a value that needs cleaning raises
+  :class:`~evalstats.io._accounting.NamesUnchecked`, and the caller builds the plan again
+  with the check (and cleaning) first;
 - examples of set-aside rows are a bounded top-k (``sort().head(N_EXAMPLES)``) per reason,
   and the ids of set-aside rows a filter, both only when some rows are set aside.
 
@@ -24,6 +35,10 @@ duplicates) are then accounted for by the partitioned pass on those groups only 
 frames filtered to them), which finds the duplicates exactly; its units and ``duplicate``
 counts replace theirs. Nothing is approximate: a certificate is a proof that a group has no
 duplicates, and every other group gets the exact partitioned treatment.
+
+The queries (one by default; slices of at most ``partition_rows`` rows for a cluster) run
+through a :data:`Mapper`: in this process, or on Dask workers (``engine="dask"``), which send
+back only their aggregates and batch edges.
 """
 
 from __future__ import annotations
