@@ -280,7 +280,9 @@ def stream_account(
     for k, rule in enumerate(plan.rules, 1):
         roots = set(rule.expr.meta.root_names())
         (by_group if roots <= known else by_row).append((k, rule))
-    method = "step" if plan.schema["item"].is_integer() else "order"
+    # whole numbers that fit in Int64 (item - row cannot fail); others by their order
+    fits = plan.schema["item"].is_integer() and plan.schema["item"] != pl.UInt64
+    method = "step" if fits else "order"
     sums_df, orders = _aggregate(plan, keys, by_row, method, chunk_rows, mapper)
     if plan.unchecked_names:
         _check_names(plan, sums_df, consts)
