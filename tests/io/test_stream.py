@@ -185,3 +185,17 @@ def test_whole_number_items_any_rows(tmp_path_factory, rows, cuts, ordered, chun
         assert_same(folder, columns={"prompt": "variant"}, on_invalid="skip")
     finally:
         stream.CHUNK_ROWS = old
+
+
+def test_a_parquet_file_is_detected_as_by_every_detector(fixtures, tmp_path):
+    """The detectors left out for a .parquet file (detect_format's shortcut) never claim one."""
+    from evalstats.io import DETECTORS, PARQUET_FORMATS, detect_format
+
+    files = sorted(fixtures.rglob("*.parquet"))
+    files.append(long_table(tmp_path / "t", files=1) / "data0.parquet")
+    assert files
+    for f in files:
+        claims = [n for n, detect in DETECTORS.items() if n not in PARQUET_FORMATS and detect(f)]
+        assert claims == [], (f, claims)
+        full = next((n for n, detect in DETECTORS.items() if detect(f)), "table")
+        assert detect_format(f) == full
