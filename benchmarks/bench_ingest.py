@@ -38,6 +38,14 @@ interleaved ``--repeat`` times in fresh processes (the smallest CPU of each is k
 the ratio at each size and the log-log slope of our CPU (and peak memory) over rows:
 
     nice -n 10 python benchmarks/bench_ingest.py --shape long --rows 1000000 5000000 20000000
+
+``--dask`` (with ``--shape long``) also runs ``read_units(..., engine="dask")`` on a
+``LocalCluster`` of 2 worker processes (one thread each) on each table, checks that its unit
+table and ingest report equal the local engine's (run in the same process), and prints its
+overhead: wall time, and CPU summed over this process and the workers (cluster start-up
+excluded, reported apart):
+
+    nice -n 10 python benchmarks/bench_ingest.py --shape long --rows 20000000 --dask
 """
 
 from __future__ import annotations
@@ -269,6 +277,8 @@ def _step(name: str, folder: Path, rows: int = 0, seed: int = 0) -> dict:
         out["rows_read"] = report.rows_read
         out["rows_kept"] = report.rows_kept
         out["set_aside"] = dict(report.set_aside)
+    elif name == "long_dask":
+        out.update(_dask_step(folder / "long.parquet"))
     elif name == "baseline":
         t0, cpu0 = t_start, cpu_start
     elif name in ("floor", "floor_dedup"):
@@ -312,6 +322,54 @@ def _step(name: str, folder: Path, rows: int = 0, seed: int = 0) -> dict:
     out["cpu_s"] = _cpu() - cpu0
     out["process_cpu_s"] = _cpu()  # imports and interpreter start included
     out["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def _dask_step(path: Path) -> dict:
+    """Local engine, then the Dask engine on a 2-worker LocalCluster: equality and overhead."""
+    import distributed
+    import psutil
+    from polars.testing import assert_frame_equal
+
+    from evalstats.aggregate import read_units
+
+    def worker_cpu(cluster) -> float:
+        total = 0.0
+        for w in cluster.workers.values():
+            proc = psutil.Process(w.process.process.pid)
+            for p in [proc, *proc.children(recursive=True)]:
+                t = p.cpu_times()
+                total += t.user + t.system
+        return total
+
+    t0, c0 = time.perf_counter(), _cpu()
+    local, local_report = read_units(path, progress=False)
+    out = {"local_seconds": time.perf_counter() - t0, "local_cpu_s": _cpu() - c0}
+    t0 = time.perf_counter()
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=40,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        client.run(lambda: None)  # workers up
+        out["startup_seconds"] = time.perf_counter() - t0
+        t0, c0, w0 = time.perf_counter(), _cpu(), worker_cpu(cluster)
+        remote, remote_report = read_units(path, engine="dask", scheduler=client, progress=False)
+        out["dask_seconds"] = time.perf_counter() - t0
+        out["dask_client_cpu_s"] = _cpu() - c0
+        out["dask_worker_cpu_s"] = worker_cpu(cluster) - w0
+    out["dask_cpu_s"] = out["dask_client_cpu_s"] + out["dask_worker_cpu_s"]
+    # the same unit table and report (0/1 scores: sums exact whatever the order)
+    assert_frame_equal(remote, local, check_exact=True)
+    assert remote_report.to_dict() == local_report.to_dict()
+    out["equal"] = True
+    out["units"] = remote.height
+    out["rows_read"] = remote_report.rows_read
     return out
 
 
@@ -363,8 +421,13 @@ def bench(
     return {"rows": planted["rows"], "requested": rows, "planted": planted, "steps": res}
 
 
-def bench_long(rows: int, folder: Path | None = None, seed: int = 0, repeat: int = 2) -> dict:
-    """Generate a long table of ``rows`` rows, run floor and ours interleaved ``repeat`` times."""
+def bench_long(
+    rows: int, folder: Path | None = None, seed: int = 0, repeat: int = 2, dask: bool = False
+) -> dict:
+    """Generate a long table of ``rows`` rows, run floor and ours interleaved ``repeat`` times.
+
+    With ``dask``, then the Dask engine against the local one (:func:`_dask_step`).
+    """
     tmp = None
     if folder is None:
         tmp = tempfile.mkdtemp(prefix="bench_ingest_long_")
@@ -376,6 +439,7 @@ def bench_long(rows: int, folder: Path | None = None, seed: int = 0, repeat: int
         for _ in range(repeat):
             for name in LONG_STEPS:
                 runs[name].append(_run_step(name, folder))
+        dask_run = _run_step("long_dask", folder) if dask else None
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -392,7 +456,10 @@ def bench_long(rows: int, folder: Path | None = None, seed: int = 0, repeat: int
         }
         for name, rs in runs.items()
     }
-    return {"rows": planted["rows"], "requested": rows, "planted": planted, "steps": best}
+    out = {"rows": planted["rows"], "requested": rows, "planted": planted, "steps": best}
+    if dask_run is not None:
+        out["dask"] = dask_run
+    return out
 
 
 def _slope(xs: list[float], ys: list[float]) -> float:
@@ -441,6 +508,29 @@ def _print_long(results: list[dict]) -> None:
                 f"log-log slope over rows, {step}: CPU {_slope(rows, cpu):.2f}, "
                 f"peak memory {_slope(rows, mem):.2f}"
             )
+
+
+def _print_dask(results: list[dict]) -> None:
+    rows = [r for r in results if "dask" in r]
+    if not rows:
+        return
+    print(
+        "\nDask engine (LocalCluster, 2 worker processes x 1 thread) against the local engine, "
+        "same process; CPU of the Dask run = this process + the workers"
+    )
+    print(
+        f"{'rows':>12}{'local s':>9}{'local cpu':>11}{'dask s':>8}{'dask cpu':>10}"
+        f"{'(workers)':>10}{'wall x':>8}{'cpu x':>7}{'start-up s':>12}  same units and report"
+    )
+    for r in rows:
+        d = r["dask"]
+        print(
+            f"{r['rows']:>12,}{d['local_seconds']:>9.2f}{d['local_cpu_s']:>11.2f}"
+            f"{d['dask_seconds']:>8.2f}{d['dask_cpu_s']:>10.2f}{d['dask_worker_cpu_s']:>10.2f}"
+            f"{d['dask_seconds'] / d['local_seconds']:>8.2f}"
+            f"{d['dask_cpu_s'] / d['local_cpu_s']:>7.2f}{d['startup_seconds']:>12.2f}"
+            f"  {'yes' if d['equal'] else 'NO'}"
+        )
 
 
 def _print(result: dict) -> None:
@@ -508,6 +598,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--shape", choices=("dove", "long"), default="dove")
     parser.add_argument("--repeat", type=int, default=2, help="interleaved runs (--shape long)")
+    parser.add_argument(
+        "--dask", action="store_true", help="also the Dask engine on 2 local workers (--shape long)"
+    )
     args = parser.parse_args(argv)
     if args.step:
         print(json.dumps(_step(args.step, args.dir, args.rows[0], args.seed)))
@@ -516,9 +609,10 @@ def main(argv: list[str] | None = None) -> int:
         results = []
         for rows in args.rows:
             folder = None if args.dir is None else args.dir / f"long_{rows}"
-            results.append(bench_long(rows, folder, args.seed, args.repeat))
+            results.append(bench_long(rows, folder, args.seed, args.repeat, args.dask))
             _print_long(results[-1:])
         _print_long(results)
+        _print_dask(results)
         if args.json:
             args.json.write_text(json.dumps(results, indent=1))
         return 0

@@ -34,7 +34,13 @@ from evalstats.io._accounting import (
     run_local,
     run_part,
 )
-from evalstats.io._pipeline import error_counts, observations, plan_of, report_of
+from evalstats.io._pipeline import (
+    error_counts,
+    names_checked,
+    observations,
+    plan_of,
+    report_of,
+)
 from evalstats.io._stream import account_rows
 from evalstats.schema import (  # the in-memory aggregation is defined next to the tables
     _ITEM_SET_RULE,  # noqa: F401  (the rule in force; compare reads it from here)
@@ -109,8 +115,9 @@ def read_units(
     progress : bool, optional
         Show a progress bar of files done on stderr. Default: when stderr is a terminal.
     partition_rows : int, default 2_000_000
-        Rows read into memory at once (about 150-300 bytes each during the pass); bounds the
-        peak memory.
+        Rows read into memory at once by the partitions (about 150-300 bytes each during the
+        pass); bounds their peak memory. With ``engine="dask"``, also the rows of each
+        streaming query sent to a worker.
     **options
         Loader options (``on_invalid``, ``score_scale``, ``columns``, ...).
 
@@ -138,16 +145,20 @@ def read_units(
 
     Notes
     -----
+    Item-level dumps of formats without documented duplicates go through one streaming pass
+    (:mod:`evalstats.io._stream`): set-aside reasons, unit sums and the proof that duplicate
+    groups hold no duplicates come from one polars group-by; only the groups it cannot prove
+    free of duplicates go through the partitions. Other dumps (DOVE, unit-level tables) go
+    through the partitions.
+
     What runs where with ``engine="dask"``: this process lists the files, reads their schemas
-    (Parquet footers) and plans the partitions; each worker reads its partition's files,
-    decides their score scale, gives every row its set-aside reason, finds duplicates and sums
-    scores per unit; this process merges the per-partition counts and sums. When a duplicate
-    group spans partitions, its rows are read again jointly (again on the workers), so the
-    first row in file order is kept exactly as in one global pass. For item-level dumps of
-    formats without documented duplicates, the local engine runs one streaming pass instead
-    (:mod:`evalstats.io._stream`) and sends only the duplicate groups it cannot prove free of
-    duplicates through the partitions; the report is the same, and unit scores the same up to
-    the order of float summation.
+    (Parquet footers) and plans the queries or partitions; each worker runs the streaming
+    query on its slice of rows (at most ``partition_rows``), or reads its partition's files,
+    gives every row its set-aside reason, finds duplicates and sums scores per unit; this
+    process merges the counts and sums, and reads the examples of rows set aside. When a
+    duplicate group spans partitions, its rows are read again jointly (again on the workers),
+    so the first row in file order is kept exactly as in one global pass. The report is the
+    same on both engines, and unit scores the same up to the order of float summation.
 
     A unit's ``score`` is the sum of its scores over its ``n_items`` items, summed in file
     order, divided by ``n_items``: it can differ from :func:`to_units` in the last bits (float
@@ -198,15 +209,28 @@ def _read_units_one(
     partition_rows: int,
 ) -> UnitIngest:
     """:func:`read_units` of one format."""
-    plan = plan_of(read, path, format=format, **options)
-    client_cm = _dask_client(scheduler) if engine == "dask" else nullcontext(None)
-    with client_cm as client, _progress_bar(len(plan.paths), progress) as bar:
-        runner = run_local if client is None else _dask_runner(client)
-        # errored calls are counted by class on the report from the rows kept (their ids)
-        has_err = "error" in plan.schema
-        acc = account_rows(
-            plan, units=True, ids=has_err, runner=runner, part_rows=partition_rows, progress=bar
-        )
+
+    def once(client: Any) -> tuple[Plan, Accounting]:
+        plan = plan_of(read, path, format=format, **options)
+        with _progress_bar(len(plan.paths), progress) as bar:
+            runner = run_local if client is None else _dask_runner(client)
+            # errored calls are counted by class on the report from the rows kept (their ids)
+            acc = account_rows(
+                plan,
+                units=True,
+                ids="error" in plan.schema,
+                runner=runner,
+                part_rows=partition_rows,
+                progress=bar,
+            )
+        return plan, acc
+
+    if engine == "dask":
+        with _dask_client(scheduler) as client:
+            plan, acc = once(client)
+    else:  # the names are checked by the streaming pass, from its groups
+        plan, acc = names_checked(lambda: once(None))
+    has_err = "error" in plan.schema
     if acc.first_invalid is not None:
         raise_invalid(plan, acc.first_invalid)
     errors = error_counts(plan, observations(plan, acc.scale, acc.ids)) if has_err else ({}, 0)
@@ -282,6 +306,9 @@ def _unit_table(plan: Plan, acc: Accounting) -> pl.DataFrame:
 
 def _progress_bar(total: int, progress: bool | None) -> AbstractContextManager[Any]:
     """A tqdm bar of files done on stderr; ``None`` shows it only on a terminal."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    if progress is False or (progress is None and not (isatty is not None and isatty())):
+        return nullcontext(None)  # no bar: tqdm is not even imported (a tenth of a second)
     from tqdm.auto import tqdm
 
     class _Bar:
@@ -356,4 +383,14 @@ def _dask_runner(client: Any) -> Runner:
         finally:
             client.cancel(futures)
 
+    def map_(fn: Any, plan: Plan, args: list[tuple]) -> list:
+        # the streaming pass's queries (evalstats.io._stream.Mapper): results in order
+        [remote_plan] = client.scatter([plan], broadcast=True, hash=False)
+        futures = [client.submit(fn, remote_plan, *a, pure=False) for a in args]
+        try:
+            return client.gather(futures)
+        finally:
+            client.cancel(futures)
+
+    run.map = map_  # type: ignore[attr-defined]
     return run

@@ -80,6 +80,36 @@ def test_dask_gives_the_identical_units_and_report(fixtures, tmp_path, client, p
         assert remote_report.rows_read == remote_report.rows_kept + remote_report.rows_set_aside
 
 
+@pytest.mark.parametrize("item", ["number", "text"])
+def test_dask_runs_the_streaming_queries_on_the_workers(tmp_path, client, item, monkeypatch):
+    """A long table cut into queries of 7 rows on 2 workers: the same units and report.
+
+    Text items ('q9' < 'q10' by length) are proved by the batch function, whose edges come back
+    from the workers; numbers by item - row with the queries' row offsets. No partitions.
+    """
+    import evalstats.io._stream as stream
+
+    n = 25
+    items = list(range(5, 5 + n)) if item == "number" else [f"q{i}" for i in range(5, 5 + n)]
+    df = pl.DataFrame(
+        {
+            "model": ["m"] * (2 * n),
+            "prompt": ["p0"] * n + ["p1"] * n,
+            "item": items * 2,
+            "score": [1.0, 0.0, 0.5, 1.0, 0.0] * (2 * n // 5),
+        }
+    )
+    df.write_parquet(tmp_path / "long.parquet")
+    opts = {"columns": {"prompt": "variant"}, "partition_rows": 7, "progress": False}
+    local, local_report = read_units(tmp_path / "long.parquet", **opts)
+    monkeypatch.setattr(stream, "account", lambda *a, **k: pytest.fail("partitions used"))
+    remote, remote_report = read_units(
+        tmp_path / "long.parquet", engine="dask", scheduler=client, **opts
+    )
+    assert_frame_equal(remote, local, check_exact=True)
+    assert remote_report.to_dict() == local_report.to_dict()
+
+
 def test_dask_by_address_string(fixtures, cluster):
     local, rep = read_units(fixtures / "dumps/dove/lite", progress=False)
     remote, rep2 = read_units(

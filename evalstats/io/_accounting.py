@@ -63,6 +63,11 @@ PART_ROWS = 2_000_000
 #: ``model`` constant, which makes grouping cheaper, but each partition has a fixed cost.
 _BATCH_ROWS = 100_000
 
+
+class NamesUnchecked(Exception):  # noqa: N818 - control flow, never seen by users
+    """A plan built with deferred name checks needs them: build it again without deferral."""
+
+
 #: Code of the ``duplicate`` reason is ``len(plan.rules) + 1``; 0 means kept.
 _KEPT = 0
 
@@ -100,6 +105,11 @@ class Plan:
     extra_read: Mapping[str, int] = field(default_factory=dict)
     #: the loader's decisions about source columns (see IngestReport.columns)
     column_rules: tuple = ()
+    #: per file, the columns holding one value on all its rows (see ``_pipeline._constants``)
+    constants: tuple[Mapping[str, object], ...] = ()
+    #: name columns whose distinct values the streaming pass must check (deferred, see
+    #: ``_pipeline.names_checked``); empty when checked (and cleaned) in the plan
+    unchecked_names: tuple[str, ...] = ()
 
     @cached_property
     def code_expr(self) -> pl.Expr:

@@ -24,7 +24,7 @@ import polars as pl
 from evalstats._column_rules import ColumnRule
 from evalstats.errors import IngestError, ParameterError
 from evalstats.io._report import Ingest, IngestReport, SetAsideExample
-from evalstats.io._rows import Check, parse_score, read_error, whole_run
+from evalstats.io._rows import Check, clean_name, parse_score, read_error, whole_run
 from evalstats.schema import (
     DEFAULT_METRIC,
     METRIC_INFO_COLUMNS,
@@ -146,6 +146,7 @@ def finalize(
     metric: MetricInfo | str | None = None,
     column_rules: Sequence[ColumnRule] = (),
     companions: Sequence[str | None] | None = None,
+    constants: Sequence[Mapping[str, object]] | None = None,
 ) -> Ingest:
     """Validate and account for rows from ``parts``; return the observation table and report.
 
@@ -198,6 +199,11 @@ def finalize(
         ``higher_is_better`` columns (one metric per row). The user's ``metric_range`` and
         ``higher_is_better`` (:func:`metric_options`, set by :func:`evalstats.io.read`) override
         both.
+    constants : sequence of mapping, optional
+        Per part, the columns the loader set to one value for the whole file (``{"dataset":
+        "mmlu"}`` for a dataset named by the file); the streaming pass leaves them out of its
+        grouping and puts them back on the groups (a declared column must hold that value on
+        every row of the part).
 
     Notes
     -----
@@ -220,19 +226,23 @@ def finalize(
         metric=metric,
         column_rules=column_rules,
         companions=companions,
+        constants=constants,
     )
     # a duplicate made by merging two spellings of a name: read again with them apart
     return spellings_apart_on_duplicate(lambda: _finalize_once(parts, options))
 
 
 def _finalize_once(parts: Sequence[tuple[str, pl.LazyFrame]], options: dict[str, Any]) -> Ingest:
-    plan = prepare(parts, **options)  # validates the options first
     if _PLANNING.get():
-        raise _Planned(plan)
+        raise _Planned(prepare(parts, **options))  # validates the options first
     from evalstats.io._accounting import raise_invalid
     from evalstats.io._stream import account_rows
 
-    acc = account_rows(plan, units=False, ids=True)
+    def once() -> tuple[Plan, Accounting]:
+        plan = prepare(parts, **options)
+        return plan, account_rows(plan, units=False, ids=True)
+
+    plan, acc = names_checked(once)
     if acc.first_invalid is not None:
         raise_invalid(plan, acc.first_invalid)
     obs = observations(plan, acc.scale, acc.ids)
@@ -337,6 +347,7 @@ def prepare(
     metric: MetricInfo | str | None = None,
     column_rules: Sequence[ColumnRule] = (),
     companions: Sequence[str | None] | None = None,
+    constants: Sequence[Mapping[str, object]] | None = None,
 ) -> Plan:
     """The :class:`~evalstats.io._accounting.Plan` of :func:`finalize`'s arguments; reads no rows.
 
@@ -407,7 +418,18 @@ def prepare(
     # names are compared as people read them: surrounding whitespace stripped, Unicode NFC
     names = [c for c in NAME_COLUMNS if c in schema and schema[c] == pl.String]
     keep = _KEEP_SPELLINGS.get()
-    merge_notes, clean = _merge_notes(frames, schemas, names)
+    unchecked: tuple[str, ...] = ()
+    # only where the streaming pass will run (item-level rows de-duplicated on their item, no
+    # documented duplicates: see evalstats.io._stream.streamable); elsewhere checked here
+    streams = (
+        "item" in schema and duplicates != "quirk" and (dedup_key is None or "item" in dedup_key)
+    )
+    if _DEFER_NAMES.get() and not keep and streams:
+        # the streaming pass checks the distinct names from its own groups (no pass of their
+        # own here); it asks for this plan again without deferral when one needs cleaning
+        merge_notes, clean, unchecked = [], set(names), tuple(names)
+    else:
+        merge_notes, clean = _merge_notes(frames, schemas, names)
     notes.extend(
         n
         if n.split(":", 1)[0] not in keep
@@ -420,25 +442,23 @@ def prepare(
     # change no value and costs most of the per-row work of a long table
     cleaned = [clean_name(c) for c in names if c not in keep and c not in clean]
     # every file gets the unified columns, so that any subset of files concatenates
+    steps: list[list[pl.Expr]] = [added] if added else []
+    steps += [cleaned] if cleaned else []
+    steps += metric_steps
     aligned = []
     for f, sch in zip(frames, schemas):
-        cols = [
-            (pl.col(c).cast(dt) if sch[c] != dt else pl.col(c))
-            if c in sch
-            else pl.lit(None, dtype=dt).alias(c)
-            for c, dt in schema.items()
-        ]
-        f = f.select(cols).with_columns(added) if added else f.select(cols)
-        if cleaned:
-            f = f.with_columns(cleaned)
-        for step in metric_steps:
+        f = f.select(_aligned_columns(schema, sch))
+        for step in steps:
             f = f.with_columns(step)
         aligned.append(f)
+    unified = schema
     schema = aligned[0].collect_schema()
     if "error" in schema:
         # an errored call is an observation: its class in `error`, kept with a null score
-        aligned = [f.with_columns(_error_steps(schema)) for f in aligned]
+        steps.append(_error_steps(schema))
+        aligned = [f.with_columns(steps[-1]) for f in aligned]
         schema = aligned[0].collect_schema()
+    constant_values = _constants(unified, schemas, constants, steps)
     factor_list = list(factors) if factors is not None else factor_columns(schema.names())
     if "variant" not in schema:
         if variant is None:
@@ -539,8 +559,11 @@ def prepare(
         ),
         Check(
             "score_out_of_range",
+            # no bounds declared anywhere: every row's bounds are null, so no row is out of them
             (s < pl.col("metric_low")).fill_null(False)
-            | (s > pl.col("metric_high")).fill_null(False),
+            | (s > pl.col("metric_high")).fill_null(False)
+            if declared
+            else pl.lit(False),
             column="score",
             message="expected a number within the metric's declared range",
         ),
@@ -581,7 +604,78 @@ def prepare(
         notes=tuple(notes),
         extra_read=dict(extra_read or {}),
         column_rules=tuple(column_rules),
+        constants=constant_values,
+        unchecked_names=unchecked,
     )
+
+
+def _aligned_columns(schema: pl.Schema, sch: pl.Schema) -> list[pl.Expr]:
+    """The unified ``schema``'s columns from a file of schema ``sch`` (absent ones null)."""
+    return [
+        (pl.col(c).cast(dt) if sch[c] != dt else pl.col(c))
+        if c in sch
+        else pl.lit(None, dtype=dt).alias(c)
+        for c, dt in schema.items()
+    ]
+
+
+#: Files x columns above which the per-file constants are not worked out (the streaming pass
+#: then groups by every column, which is only slower).
+_CONSTANTS_CELLS = 1_000_000
+
+
+def _constants(
+    schema: pl.Schema,
+    schemas: Sequence[pl.Schema],
+    declared: Sequence[Mapping[str, object]] | None,
+    steps: Sequence[Sequence[pl.Expr]],
+) -> tuple[dict[str, object], ...]:
+    """Per file, the columns that hold one value on all its rows, and that value.
+
+    A column is constant in a file when the loader declared it so (``declared``), when the file
+    lacks it (null), or when every step computes it from constant columns only (a literal, a
+    cast, a cleaned name, a metric default); ``__src`` and ``__run`` (from a constant ``run``)
+    too. The values are those steps evaluated on one row per file, so they are the values the
+    rows hold.
+    """
+    n = len(schemas)
+    declared = list(declared) if declared is not None else [{} for _ in range(n)]
+    if n * max(len(schema), 1) > _CONSTANTS_CELLS or len(declared) != n:
+        return tuple({"__src": i} for i in range(n))
+    const = [
+        {c for c in schema.names() if c not in sch or c in d} | {"__src"}
+        for sch, d in zip(schemas, declared)
+    ]
+    for step in steps:
+        for e in step:
+            roots = e.meta.root_names()
+            name = e.meta.output_name()
+            for k in const:
+                if (roots and all(r in k for r in roots)) or (
+                    not roots and e.meta.is_literal(allow_aliasing=True)
+                ):
+                    k.add(name)
+                else:
+                    k.discard(name)
+    for k in const:
+        if "run" in k:
+            k.add("__run")
+    # one row per file: declared values, nulls where a file lacks a column, the steps applied
+    data = {}
+    for c, dt in schema.items():
+        vals = [d.get(c) if c in sch else None for sch, d in zip(schemas, declared)]
+        if all(sch.get(c, dt) == dt for sch in schemas):
+            data[c] = pl.Series(c, vals, dtype=dt)
+        else:  # a file's own dtype, cast as the aligned frames cast it
+            data[c] = pl.concat(
+                pl.Series(c, [v], dtype=sch.get(c, dt)).cast(dt) for v, sch in zip(vals, schemas)
+            )
+    one = pl.DataFrame(data).with_columns(pl.int_range(n, dtype=pl.Int32).alias("__src"))
+    for step in steps:
+        one = one.with_columns(step)
+    one = one.with_columns(whole_run(pl.col("run")).alias("__run"))
+    rows = one.select(sorted(set().union(*const))).rows(named=True)
+    return tuple({c: r[c] for c in k} for k, r in zip(const, rows))
 
 
 def _error_steps(schema: pl.Schema) -> list[pl.Expr]:
@@ -618,22 +712,35 @@ def _error_steps(schema: pl.Schema) -> list[pl.Expr]:
 NAME_COLUMNS = ("model", "dataset", "variant", "item")
 
 
-def clean_name(column: str) -> pl.Expr:
-    """``column`` as a name: surrounding whitespace stripped, in Unicode normal form NFC.
-
-    ``' A'``, ``'A '`` and ``'A'`` were three models, and ``café`` written with a combining
-    accent (NFD) another model than ``café`` (NFC); a report then said "café has the highest
-    ... and café the lowest". A value that is blank once stripped is set aside as
-    ``blank_<column>`` (an error unless ``on_invalid='skip'``).
-    """
-    return pl.col(column).str.strip_chars().str.normalize("NFC").alias(column)
-
-
 #: Name columns whose spellings are kept apart (see :func:`finalize`): set while a table whose
 #: merged spellings made duplicate rows is read again without merging them.
 _T = TypeVar("_T")
 
 _KEEP_SPELLINGS: ContextVar[frozenset[str]] = ContextVar("keep_spellings", default=frozenset())
+
+#: Set while a plan is built for the streaming pass (:func:`names_checked`): the distinct values
+#: of the name columns are then checked from that pass's groups, not read by a pass of their own.
+_DEFER_NAMES: ContextVar[bool] = ContextVar("evalstats_defer_names", default=False)
+
+
+def names_checked(run: Callable[[], _T]) -> _T:
+    """``run()`` with the name checks left to the streaming pass; eagerly when it asks.
+
+    A column whose names need cleaning (surrounding whitespace, Unicode form) or a plan the
+    streaming pass does not take raises
+    :class:`~evalstats.io._accounting.NamesUnchecked`; ``run()`` is then called again
+    with the checks made before the pass, as without this function.
+    """
+    from evalstats.io._accounting import NamesUnchecked
+
+    token = _DEFER_NAMES.set(True)
+    try:
+        return run()
+    except NamesUnchecked:
+        pass
+    finally:
+        _DEFER_NAMES.reset(token)
+    return run()
 
 
 def spellings_to_keep(exc: IngestError) -> frozenset[str]:

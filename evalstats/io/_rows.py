@@ -137,3 +137,14 @@ def whole_run(col: pl.Expr) -> pl.Expr:
     f = col.cast(pl.Float64, strict=False)
     ok = f.is_finite() & (f == f.floor()) & (f.abs() < 2.0**53)
     return pl.when(ok).then(f).otherwise(None).cast(pl.Int64)
+
+
+def clean_name(column: str) -> pl.Expr:
+    """``column`` as a name: surrounding whitespace stripped, in Unicode normal form NFC.
+
+    ``' A'``, ``'A '`` and ``'A'`` were three models, and ``café`` written with a combining
+    accent (NFD) another model than ``café`` (NFC); a report then said "café has the highest
+    ... and café the lowest". A value that is blank once stripped is set aside as
+    ``blank_<column>`` (an error unless ``on_invalid='skip'``).
+    """
+    return pl.col(column).str.strip_chars().str.normalize("NFC").alias(column)

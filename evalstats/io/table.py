@@ -116,6 +116,7 @@ def read_table(
     source_names: dict[str, str] = {}
     opened = []
     run_notes: list[str | None] = []  # per file: its repeated calls numbered (see _grades)
+    constants: list[dict[str, object]] = []  # per file: columns set to one value here
     statuses: dict[str, str] = {}  # file -> its grade column, whose statuses are errors
     text_columns = [k for k, v in mapping.items() if v not in FACTOR_ROLES | IGNORE_ROLES]
     for f, lf in _sources(path, text_columns, _hidden):
@@ -237,11 +238,14 @@ def read_table(
             note = f"column {col!r} kept as factor {new!r} (its name is a canonical column)"
             if note not in notes:
                 notes.append(note)
+        const: dict[str, object] = {}
         if "dataset" not in renames.values():
             name = dataset if dataset is not None else _stem(f)
             lf = lf.with_columns(pl.lit(name, dtype=pl.String).alias("dataset"))
+            const["dataset"] = name
         if "model" not in renames.values() and model is not None:
             lf = lf.with_columns(pl.lit(model, dtype=pl.String).alias("model"))
+            const["model"] = model
         elif model is not None:  # never ignored without a word: the file names its models
             note = (
                 f"`model` {model!r} not used for {getattr(f, 'name', f)}: its column "
@@ -252,6 +256,10 @@ def read_table(
                 notes.append(note)
         for key in ("item", "cluster"):
             if key in renames.values():
+                if key == "item" and lf.collect_schema()["item"].is_integer():
+                    # whole-number items stay numbers until the observation table (each number
+                    # has one spelling: grouped, compared and ordered as numbers, the same rows)
+                    continue
                 lf = lf.with_columns(pl.col(key).cast(pl.String))
         if "metric" in renames.values():
             if metric is not None:
@@ -263,11 +271,13 @@ def read_table(
             src = next((k for k, v in renames.items() if v == "score"), None)
             name = metric if metric is not None else (src if src is not None else "score")
             lf = lf.with_columns(pl.lit(name, dtype=pl.String).alias("metric"))
+            const["metric"] = name
         for fac in factors:
             if fac not in factor_seen:
                 factor_seen.add(fac)
                 factor_order.append(fac)
         parts.append((str(f), lf))
+        constants.append(const)
         mapped = ", ".join(
             f"{k}->{v}" for k, v in renames.items() if k != v and not k.startswith("__")
         )
@@ -314,6 +324,7 @@ def read_table(
         else [],
         notes=[*notes, *filter(None, [skipped_note(_hidden)])],
         source_names=source_names,
+        constants=constants,
         column_rules=_rename_rules(source_names, mapping, rules)
         + _given_rules(mapping)
         + _report_rules(rules, decided),
