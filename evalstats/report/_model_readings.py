@@ -255,9 +255,9 @@ _TESTS = {
     "t-design": "a t test with the design's variance (items in clusters cluster-robust; with "
     "several prompt variants the model x prompt interaction counts, so the claim is about the "
     "prompt space; Satterthwaite df)",
-    "generalized-design": "a generalized p-value with the design's variance (a pair alone "
-    "in its group: the model x prompt variance on few df, integrated over its uncertainty; "
-    "the claim is about the prompt space)",
+    "generalized-design": "a generalized test with the design's variance (a pair alone in "
+    "its group: its model x prompt variance, estimated on few df, integrated over its "
+    "uncertainty; the claim is about the prompt space)",
 }
 
 
