@@ -461,6 +461,22 @@ def test_normal_prompt_effects_give_the_slab_little_weight(monkeypatch):
     assert_allclose(prior.posterior_mean(), ref.posterior_mean(), atol=0.02)
 
 
+def test_candidate_priors_are_scipy_student_t_densities_on_the_grid():
+    """The cached closed-form kernels equal scipy.stats.t.pdf (norm.pdf for inf df), each
+    normalised on the grid, to 1e-14."""
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    from evalstats.sparse._prior import _candidates
+
+    grid = np.linspace(-6, 6, 481)
+    priors, labels = _candidates(grid)
+    for row, (df, s) in zip(priors[::37], labels[::37]):
+        ref = norm.pdf(grid / s) if np.isinf(df) else student_t.pdf(grid / s, df)
+        assert_allclose(row, ref / ref.sum(), atol=1e-14)
+    assert not priors.flags.writeable
+
+
 def test_prior_posterior_mean_matches_a_direct_sum():
     """The vectorised posterior mean equals sum_k t_k L(t_k) g(t_k) / sum_k L g, g the mixture
     (1 - eps) t_{df,s} + eps slab, averaged by a loop over every candidate's weight."""

@@ -43,6 +43,8 @@ their shrinkage. Adding Student t with 1 and 2 df to :data:`DF` did the same in 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -144,19 +146,32 @@ def _moments(lik: np.ndarray, priors: np.ndarray, grid: np.ndarray):
     return lik @ priors.T, lik @ (priors * grid).T, lik @ slab, lik @ (slab * grid)
 
 
-def _candidates(grid: np.ndarray) -> tuple[np.ndarray, list[tuple[float, float]]]:
-    """Student-t bulks (every df of :data:`DF`, every scale of the scale grid) on the grid."""
-    from scipy.stats import t as student_t
-
+@functools.lru_cache(maxsize=4)
+def _candidates_cached(half_width: float, n_grid: int) -> tuple[np.ndarray, tuple]:
+    grid = np.linspace(-half_width, half_width, n_grid)
     scales = np.linspace(_MIN_SCALE, _MAX_SCALE, _N_SCALES)
+    z2 = (grid[None, :] / scales[:, None]) ** 2
     rows, labels = [], []
     for df in DF:
-        for s in scales:
-            z = grid / s
-            dens = np.exp(-0.5 * z * z) if np.isinf(df) else student_t.pdf(z, df)
-            rows.append(dens / dens.sum())
-            labels.append((float(df), float(s)))
-    return np.array(rows), labels
+        # the Student-t kernel; its constant cancels in the normalisation on the grid
+        dens = np.exp(-0.5 * z2) if np.isinf(df) else (1.0 + z2 / df) ** (-(df + 1.0) / 2.0)
+        rows.append(dens / dens.sum(axis=1, keepdims=True))
+        labels.extend((float(df), float(s)) for s in scales)
+    out = np.concatenate(rows)
+    out.flags.writeable = False
+    return out, tuple(labels)
+
+
+def _candidates(grid: np.ndarray) -> tuple[np.ndarray, list[tuple[float, float]]]:
+    """Student-t priors (every df of :data:`DF`, every scale of the scale grid) on the grid.
+
+    Computed once per grid (the module's grid is fixed) and shared, read-only.
+    """
+    half, n = float(grid[-1]), int(grid.size)
+    if not np.allclose(grid, np.linspace(-half, half, n)):
+        raise ValueError("the candidate priors are defined on a symmetric uniform grid")
+    priors, labels = _candidates_cached(half, n)
+    return priors, list(labels)
 
 
 def slab_weights(n_prompts: int) -> np.ndarray:
