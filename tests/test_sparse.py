@@ -477,6 +477,26 @@ def test_candidate_priors_are_scipy_student_t_densities_on_the_grid():
     assert not priors.flags.writeable
 
 
+def test_cavity_widening_is_a_convolution_with_a_normal_on_the_grid():
+    """_convolve equals the dense sum_j L(t_j) N(t_k - t_j; 0, v) on the grid, in logs, to
+    1e-10, for variances from 0 (row unchanged) to 2, and keeps a far tail (a likelihood
+    peaked at 3 read at -5 with v = 0.05 equals the dense value, not the row's own tail)."""
+    from evalstats.sparse._prior import _convolve
+
+    grid = np.linspace(-6, 6, 481)
+    rng = np.random.default_rng(0)
+    centres = np.r_[rng.normal(0, 1, 4), 3.0]
+    ll = -1.5 * ((grid[None, :] - centres[:, None]) / 0.4) ** 2
+    var = np.array([0.0, 0.01, 0.5, 2.0, 0.05])
+    out = _convolve(ll, grid, var)
+    d = grid[:, None] - grid[None, :]
+    assert_allclose(out[0], ll[0])
+    for p in range(1, 5):
+        lik = np.exp(ll[p] - ll[p].max())
+        ref = np.log(np.maximum(np.exp(-0.5 * d * d / var[p]) @ lik, 1e-300)) + ll[p].max()
+        assert_allclose(out[p], ref, atol=1e-10)
+
+
 def test_prior_posterior_mean_matches_a_direct_sum():
     """The vectorised posterior mean equals sum_k t_k L(t_k) g(t_k) / sum_k L g, g the mixture
     (1 - eps) t_{df,s} + eps slab, averaged by a loop over every candidate's weight."""
