@@ -44,6 +44,7 @@ grids read by ``bench_sparse.read_real`` (see that script; nothing is copied).
 Run:  PYTHONPATH=.:/tmp/pe-deps python benchmarks/bench_promptEval.py --prompteval /tmp/prompteval
       [--reps 30] [--budgets 2,5,10,20] [--schemes uniform,walk] [--grids normal,heavy,broken]
       [--fresh-grids] [--real PATH] [--n-resamples 200] [--confidence-level 0.9] [--seed 0]
+      [--ours-only]   (coverage runs: ours alone, no PromptEval needed)
 """
 
 from __future__ import annotations
@@ -181,10 +182,11 @@ def run_ours(mask, y, levels, *, n_resamples, seed, level):
         fit = fit_cells(cells)
         sec = time.perf_counter() - start
         draws = accuracy_draws(cells, fit, n_resamples=n_resamples, rng=np.random.default_rng(seed))
+        total = time.perf_counter() - start
     stats = stats_of(draws)
     alpha = (1 - level) / 2
     lo, hi = np.quantile(stats, [alpha, 1 - alpha], axis=0)
-    return np.sort(draws, axis=1).mean(axis=0), stats.mean(axis=0), lo, hi, sec
+    return np.sort(draws, axis=1).mean(axis=0), stats.mean(axis=0), lo, hi, (sec, total)
 
 
 def errors(sorted_est: np.ndarray, stats_est: np.ndarray, truth: np.ndarray) -> np.ndarray:
@@ -193,26 +195,31 @@ def errors(sorted_est: np.ndarray, stats_est: np.ndarray, truth: np.ndarray) -> 
     return np.r_[w1, np.abs(stats_est - stats_of(truth)[0])]
 
 
-def one(methods, y, levels, *, share, scheme, seed, n_resamples, level):
-    """One subsample: errors of every estimator, our coverage, the fits' times."""
+def one(methods, y, levels, *, share, scheme, seed, n_resamples, level, ours_only=False):
+    """One subsample: errors of every estimator, our coverage, the fits' times.
+
+    ``secs`` holds each estimator's fit time; ``ours`` also under ``ours (all)``: the fit, the
+    prompt prior and the draws.
+    """
     truth = y.mean(axis=1)
     mask = mask_of(y.shape, share, scheme, np.random.default_rng(seed))
     out, secs = {}, {}
-    acc, secs["PE-Rasch"] = run_pe(methods, mask, y)
-    out["PE-Rasch"] = errors(acc, stats_of(acc)[0], truth)
-    x = dummies(levels)
+    if not ours_only:
+        acc, secs["PE-Rasch"] = run_pe(methods, mask, y)
+        out["PE-Rasch"] = errors(acc, stats_of(acc)[0], truth)
+    x = None if ours_only else dummies(levels)
     if x is not None:
         acc, secs["PE-discrete"] = run_pe(methods, mask, y, x)
         out["PE-discrete"] = errors(acc, stats_of(acc)[0], truth)
     no_cov = np.zeros((y.shape[0], 0), dtype=np.int64)
-    s, est, lo, hi, secs["ours"] = run_ours(
+    s, est, lo, hi, (secs["ours"], secs["ours (all)"]) = run_ours(
         mask, y, no_cov, n_resamples=n_resamples, seed=seed, level=level
     )
     out["ours"] = errors(s, est, truth)
     t = stats_of(truth)[0]
     cover = {"ours": (lo <= t) & (t <= hi)}
     if x is not None:
-        s, est, lo, hi, secs["ours+cov"] = run_ours(
+        s, est, lo, hi, (secs["ours+cov"], _) = run_ours(
             mask, y, levels, n_resamples=n_resamples, seed=seed, level=level
         )
         out["ours+cov"] = errors(s, est, truth)
@@ -226,7 +233,7 @@ def table(results, covers, secs, *, seed) -> None:
     err = {e: np.array([r[e] for r in results]) for e in est}
     ours = [e for e in est if e.startswith("ours")]
     refs = [e for e in est if e.startswith("PE")]
-    timing = ", ".join(f"{e} {np.mean([s[e] for s in secs]):.3f} s" for e in est)
+    timing = ", ".join(f"{e} {np.mean([s[e] for s in secs]):.3f} s" for e in [*est, "ours (all)"])
     print(f"   mean time of one fit: {timing}")
     head = " ".join(f"{e:>11}" for e in est)
     ratio_head = " ".join(f"{o + '/' + r:>24}" for o in ours for r in refs)
@@ -250,9 +257,25 @@ def table(results, covers, secs, *, seed) -> None:
         print(f"   {name:<8} {vals}  {rats}  {cv}")
 
 
+def coverage_table(covers, results, secs) -> None:
+    """``--ours-only``: our errors and the coverage of our intervals with its standard error."""
+    cov = np.array([c["ours"] for c in covers], dtype=float)
+    err = np.array([r["ours"] for r in results])
+    n = cov.shape[0]
+    print(
+        f"   mean time: fit {np.mean([s['ours'] for s in secs]):.3f} s, "
+        f"fit + prior + draws {np.mean([s['ours (all)'] for s in secs]):.3f} s"
+    )
+    print(f"   {'quantity':<8} {'error':>8} {'coverage':>9} {'se':>6}")
+    print(f"   {NAMES[0]:<8} {err[:, 0].mean():8.4f}")
+    for j, name in enumerate(NAMES[1:]):
+        c = cov[:, j].mean()
+        print(f"   {name:<8} {err[:, j + 1].mean():8.4f} {c:9.3f} {np.sqrt(c * (1 - c) / n):6.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--prompteval", required=True, help="root of a local PromptEval copy")
+    parser.add_argument("--prompteval", default=None, help="root of a local PromptEval copy")
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--budgets", default="2,5,10,20")
     parser.add_argument("--schemes", default="uniform,walk")
@@ -263,10 +286,18 @@ def main() -> None:
     parser.add_argument("--n-resamples", dest="n_resamples", type=int, default=200)
     parser.add_argument("--confidence-level", dest="level", type=float, default=0.9)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--ours-only",
+        dest="ours_only",
+        action="store_true",
+        help="coverage run: ours alone (no PromptEval, no factors), coverage with its se",
+    )
     args = parser.parse_args()
+    if args.prompteval is None and not args.ours_only:
+        parser.error("--prompteval is required (unless --ours-only)")
     from evalstats.sparse import full_grid
 
-    methods = load_prompteval(args.prompteval)
+    methods = None if args.ours_only else load_prompteval(args.prompteval)
     budgets = [float(b) / 100 for b in args.budgets.split(",")]
     runs = []
     for g in filter(None, (args.grids or ("" if args.real else "normal,heavy,broken")).split(",")):
@@ -294,12 +325,16 @@ def main() -> None:
                         seed=args.seed * 100_003 + rep,
                         n_resamples=args.n_resamples,
                         level=args.level,
+                        ours_only=args.ours_only,
                     )
                     res.append(r)
                     cov.append(c)
                     secs.append(s)
                 print(f"\n-- {gname} {scheme} budget {share:.0%} ({args.reps} subsamples)")
-                table(res, cov, secs, seed=args.seed)
+                if args.ours_only:
+                    coverage_table(cov, res, secs)
+                else:
+                    table(res, cov, secs, seed=args.seed)
 
 
 if __name__ == "__main__":

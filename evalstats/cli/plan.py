@@ -7,6 +7,7 @@ import sys
 
 from evalstats._output import save_figure
 from evalstats.cli._common import add_input_arguments, add_output_arguments, emit, load, params_from
+from evalstats.cli.moments import _sparse_groups, use_sparse
 from evalstats.errors import ParameterError
 
 
@@ -116,7 +117,18 @@ def run(args: argparse.Namespace) -> int:
     if args.sparse:
         return _sparse(args)
     if args.target_width is None and args.detect is None:
-        raise ParameterError("give --target-ci W or --detect D (or --sparse for the next cells).")
+        # a design with sparse groups: the next cells of the sparse-grid model, saying why
+        obs, _ = load(args)
+        if _sparse_groups(args) is None:
+            raise ParameterError(
+                "give --target-ci W or --detect D (or --sparse for the next cells)."
+            )
+        use_sparse(
+            args,
+            "the plan is the sparse-grid model's next cells to run (as --sparse; "
+            "--target-ci W or --detect D for the design planner)",
+        )
+        return _sparse(args, obs)
     for name in ("k", "quantity", "n_resamples"):
         if hasattr(args, name):
             flag = "--cells" if name == "k" else f"--{name.replace('_', '-')}"
@@ -150,8 +162,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sparse(args: argparse.Namespace) -> int:
-    """``plan --sparse``: the next cells of a sparse grid, one table for the harness."""
+def _sparse(args: argparse.Namespace, obs=None) -> int:
+    """``plan --sparse``: the next cells of a sparse grid, one table for the harness.
+
+    ``obs``: the table when already loaded (the default for a sparse design, :func:`run`).
+    """
     from evalstats.sparse import sparse_plan
 
     for name in ("target_width", "detect"):
@@ -172,10 +187,12 @@ def _sparse(args: argparse.Namespace) -> int:
             raise ParameterError(f"`{flag}` does not apply with --sparse.")
     if args.alternatives or args.plot:
         raise ParameterError("--alternatives and --plot do not apply with --sparse.")
-    obs, _ = load(args)
+    if obs is None:
+        obs, _ = load(args)
     params = params_from(args, "k", "quantity", "n_resamples", "seed", "by", "variant_factors")
     out = sparse_plan(obs, **params)
     if "by" in params:
         params["by"] = list(params["by"])
-    emit(out, args, command="plan-sparse", params={**params, "sparse": True})
+    mode = True if args.sparse else "default"
+    emit(out, args, command="plan-sparse", params={**params, "sparse": mode})
     return 0

@@ -173,8 +173,19 @@ def test_plan_sparse_writes_the_cells_to_run(dump, tmp_path):
     assert proposed - ran
 
 
-def test_plan_needs_a_target_or_sparse(dump):
-    code, _, err = cli("plan", str(dump))
+def test_plan_of_a_sparse_dump_without_flags_proposes_the_models_cells(dump, tmp_path):
+    """Issue 44: ``plan`` on a dump the design calls sparse, with no target, gives the
+    sparse-grid model's next cells (the table of ``plan --sparse``) and one line saying why;
+    a dump with no sparse group still needs a target."""
+    code, out, err = cli("plan", str(dump), "--cells", "10", "--n-resamples", "100")
+    ok(code, err)
+    assert "of the item x prompt grid" in err and "--target-ci" in err
+    code, forced, err2 = cli("plan", str(dump), "--sparse", "--cells", "10", "--n-resamples", "100")
+    ok(code, err2)
+    assert _csv(out).equals(_csv(forced))
+    assert _csv(out).height == 2 * 10
+    full = dove_sparse_dump(tmp_path / "full", n_items=30, n_variants=8, shares=(1.0, 1.0))
+    code, _, err = cli("plan", str(full))
     one_line_error(code, err, "--target-ci", "--sparse")
 
 
