@@ -41,11 +41,13 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
     # and some variance: constant scores have none to split, and a single separable
     # component holds 100 % by construction (one prompt and one run per item: the items)
     informative, constant, single = [], 0, 0
+    flat: set[tuple] = set()  # the groups with constant scores: nothing to plan from
     for g in groups:
         ok = g.filter(pl.col("identified"))
         total = ok["variance"].fill_nan(None).drop_nulls().sum()
         if not total > 0:
             constant += 1
+            flat.add(tuple(g.row(0, named=True)[k] for k in keys))
         elif ok.height < 2:
             single += 1
         else:
@@ -127,18 +129,43 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
             "sets one in its units."
         )
     allrow = plan.filter(pl.col("scope") == "all")
-    row = (allrow if allrow.height else plan).row(0, named=True)
+    varied = plan
+    if not allrow.height and flat and all(k in plan.columns for k in keys):
+        # a group of constant scores plans "1 call" (zero variance): not evidence of anything
+        varied = plan.filter(
+            ~pl.struct(keys).map_elements(
+                lambda r: tuple(r[k] for k in keys) in flat, return_dtype=pl.Boolean
+            )
+        )
+        if not varied.height:
+            return text + " No plan: every group's scores are constant (no variance to plan from)."
+    if allrow.height:
+        row = allrow.row(0, named=True)
+    else:  # the most demanding group where scores vary, named when there are several
+        row = varied.sort("calls", descending=True, nulls_last=True).row(0, named=True)
     targets = res.values.get("target_width") or {}
     w = targets.get(row.get("metric"), next(iter(targets.values()), None)) if targets else None
     level = res.params.get("confidence_level", 0.95)
     if row["feasible"]:
-        text += (
-            f" For a {level:.0%} interval of width {w:g} on "
-            f"{'every model' if allrow.height else 'the model'}, the cheapest design is "
+        design = (
             f"{row['n_items'] if row['n_items'] is not None else 'the same'} items × "
             f"{row['n_variants']} prompt variants × {row['n_runs']} run(s) "
-            f"({row['calls']:,} calls per model)."
+            f"({row['calls']:,} calls per model)"
         )
+        if not allrow.height and varied.height > 1:
+            named = ", ".join(f"{k} {row[k]}" for k in keys if row.get(k) not in (None, ""))
+            text += (
+                f" For a {level:.0%} interval of width {w:g} in each of the {varied.height} "
+                f"groups where scores vary, the most demanding ({named}) needs {design}."
+            )
+        else:
+            on = "every model" if allrow.height else "the model"
+            text += (
+                f" For a {level:.0%} interval of width {w:g} on {on}, the cheapest design is "
+                f"{design}."
+            )
+        if flat and not allrow.height:
+            text += " Groups with constant scores are left out: no variance to plan from."
         if row["at_limit"]:
             text += f" It sits at the search limit for {row['at_limit']}."
     else:

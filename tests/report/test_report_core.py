@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
@@ -310,3 +311,70 @@ def test_a_dataset_with_one_model_leaves_comparisons_and_ranks_on_the_others():
         assert len(named) == 1 and "at least 2 models" in named[0], done[key].warnings
     assert done["friedman"].values["n_blocks"] == 2
     assert done["friedman"].values["dropped_blocks"][0]["dataset"] == "d0"
+
+
+def test_the_plan_sentence_leaves_out_groups_of_constant_scores():
+    """A group whose scores are all 0 plans "1 item x 1 variant x 1 run" (zero variance); the
+    reading must not state that as the design to run. With a plan for every model (the "all"
+    row) it states that; with a plan per group only (a group per held setting, as on a real
+    GPQA dump with a group per document setting, which read "1 calls per model" before) it
+    names the most demanding group where scores vary and says the constant ones are left out;
+    with every group constant it says there is no plan."""
+    import dataclasses
+
+    from evalstats.report._noise_reading import noise_reading
+
+    rng = np.random.default_rng(5)
+    ii, pp = np.meshgrid(np.arange(40), np.arange(4), indexing="ij")
+    varied = (rng.random(ii.shape) < 0.3 + 0.4 * (ii % 2)).astype(float)
+    frames = [
+        pl.DataFrame(
+            {
+                "model": "m",
+                "dataset": name,
+                "item": ii.ravel().astype(str),
+                "variant": [f"v{p}" for p in pp.ravel()],
+                "score": y.ravel(),
+            }
+        )  # fmt: skip
+        for name, y in (("flat", np.zeros(ii.shape)), ("varied", varied))
+    ]
+    rep = audit_report(pl.concat(frames), skip=["nstar", "converge"], options=FAST)
+    res = rep["noise"]
+    # two groups that vary: the most demanding is named
+    wide = (rng.random(ii.shape) < 0.5).astype(float)
+    two = audit_report(
+        pl.concat([frames[1], frames[1].with_columns(dataset=pl.lit("wide"), score=wide.ravel())]),
+        skip=["nstar", "converge"],
+        options=FAST,
+    )["noise"]
+    g2 = two.tables["plan"].filter(pl.col("scope") == "group")
+    top = g2.sort("calls", descending=True).row(0, named=True)
+    text = noise_reading(dataclasses.replace(two, tables={**two.tables, "plan": g2}), rep.data)
+    assert (
+        f"in each of the 2 groups where scores vary, the most demanding (model m, dataset "
+        f"{top['dataset']}, metric score) needs"
+        in text
+        and f"({top['calls']:,} calls" in text
+    )
+    plan = res.tables["plan"]
+    assert plan.filter(pl.col("dataset") == "flat")["calls"].item() == 1
+    calls = plan.filter(pl.col("dataset") == "varied")["calls"].item()
+    assert calls > 1 and f"({calls:,} calls per model)" in res.reading
+    groups = plan.filter(pl.col("scope") == "group")
+    per_group = dataclasses.replace(res, tables={**res.tables, "plan": groups})
+    reading = noise_reading(per_group, rep.data)
+    assert "(1 calls per model)" not in reading
+    assert "on the model, the cheapest design is" in reading  # the one group that varies
+    assert f"({calls:,} calls per model)" in reading
+    assert "Groups with constant scores are left out" in reading
+    flat_only = groups.filter(pl.col("dataset") == "flat")
+    flat_res = dataclasses.replace(res, tables={**res.tables, "plan": flat_only})
+    comps = res.tables["components"]
+    flat_res = dataclasses.replace(
+        flat_res,
+        tables={**flat_res.tables, "components": comps.filter(pl.col("dataset") == "flat")},
+    )
+    assert noise_reading(flat_res, rep.data).endswith(
+        "No plan: every group's scores are constant (no variance to plan from)."
+    )
