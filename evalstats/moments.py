@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from evalstats._kernels import CONSTANT_RTOL, mls_interval, two_way_mean_squares
+from evalstats._ordered import grouped_in_order
 from evalstats.design._frames import analysis_input
 from evalstats.errors import DegenerateDataWarning, ParameterError
 from evalstats.factors import hold_fixed
@@ -163,12 +164,9 @@ def _noise(
     Runs of one (item, variant) cell are averaged; items scored under every variant of the
     group form the complete two-way table. noise = MS_iv / I, prompt = (MS_v − MS_iv) / I.
     """
-    cells = (
-        observations.group_by([*by, "item", "variant"])
-        .agg(pl.col("score").mean())
-        .sort([*by, "item", "variant"])
-        .collect()
-    )
+    cells = grouped_in_order(
+        observations, [*by, "item", "variant"], pl.col("score").mean()
+    ).collect()
     rows = []
     groups = cells.group_by(list(by), maintain_order=True) if by else [((), cells)]
     for key, g in groups:

@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 from scipy import special, stats
 
+from evalstats._ordered import grouped_in_order
 from evalstats.design._frames import analysis_input
 from evalstats.errors import (
     DegenerateDataWarning,
@@ -190,6 +191,24 @@ def stable_mean(column: str = "score") -> pl.Expr:
     col = pl.col(column)
     top = col.abs().max()
     return pl.when(top > _HUGE).then((col / top).mean() * top).otherwise(col.mean()).alias(column)
+
+
+def stable_means(lf: pl.LazyFrame, keys: Sequence[str], alias: str, *aggs: pl.Expr) -> pl.DataFrame:
+    """Per group of ``keys`` (sorted): :func:`stable_mean` of ``score`` as ``alias``, and ``aggs``.
+
+    The same values as ``grouped_in_order(lf, keys, stable_mean().alias(alias), *aggs)``: the
+    groups are aggregated with polars' plain mean and the largest magnitude (two of its fast
+    aggregations; the ``when`` of :func:`stable_mean` is evaluated group by group, a third of
+    the cost of a cell table at 1M rows), and only when a group's scores pass ``_HUGE`` is
+    the scaled mean computed, for every group, as before.
+    """
+    col = pl.col("score")
+    out = grouped_in_order(
+        lf, keys, col.mean().alias(alias), col.abs().max().alias("__top"), *aggs
+    ).collect()
+    if out.height and bool((out["__top"] > _HUGE).any()):
+        return grouped_in_order(lf, keys, stable_mean().alias(alias), *aggs).collect()
+    return out.drop("__top")
 
 
 @functools.lru_cache(maxsize=64)
@@ -392,10 +411,10 @@ def scores_over(
     for c in extra:
         validate_by(names, (c,))
     keys = list(by) + [c for c in unit if c not in by]
-    aggs = [stable_mean()] + [pl.col(c).first() for c in extra if c not in keys]
+    aggs = [pl.col(c).first() for c in extra if c not in keys]
     if count:
         aggs.append(pl.len().cast(pl.Int64).alias("n_rows"))
-    out = lf.group_by(keys).agg(aggs).sort(keys).collect()
+    out = stable_means(lf, keys, "score", *aggs)
     for c in extra:
         if c in keys:
             continue
@@ -955,20 +974,15 @@ def _design_intervals(
     item_key = pl.concat_str(
         [pl.col("dataset").cast(pl.String), pl.col("item").cast(pl.String)], separator="\x1f"
     )
-    cells = (
-        lf.with_columns(item_key.alias("__item"), _prompt_id(lf, by, variant_factors).alias("__p"))
-        .group_by([*by, "__item", "__p"])
-        .agg(
-            stable_mean().alias("__y"),
-            pl.len().alias("__rows"),
-            ((pl.col("score") == 0) | (pl.col("score") == 1)).all().alias("__binary"),
-            *([pl.col(cluster).first().cast(pl.String).alias("__g")] if cluster else []),
-            *([pl.col(cluster).n_unique().alias("__gn")] if cluster else []),
-        )
-        .sort([*by, "__item", "__p"])
-        .collect()
-        .with_columns(dense_codes(["__item", "__p", *(["__g"] if cluster else [])]))
-    )
+    cells = stable_means(
+        lf.with_columns(item_key.alias("__item"), _prompt_id(lf, by, variant_factors).alias("__p")),
+        [*by, "__item", "__p"],
+        "__y",
+        pl.len().alias("__rows"),
+        ((pl.col("score") == 0) | (pl.col("score") == 1)).all().alias("__binary"),
+        *([pl.col(cluster).first().cast(pl.String).alias("__g")] if cluster else []),
+        *([pl.col(cluster).n_unique().alias("__gn")] if cluster else []),
+    ).with_columns(dense_codes(["__item", "__p", *(["__g"] if cluster else [])]))
     if cluster and cells.height and int(cells["__gn"].max()) > 1:
         raise SchemaError(
             f"column {cluster!r} varies within one item; clusters must contain whole items."

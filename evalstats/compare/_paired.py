@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from evalstats._ordered import grouped_in_order
 from evalstats.compare._intervals import MIN_PROMPTS, _clip, _metric_bounds, scores_over
 from evalstats.compare._multiplicity import (
     CORRECTIONS,
@@ -590,13 +591,12 @@ def _design_cells(
         [pl.col("dataset").cast(pl.String), pl.col("item").cast(pl.String)], separator="\x1f"
     )
     cells = (
-        lf.with_columns(item_key.alias("__item"), prompt.alias("__p"))
-        .group_by([*by, column, "__item", "__p"])
-        .agg(
+        grouped_in_order(  # the same sums in the same order, every run
+            lf.with_columns(item_key.alias("__item"), prompt.alias("__p")),
+            [*by, column, "__item", "__p"],
             pl.col("score").mean().alias("__y"),
             *([pl.col(cluster).first().cast(pl.String).alias("__g")] if cluster else []),
         )
-        .sort([*by, column, "__item", "__p"])  # the same sums in the same order, every run
         .collect()
         .with_columns(dense_codes(["__item", "__p", *(["__g"] if cluster else [])]))
     )

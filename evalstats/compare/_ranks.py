@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
+from evalstats._ordered import dense_inverse
 from evalstats.compare._paired import (
     _nothing_left,
     _warn_skipped,
@@ -158,8 +159,8 @@ def _two_way(inputs, models: list[str], sign: float, n_resamples: int, rng):
     from evalstats.compare._design_var import design_variance
 
     wide, clustered = inputs
-    _, ic = np.unique(wide["__item"].to_numpy(), return_inverse=True)
-    _, pc = np.unique(wide["__p"].to_numpy(), return_inverse=True)
+    ic = dense_inverse(wide["__item"].to_numpy())[1]
+    pc = dense_inverse(wide["__p"].to_numpy())[1]
     n_i, n_p = int(ic.max()) + 1, int(pc.max()) + 1
     y = wide.select(models).to_numpy().astype(float)  # cells x models
     grid = np.zeros((len(models), n_i, n_p))
@@ -170,7 +171,7 @@ def _two_way(inputs, models: list[str], sign: float, n_resamples: int, rng):
     gcodes = None
     if clustered:
         gcodes = np.zeros(n_i, dtype=np.int64)
-        _, gc = np.unique(wide["__g"].to_numpy(), return_inverse=True)
+        gc = dense_inverse(wide["__g"].to_numpy())[1]
         gcodes[ic] = gc
     boot = np.empty((n_resamples, len(models)))
     for start in range(0, n_resamples, 64):

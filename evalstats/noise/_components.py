@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from evalstats._ordered import grouped_in_order
 from evalstats.design._frames import analysis_input
 from evalstats.errors import DegenerateDataWarning, InsufficientDataError, SchemaError
 from evalstats.noise._kernels import COMPONENTS, CellData, Fit, anova_fit, reml_fit
@@ -83,24 +84,29 @@ def _prepare(frame: pl.DataFrame | pl.LazyFrame, by: Sequence[str] | str):
 
 
 def _cells(lf: pl.LazyFrame, keys: list[str]) -> pl.DataFrame:
-    """Cell summaries per (group, item, variant): runs, mean, within-cell SS."""
-    return (
-        lf.group_by([*keys, "item", "variant"])
-        .agg(
-            pl.len().cast(pl.Float64).alias("_n"),
-            pl.col("score").mean().alias("_mean"),
-            ((pl.col("score") - pl.col("score").mean()) ** 2).sum().alias("_ss"),
-        )
-        .sort([*keys, "item", "variant"])  # a fixed cell order: results do not depend on row order
-        .collect()
-    )
+    """Cell summaries per (group, item, variant): runs, mean, within-cell SS.
+
+    A cell of one run has a within-cell SS of exactly 0; the SS (an expression polars
+    evaluates group by group, most of this table's cost at 1M cells) is computed only when
+    some cell has several runs.
+    """
+    cells = [*keys, "item", "variant"]  # a fixed cell order: results do not depend on row order
+    n = pl.len().cast(pl.Float64).alias("_n")
+    mean = pl.col("score").mean().alias("_mean")
+    out = grouped_in_order(lf, cells, n, mean).collect()
+    if out.height and float(out["_n"].max()) > 1.0:
+        ss = ((pl.col("score") - pl.col("score").mean()) ** 2).sum().alias("_ss")
+        return grouped_in_order(lf, cells, n, mean, ss).collect()
+    return out.with_columns(pl.lit(0.0, dtype=pl.Float64).alias("_ss"))
 
 
 def _to_celldata(g: pl.DataFrame) -> CellData:
-    item = g["item"].cast(pl.String).to_numpy()
-    variant = g["variant"].cast(pl.String).to_numpy()
-    _, ic = np.unique(item, return_inverse=True)
-    _, vc = np.unique(variant, return_inverse=True)
+    # dense ranks of the labels in their sorted order: numpy.unique's inverse (UTF-8 bytes sort
+    # as code points), without sorting a million Python strings
+    ic, vc = (
+        (g[c].cast(pl.String).rank("dense").cast(pl.Int64) - 1).to_numpy()
+        for c in ("item", "variant")
+    )
     n = g["_n"].to_numpy().astype(float)
     mean = g["_mean"].to_numpy().astype(float)
     return CellData(

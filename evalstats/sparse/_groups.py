@@ -11,6 +11,7 @@ import polars as pl
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from evalstats._ordered import grouped_in_order
 from evalstats.errors import DesignWarning, InsufficientDataError, MetricScaleError
 from evalstats.factors import hold_fixed
 from evalstats.schema import as_lazy, unit_interval_metrics, validate_by, validate_observations
@@ -80,12 +81,9 @@ def groups_of(
             "`prompt_spread` for this metric."
         )
     factors = _factor_columns(lf, by, variant_factors)
-    cells = (
-        lf.group_by([*by, "item", "variant"])
-        .agg(pl.col("score").sum().alias("__k"), pl.len().alias("__n"))
-        .sort([*by, "variant", "item"])
-        .collect()
-    )
+    cells = grouped_in_order(
+        lf, [*by, "variant", "item"], pl.col("score").sum().alias("__k"), pl.len().alias("__n")
+    ).collect()
     per_variant = (
         lf.group_by([*by, "variant"])
         .agg(*(pl.col(f).cast(pl.String).first() for f in factors))
