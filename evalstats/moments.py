@@ -126,18 +126,38 @@ def variant_scores(
 
 
 def _pss(observations: pl.LazyFrame, by: tuple[str, ...]) -> pl.LazyFrame:
-    """ProSA's PSS per group: mean over items of the mean pairwise |difference| over variants."""
+    """ProSA's PSS per group: mean over items of the mean pairwise |difference| over variants.
+
+    The sum of pairwise differences of an item's k cell scores is that of their sorted values
+    weighted by ``2r - k - 1``; when every cell score is 0 or 1 (one run of a 0/1 metric per
+    cell: DOVE's shape) it is ``ones * (k - ones)``, the same number (integers, exact in
+    floating point) without sorting every item's scores one group at a time (29 CPU seconds
+    of a 20M-row report).
+    """
     per_cell = observations.group_by([*by, "item", "variant"]).agg(pl.col("score").mean())
     k = pl.len()
-    rank = pl.int_range(1, k + 1)
-    per_item = (
+    counts = (
         per_cell.group_by([*by, "item"])
         .agg(
             k.alias("__k"),
-            (pl.col("score").sort() * (2 * rank - k - 1)).sum().alias("__s"),
+            (pl.col("score") == 1.0).sum().cast(pl.Float64).alias("__ones"),
+            ((pl.col("score") == 0.0) | (pl.col("score") == 1.0))
+            .fill_null(False)
+            .all()
+            .alias("__binary"),
         )
-        .filter(pl.col("__k") >= 2)
-        .with_columns((pl.col("__s") / (pl.col("__k") * (pl.col("__k") - 1) / 2)).alias("__d"))
+        .collect()
+    )
+    if counts.height and bool(counts["__binary"].all()):
+        ones = pl.col("__ones")
+        sums = counts.lazy().with_columns((ones * (pl.col("__k") - ones)).alias("__s"))
+    else:
+        rank = pl.int_range(1, k + 1)
+        sums = per_cell.group_by([*by, "item"]).agg(
+            k.alias("__k"), (pl.col("score").sort() * (2 * rank - k - 1)).sum().alias("__s")
+        )
+    per_item = sums.filter(pl.col("__k") >= 2).with_columns(
+        (pl.col("__s") / (pl.col("__k") * (pl.col("__k") - 1) / 2)).alias("__d")
     )
     # sorted, and in that order within groups: the mean adds the same floats in the same order
     # on every call (hash grouping alone reorders them, which moves the last bit)

@@ -99,3 +99,61 @@ def test_noise_cells_of_one_run_have_zero_ss_and_several_runs_the_sum_of_squares
     c = _cells(two, ["model"])
     np.testing.assert_allclose(c["_ss"].to_numpy(), [0.125] * 4)  # two runs 0.5 apart
     assert c["_mean"].to_list() == [0.5, 0.75, 1.25, 0.25]
+
+
+@pytest.mark.parametrize("scores", ["binary", "fractional", "binary-with-runs"])
+def test_pss_equals_mean_pairwise_difference(scores):
+    """PSS (ProSA): the 0/1 count formula and the sorted-weights formula, against a direct sum."""
+    from itertools import combinations
+
+    from evalstats.moments import _pss
+
+    rng = np.random.default_rng(7)
+    n_items, n_variants, runs = 30, 6, 2 if scores == "binary-with-runs" else 1
+    rows = [
+        (m, i, v, r)
+        for m in ("a", "b")
+        for i in range(n_items)
+        for v in range(n_variants)
+        for r in range(runs)
+    ]
+    y = rng.integers(0, 2, len(rows)).astype(float)
+    if scores == "fractional":
+        y = rng.random(len(rows)).round(3)
+    obs = pl.DataFrame(
+        {
+            "model": [r[0] for r in rows],
+            "item": [str(r[1]) for r in rows],
+            "variant": [str(r[2]) for r in rows],
+            "score": y,
+        }
+    )
+    got = dict(_pss(obs.lazy(), ("model",)).collect().iter_rows())
+    cells = obs.group_by("model", "item", "variant").agg(pl.col("score").mean())
+    for m in ("a", "b"):
+        per_item = []
+        for _, g in cells.filter(pl.col("model") == m).group_by("item"):
+            x = g["score"].to_list()
+            per_item.append(np.mean([abs(p - q) for p, q in combinations(x, 2)]))
+        assert got[m] == pytest.approx(np.mean(per_item), rel=1e-12)
+
+
+def test_metric_rows_with_constant_and_varying_declarations():
+    from evalstats.schema import MetricInfo, metric_info
+
+    base = pl.DataFrame({"model": ["a"] * 4, "score": [0.5, 1.0, 2.0, 3.0]})
+    one = base.with_columns(
+        pl.Series("metric", ["acc", "acc", "pass", "pass"]),
+        pl.lit(0.0).alias("metric_low"),
+        pl.lit(1.0).alias("metric_high"),
+        pl.lit(True).alias("higher_is_better"),
+    )
+    assert metric_info(one) == {
+        "acc": MetricInfo("acc", 0.0, 1.0, True),
+        "pass": MetricInfo("pass", 0.0, 1.0, True),
+    }
+    two = one.with_columns(pl.Series("metric_high", [1.0, 1.0, 3.0, 3.0]))
+    assert metric_info(two)["pass"] == MetricInfo("pass", 0.0, 3.0, True)
+    bad = one.with_columns(pl.Series("metric_high", [1.0, 2.0, 3.0, 3.0]))
+    with pytest.raises(Exception, match="declared twice"):
+        metric_info(bad)
