@@ -157,3 +157,24 @@ def test_metric_rows_with_constant_and_varying_declarations():
     bad = one.with_columns(pl.Series("metric_high", [1.0, 2.0, 3.0, 3.0]))
     with pytest.raises(Exception, match="declared twice"):
         metric_info(bad)
+
+
+def test_grouped_in_order_with_keys_of_one_value():
+    """Keys with one value (a dataset, a metric, all null) are set back with their value and type."""
+    lf = (
+        _rows(50_000, 4)
+        .with_columns(
+            pl.lit("mmlu").alias("dataset"),
+            pl.lit(None, dtype=pl.Float64).alias("low"),
+            pl.lit("acc").cast(pl.Categorical).alias("metric"),
+        )
+        .lazy()
+    )
+    col = pl.col("score")
+    for keys in (["dataset", "m", "metric", "i", "low"], ["dataset", "metric"], ["dataset"]):
+        with reproducible():
+            want = lf.group_by(keys).agg(col.mean(), pl.len()).sort(keys).collect()
+            got = grouped_in_order(lf, keys, col.mean(), pl.len()).collect()
+        assert got.equals(want), keys
+    empty = grouped_in_order(lf.head(0), ["dataset", "m"], col.mean()).collect()
+    assert empty.height == 0 and empty.columns == ["dataset", "m", "score"]

@@ -937,6 +937,26 @@ def _prompt_id(lf: pl.LazyFrame, by: Sequence[str], variant_factors) -> pl.Expr:
     return variant_key(prompts) if prompts else pl.lit("default", dtype=pl.String)
 
 
+def item_columns(by: Sequence[str]) -> list[str]:
+    """The columns that name an item within groups ``by`` (``dataset`` unless a key; ``item``)."""
+    return ["item"] if "dataset" in by else ["dataset", "item"]
+
+
+def with_item_code(cells: pl.DataFrame, lead: Sequence[str]) -> pl.DataFrame:
+    r"""``__item``, the dense code of (dataset, item), in place of the item columns.
+
+    The cell tables group by ``[*lead, *item_columns(lead), ...]``; the item becomes one
+    integer column after the ``lead`` keys, in the sorted order of (dataset, item): the order
+    the string ``dataset\x1fitem`` sorted in when the tables grouped by it (building that
+    string for every row was a third of a cell table's time).
+    """
+    code = pl.struct(pl.col("dataset").cast(pl.String), pl.col("item").cast(pl.String))
+    cells = cells.with_columns(code.rank("dense").cast(pl.Int64).alias("__item"))
+    cells = cells.drop(item_columns(lead))
+    lead = [c for c in lead if c in cells.columns]
+    return cells.select(*lead, "__item", pl.exclude([*lead, "__item"]))
+
+
 def dense_codes(columns: Sequence[str]) -> list[pl.Expr]:
     r"""Each key column as its dense rank (Int64, in the strings' sorted order).
 
@@ -971,18 +991,18 @@ def _design_intervals(
         raise SchemaError(
             f"`cluster` names {cluster!r}, which is not a column of the observation table."
         )
-    item_key = pl.concat_str(
-        [pl.col("dataset").cast(pl.String), pl.col("item").cast(pl.String)], separator="\x1f"
-    )
     cells = stable_means(
-        lf.with_columns(item_key.alias("__item"), _prompt_id(lf, by, variant_factors).alias("__p")),
-        [*by, "__item", "__p"],
+        lf.with_columns(_prompt_id(lf, by, variant_factors).alias("__p")),
+        [*by, *item_columns(by), "__p"],
         "__y",
         pl.len().alias("__rows"),
         ((pl.col("score") == 0) | (pl.col("score") == 1)).all().alias("__binary"),
         *([pl.col(cluster).first().cast(pl.String).alias("__g")] if cluster else []),
         *([pl.col(cluster).n_unique().alias("__gn")] if cluster else []),
-    ).with_columns(dense_codes(["__item", "__p", *(["__g"] if cluster else [])]))
+    )
+    cells = with_item_code(cells, by).with_columns(
+        dense_codes(["__item", "__p", *(["__g"] if cluster else [])])
+    )
     if cluster and cells.height and int(cells["__gn"].max()) > 1:
         raise SchemaError(
             f"column {cluster!r} varies within one item; clusters must contain whole items."

@@ -575,7 +575,13 @@ def _design_cells(
     Only built when the design needs them: a cluster column (declared, or ``cluster``), or two
     or more prompt variants in a group. Returns ``{}`` otherwise.
     """
-    from evalstats.compare._intervals import _prompt_id, dense_codes, warn_cluster_candidates
+    from evalstats.compare._intervals import (
+        _prompt_id,
+        dense_codes,
+        item_columns,
+        warn_cluster_candidates,
+        with_item_code,
+    )
     from evalstats.schema import validate_observations
 
     lf = validate_observations(frame, require_item=True)
@@ -587,18 +593,15 @@ def _design_cells(
     if cluster is not None and cluster not in names:
         raise SchemaError(f"`cluster` names {cluster!r}, which is not a column of the table.")
     prompt = _prompt_id(lf, (*by, column), variant_factors)
-    item_key = pl.concat_str(
-        [pl.col("dataset").cast(pl.String), pl.col("item").cast(pl.String)], separator="\x1f"
-    )
-    cells = (
-        grouped_in_order(  # the same sums in the same order, every run
-            lf.with_columns(item_key.alias("__item"), prompt.alias("__p")),
-            [*by, column, "__item", "__p"],
-            pl.col("score").mean().alias("__y"),
-            *([pl.col(cluster).first().cast(pl.String).alias("__g")] if cluster else []),
-        )
-        .collect()
-        .with_columns(dense_codes(["__item", "__p", *(["__g"] if cluster else [])]))
+    lead = [*by, column]
+    cells = grouped_in_order(  # the same sums in the same order, every run
+        lf.with_columns(prompt.alias("__p")),
+        [*lead, *item_columns(lead), "__p"],
+        pl.col("score").mean().alias("__y"),
+        *([pl.col(cluster).first().cast(pl.String).alias("__g")] if cluster else []),
+    ).collect()
+    cells = with_item_code(cells, lead).with_columns(
+        dense_codes(["__item", "__p", *(["__g"] if cluster else [])])
     )
     if not cluster and cells.group_by(list(by)).agg(pl.col("__p").n_unique())["__p"].max() < 2:
         return {}  # one prompt, independent items: the plain paired tests
