@@ -208,6 +208,7 @@ def main() -> None:
     from evalstats.sparse import full_grid, planted_effects
 
     methods = load_prompteval(args.prompteval)
+    n_draws = args.n_resamples
     for g in args.grids.split(","):
         spec = GRIDS[g]
         for scheme in args.schemes.split(","):
@@ -229,47 +230,27 @@ def main() -> None:
                         err.setdefault("ours", []).append(errors(s, est, truth))
                     b_fixed = eff.prompt_effect - eff.prompt
                     eta_fixed = spec["mean_logit"] + eff.item[None, :] + b_fixed[:, None]
-                    log_prior = oracle_prior(spec["prompt_effects"], spec["prompt_sd"], y.shape[0])
-                    draws = oracle_draws(
-                        y,
-                        mask,
-                        eta_fixed,
-                        log_prior,
-                        n_resamples=args.n_resamples,
-                        rng=np.random.default_rng(mseed),
-                    )
-                    st, srt = stats_of(draws), np.sort(draws, axis=1)
-                    err.setdefault("oracle-mean", []).append(errors(srt.mean(0), st.mean(0), truth))
-                    err.setdefault("oracle-median", []).append(
-                        errors(np.median(srt, 0), np.median(st, 0), truth)
-                    )
+                    kind, n_p = spec["prompt_effects"], y.shape[0]
+                    known = oracle_prior(kind, spec["prompt_sd"], n_p)
                     # the same, the prompt sd unknown (its family known): empirical Bayes
-                    priors = np.stack(
-                        [oracle_prior(spec["prompt_effects"], s, y.shape[0]) for s in _SCALES]
-                    )
-                    draws = oracle_draws(
-                        y,
-                        mask,
-                        eta_fixed,
-                        priors,
-                        n_resamples=args.n_resamples,
-                        rng=np.random.default_rng(mseed),
-                    )
-                    st, srt = stats_of(draws), np.sort(draws, axis=1)
-                    err.setdefault("oracle-sd?", []).append(errors(srt.mean(0), st.mean(0), truth))
-                    if args.hyper:
-                        draws = hyper_oracle_draws(
-                            y,
-                            mask,
-                            spec,
-                            eff,
-                            n_resamples=args.n_resamples,
-                            rng=np.random.default_rng(mseed),
+                    scales = np.stack([oracle_prior(kind, s, n_p) for s in _SCALES])
+                    runs = [("oracle", known), ("oracle-sd?", scales)]
+                    for name, priors in runs + ([("oracle-hyper", None)] if args.hyper else []):
+                        rng = np.random.default_rng(mseed)
+                        draws = (
+                            hyper_oracle_draws(y, mask, spec, eff, n_resamples=n_draws, rng=rng)
+                            if priors is None
+                            else oracle_draws(
+                                y, mask, eta_fixed, priors, n_resamples=n_draws, rng=rng
+                            )
                         )
                         st, srt = stats_of(draws), np.sort(draws, axis=1)
-                        err.setdefault("oracle-hyper", []).append(
-                            errors(srt.mean(0), st.mean(0), truth)
-                        )
+                        key = "oracle-mean" if name == "oracle" else name
+                        err.setdefault(key, []).append(errors(srt.mean(0), st.mean(0), truth))
+                        if name == "oracle":
+                            err.setdefault("oracle-median", []).append(
+                                errors(np.median(srt, 0), np.median(st, 0), truth)
+                            )
                 e = {k: np.array(v) for k, v in err.items()}
                 print(f"\n-- {g} {scheme} budget {share:.0%} ({args.reps} fresh grids)")
                 others = [k for k in e if k != "PE-Rasch"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -79,23 +80,10 @@ def _draw_effects(
     return PlantedEffects(a, u, effects, list(factors), lev, broken)
 
 
-def planted_effects(
-    *,
-    n_items: int = 400,
-    n_variants: int = 200,
-    mean_logit: float = 0.5,
-    item_sd: float = 1.5,
-    prompt_sd: float = 0.4,
-    factors: Mapping[str, int] | None = None,
-    factor_sd: float = 0.3,
-    interaction_sd: float = 0.0,
-    prompt_effects: str = "normal",
-    broken_shift: float = -3.0,
-    model: str = "m0",
-    dataset: str = "d0",
-    seed: int = 0,
-) -> PlantedEffects:
+def planted_effects(**grid_options: object) -> PlantedEffects:
     """The effects :func:`full_grid` plants with the same arguments (same seed, same draws).
+
+    ``grid_options`` are :func:`full_grid`'s keyword arguments, its defaults filling the rest.
 
     Examples
     --------
@@ -103,20 +91,16 @@ def planted_effects(
     >>> e.item.shape, e.prompt_effect.shape, 0 <= e.broken < 4
     ((5,), (4,), True)
     """
-    if prompt_effects not in PROMPT_EFFECTS:
+    bound = inspect.signature(full_grid).bind(**grid_options)
+    bound.apply_defaults()
+    opts = bound.arguments
+    if opts["prompt_effects"] not in PROMPT_EFFECTS:
         raise ParameterError(
-            f"`prompt_effects` must be one of {PROMPT_EFFECTS}, got {prompt_effects!r}."
+            f"`prompt_effects` must be one of {PROMPT_EFFECTS}, got {opts['prompt_effects']!r}."
         )
     return _draw_effects(
-        np.random.default_rng(seed),
-        n_items=n_items,
-        n_variants=n_variants,
-        item_sd=item_sd,
-        prompt_sd=prompt_sd,
-        factors=factors,
-        factor_sd=factor_sd,
-        prompt_effects=prompt_effects,
-        broken_shift=broken_shift,
+        np.random.default_rng(opts["seed"]),
+        **{k: opts[k] for k in inspect.signature(_draw_effects).parameters if k != "rng"},
     )
 
 
