@@ -18,13 +18,21 @@ from evalstats.sparse._estimate import (
     sparse_unit_table,
 )
 from evalstats.sparse._plan import PLAN_COLUMNS, sparse_plan
-from evalstats.sparse._simulate import full_grid, sparse_grid, subsample_cells
+from evalstats.sparse._simulate import (
+    PlantedEffects,
+    full_grid,
+    planted_effects,
+    sparse_grid,
+    subsample_cells,
+)
 
 __all__ = [
     "DISTRIBUTION_COLUMNS",
     "PLAN_COLUMNS",
     "PROMPT_COLUMNS",
+    "PlantedEffects",
     "full_grid",
+    "planted_effects",
     "sparse_grid",
     "sparse_plan",
     "sparse_prompt_distribution",

@@ -6,14 +6,15 @@ prompts near 0.88) or a long tail is then pulled into the bulk twice: by the pri
 items it was seen on, which took part of its failures. Here, per group:
 
 1. every prompt's likelihood L_p(t) of its residual effect is computed on a grid of logit
-   values t (481 points on [-6, 6]), each cell with its item's mode and the other effects at
-   their modes (:func:`_likelihoods`);
+   values t (481 points on [-6, 6]), each cell with its item's leave-this-cell-out mean,
+   integrated over that mean's uncertainty, and the other effects at their modes
+   (:func:`_likelihoods`);
 2. the prior of the residual prompt effects is a Student t of scale s and degrees of freedom
    nu in :data:`DF` (nu = inf: normal), and the marginal likelihood
-   prod_p sum_k prior_{nu,s}(t_k) L_p(t_k) gives their posterior on a grid (flat on s in
-   (0, 3], uniform over nu): normal prompt effects choose the normal, a long tail or a broken
-   prompt the heavier tails as far as the cells show them, and an outlier under a t prior is
-   shrunk by little;
+   prod_p sum_k prior_{nu,s}(t_k) L_p(t_k) gives their posterior on a grid (s in (0, 3]
+   with a prior proportional to s^-0.5, uniform over nu): normal prompt effects choose the
+   normal, a long tail or a broken prompt the heavier tails as far as the cells show them,
+   and an outlier under a t prior is shrunk by little;
 3. the items are refitted given the prompts at their posterior means (vectorised Newton,
    :func:`_item_modes`) and steps 1-2 repeated (three rounds).
 
@@ -38,7 +39,14 @@ worst prompt's error on the broken grid fell from 0.156 to 0.130 (k in {0.5, 1})
 from 0.017 to 0.020 and q05 from 0.032 to 0.042 there, and q05 on heavy-tailed grids from 0.037
 to 0.040: lower-tail prompts of the bulk with 20 cells take some slab probability and lose
 their shrinkage. Adding Student t with 1 and 2 df to :data:`DF` did the same in smaller measure
-(broken: min 0.139, W1 0.019, q05 0.038).
+(broken: min 0.139, W1 0.019, q05 0.038). With the integrated likelihoods (issue 44, this
+round) the slab was measured again (paired, 8 fresh grids, uniform 5 %), flat and with a gap
+(flat only beyond 3 bulk scales), soft and as a per-prompt choice (a prompt whose slab
+probability passes 1/2 keeps its own likelihood, every other one its bulk's posterior alone):
+on the broken grid the worst prompt's error moved 0.125 -> 0.123 and the best prompt's 0.050 ->
+0.053, on heavy grids q05 0.018 -> 0.019. At 2 % the broken prompt's slab probability is
+0.01-0.05 (4-12 cells, its likelihood's mode -2.1 to -2.7 for a planted -3): its cells do
+not show it.
 """
 
 from __future__ import annotations
@@ -65,13 +73,21 @@ _MAX_EPS = 0.25
 #: Rounds of (g given the items, items given the prompts).
 _ROUNDS = 3
 #: Share of a cell's own pull on its item's mode taken back in the prompt likelihoods (1: all,
-#: the item's leave-this-cell-out mean; see :func:`_likelihoods` for what 0, 0.5, 0.75 and 1
-#: gave: 0.75 is the largest share measured whose small-effects sd interval covers 0.85).
-_PULL_BACK = 0.75
-#: Whether each prompt's likelihood is widened by the leave-one-out items' own uncertainty
-#: (:func:`_likelihoods`); with :data:`_PULL_BACK` 1 it is what keeps the spread honest where
-#: prompts barely matter.
-_CAVITY = True
+#: the item's leave-this-cell-out mean by one Newton step of the leave-one-out objective,
+#: g / (H - w); see :func:`_likelihoods`).
+_PULL_BACK = 1.0
+#: Whether each cell's probability is integrated over its item's leave-this-cell-out
+#: uncertainty v = 1 / (H - w) (probit approximation: sigma(kappa eta), kappa = 1 / sqrt(1 +
+#: pi v / 8)); without it the item's plug-in mean flattens every prompt's likelihood.
+_INTEGRATE = True
+#: Whether each prompt's likelihood is widened instead (or as well) by a normal of variance
+#: sum w^2 v / (sum w)^2, convolved in on the grid (the previous round's correction; measured
+#: and left, :func:`_likelihoods`).
+_CAVITY = False
+#: Prior on the candidates' scale s, proportional to s^-power over the scale grid (0: flat).
+#: With the integrated likelihoods a flat prior put the scale at twice the planted 0.08 where
+#: prompts barely matter (tests/test_sparse.py's small-effects grids); 0.5 puts it at 0.11.
+_SCALE_PRIOR_POWER = 0.5
 #: Cells per block when the (cells x grid) log-likelihood is built.
 _BLOCK = 100_000
 
@@ -186,7 +202,10 @@ def slab_weights(n_prompts: int) -> np.ndarray:
 
 
 def _family_posterior(lik: np.ndarray, priors: np.ndarray, grid: np.ndarray, eps: np.ndarray):
-    """Posterior of the candidates (eps x bulk): flat on the scale and dfs; half on eps = 0."""
+    """Posterior of the candidates (eps x bulk): s^-power on the scale, half on eps = 0.
+
+    Flat over the dfs; the power is :data:`_SCALE_PRIOR_POWER`.
+    """
     a, _, a_s, _ = _moments(lik, priors, grid)
     marg = np.stack(
         [np.log(np.maximum((1.0 - e) * a + e * a_s[:, None], 1e-300)).sum(axis=0) for e in eps]
@@ -194,6 +213,9 @@ def _family_posterior(lik: np.ndarray, priors: np.ndarray, grid: np.ndarray, eps
     # prior: half on no slab (eps = 0), half spread over the slab weights
     log_prior = np.where(eps == 0, np.log(0.5), np.log(0.5 / max(int(np.sum(eps > 0)), 1)))
     marg = marg + log_prior[:, None]
+    # p(s) proportional to s^-power over the scale grid (the candidates are df-major)
+    scales = np.tile(np.linspace(_MIN_SCALE, _MAX_SCALE, _N_SCALES), len(DF))
+    marg = marg - _SCALE_PRIOR_POWER * np.log(scales)[None, :]
     w = np.exp(marg - marg.max())
     return w / w.sum()
 
@@ -230,33 +252,44 @@ def _likelihoods(
 
     Each cell uses its item's leave-this-cell-out mean and the other effects' modes. An item's
     mode was fitted on the prompt's own cell too and took part of its deviation (with two cells
-    an item, half of it); :data:`_PULL_BACK` of that pull is taken back, a - share * g/H (g the
-    cell's score residual, H the item's penalised information). That mean is uncertain, by
-    v = 1 / (H - w) (w the cell's weight), so the prompt's deviation is too, by
-    sum w^2 v / (sum w)^2 on the logit scale: with :data:`_CAVITY` each prompt's likelihood is
-    convolved with a normal of that variance on the grid (:func:`_convolve`).
+    an item, half of it); :data:`_PULL_BACK` of that pull is taken back, a - share * g/(H - w)
+    (g the cell's score residual, H the item's penalised information, w the cell's weight: one
+    Newton step of the item's objective without the cell). That mean is uncertain, by
+    v = 1 / (H - w), and with :data:`_INTEGRATE` each cell's probability is integrated over it
+    (probit approximation, sigma(kappa (a_out + t)), kappa = 1 / sqrt(1 + pi v / 8)); with
+    :data:`_CAVITY` each prompt's likelihood is instead widened by a normal of variance
+    sum w^2 v / (sum w)^2 convolved in on the grid (:func:`_convolve`).
 
-    Measured (benchmarks/bench_sparse_bias.py, 8 fresh grids a case; tests/test_sparse.py's
-    small-effects grids, 40 at 10 % and 20 %): without the pull-back the sd, q05 and q95 are
-    biased inward at 2-5 % (normal grid at 2 %: sd -0.025, q05 +0.044, q95 -0.033); the
-    pull-back alone removes most of it but then, where prompts barely matter, the sd's 90 %
-    interval covers 0.80 at 10 % (the test asks 0.85); a probit integration of the item's
-    variance (which rescales the logit the draws use) 0.70; the whole pull-back with the
-    convolution 0.875 at 10 % (40 grids) but 0.8375 over the test's 80; shares 0.5 and 0.75
-    with the convolution 0.875 over the 80 (0.75: 0.9125 at 20 %). Share 0.75 keeps most of
-    the gain (normal grid at 2 %: sd RMSE 0.031 -> 0.027, q05 0.062 -> 0.057, q95 0.039 ->
-    0.035; docs/methods/sparse.md).
+    Why (issue 44; benchmarks/bench_sparse_oracle.py): with the items known, the prior's scale
+    came out at 1.01 of the planted prompt sd (8 fresh normal grids at 5 %, 5 cells an item);
+    with the items' plug-in modes at 0.56, with the previous round's correction (share 0.75 of
+    g/H and the convolution) at 0.55: a plug-in item mean flattens every prompt's likelihood,
+    so the spread came out too narrow (normal grid at 5 %: sd -0.019, q05 +0.037, q95 -0.028,
+    16 grids). Integrating the cell over the item (share 1, g/(H - w)) brings the scale to
+    0.84 and those biases within their standard errors (sd -0.0004, q05 +0.0005, q95 -0.001,
+    8 grids); the convolution on top of it to 0.72. Where prompts barely matter the integrated
+    likelihoods with a flat prior on the scale put it at 0.16 for a planted 0.08 and the sd's
+    90 % interval covered 0.69 at 10 % (16 grids; the test asks 0.85), hence the s^-0.5 prior
+    on the scale (:data:`_SCALE_PRIOR_POWER`: 0.11 there, 0.78 of the planted sd on the normal
+    grids at 5 %).
+
+    Measured before (benchmarks/bench_sparse_bias.py): the pull-back alone, where prompts
+    barely matter, left the sd's 90 % interval at 0.80 at 10 %; with the convolution, shares
+    0.5 and 0.75 covered 0.875 over the test's 80 grids.
     """
     eta = offset[cells.prompt] + a[cells.item] + u[cells.prompt]
     p = 1.0 / (1.0 + np.exp(-eta))
     w = cells.n * p * (1 - p)
     h_item = np.bincount(cells.item, w, cells.n_items) + 1.0 / fit.var_item
-    a_out = a[cells.item] - _PULL_BACK * (cells.k - cells.n * p) / h_item[cells.item]
+    # the leave-this-cell-out item precision and mean (one Newton step without the cell)
+    h_out = np.maximum(h_item[cells.item] - w, 1.0 / fit.var_item)
+    a_out = a[cells.item] - _PULL_BACK * (cells.k - cells.n * p) / h_out
     base = offset[cells.prompt] + a_out
+    kappa = 1.0 / np.sqrt(1.0 + np.pi / (8.0 * h_out)) if _INTEGRATE else np.ones(base.size)
     out = np.zeros((cells.n_prompts, grid.size))
     for start in range(0, base.size, _BLOCK):
         sl = slice(start, start + _BLOCK)
-        eta = base[sl, None] + grid[None, :]
+        eta = kappa[sl, None] * (base[sl, None] + grid[None, :])
         ll = cells.k[sl, None] * eta - cells.n[sl, None] * np.logaddexp(0.0, eta)
         m = ll.shape[0]
         s = sp.csr_matrix(
@@ -267,7 +300,7 @@ def _likelihoods(
         return out
     # the cavity means carry their item's remaining uncertainty 1 / (H_i - w_ip): the prompt's
     # deviation estimate gets sum w^2 v / (sum w)^2 of variance more, convolved in on the grid
-    v = 1.0 / np.maximum(h_item[cells.item] - w, 1.0 / fit.var_item)
+    v = 1.0 / h_out
     num = np.bincount(cells.prompt, w * w * v, cells.n_prompts)
     den = np.bincount(cells.prompt, w, cells.n_prompts)
     extra = np.where(den > 0, num / np.maximum(den, 1e-12) ** 2, 0.0)

@@ -2,18 +2,106 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from evalstats.errors import ParameterError
 
-__all__ = ["PROMPT_EFFECTS", "full_grid", "sparse_grid", "subsample_cells"]
+__all__ = [
+    "PROMPT_EFFECTS",
+    "PlantedEffects",
+    "full_grid",
+    "planted_effects",
+    "sparse_grid",
+    "subsample_cells",
+]
 
 SCHEMES = ("uniform", "walk")
 #: Families of planted prompt effects (:func:`full_grid`'s ``prompt_effects``).
 PROMPT_EFFECTS = ("normal", "heavy", "broken")
+
+
+@dataclass(frozen=True)
+class PlantedEffects:
+    """The effects :func:`full_grid` plants (logit scale), for oracle comparisons.
+
+    ``item`` (a_i), ``prompt`` (u_p, the broken shift included), ``factor`` (one array of
+    level effects per factor, in ``factor_names`` order), ``levels`` (variants x factors level
+    codes), ``broken`` (the shifted variant's index, or -1).
+    """
+
+    item: np.ndarray
+    prompt: np.ndarray
+    factor: list[np.ndarray]
+    factor_names: list[str]
+    levels: np.ndarray
+    broken: int
+
+    @property
+    def prompt_effect(self) -> np.ndarray:
+        """b_p = u_p + sum_f c_f[level_f(p)]."""
+        b = self.prompt.copy()
+        for f, c in enumerate(self.factor):
+            b = b + c[self.levels[:, f]]
+        return b
+
+
+def _draw_effects(
+    rng: np.random.Generator,
+    *,
+    n_items: int,
+    n_variants: int,
+    item_sd: float,
+    prompt_sd: float,
+    factors: Mapping[str, int] | None,
+    factor_sd: float,
+    prompt_effects: str,
+    broken_shift: float,
+) -> PlantedEffects:
+    factors = {"template": 3, "separator": 5} if factors is None else dict(factors)
+    a = rng.normal(0.0, item_sd, n_items)
+    if prompt_effects == "heavy":
+        u = prompt_sd * rng.standard_t(3, n_variants) / np.sqrt(3.0)
+    else:
+        u = rng.normal(0.0, prompt_sd, n_variants)
+    broken = -1
+    if prompt_effects == "broken":
+        broken = int(rng.integers(0, n_variants))
+        u[broken] += broken_shift
+    levels, effects = [], []
+    for k in factors.values():
+        levels.append(rng.integers(0, k, n_variants))
+        effects.append(rng.normal(0.0, factor_sd, k))
+    lev = np.stack(levels, axis=1) if levels else np.zeros((n_variants, 0), dtype=np.int64)
+    return PlantedEffects(a, u, effects, list(factors), lev, broken)
+
+
+def planted_effects(**grid_options: object) -> PlantedEffects:
+    """The effects :func:`full_grid` plants with the same arguments (same seed, same draws).
+
+    ``grid_options`` are :func:`full_grid`'s keyword arguments, its defaults filling the rest.
+
+    Examples
+    --------
+    >>> e = planted_effects(n_items=5, n_variants=4, prompt_effects="broken", seed=0)
+    >>> e.item.shape, e.prompt_effect.shape, 0 <= e.broken < 4
+    ((5,), (4,), True)
+    """
+    bound = inspect.signature(full_grid).bind(**grid_options)
+    bound.apply_defaults()
+    opts = bound.arguments
+    if opts["prompt_effects"] not in PROMPT_EFFECTS:
+        raise ParameterError(
+            f"`prompt_effects` must be one of {PROMPT_EFFECTS}, got {opts['prompt_effects']!r}."
+        )
+    return _draw_effects(
+        np.random.default_rng(opts["seed"]),
+        **{k: opts[k] for k in inspect.signature(_draw_effects).parameters if k != "rng"},
+    )
 
 
 def full_grid(
@@ -61,20 +149,23 @@ def full_grid(
             f"`prompt_effects` must be one of {PROMPT_EFFECTS}, got {prompt_effects!r}."
         )
     rng = np.random.default_rng(seed)
-    factors = {"template": 3, "separator": 5} if factors is None else dict(factors)
-    a = rng.normal(0.0, item_sd, n_items)
-    if prompt_effects == "heavy":
-        b = prompt_sd * rng.standard_t(3, n_variants) / np.sqrt(3.0)
-    else:
-        b = rng.normal(0.0, prompt_sd, n_variants)
-    if prompt_effects == "broken":
-        b[rng.integers(0, n_variants)] += broken_shift
-    levels = {}
-    for name, k in factors.items():
-        lev = rng.integers(0, k, n_variants)
-        b = b + rng.normal(0.0, factor_sd, k)[lev]
-        levels[name] = [f"{name}{j}" for j in lev]
-    eta = mean_logit + a[None, :] + b[:, None]
+    effects = _draw_effects(
+        rng,
+        n_items=n_items,
+        n_variants=n_variants,
+        item_sd=item_sd,
+        prompt_sd=prompt_sd,
+        factors=factors,
+        factor_sd=factor_sd,
+        prompt_effects=prompt_effects,
+        broken_shift=broken_shift,
+    )
+    levels = {
+        name: [f"{name}{j}" for j in lev]
+        for name, lev in zip(effects.factor_names, effects.levels.T)
+    }
+    b = effects.prompt_effect
+    eta = mean_logit + effects.item[None, :] + b[:, None]
     if interaction_sd > 0:
         eta = eta + rng.normal(0.0, interaction_sd, eta.shape)
     y = (rng.random(eta.shape) < 1.0 / (1.0 + np.exp(-eta))).astype(float)
