@@ -47,12 +47,16 @@ def grouped_in_order(
     # a key with one value on every row (one dataset, one metric) orders nothing and groups
     # nothing: it is left out of the sort and the grouping (each key costs a fifth of the
     # table's time) and set back after, with its value and type
+    # (keys the analyses compute, named ``__...``, e.g. a prompt id joined from factor columns,
+    # are not checked: evaluating them twice would cost what leaving them out saves)
+    checked = [k for k in keys if not k.startswith("__")] if len(keys) > 1 else []
     same = (
-        lf.select(pl.col(k).eq_missing(pl.col(k).first()).all() for k in keys).collect().row(0)
-        if len(keys) > 1
-        else (False,)
+        lf.select(pl.col(k).eq_missing(pl.col(k).first()).all() for k in checked).collect().row(0)
+        if checked
+        else ()
     )
-    varying = [k for k, s in zip(keys, same, strict=True) if not s]
+    fixed = {k for k, s in zip(checked, same, strict=True) if s}
+    varying = [k for k in keys if k not in fixed]
     if not varying or len(varying) == len(keys):
         varying = keys
     fixed = [k for k in keys if k not in varying]
