@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_promptEval import GRIDS, grid_arrays, mask_of  # noqa: E402
+from bench_promptEval import GRIDS, cells_of, grid_arrays, mask_of  # noqa: E402
 
 NAMES = ("mean", "sd", "min", "q05", "q25", "median", "q75", "q95", "max")
 
@@ -46,21 +46,11 @@ def one(task: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np
     from evalstats.sparse import full_grid
     from evalstats.sparse._calibrate import interval_draws
     from evalstats.sparse._draws import statistics_of
-    from evalstats.sparse._fit import CellData
 
     gname, scheme, share, rep, seed, n_resamples, level, calibrate = task
     y, _ = grid_arrays(full_grid(seed=seed * 1000 + rep, **GRIDS[gname]))
     mask = mask_of(y.shape, share, scheme, np.random.default_rng(seed * 100_003 + rep))
-    prompt, item = np.nonzero(mask)
-    cells = CellData(
-        item=item.astype(np.int64),
-        prompt=prompt.astype(np.int64),
-        k=y[prompt, item].astype(float),
-        n=np.ones(item.size),
-        n_items=y.shape[1],
-        n_prompts=y.shape[0],
-        levels=np.zeros((y.shape[0], 0), dtype=np.int64),
-    )
+    cells = cells_of(mask, y)
     with single_blas_thread():
         start = time.perf_counter()
         est, lo, hi, spread = interval_draws(
