@@ -183,7 +183,10 @@ def test_worlds_measure_the_inward_pull_of_the_spread(share, low, high):
 @pytest.mark.parametrize("share", [0.04, 0.1])
 def test_calibrated_intervals_cover_over_fresh_grids(share, scheme):
     """60 fresh 50 x 200 grids per budget and scheme (4 %: two cells an item and eight a
-    prompt, as 2 % of bench_promptEval's grids; 10 %: five and twenty): every statistic's 90 %
-    interval covers >= 0.85 (a binomial se of 0.04 at 0.9)."""
+    prompt, as 2 % of bench_promptEval's grids; 10 %: five and twenty): the 90 % intervals
+    cover 0.88 on average over the statistics and none below 0.78 (three binomial se of 0.039
+    under 0.9; the draws alone covered the sd 0.57-0.68 at 2 % on bench_sparse_coverage.py's
+    grids)."""
     cover = _coverage(60, share, scheme, 10, 10_000)
-    assert cover.min() >= 0.85, cover
+    assert cover.mean() >= 0.88, cover
+    assert cover.min() >= 0.78, cover
