@@ -161,14 +161,15 @@ def run_pe(methods, mask, y, x=None) -> tuple[np.ndarray, float]:
     return acc, time.perf_counter() - start
 
 
-def run_ours(mask, y, levels, *, n_resamples, seed, level):
-    """Our estimates (W1's sorted vector, the stats), intervals and the fit's time."""
-    from evalstats._threads import single_blas_thread
-    from evalstats.sparse._draws import accuracy_draws
-    from evalstats.sparse._fit import CellData, fit_cells
+def cells_of(mask: np.ndarray, y: np.ndarray, levels: np.ndarray | None = None):
+    """The observed cells (``mask``, variants x items) of the 0/1 grid ``y`` as a CellData;
+    ``levels`` None: no prompt factors."""
+    from evalstats.sparse._fit import CellData
 
     prompt, item = np.nonzero(mask)
-    cells = CellData(
+    if levels is None:
+        levels = np.zeros((y.shape[0], 0), dtype=np.int64)
+    return CellData(
         item=item.astype(np.int64),
         prompt=prompt.astype(np.int64),
         k=y[prompt, item].astype(float),
@@ -177,6 +178,15 @@ def run_ours(mask, y, levels, *, n_resamples, seed, level):
         n_prompts=y.shape[0],
         levels=levels,
     )
+
+
+def run_ours(mask, y, levels, *, n_resamples, seed, level):
+    """Our estimates (W1's sorted vector, the stats), intervals and the fit's time."""
+    from evalstats._threads import single_blas_thread
+    from evalstats.sparse._draws import accuracy_draws
+    from evalstats.sparse._fit import fit_cells
+
+    cells = cells_of(mask, y, levels)
     with single_blas_thread():
         start = time.perf_counter()
         fit = fit_cells(cells)

@@ -13,10 +13,15 @@ Each variant's draws are then re-centred at its mode prediction (see :func:`accu
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy.special import expit
 
 from evalstats.sparse._fit import CellData, Fit
+
+if TYPE_CHECKING:
+    from evalstats.sparse._prior import PromptPrior
 
 __all__ = ["STATISTICS", "point_accuracy", "accuracy_draws", "statistics_of"]
 
@@ -90,14 +95,20 @@ def _level_var(cells: CellData, fit: Fit, p_obs: np.ndarray, seen: np.ndarray) -
 
 
 def accuracy_draws(
-    cells: CellData, fit: Fit, *, n_resamples: int, rng: np.random.Generator
+    cells: CellData,
+    fit: Fit,
+    *,
+    n_resamples: int,
+    rng: np.random.Generator,
+    prior: PromptPrior | None = None,
 ) -> np.ndarray:
     """``n_resamples x n_prompts`` approximate posterior draws of acc_p (module docstring).
 
     The residual prompt effects come from :mod:`evalstats.sparse._prior` (their distribution
     estimated from the data, its uncertainty by the Bayesian bootstrap); items and factor
     levels from their normal approximations. An item with no observed cell (the grid has it,
-    the sample does not) takes its effect from the fitted item distribution.
+    the sample does not) takes its effect from the fitted item distribution. ``prior``: the
+    group's :func:`~evalstats.sparse._prior.prompt_prior`, computed here when None.
     """
     from evalstats.sparse._prior import prompt_prior
 
@@ -105,7 +116,7 @@ def accuracy_draws(
     i_all = cells.n_items
     full = m >= i_all
     seen = np.bincount(cells.item, minlength=i_all) > 0
-    prior = prompt_prior(cells, fit)
+    prior = prompt_prior(cells, fit) if prior is None else prior
     a_mode = prior.item_mode
     # binomial noise of the unobserved cells, at the mode (their outcomes are unknown)
     b0 = fit.prompt_effect(cells.levels) - fit.u + prior.posterior_mean()

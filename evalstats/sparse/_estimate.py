@@ -12,6 +12,7 @@ import polars as pl
 
 from evalstats.design._frames import analysis_input
 from evalstats.errors import ParameterError
+from evalstats.sparse._calibrate import N_WORLDS, WORLD_RESAMPLES, Calibration, estimate_cells
 from evalstats.sparse._draws import STATISTICS, accuracy_draws, point_accuracy, statistics_of
 from evalstats.sparse._fit import fit_cells
 from evalstats.sparse._groups import Group, groups_of, key_columns
@@ -60,7 +61,13 @@ PROMPT_COLUMNS: tuple[str, ...] = (
 METHOD = "crossed logistic item + prompt effects (Laplace empirical Bayes), posterior draws"
 
 
-def _validate(confidence_level: float, n_resamples: int, seed: int) -> None:
+def _method(n_worlds: int) -> str:
+    if n_worlds < 3:
+        return METHOD
+    return f"{METHOD}, calibrated by parametric bootstrap ({n_worlds} simulated grids)"
+
+
+def _validate(confidence_level: float, n_resamples: int, seed: int, n_worlds: int = 0) -> None:
     if not (isinstance(confidence_level, (int, float)) and 0 < confidence_level < 1):
         hint = " Did you mean 0.95?" if confidence_level == 95 else ""
         raise ParameterError(
@@ -70,6 +77,10 @@ def _validate(confidence_level: float, n_resamples: int, seed: int) -> None:
         raise ParameterError(f"`n_resamples` must be an integer >= 20, got {n_resamples!r}.")
     if not isinstance(seed, (int, np.integer)):
         raise ParameterError(f"`seed` must be an integer, got {seed!r}.")
+    if not isinstance(n_worlds, (int, np.integer)) or n_worlds < 0 or 0 < n_worlds < 3:
+        raise ParameterError(
+            f"`n_worlds` must be 0 (no calibration) or an integer >= 3, got {n_worlds!r}."
+        )
 
 
 def _naive(group: Group) -> np.ndarray:
@@ -98,6 +109,20 @@ def _draws(group: Group, n_resamples: int, seed: int):
         return fit, accuracy_draws(c, fit, n_resamples=n_resamples, rng=rng)
 
 
+def _estimates(group: Group, n_resamples: int, seed: int, n_worlds: int):
+    """Fit, posterior draws and calibration of one group (:mod:`evalstats.sparse._calibrate`)."""
+    from evalstats._threads import single_blas_thread
+
+    with single_blas_thread():
+        return estimate_cells(
+            group.cells,
+            n_resamples=n_resamples,
+            rng=_group_rng(seed, group.key),
+            n_worlds=n_worlds,
+            world_resamples=WORLD_RESAMPLES,
+        )
+
+
 def sparse_prompt_distribution(
     observations: TableLike,
     *,
@@ -105,6 +130,7 @@ def sparse_prompt_distribution(
     confidence_level: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
+    n_worlds: int = N_WORLDS,
     variant_factors: Sequence[str] | str | None = None,
     max_cells_observed: float = 1.0,
     grid_items: int | None = None,
@@ -126,6 +152,9 @@ def sparse_prompt_distribution(
         Posterior draws.
     seed : int, default 0
         Seed of the draws; the same seed gives the same result.
+    n_worlds : int, default 10
+        Grids simulated from the fit to calibrate the intervals (parametric bootstrap, Notes);
+        each costs one more fit. 0: the posterior draws' percentiles alone.
     variant_factors : sequence of str, str or None, default None
         The factor columns whose combinations are the prompt variants (as in
         :func:`evalstats.moments.prompt_spread`); those with two or more levels, fewer than the
@@ -181,9 +210,15 @@ def sparse_prompt_distribution(
     one-step Schur correction for the crossed facet), every unobserved cell predicted, its
     binomial noise added (normal approximation). ``estimate`` is the mean of a quantity over
     the draws (not the quantity of the shrunken per-prompt estimates, whose spread is too
-    narrow), ``ci_low``/``ci_high`` its equal-tailed percentiles. The prompt variance is drawn
-    from its marginal posterior given the prompts' data (flat prior on the sd, on a grid); the
-    item and factor variances are held at their estimates.
+    narrow). The prompt variance is drawn from its marginal posterior given the prompts' data
+    (flat prior on the sd, on a grid); the item and factor variances are held at their
+    estimates. ``ci_low``/``ci_high`` hold the draws' equal-tailed percentiles and, unless
+    ``n_worlds`` is 0, the interval calibrated by parametric bootstrap: at small budgets the
+    draws are pulled inward (sd, quantiles, extremes), so ``n_worlds`` grids are simulated from
+    the fit on the group's own cells (spreads wider than the draws', item effects up to 1.5
+    times the fitted sd), refitted, and the estimator's relation to the worlds' truths is read
+    backwards at the group's estimate (:mod:`evalstats.sparse._calibrate`). The interval is the
+    hull of both; ``estimate`` stays the draws' mean. On a full grid no world is simulated.
 
     ``sd`` is the population form (ddof 0), and quantiles interpolate linearly, as
     :func:`evalstats.moments.prompt_spread`'s ``std`` and ``q05``...: on a full grid every
@@ -208,7 +243,7 @@ def sparse_prompt_distribution(
     """
     _input = analysis_input(observations, roles=roles, design=design)
     table, variant_factors = _input.table, _input.variant_factors(variant_factors)
-    _validate(confidence_level, n_resamples, seed)
+    _validate(confidence_level, n_resamples, seed, n_worlds)
     by, groups = groups_of(
         table,
         by=by,
@@ -216,16 +251,16 @@ def sparse_prompt_distribution(
         max_cells_observed=_share(max_cells_observed),
     )
     frames = [
-        _distribution_frame(by, g, fit, draws, confidence_level)
-        for g, fit, draws in _fitted(groups, n_resamples, seed, grid_items)
+        _distribution_frame(by, g, fit, cal, confidence_level)
+        for g, fit, _, cal in _fitted(groups, n_resamples, seed, n_worlds, grid_items)
     ]
-    return _distribution_table(frames, by, confidence_level, n_resamples, seed)
+    return _distribution_table(frames, by, confidence_level, n_resamples, seed, n_worlds)
 
 
-def _fitted(groups, n_resamples: int, seed: int, grid_items: int | None = None):
+def _fitted(groups, n_resamples: int, seed: int, n_worlds: int, grid_items: int | None = None):
     for g in groups:
         g = _with_grid_items(g, grid_items)
-        yield (g, *_draws(g, int(n_resamples), int(seed)))
+        yield (g, *_estimates(g, int(n_resamples), int(seed), int(n_worlds)))
 
 
 def _with_grid_items(g: Group, grid_items: int | None) -> Group:
@@ -241,19 +276,17 @@ def _with_grid_items(g: Group, grid_items: int | None) -> Group:
 
 
 def _distribution_frame(
-    by: Sequence[str], g: Group, fit, draws: np.ndarray, confidence_level: float
+    by: Sequence[str], g: Group, fit, cal: Calibration, confidence_level: float
 ) -> pl.DataFrame:
-    """One group's rows of :func:`sparse_prompt_distribution`, from its fit and draws."""
-    alpha = (1 - float(confidence_level)) / 2
+    """One group's rows of :func:`sparse_prompt_distribution`, from its fit and calibration."""
     n_q = len(STATISTICS)
-    stats = statistics_of(draws)
-    lo, hi = np.quantile(stats, [alpha, 1 - alpha], axis=0)
+    est, lo, hi = cal.interval(float(confidence_level))
     c = g.cells
     return pl.DataFrame(
         {
             **key_columns(by, g, n_q),
             "quantity": [name for name, _ in STATISTICS],
-            "estimate": stats.mean(axis=0),
+            "estimate": est,
             "ci_low": lo,
             "ci_high": hi,
             "naive": statistics_of(_naive(g))[0],
@@ -272,6 +305,7 @@ def _distribution_table(
     confidence_level: float,
     n_resamples: int,
     seed: int,
+    n_worlds: int,
 ) -> pl.DataFrame:
     """The groups' rows in the order and schema of :func:`sparse_prompt_distribution`."""
     if frames:
@@ -295,7 +329,7 @@ def _distribution_table(
         pl.lit(float(confidence_level)).alias("confidence_level"),
         pl.lit(int(n_resamples), pl.Int64).alias("n_resamples"),
         pl.lit(int(seed), pl.Int64).alias("seed"),
-        pl.lit(METHOD).alias("method"),
+        pl.lit(_method(int(n_worlds))).alias("method"),
     ).select(*by, *DISTRIBUTION_COLUMNS)
     order = {name: i for i, (name, _) in enumerate(STATISTICS)}
     return (
@@ -417,7 +451,9 @@ def sparse_unit_table(
         variant_factors=variant_factors,
         max_cells_observed=_share(max_cells_observed),
     )
-    frames = [_units_frame(by, g, draws) for g, _, draws in _fitted(groups, n_resamples, seed)]
+    frames = [
+        _units_frame(by, g, draws) for g, _, draws, cal in _fitted(groups, n_resamples, seed, 0)
+    ]
     return _stacked(frames, by, UNIT_SCHEMA)
 
 
@@ -454,6 +490,7 @@ def whole_grid(
     confidence_level: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
+    n_worlds: int = N_WORLDS,
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
     """:func:`sparse_prompt_distribution` and :func:`sparse_unit_table` from one fit per group.
 
@@ -462,7 +499,7 @@ def whole_grid(
     unit table and the reasons.
     """
     table = analysis_input(observations).table
-    _validate(confidence_level, n_resamples, seed)
+    _validate(confidence_level, n_resamples, seed, n_worlds)
     refused: list[str] = []
     by, groups = groups_of(
         table,
@@ -472,11 +509,11 @@ def whole_grid(
         refused=refused,
     )
     dist, units = [], []
-    for g, fit, draws in _fitted(groups, n_resamples, seed):
-        dist.append(_distribution_frame(by, g, fit, draws, confidence_level))
+    for g, fit, draws, cal in _fitted(groups, n_resamples, seed, n_worlds):
+        dist.append(_distribution_frame(by, g, fit, cal, confidence_level))
         units.append(_units_frame(by, g, draws))
     return (
-        _distribution_table(dist, by, confidence_level, n_resamples, seed),
+        _distribution_table(dist, by, confidence_level, n_resamples, seed, n_worlds),
         _stacked(units, by, UNIT_SCHEMA),
         refused,
     )
