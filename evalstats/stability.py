@@ -448,7 +448,8 @@ def stability_table(
     )
     out = a.join(b, on=keys, nulls_equal=True).join(c, on=keys, nulls_equal=True)
     out = _possible_by_metric(out, lf, keys)
-    single = out.filter(pl.col("n_runs") < 2)
+    # the example is the first group in key order (the joins' row order varies from run to run)
+    single = out.filter(pl.col("n_runs") < 2).sort(keys, nulls_last=True)
     if single.height:
         warnings.warn(
             f"{single.height} group(s) have a single run (e.g. "

@@ -686,3 +686,23 @@ def test_component_intervals_stay_within_what_the_metric_allows():
     pairs = out.filter(pl.col("model_b").is_not_null())["ci_high"].drop_nulls()
     assert single.len() and (single <= 0.25).all()
     assert pairs.len() and (pairs <= 1.0).all()  # a difference of two 0/1 scores: at most 1
+
+
+def test_warnings_of_constant_groups_come_in_group_order():
+    """Same input, same report: groups are visited in key order (they were in hash order, so
+    the warnings of a real lm-eval folder swapped places from one run to the next)."""
+    from evalstats.noise import variance_components
+
+    models = [f"m{k}" for k in (5, 2, 7, 0, 9, 3, 8, 1)]  # not in sorted order
+    rows = [
+        {"model": m, "item": str(i), "variant": v, "run": 0, "score": 1.0}
+        for m in models
+        for i in range(4)
+        for v in ("a", "b")
+    ]
+    obs = pl.DataFrame(rows).with_columns(pl.lit("d").alias("dataset"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        variance_components(obs)
+    named = [str(w.message).split("'")[1] for w in caught if "constant scores" in str(w.message)]
+    assert named == sorted(models)

@@ -307,3 +307,18 @@ def test_format_latex_and_variant_columns():
         format_stability_table(a)
     with pytest.raises(ParameterError, match="`style` must be one of"):
         format_stability_table(table, style="html")
+
+
+def test_single_run_warning_names_the_first_group_in_key_order():
+    """The example of the single-run warning is the same on every run: the first group by key."""
+    from evalstats.stability import stability_table
+
+    rows = [
+        {"model": m, "dataset": "d", "item": str(i), "run": 0, "score": 1.0, "variant": "v"}
+        for m in ("zeta", "beta", "alpha", "omega", "gamma")
+        for i in range(3)
+    ]
+    with pytest.warns(DegenerateDataWarning, match="single run") as caught:
+        stability_table(pl.DataFrame(rows))
+    message = next(str(w.message) for w in caught if "single run" in str(w.message))
+    assert "model='alpha'" in message

@@ -331,7 +331,7 @@ def _partitions(cells: pl.DataFrame, keys: list[str]) -> Iterator[tuple[tuple, p
         if cells.height:
             yield (), cells
         return
-    for key, g in cells.partition_by(keys, as_dict=True, maintain_order=False).items():
+    for key, g in cells.partition_by(keys, as_dict=True, maintain_order=True).items():
         yield tuple(key), g
 
 
