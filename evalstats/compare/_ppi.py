@@ -177,7 +177,7 @@ def _prompt_term(cells: pl.DataFrame | None, where: dict) -> tuple[float, float]
 
     if cells is None:
         return None
-    sub = cells.filter(*[pl.col(k) == v for k, v in where.items()]) if where else cells
+    sub = cells.filter(*[pl.col(k).eq_missing(v) for k, v in where.items()]) if where else cells
     if sub.height < 4 or sub["__p"].n_unique() < 2:
         return None
     var, piece_b, piece_r, _ = prompt_part(
@@ -192,7 +192,7 @@ def _diff_prompt_term(
     """The prompt part for the gold differences ``a - b`` of the cells both have."""
     if cells is None:
         return None
-    sub = cells.filter(*[pl.col(k) == v for k, v in where.items()]) if where else cells
+    sub = cells.filter(*[pl.col(k).eq_missing(v) for k, v in where.items()]) if where else cells
     sub = sub.with_columns(pl.col(column).cast(pl.String))
     ya = sub.filter(pl.col(column) == a).select("__item", "__p", "__y")
     yb = sub.filter(pl.col(column) == b).select("__item", "__p", "__y")

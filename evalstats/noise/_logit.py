@@ -95,7 +95,7 @@ def logit_components(
     keys = list(by)
     for key, g in df.partition_by(keys, as_dict=True, maintain_order=True).items():
         group = dict(zip(keys, key))
-        lin = linear.filter(*(pl.col(k) == v for k, v in group.items()))
+        lin = linear.filter(*(pl.col(k).eq_missing(v) for k, v in group.items()))
         lin_share = {r["component"]: r["share"] or 0.0 for r in lin.iter_rows(named=True)}
         lin_rest = lin_share.get("item_variant", 0.0) + lin_share.get("residual", 0.0)
         vc = {}

@@ -156,7 +156,7 @@ def _group_columns(frame: pl.DataFrame, first: str) -> tuple[str, ...]:
 
 def _group_value(column: str, value: object) -> str:
     """A group's value as a label: ``d0``, ``temperature 0.7``, ``provider_a`` (not doubled)."""
-    text = str(value)
+    text = "–" if value is None else str(value)  # no value: a dash, as in the other figures
     return text if column == "dataset" or column.lower() in text.lower() else f"{column} {text}"
 
 

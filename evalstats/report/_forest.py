@@ -53,7 +53,7 @@ def forest(
         def draw_panels(page: list[tuple], pal: dict[str, Any]) -> Any:
             fig, axes = panels(len(page), width=3.5, height=height)
             for ax, cell in zip(axes, page):
-                here = pl.all_horizontal([pl.col(k) == v for k, v in zip(keys, cell)])
+                here = pl.all_horizontal([pl.col(k).eq_missing(v) for k, v in zip(keys, cell)])
                 plots.plot_intervals(t.filter(here), ax=ax, palette=pal)
                 panel_labels(ax, ", ".join(_group_value(k, v) for k, v in zip(keys, cell)), n_rows)
             fit_titles(axes)  # a long name (a HELM scenario) breaks, never runs over

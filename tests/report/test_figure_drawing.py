@@ -421,3 +421,30 @@ def test_agreement_over_many_datasets_gives_each_dataset_a_row():
     labels = [t for t in ax.get_yticklabels() if t.get_text()]
     assert len(labels) == 42 and all(t.get_rotation() == 0 for t in labels)
     plt.close(fig)
+
+
+def test_forest_panels_of_groups_without_a_value_are_drawn():
+    """A held column empty for some groups (a real lm-eval folder: doc_set only on one task):
+    those panels were drawn empty (``== None`` keeps no row); each panel now shows its models."""
+    import polars as pl
+
+    from evalstats.report._forest import forest
+
+    t = pl.DataFrame(
+        {
+            "model": ["a", "b", "a", "b", "a"],
+            "dataset": ["d1", "d1", "d2", "d2", "d2"],
+            "doc_set": [None, None, "10 docs", "10 docs", "9 docs"],
+            "over": ["items"] * 5,  # intervals() puts its group columns before `over`
+            "mean": [0.2, 0.4, 0.3, 0.5, 0.1],
+            "ci_low": [0.1, 0.3, 0.2, 0.4, 0.0],
+            "ci_high": [0.3, 0.5, 0.4, 0.6, 0.2],
+        }
+    )
+    (spec,) = forest("intervals", "Means", "Means.", "intervals", t, "tables/intervals.csv")
+    fig = spec.draw({"a": "C0", "b": "C1"})
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles == ["d1, doc_set –", "d2, doc_set 10 docs", "d2, doc_set 9 docs"]
+    drawn = [len(ax.get_yticks()) for ax in fig.axes if ax.get_title()]
+    assert drawn == [2, 2, 1]
+    plt.close(fig)
