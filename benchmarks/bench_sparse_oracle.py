@@ -26,6 +26,12 @@ estimator of the generating model itself: no estimator does better on average th
 likelihood of every prompt's cells (a flat prior) and draws the sd first (empirical Bayes with
 the family known). It shows how much of the oracle's lead is knowing the spread itself.
 
+``oracle-shift?`` (broken grid only) knows the items, factor effects, the bulk's sd and that a
+prompt is outlying with probability 1 / P, but not where: the outlier's effect is flat on
+[-6, 6] instead of the planted -3. It is the Bayes estimator for a user who knows everything
+but the broken prompt's location, and bounds what any estimator that does not know it can do
+on the worst prompt.
+
 Printed per grid, scheme and budget: the mean absolute errors of PE-Rasch, ours (optional, as
 ``bench_promptEval.py``'s ``ours``), oracle (mean) and oracle (median), and the ratios to
 PE-Rasch with 90 % bootstrap intervals (subsamples resampled in pairs).
@@ -78,6 +84,12 @@ def oracle_prior(kind: str, sd: float, n_prompts: int, shift: float = -3.0) -> n
         return np.logaddexp(
             np.log1p(-eps) - 0.5 * (t / sd) ** 2, np.log(eps) - 0.5 * ((t - shift) / sd) ** 2
         )
+    if kind == "broken-flat":
+        # the shift unknown: an outlying prompt (probability 1 / P) anywhere on [-6, 6]
+        eps = 1.0 / n_prompts
+        bulk = np.log1p(-eps) - 0.5 * (t / sd) ** 2 - np.log(np.sqrt(2 * np.pi) * sd)
+        slab = np.where(np.abs(t) <= 6.0, np.log(eps / 12.0), -np.inf)
+        return np.logaddexp(bulk, slab)
     raise ValueError(kind)
 
 
@@ -235,6 +247,11 @@ def main() -> None:
                     # the same, the prompt sd unknown (its family known): empirical Bayes
                     scales = np.stack([oracle_prior(kind, s, n_p) for s in _SCALES])
                     runs = [("oracle", known), ("oracle-sd?", scales)]
+                    if kind == "broken":
+                        # the shift's location unknown (flat on [-6, 6]), the sd known
+                        runs.append(
+                            ("oracle-shift?", oracle_prior("broken-flat", spec["prompt_sd"], n_p))
+                        )
                     for name, priors in runs + ([("oracle-hyper", None)] if args.hyper else []):
                         rng = np.random.default_rng(mseed)
                         draws = (
