@@ -46,6 +46,7 @@ from scipy import stats as sps
 from scipy.special import expit
 
 from evalstats.sparse._draws import STATISTICS, accuracy_draws, statistics_of
+from evalstats.sparse._extremes import OwnCells, own_cells
 from evalstats.sparse._fit import CellData, Fit, fit_cells
 
 __all__ = [
@@ -80,6 +81,9 @@ _N_INVERT = 2001
 _UPPER = np.array([0.5 if name == "sd" else 1.0 for name, _ in STATISTICS])
 #: Position of the sd among the statistics: the spread the other statistics' errors follow.
 _SD = [name for name, _ in STATISTICS].index("sd")
+#: Positions of the worst and best prompt (their intervals also hold the own-cell bounds).
+_MIN = [name for name, _ in STATISTICS].index("min")
+_MAX = [name for name, _ in STATISTICS].index("max")
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,7 @@ class Calibration:
     draws_stats: np.ndarray = field(repr=False)
     truth: np.ndarray = field(repr=False)
     fitted: np.ndarray = field(repr=False)
+    own: OwnCells | None = field(default=None, repr=False)
 
     @property
     def n_worlds(self) -> int:
@@ -109,10 +114,16 @@ class Calibration:
         """
         alpha = (1.0 - float(confidence_level)) / 2.0
         lo, hi = np.quantile(self.draws_stats, [alpha, 1 - alpha], axis=0)
-        if self.n_worlds < 3:
-            return self.raw.copy(), lo, hi
-        c_lo, c_hi = self.calibrated(confidence_level)
-        return self.raw.copy(), np.minimum(lo, c_lo), np.maximum(hi, c_hi)
+        if self.n_worlds >= 3:
+            c_lo, c_hi = self.calibrated(confidence_level)
+            lo, hi = np.minimum(lo, c_lo), np.maximum(hi, c_hi)
+        if self.own is not None:
+            # the worst and best prompt: also the bounds of each prompt's own cells
+            # (:mod:`evalstats.sparse._extremes`), which do not rest on the prior's tails
+            w_lo, w_hi, b_lo, b_hi = self.own.bounds(confidence_level)
+            lo[_MIN], hi[_MIN] = min(lo[_MIN], w_lo), max(hi[_MIN], w_hi)
+            lo[_MAX], hi[_MAX] = min(lo[_MAX], b_lo), max(hi[_MAX], b_hi)
+        return self.raw.copy(), lo, hi
 
     def calibrated(self, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
         """The calibrated interval alone (module docstring, step 3)."""
@@ -264,9 +275,13 @@ def calibrate(
     stats = statistics_of(draws)
     raw = stats.mean(axis=0)
     m = np.bincount(cells.prompt, minlength=cells.n_prompts)
-    if n_worlds < 3 or bool(np.all(m >= cells.n_items)):
+    if bool(np.all(m >= cells.n_items)):
         empty = np.zeros((0, raw.size))
         return Calibration(raw, stats, empty, empty)
+    own = own_cells(cells, fit, prior)
+    if n_worlds < 3:
+        empty = np.zeros((0, raw.size))
+        return Calibration(raw, stats, empty, empty, own)
     base = fit.prompt_effect(cells.levels) - fit.u
     # the reference spread: the posterior draws' mean sd of the prompt effects (logit)
     ref = float(np.mean([np.std(base + prior.draw(rng)) for _ in range(_REF_DRAWS)]))
@@ -287,7 +302,7 @@ def calibrate(
         wdraws = accuracy_draws(world, wfit, n_resamples=world_resamples, rng=rng)
         truth.append(statistics_of(acc)[0])
         fitted.append(statistics_of(wdraws).mean(axis=0))
-    return Calibration(raw, stats, np.array(truth), np.array(fitted))
+    return Calibration(raw, stats, np.array(truth), np.array(fitted), own)
 
 
 def estimate_cells(
