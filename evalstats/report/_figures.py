@@ -22,9 +22,9 @@ from evalstats.report._layout import (
     chunks,
     datasets_of,
     fit_titles,
+    named_rows_height,
     one_legend,
     paged,
-    panel_height,
     panel_labels,
     panels,
     panels_per_page,
@@ -81,11 +81,14 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
             if units.height
             else []
         )
-        n_models = len(report.data.models)
-        per_page = PANELS_PER_PAGE
-        if n_models > VERTICAL_MAX:  # boxes lie down the y axis: as many rows as fit a page
-            per_page = 2 * max(1, int(8.4 // spread_panel_height(n_models)))
         ranked = ranked_models(report)
+        # boxes lie down the y axis beyond VERTICAL_MAX models, on every page alike; as many
+        # rows of panels as fit a page, each as tall as its most models and their names need
+        orient = "h" if len(ranked) > VERTICAL_MAX else "v"
+        rows = units.group_by("dataset", *held).agg(pl.col("model").n_unique())["model"].max()
+        with plots.paper_style():
+            height = spread_panel_height(ranked, rows=rows or 1, horizontal=orient == "h")
+        per_page = 2 * max(1, int(8.4 // height))
 
         def draw_spread(page: list[tuple[str, dict[str, Any]]], pal: dict[str, Any]) -> Any:
             keys = pl.DataFrame(
@@ -95,7 +98,7 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
             sub = units.join(keys, on=["dataset", *held], nulls_equal=True)
             order = [m for m in ranked if m in set(sub["model"])]  # best first on every page
             return plots.plot_prompt_spread(
-                sub, palette=pal, col_wrap=2, panel_by=held, order=order
+                sub, palette=pal, col_wrap=2, panel_by=held, order=order, orient=orient
             )
 
         specs += paged(
@@ -442,7 +445,7 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
         datasets = [", ".join(sorted(comps["dataset"].unique().to_list()))] if datasets else []
     # two columns of panels, as many rows as fit a page
     # (one model: a dataset a row, room for a name wrapped on two lines)
-    height = 0.85 + 0.3 * n_bars if one else panel_height(n_models)
+    height = 0.85 + 0.3 * n_bars if one else named_rows_height(comps["model"], n_models)
     per_page = panels_per_page(height)
 
     def draw_components(page: list[str], pal: dict[str, Any]) -> Any:
