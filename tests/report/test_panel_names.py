@@ -1,0 +1,148 @@
+"""Panels of the report's multi-panel figures name their own models, and long names overlap nothing.
+
+A real lm-eval folder (``real-logs-2/lm-eval``: gpt-4o on four GPQA groups, a 71-character
+memorisation checkpoint on MATH) drew its prompt-spread boxes with a slot for both models in
+every panel, one of them empty, and the long name, slanted, ran into the title of the panel
+below. Every multi-panel figure (prompt spread, intervals, variance components, n*
+convergence) is drawn here from a planted table whose groups have different models with long
+names, and checked with matplotlib's window extents after drawing.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import polars as pl
+import pytest
+
+from tests.conftest import shared
+
+pytest.importorskip("matplotlib")
+
+#: Long names that differ only after 40 characters (checkpoints of one sweep on the Hub).
+LONG = {
+    f"m{i}": f"RylanSchaeffer/mem_Qwen3-93M_minerva_math_rep_{i}_sbst_1.0000_epch_1_ot_{i}"
+    for i in range(4)
+}
+
+#: The multi-panel figures and the axis their rows or slots of models lie on.
+PANEL_FIGURES = ("prompt_spread", "intervals", "noise_components", "convergence")
+
+
+def _overlaps(fig) -> list[str]:
+    """Tick labels meeting another panel's title or plot area, or an upright neighbour."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    axes = [a for a in fig.axes if a.get_visible()]
+    found = []
+    for a in axes:
+        for axis in (a.xaxis, a.yaxis):
+            ticks = [t for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
+            boxes = [t.get_window_extent(renderer) for t in ticks]
+            if not any(t.get_rotation() % 180 for t in ticks):  # upright: apart from each other
+                for i, b in enumerate(boxes):
+                    found += [
+                        f"{ticks[i].get_text()!r} on {ticks[j].get_text()!r}"
+                        for j in range(i + 1, len(boxes))
+                        if b.overlaps(boxes[j])
+                    ]
+            for b in (b for b in axes if b is not a):
+                others = [b.get_window_extent(renderer)]
+                if b.get_title():
+                    others.append(b.title.get_window_extent(renderer))
+                found += [
+                    f"{t.get_text()!r} of {a.get_title()!r} on {b.get_title()!r}"
+                    for t, box in zip(ticks, boxes)
+                    if any(box.overlaps(o) for o in others)
+                ]
+    return found
+
+
+def _names(ax, axis: str) -> list[str]:
+    """The model names an axis shows, top (or left) first, wrapped lines joined."""
+    ticks = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+    names = [t.get_text().replace("\n", "") for t in ticks]
+    return names if axis == "x" or ax.get_ylim()[0] > ax.get_ylim()[1] else names[::-1]
+
+
+def _check(report, models_of) -> None:
+    """Draw every multi-panel figure of ``report``: each spread panel names its own models in
+    the report's order; no tick label overlaps another panel, title or neighbour."""
+    import matplotlib.pyplot as plt
+
+    from evalstats.errors import EvalstatsError
+    from evalstats.plots import paper_style
+    from evalstats.report._figures import figure_specs, ranked_models, report_palette
+
+    palette = report_palette(report)
+    ranked = ranked_models(report)
+    specs = [s for s in figure_specs(report) if s.key.split("_2")[0] in PANEL_FIGURES]
+    assert {s.key for s in specs} >= {"prompt_spread", "intervals"}
+    for spec in specs:
+        with paper_style(), warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # "constrained_layout not applied"
+            try:
+                fig = spec.draw(palette)
+            except EvalstatsError:  # the report lists such a figure as not drawn, with why
+                continue
+            assert _overlaps(fig) == [], spec.key
+        if spec.key.startswith("prompt_spread"):
+            for ax in (a for a in fig.axes if a.get_visible()):
+                here = models_of(ax.get_title())
+                axis = "x" if ax.get_xticklabels()[0].get_rotation() else "y"
+                assert _names(ax, axis) == [m for m in ranked if m in here], ax.get_title()
+                colours = _drawn_colours(ax)
+                assert colours == [tuple(palette[m]) for m in ranked if m in here]
+        plt.close(fig)
+
+
+def _drawn_colours(ax) -> list[tuple]:
+    from matplotlib.colors import to_rgb
+
+    (boxes,) = [c for c in ax.collections if c.get_gid() == "boxes"]
+    return [tuple(to_rgb(tuple(f))) for f in boxes.get_facecolors()]
+
+
+@pytest.mark.parametrize("n_datasets", [2, 5])
+def test_panels_of_groups_with_different_models_name_their_own_and_overlap_nothing(n_datasets):
+    from evalstats.report import audit_report
+    from evalstats.simulate import observations
+
+    obs = observations(
+        n_models=4, n_datasets=n_datasets, n_items=8, n_variants=6, n_runs=2, instability=0.1,
+        seed=1,
+    )  # fmt: skip
+    # dataset d<k> is not run by model m<k mod 4>
+    missing = pl.format("m{}", pl.col("dataset").str.slice(1).cast(pl.Int64) % 4)
+    obs = obs.filter(pl.col("model") != missing).with_columns(pl.col("model").replace(LONG))
+    report = audit_report(
+        obs,
+        options={"nstar": {"n_resamples": 20}},
+        skip=["converge", "anova", "attribution", "compare", "ranks", "correlation", "friedman"],
+    )
+    by_dataset = {
+        d: set(g["model"].to_list()) for (d,), g in obs.group_by("dataset", maintain_order=True)
+    }
+    _check(report, lambda title: by_dataset[title.split(" ")[0]])
+
+
+@pytest.mark.shared_data
+def test_the_real_gpqa_and_math_folder_draws_each_model_where_it_ran():
+    from evalstats import read
+    from evalstats.report import audit_report
+
+    ingest = read(shared("real-logs-2", "lm-eval"))
+    obs = ingest.observations.collect()
+    report = audit_report(obs, ingest=ingest.report)
+    units = report.units
+
+    def models_of(title: str) -> set[str]:
+        dataset, _, rest = title.partition(" (")
+        sub = units.filter(pl.col("dataset") == dataset)
+        if "doc_set" in rest and "–" not in rest:
+            sub = sub.filter(pl.col("doc_set") == rest.split("doc_set ", 1)[1].rstrip(")"))
+        elif "doc_set" in rest:
+            sub = sub.filter(pl.col("doc_set").is_null())
+        return set(sub["model"].to_list())
+
+    _check(report, models_of)
