@@ -27,7 +27,13 @@ from evalstats.plots._style import (
     wrap_label,
 )
 
-__all__ = ["plot_convergence", "plot_convergence_overlay", "plot_prompt_spread"]
+__all__ = [
+    "plot_convergence",
+    "plot_convergence_overlay",
+    "plot_prompt_spread",
+    "spread_orientation",
+    "spread_panel_height",
+]
 
 _MOMENT_COLORS = {"mean": COLORS["accent"], "variance": COLORS["secondary"]}
 
@@ -201,8 +207,9 @@ def plot_prompt_spread(
         drawn); pass one mapping to all figures to keep each model's colour.
     orient : {'auto', 'v', 'h'}, default 'auto'
         ``'v'``: models along the x axis; ``'h'``: models down the y axis, where many model
-        names stay readable side by side; ``'auto'``: ``'h'`` beyond
-        :data:`VERTICAL_MAX` models.
+        names stay readable side by side; ``'auto'``: as :func:`spread_orientation` chooses
+        (``'h'`` beyond :data:`VERTICAL_MAX` models, or for names too long to hang under
+        standing boxes).
     panel_by : sequence of str, default ()
         Further columns whose values get panels of their own (settings held fixed, such as
         ``temperature``): each panel then draws the variants of one dataset at one setting, as
@@ -246,16 +253,16 @@ def plot_prompt_spread(
         order = med["model"].to_list()
     if orient not in ("auto", "v", "h"):
         raise ParameterError(f"`orient` must be 'auto', 'v' or 'h', got {orient!r}.")
-    horizontal = orient == "h" or (orient == "auto" and len(order) > VERTICAL_MAX)
-    if horizontal and ordered_by_median:
-        order = order[::-1]  # the highest median at the top
-    colors = resolve_palette(sorted(scores["model"].unique().to_list()), palette)
     subs = [
         scores.filter(pl.all_horizontal([pl.col(c).eq_missing(v) for c, v in cell.items()]))
         for cell in datasets
     ]
     # the most models of one panel: each panel has slots for its own models only
     rows = max((s["model"].n_unique() for s in subs), default=1)
+    horizontal = orient == "h" or (orient == "auto" and spread_orientation(order, rows=rows) == "h")
+    if horizontal and ordered_by_median:
+        order = order[::-1]  # the highest median at the top
+    colors = resolve_palette(sorted(scores["model"].unique().to_list()), palette)
     ncol = min(col_wrap, max(len(datasets), 1))
     if ax is not None:
         fig, axes = ax.figure, [ax]
@@ -313,22 +320,44 @@ def plot_prompt_spread(
 VERTICAL_MAX = 6
 
 
+#: Standing boxes whose names, slanted and wrapped, would make a panel taller than this
+#: (inches) lie down instead: a name of about 30 characters or more (a 71-character Hub
+#: checkpoint hung an inch below its box), read across in a few lines beside its box.
+STANDING_MAX_HEIGHT = 3.0
+
+
+def spread_orientation(models: Sequence[str], *, rows: int | None = None) -> str:
+    """``'h'`` (boxes down the y axis) or ``'v'`` for panels naming ``models``, ``rows`` at most
+    in one panel (default: all).
+
+    Boxes stand (``'v'``) for up to :data:`VERTICAL_MAX` models whose names, slanted under
+    them, keep the panel within :data:`STANDING_MAX_HEIGHT`; otherwise they lie down, one
+    row per model named across.
+    """
+    models = list(models)
+    rows = len(models) if rows is None else rows
+    if len(models) > VERTICAL_MAX:
+        return "h"
+    height = _spread_labels(models, rows=rows, horizontal=False, width=3.4)[1]
+    return "h" if height > STANDING_MAX_HEIGHT else "v"
+
+
 def spread_panel_height(
     models: Sequence[str], *, rows: int | None = None, horizontal: bool | None = None
 ) -> float:
     """Height (inches) of one panel of :func:`plot_prompt_spread` naming ``models``.
 
     ``rows``: the most models one panel draws (default: all of ``models``); ``horizontal``:
-    the boxes' orientation (default: as ``orient='auto'`` chooses for ``models``). Lying boxes
-    take a row each, as tall as their names wrapped (:func:`~evalstats.plots._style.row_panel_height`);
+    the boxes' orientation (default: :func:`spread_orientation`'s). Lying boxes take a row
+    each, as tall as their names wrapped (:func:`~evalstats.plots._style.row_panel_height`);
     standing boxes take 2.6 inches, more when their slanted names hang lower than short names
     do (:func:`~evalstats.plots._style.slanted_labels`). The report reads it to put as many
     panels on a page as fit.
     """
     models = list(models)
-    if horizontal is None:
-        horizontal = len(models) > VERTICAL_MAX
     rows = len(models) if rows is None else rows
+    if horizontal is None:
+        horizontal = spread_orientation(models, rows=rows) == "h"
     return _spread_labels(models, rows=rows, horizontal=horizontal, width=3.4)[1]
 
 

@@ -10,6 +10,7 @@ names, and checked with matplotlib's window extents after drawing.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import polars as pl
@@ -24,6 +25,9 @@ LONG = {
     f"m{i}": f"RylanSchaeffer/mem_Qwen3-93M_minerva_math_rep_{i}_sbst_1.0000_epch_1_ot_{i}"
     for i in range(4)
 }
+
+#: Names that stand under their boxes, slanted and wrapped (about 20 characters).
+MEDIUM = {f"m{i}": f"Llama-3.{i}-8B-Instruct-{i}" for i in range(4)}
 
 #: The multi-panel figures and the axis their rows or slots of models lie on.
 PANEL_FIGURES = ("prompt_spread", "intervals", "noise_components", "convergence")
@@ -58,16 +62,24 @@ def _overlaps(fig) -> list[str]:
     return found
 
 
-def _names(ax, axis: str) -> list[str]:
-    """The model names an axis shows, top (or left) first, wrapped lines joined."""
-    ticks = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
-    names = [t.get_text().replace("\n", "") for t in ticks]
-    return names if axis == "x" or ax.get_ylim()[0] > ax.get_ylim()[1] else names[::-1]
+def _names(ax) -> list[str]:
+    """The model names of a panel's category axis, top (or left) first, wrapped lines joined.
+
+    Read from the axis's formatter: a row of panels naming the same models shows them once.
+    """
+    from matplotlib.ticker import FixedLocator
+
+    lying = isinstance(ax.yaxis.get_major_locator(), FixedLocator)
+    axis = ax.yaxis if lying else ax.xaxis
+    locs = axis.get_major_locator().locs
+    names = [axis.get_major_formatter()(v, i).replace("\n", "") for i, v in enumerate(locs)]
+    return names if not lying or ax.get_ylim()[0] > ax.get_ylim()[1] else names[::-1]
 
 
-def _check(report, models_of) -> None:
+def _check(report, models_of) -> list[str]:
     """Draw every multi-panel figure of ``report``: each spread panel names its own models in
-    the report's order; no tick label overlaps another panel, title or neighbour."""
+    the report's order; no tick label overlaps another panel, title or neighbour. The keys
+    of the figures drawn."""
     import matplotlib.pyplot as plt
 
     from evalstats.errors import EvalstatsError
@@ -76,8 +88,9 @@ def _check(report, models_of) -> None:
 
     palette = report_palette(report)
     ranked = ranked_models(report)
-    specs = [s for s in figure_specs(report) if s.key.split("_2")[0] in PANEL_FIGURES]
+    specs = [s for s in figure_specs(report) if re.sub(r"_\d+$", "", s.key) in PANEL_FIGURES]
     assert {s.key for s in specs} >= {"prompt_spread", "intervals"}
+    drawn = []
     for spec in specs:
         with paper_style(), warnings.catch_warnings():
             warnings.simplefilter("error", UserWarning)  # "constrained_layout not applied"
@@ -86,14 +99,15 @@ def _check(report, models_of) -> None:
             except EvalstatsError:  # the report lists such a figure as not drawn, with why
                 continue
             assert _overlaps(fig) == [], spec.key
+            drawn.append(spec.key)
         if spec.key.startswith("prompt_spread"):
             for ax in (a for a in fig.axes if a.get_visible()):
                 here = models_of(ax.get_title())
-                axis = "x" if ax.get_xticklabels()[0].get_rotation() else "y"
-                assert _names(ax, axis) == [m for m in ranked if m in here], ax.get_title()
+                assert _names(ax) == [m for m in ranked if m in here], ax.get_title()
                 colours = _drawn_colours(ax)
                 assert colours == [tuple(palette[m]) for m in ranked if m in here]
         plt.close(fig)
+    return drawn
 
 
 def _drawn_colours(ax) -> list[tuple]:
@@ -103,8 +117,12 @@ def _drawn_colours(ax) -> list[tuple]:
     return [tuple(to_rgb(tuple(f))) for f in boxes.get_facecolors()]
 
 
-@pytest.mark.parametrize("n_datasets", [2, 5])
-def test_panels_of_groups_with_different_models_name_their_own_and_overlap_nothing(n_datasets):
+@pytest.mark.parametrize(
+    ("n_datasets", "names", "orient"), [(2, LONG, "h"), (5, LONG, "h"), (5, MEDIUM, "v")]
+)
+def test_panels_of_groups_with_different_models_name_their_own_and_overlap_nothing(
+    n_datasets, names, orient
+):
     from evalstats.report import audit_report
     from evalstats.simulate import observations
 
@@ -114,7 +132,7 @@ def test_panels_of_groups_with_different_models_name_their_own_and_overlap_nothi
     )  # fmt: skip
     # dataset d<k> is not run by model m<k mod 4>
     missing = pl.format("m{}", pl.col("dataset").str.slice(1).cast(pl.Int64) % 4)
-    obs = obs.filter(pl.col("model") != missing).with_columns(pl.col("model").replace(LONG))
+    obs = obs.filter(pl.col("model") != missing).with_columns(pl.col("model").replace(names))
     report = audit_report(
         obs,
         options={"nstar": {"n_resamples": 20}},
@@ -123,7 +141,13 @@ def test_panels_of_groups_with_different_models_name_their_own_and_overlap_nothi
     by_dataset = {
         d: set(g["model"].to_list()) for (d,), g in obs.group_by("dataset", maintain_order=True)
     }
-    _check(report, lambda title: by_dataset[title.split(" ")[0]])
+    from evalstats.plots import paper_style
+    from evalstats.plots.moments import spread_orientation
+
+    with paper_style():  # long names lie down beside their boxes, shorter ones stand
+        assert spread_orientation(list(names.values()), rows=3) == orient
+    drawn = _check(report, lambda title: by_dataset[title.split(" ")[0]])
+    assert {re.sub(r"_\d+$", "", k) for k in drawn} == {"prompt_spread", "intervals", "noise_components", "convergence"}
 
 
 @pytest.mark.shared_data
@@ -145,4 +169,6 @@ def test_the_real_gpqa_and_math_folder_draws_each_model_where_it_ran():
             sub = sub.filter(pl.col("doc_set").is_null())
         return set(sub["model"].to_list())
 
-    _check(report, models_of)
+    # the variance components too: their panel of the GPQA task without a doc_set matched
+    # the text 'None' and the figure was not drawn
+    assert set(_check(report, models_of)) == {"prompt_spread", "intervals", "noise_components"}
