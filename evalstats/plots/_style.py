@@ -543,10 +543,9 @@ def _measuring_renderer() -> Any:
 
 
 def slanted_drop(labels: Iterable[str], points: float | None = None) -> float:
-    """Inches the longest of ``labels``, slanted at 45 degrees by :func:`slant_xticks`, reaches
-    below its axes (0 for none).
+    """Inches the longest of ``labels``, slanted by :func:`slant_xticks`, hangs below its axes.
 
-    A label anchored at its top right end and turned by 45 degrees hangs down by (width +
+    0 for no labels. A label anchored at its top right end and turned by 45 degrees hangs down by (width +
     height) / sqrt(2). ``points``: the labels' size (default: the x tick labels' size).
     """
     size = tick_label_points() if points is None else points

@@ -327,10 +327,9 @@ STANDING_MAX_HEIGHT = 3.0
 
 
 def spread_orientation(models: Sequence[str], *, rows: int | None = None) -> str:
-    """``'h'`` (boxes down the y axis) or ``'v'`` for panels naming ``models``, ``rows`` at most
-    in one panel (default: all).
+    """``'h'`` (boxes down the y axis) or ``'v'`` for panels naming ``models``.
 
-    Boxes stand (``'v'``) for up to :data:`VERTICAL_MAX` models whose names, slanted under
+    ``rows``: the most models of one panel (default: all). Boxes stand (``'v'``) for up to :data:`VERTICAL_MAX` models whose names, slanted under
     them, keep the panel within :data:`STANDING_MAX_HEIGHT`; otherwise they lie down, one
     row per model named across.
     """

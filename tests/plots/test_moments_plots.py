@@ -15,6 +15,7 @@ from evalstats.plots import (  # noqa: E402
 )
 from evalstats.resampling import required_sample_size, sample_size_curve  # noqa: E402
 from evalstats.simulate import unit_table  # noqa: E402
+from tests._figures import tick_label_overlaps  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -270,29 +271,6 @@ def _uneven_units(n_datasets: int) -> pl.DataFrame:
     )
 
 
-def _overlaps(fig) -> list[str]:
-    """Tick labels of one panel whose boxes meet another panel's title or plot area."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    axes = [a for a in fig.axes if a.get_visible()]
-    found = []
-    for a in axes:
-        ticks = [
-            t
-            for t in (*a.get_xticklabels(), *a.get_yticklabels())
-            if t.get_visible() and t.get_text()
-        ]
-        for b in (b for b in axes if b is not a):
-            others = [b.get_window_extent(renderer)]
-            if b.get_title():
-                others.append(b.title.get_window_extent(renderer))
-            for t in ticks:
-                box = t.get_window_extent(renderer)
-                if any(box.overlaps(o) for o in others):
-                    found.append(f"{t.get_text()!r} of {a.get_title()!r} on {b.get_title()!r}")
-    return found
-
-
 @pytest.mark.parametrize("orient", ["v", "h"])
 @pytest.mark.parametrize("n_datasets", [2, 4])
 def test_prompt_spread_panels_name_their_own_models_and_long_names_overlap_nothing(
@@ -324,7 +302,7 @@ def test_prompt_spread_panels_name_their_own_models_and_long_names_overlap_nothi
         faces = _drawn(ax, "boxes").get_facecolors()
         expected = [matplotlib.colors.to_rgba(palette[m]) for m in order if m in here]
         assert faces.ravel().tolist() == pytest.approx([c for rgba in expected for c in rgba])
-    assert _overlaps(fig) == []
+    assert tick_label_overlaps(fig) == []
 
 
 def test_slanted_labels_fit_between_their_neighbours_and_keep_each_name():

@@ -16,6 +16,7 @@ import warnings
 import polars as pl
 import pytest
 
+from tests._figures import tick_label_overlaps
 from tests.conftest import shared
 
 pytest.importorskip("matplotlib")
@@ -31,35 +32,6 @@ MEDIUM = {f"m{i}": f"Llama-3.{i}-8B-Instruct-{i}" for i in range(4)}
 
 #: The multi-panel figures and the axis their rows or slots of models lie on.
 PANEL_FIGURES = ("prompt_spread", "intervals", "noise_components", "convergence")
-
-
-def _overlaps(fig) -> list[str]:
-    """Tick labels meeting another panel's title or plot area, or an upright neighbour."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    axes = [a for a in fig.axes if a.get_visible()]
-    found = []
-    for a in axes:
-        for axis in (a.xaxis, a.yaxis):
-            ticks = [t for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
-            boxes = [t.get_window_extent(renderer) for t in ticks]
-            if not any(t.get_rotation() % 180 for t in ticks):  # upright: apart from each other
-                for i, b in enumerate(boxes):
-                    found += [
-                        f"{ticks[i].get_text()!r} on {ticks[j].get_text()!r}"
-                        for j in range(i + 1, len(boxes))
-                        if b.overlaps(boxes[j])
-                    ]
-            for b in (b for b in axes if b is not a):
-                others = [b.get_window_extent(renderer)]
-                if b.get_title():
-                    others.append(b.title.get_window_extent(renderer))
-                found += [
-                    f"{t.get_text()!r} of {a.get_title()!r} on {b.get_title()!r}"
-                    for t, box in zip(ticks, boxes)
-                    if any(box.overlaps(o) for o in others)
-                ]
-    return found
 
 
 def _names(ax) -> list[str]:
@@ -98,7 +70,7 @@ def _check(report, models_of) -> list[str]:
                 fig = spec.draw(palette)
             except EvalstatsError:  # the report lists such a figure as not drawn, with why
                 continue
-            assert _overlaps(fig) == [], spec.key
+            assert tick_label_overlaps(fig) == [], spec.key
             drawn.append(spec.key)
         if spec.key.startswith("prompt_spread"):
             for ax in (a for a in fig.axes if a.get_visible()):
@@ -147,7 +119,12 @@ def test_panels_of_groups_with_different_models_name_their_own_and_overlap_nothi
     with paper_style():  # long names lie down beside their boxes, shorter ones stand
         assert spread_orientation(list(names.values()), rows=3) == orient
     drawn = _check(report, lambda title: by_dataset[title.split(" ")[0]])
-    assert {re.sub(r"_\d+$", "", k) for k in drawn} == {"prompt_spread", "intervals", "noise_components", "convergence"}
+    assert {re.sub(r"_\d+$", "", k) for k in drawn} == {
+        "prompt_spread",
+        "intervals",
+        "noise_components",
+        "convergence",
+    }
 
 
 @pytest.mark.shared_data
