@@ -34,6 +34,10 @@ __all__ = [
     "plain_text",
     "require_plotting",
     "resolve_palette",
+    "row_panel_height",
+    "slanted_drop",
+    "slanted_labels",
+    "text_inches",
     "tick_label_points",
     "tick_labels",
     "wrap_label",
@@ -514,6 +518,86 @@ def tick_label_points() -> float:
     return float(FontProperties(size=mpl.rcParams["xtick.labelsize"]).get_size_in_points())
 
 
+def text_inches(text: str, points: float) -> tuple[float, float]:
+    """Width and height (inches) of ``text`` (one or more lines) at ``points`` in the current font.
+
+    Measured with Agg's font metrics, as a figure would draw it, without a figure: a layout
+    sized before its figure exists (the report's panels per page) reads the same widths as the
+    drawing. The height counts matplotlib's line spacing (1.2).
+    """
+    from matplotlib.font_manager import FontProperties
+
+    lines = str(text).split("\n")
+    font = FontProperties(size=points)
+    renderer = _measuring_renderer()
+    widest = max(renderer.get_text_width_height_descent(t, font, ismath=False)[0] for t in lines)
+    return widest / 72.0, 1.2 * points * len(lines) / 72.0
+
+
+@functools.cache
+def _measuring_renderer() -> Any:
+    """An Agg renderer at 72 dpi (a pixel is a point), for :func:`text_inches`."""
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    return RendererAgg(8, 8, 72)
+
+
+def slanted_drop(labels: Iterable[str], points: float | None = None) -> float:
+    """Inches the longest of ``labels``, slanted by :func:`slant_xticks`, hangs below its axes.
+
+    0 for no labels. A label anchored at its top right end and turned by 45 degrees hangs down by (width +
+    height) / sqrt(2). ``points``: the labels' size (default: the x tick labels' size).
+    """
+    size = tick_label_points() if points is None else points
+    sizes = [text_inches(t, size) for t in labels if str(t)]
+    return max((w + h for w, h in sizes), default=0.0) * 0.5**0.5
+
+
+def slanted_labels(
+    names: Iterable[str], slot: float, points: float | None = None
+) -> tuple[list[str], float]:
+    """``names`` wrapped to slant side by side in slots ``slot`` inches wide; their drop.
+
+    Slanted at 45 degrees, neighbouring labels run parallel ``slot`` / sqrt(2) inches apart;
+    a label wrapped to more lines than fit that gap runs into its neighbour, one left long
+    hangs far below the axes (a 60-character model name reached the title of the panel
+    below). Each name is wrapped (:func:`wrap_label`) to as many lines as the gap holds, so
+    the labels hang as little as they can; names of at most 12 characters stay whole.
+    Returns the wrapped labels and :func:`slanted_drop` of them (inches).
+    """
+    size = tick_label_points() if points is None else points
+    names = [shorten(str(t), 2 * MAX_LABEL_CHARS) for t in names]
+    if not names:
+        return [], 0.0
+    line = 1.2 * size / 72.0
+    fit = max(1, int(0.9 * slot * 0.5**0.5 // line))  # lines that fit between neighbours
+    longest = max((len(t) for t in names), default=0)
+    width = max(12, -(-longest // fit))
+    while True:
+        wrapped = ["\n".join(wrap_label(t, width)) for t in names]
+        if width >= longest or max(t.count("\n") + 1 for t in wrapped) <= fit:
+            break
+        width += 2
+    return wrapped, slanted_drop(wrapped, size)
+
+
+def row_panel_height(n_rows: int, lines: int = 1) -> float:
+    """Height (inches) of a panel of ``n_rows`` named rows whose labels have up to ``lines`` lines.
+
+    0.17 inch a row of one-line labels (0.12 beyond 16 rows, whose labels are drawn smaller);
+    a row of wrapped labels is as tall as its lines at the small tick size, so labels of
+    neighbouring rows never run into each other (a panel of three models named in four lines
+    each overprinted them), plus 0.85 inch for the title, axis and its label.
+    """
+    from matplotlib.font_manager import FontProperties
+
+    per_row = 0.17 if n_rows <= 16 else 0.12
+    if lines > 1:
+        size = FontProperties(size="x-small" if n_rows > 16 else "small").get_size_in_points()
+        per_row = max(per_row, 1.2 * size / 72.0 * lines + 0.04)
+    return 0.85 + per_row * n_rows
+
+
 def slant_xticks(ax: Any, angle: float = 45) -> None:
     """Slant the x tick labels, each ending at its tick (long labels never overlap a neighbour).
 
@@ -523,6 +607,7 @@ def slant_xticks(ax: Any, angle: float = 45) -> None:
     for t in ax.get_xticklabels():
         t.set_rotation(angle)
         t.set_horizontalalignment("right")
+        t.set_multialignment("right")  # the lines of a wrapped label end at its tick
         t.set_rotation_mode("anchor")
 
 

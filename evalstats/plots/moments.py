@@ -27,7 +27,13 @@ from evalstats.plots._style import (
     wrap_label,
 )
 
-__all__ = ["plot_convergence", "plot_convergence_overlay", "plot_prompt_spread"]
+__all__ = [
+    "plot_convergence",
+    "plot_convergence_overlay",
+    "plot_prompt_spread",
+    "spread_orientation",
+    "spread_panel_height",
+]
 
 _MOMENT_COLORS = {"mean": COLORS["accent"], "variance": COLORS["secondary"]}
 
@@ -133,12 +139,16 @@ FEW_VALUES = 5
 
 
 def _boxes(
-    ax: Any, scores: pl.DataFrame, order: list[str], colors: dict, *, horizontal: bool
-) -> None:
-    """One box per model of ``order`` at positions 0, 1, ... in a single ``bxp`` call.
+    ax: Any, scores: pl.DataFrame, order: list[str], colors: dict, labels: dict, *, horizontal: bool
+) -> list[str]:
+    """One box per model of ``order`` that has scores here, at positions 0, 1, ...; those models.
 
     Drawn as seaborn's ``boxplot`` draws them (:func:`draw_boxes`), without its per-box calls,
-    which took a quarter of a second per panel of eleven models.
+    which took a quarter of a second per panel of eleven models. A model without scores in
+    this panel gets no slot (a GPQA subset run by one of two models showed an empty, labelled
+    slot for the other); the models keep ``order`` and their colours, and ``labels`` names
+    them. The axis spans at least two slots, so a panel of one model draws its box as wide as
+    the others, centred.
     """
     import numpy as np
 
@@ -146,24 +156,26 @@ def _boxes(
         m: np.asarray(v, dtype=float)
         for m, v in scores.group_by("model").agg(pl.col("score").drop_nulls()).iter_rows()
     }
-    drawn = [(i, m) for i, m in enumerate(order) if m in values and values[m].size]
+    drawn = [m for m in order if m in values and values[m].size]
     draw_boxes(
         ax,
-        [i for i, _ in drawn],
-        [values[m] for _, m in drawn],
-        [colors[m] for _, m in drawn],
+        list(range(len(drawn))),
+        [values[m] for m in drawn],
+        [colors[m] for m in drawn],
         width=0.8,
         horizontal=horizontal,
     )
-    ticks, span = range(len(order)), (-0.5, len(order) - 0.5)
+    pad = max(0.5, (2 - len(drawn)) / 2 + 0.5)
+    ticks, span = range(len(drawn)), (-pad, len(drawn) - 1 + pad)
     if horizontal:
-        ax.set_yticks(ticks, order)
+        ax.set_yticks(ticks, [labels[m] for m in drawn])
         ax.set_ylim(span[::-1])  # the first model at the top
         ax.yaxis.grid(False)
     else:
-        ax.set_xticks(ticks, order)
+        ax.set_xticks(ticks, [labels[m] for m in drawn])
         ax.set_xlim(span)
         ax.xaxis.grid(False)
+    return drawn
 
 
 @plain_text
@@ -195,8 +207,9 @@ def plot_prompt_spread(
         drawn); pass one mapping to all figures to keep each model's colour.
     orient : {'auto', 'v', 'h'}, default 'auto'
         ``'v'``: models along the x axis; ``'h'``: models down the y axis, where many model
-        names stay readable side by side; ``'auto'``: ``'h'`` beyond
-        :data:`VERTICAL_MAX` models.
+        names stay readable side by side; ``'auto'``: as :func:`spread_orientation` chooses
+        (``'h'`` beyond :data:`VERTICAL_MAX` models, or for names too long to hang under
+        standing boxes).
     panel_by : sequence of str, default ()
         Further columns whose values get panels of their own (settings held fixed, such as
         ``temperature``): each panel then draws the variants of one dataset at one setting, as
@@ -240,21 +253,30 @@ def plot_prompt_spread(
         order = med["model"].to_list()
     if orient not in ("auto", "v", "h"):
         raise ParameterError(f"`orient` must be 'auto', 'v' or 'h', got {orient!r}.")
-    horizontal = orient == "h" or (orient == "auto" and len(order) > VERTICAL_MAX)
+    subs = [
+        scores.filter(pl.all_horizontal([pl.col(c).eq_missing(v) for c, v in cell.items()]))
+        for cell in datasets
+    ]
+    # the most models of one panel: each panel has slots for its own models only
+    rows = max((s["model"].n_unique() for s in subs), default=1)
+    horizontal = orient == "h" or (orient == "auto" and spread_orientation(order, rows=rows) == "h")
     if horizontal and ordered_by_median:
         order = order[::-1]  # the highest median at the top
     colors = resolve_palette(sorted(scores["model"].unique().to_list()), palette)
+    ncol = min(col_wrap, max(len(datasets), 1))
     if ax is not None:
         fig, axes = ax.figure, [ax]
+        panel = ax.get_position().width * fig.get_size_inches()[0]
     else:
-        ncol = min(col_wrap, len(datasets))
+        width = 3.4 if horizontal else max(3.4, 0.22 * rows)
+        panel = min(PAGE_WIDTH_IN, width * ncol) / ncol
+    labels, height = _spread_labels(order, rows=rows, horizontal=horizontal, width=panel)
+    if ax is None:
         nrow = -(-len(datasets) // ncol)
-        width = 3.4 if horizontal else max(3.4, 0.22 * len(order))
-        height = spread_panel_height(len(order)) if horizontal else 2.6
         fig, grid = plt.subplots(
             nrow,
             ncol,
-            figsize=(min(PAGE_WIDTH_IN, width * ncol), min(PAGE_HEIGHT_IN, height * nrow)),
+            figsize=(min(PAGE_WIDTH_IN, panel * ncol), min(PAGE_HEIGHT_IN, height * nrow)),
             layout="constrained",
             squeeze=False,
             sharex=horizontal and not multi,
@@ -263,10 +285,8 @@ def plot_prompt_spread(
         axes = list(grid.ravel())
         for extra in axes[len(datasets) :]:
             extra.set_visible(False)
-    for a, cell in zip(axes, datasets):
-        here = pl.all_horizontal([pl.col(c).eq_missing(v) for c, v in cell.items()])
-        sub = scores.filter(here).select("model", "score")
-        _boxes(a, sub, order, colors, horizontal=horizontal)
+    for a, cell, sub in zip(axes, datasets, subs):
+        _boxes(a, sub, order, colors, labels, horizontal=horizontal)
         held = ", ".join(f"{c} {'–' if cell[c] is None else cell[c]}" for c in panel_by)
         metric = f", {cell['metric']}" if multi and "metric" not in panel_by else ""
         title = cell["dataset"] + metric + (f" ({held})" if held else "")
@@ -286,7 +306,7 @@ def plot_prompt_spread(
             a.set_xlabel("" if below else label("score", scale))
             a.xaxis.set_tick_params(labelbottom=not below)
             a.set_ylabel("")
-            a.tick_params(axis="y", labelsize="x-small" if len(order) > 16 else "small")
+            a.tick_params(axis="y", labelsize="x-small" if rows > 16 else "small")
         else:
             a.set_xlabel(label("model"))
             first = spec is None or spec.colspan.start == 0 or multi
@@ -300,9 +320,59 @@ def plot_prompt_spread(
 VERTICAL_MAX = 6
 
 
-def spread_panel_height(n_models: int) -> float:
-    """Height (inches) of one panel of horizontal boxes: 0.17 inch a model, 0.12 beyond 16."""
-    return 0.85 + (0.17 if n_models <= 16 else 0.12) * n_models
+#: Standing boxes whose names, slanted and wrapped, would make a panel taller than this
+#: (inches) lie down instead: a name of about 30 characters or more (a 71-character Hub
+#: checkpoint hung an inch below its box), read across in a few lines beside its box.
+STANDING_MAX_HEIGHT = 3.0
+
+
+def spread_orientation(models: Sequence[str], *, rows: int | None = None) -> str:
+    """``'h'`` (boxes down the y axis) or ``'v'`` for panels naming ``models``.
+
+    ``rows``: the most models of one panel (default: all). Boxes stand (``'v'``) for up to :data:`VERTICAL_MAX` models whose names, slanted under
+    them, keep the panel within :data:`STANDING_MAX_HEIGHT`; otherwise they lie down, one
+    row per model named across.
+    """
+    models = list(models)
+    rows = len(models) if rows is None else rows
+    if len(models) > VERTICAL_MAX:
+        return "h"
+    height = _spread_labels(models, rows=rows, horizontal=False, width=3.4)[1]
+    return "h" if height > STANDING_MAX_HEIGHT else "v"
+
+
+def spread_panel_height(
+    models: Sequence[str], *, rows: int | None = None, horizontal: bool | None = None
+) -> float:
+    """Height (inches) of one panel of :func:`plot_prompt_spread` naming ``models``.
+
+    ``rows``: the most models one panel draws (default: all of ``models``); ``horizontal``:
+    the boxes' orientation (default: :func:`spread_orientation`'s). Lying boxes take a row
+    each, as tall as their names wrapped (:func:`~evalstats.plots._style.row_panel_height`);
+    standing boxes take 2.6 inches, more when their slanted names hang lower than short names
+    do (:func:`~evalstats.plots._style.slanted_labels`). The report reads it to put as many
+    panels on a page as fit.
+    """
+    models = list(models)
+    rows = len(models) if rows is None else rows
+    if horizontal is None:
+        horizontal = spread_orientation(models, rows=rows) == "h"
+    return _spread_labels(models, rows=rows, horizontal=horizontal, width=3.4)[1]
+
+
+def _spread_labels(
+    models: list[str], *, rows: int, horizontal: bool, width: float
+) -> tuple[dict[str, str], float]:
+    """Each model's tick label (wrapped) and the height of a panel ``width`` inches wide."""
+    from evalstats.plots._style import row_panel_height, slanted_labels, tick_labels
+
+    if horizontal:
+        wrapped, _, lines = tick_labels(models)
+        return dict(zip(models, wrapped)), row_panel_height(rows, lines)
+    # the slots share the panel's width less its value axis (ticks and label, ~0.65 inch)
+    slot = max(width - 0.65, 0.5) / max(rows, 2)
+    wrapped, drop = slanted_labels(models, slot)
+    return dict(zip(models, wrapped)), max(2.6, 2.2 + drop)
 
 
 def _one_group(

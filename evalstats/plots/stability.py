@@ -26,6 +26,7 @@ from evalstats.plots._style import (
     require_plotting,
     resolve_palette,
     slant_xticks,
+    slanted_drop,
     tick_label_points,
     tick_labels,
 )
@@ -164,26 +165,11 @@ def plot_tar_heatmap(
         # the slanted column labels hang below the cells: room for them, or the layout
         # collapses the cells of a one-model heatmap with long task names to nothing
         width, height = fig.get_size_inches()
-        need = fit_height(len(rows), per_row=0.45, extra=0.8) + _slanted_drop(fig, cols)
+        need = fit_height(len(rows), per_row=0.45, extra=0.8) + slanted_drop([str(c) for c in cols])
         if need > height:
             fig.set_size_inches(width, min(PAGE_HEIGHT_IN, need))
         fit_heatmap_cells(fig)
     return fig
-
-
-def _slanted_drop(fig: Any, labels: list[Any]) -> float:
-    """Inches the longest of ``labels`` reaches below the axes, slanted at 45 degrees."""
-    from matplotlib.font_manager import FontProperties
-
-    if not labels:
-        return 0.0
-    renderer = fig.canvas.get_renderer()
-    font = FontProperties(size=tick_label_points())
-    widest = max(
-        renderer.get_text_width_height_descent(str(c), font, ismath=False)[0] for c in labels
-    )
-    line = font.get_size_in_points() / 72.0
-    return (widest / fig.dpi + line) * np.sqrt(0.5)
 
 
 #: Cell values of each TAR heatmap drawn, for :func:`fit_heatmap_cells`.

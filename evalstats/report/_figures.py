@@ -22,9 +22,9 @@ from evalstats.report._layout import (
     chunks,
     datasets_of,
     fit_titles,
+    named_rows_height,
     one_legend,
     paged,
-    panel_height,
     panel_labels,
     panels,
     panels_per_page,
@@ -59,7 +59,7 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
 
         units = figure_units(report.units, report["moments"])
         from evalstats.moments import SPREAD_COLUMNS
-        from evalstats.plots.moments import VERTICAL_MAX, spread_panel_height
+        from evalstats.plots.moments import spread_orientation, spread_panel_height
 
         # settings the analysis held fixed (decoding, serving) get panels of their own, so that
         # a box holds the variants of one group of the moments table
@@ -81,11 +81,15 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
             if units.height
             else []
         )
-        n_models = len(report.data.models)
-        per_page = PANELS_PER_PAGE
-        if n_models > VERTICAL_MAX:  # boxes lie down the y axis: as many rows as fit a page
-            per_page = 2 * max(1, int(8.4 // spread_panel_height(n_models)))
         ranked = ranked_models(report)
+        # one orientation on every page (many models or long names: boxes lie down the y
+        # axis); as many rows of panels as fit a page, each as tall as its most models and
+        # their names need
+        rows = units.group_by("dataset", *held).agg(pl.col("model").n_unique())["model"].max()
+        with plots.paper_style():
+            orient = spread_orientation(ranked, rows=rows or 1)
+            height = spread_panel_height(ranked, rows=rows or 1, horizontal=orient == "h")
+        per_page = 2 * max(1, int(8.4 // height))
 
         def draw_spread(page: list[tuple[str, dict[str, Any]]], pal: dict[str, Any]) -> Any:
             keys = pl.DataFrame(
@@ -95,7 +99,7 @@ def _prompt_figures(report: ReportContents) -> list[FigureSpec]:
             sub = units.join(keys, on=["dataset", *held], nulls_equal=True)
             order = [m for m in ranked if m in set(sub["model"])]  # best first on every page
             return plots.plot_prompt_spread(
-                sub, palette=pal, col_wrap=2, panel_by=held, order=order
+                sub, palette=pal, col_wrap=2, panel_by=held, order=order, orient=orient
             )
 
         specs += paged(
@@ -399,12 +403,13 @@ def _model_figures(report: ReportContents) -> list[FigureSpec]:
     return specs
 
 
-def _cell_text(cell: str) -> str:
-    """A noise panel's key (its cells' values joined by separators) as its title."""
+def _cell_text(cell: dict[str, Any] | str) -> str:
+    """A noise panel's title: its group's values (a missing one as '–'), or its own text."""
     from evalstats.plots.compare import _group_value
 
-    parts = [p.split("\x1e", 1) for p in cell.split("\x1f")]
-    return ", ".join(_group_value(*p) if len(p) == 2 else p[0] for p in parts)
+    if isinstance(cell, str):
+        return cell
+    return ", ".join(_group_value(k, v) for k, v in cell.items())
 
 
 def _noise_figures(report: ReportContents) -> list[FigureSpec]:
@@ -417,7 +422,7 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
     res = report["noise"]
     rank = {m: i for i, m in enumerate(ranked_models(report))}  # the models' rows best first
     comps = by_rank(res.tables["components"], rank, "model")
-    datasets = sorted(comps["dataset"].unique().to_list())
+    datasets: list[Any] = [{"dataset": d} for d in sorted(comps["dataset"].unique().to_list())]
 
     n_models = max(1, comps.filter(pl.col("model_b").is_null())["model"].n_unique())
     one = n_models == 1
@@ -433,19 +438,19 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
     ]  # fmt: skip
     keys = ["dataset", *(["metric"] if multi else []), *held]
     if (multi or held) and not one:
-        datasets = [
-            "\x1f".join(f"{k}\x1e{v}" for k, v in zip(keys, row))
-            for row in comps.select(keys).unique().sort(keys).rows()
-        ]
+        # a group's values as they are: a setting missing for some groups (doc_set on one
+        # GPQA task only) is a panel of its own, matched as missing (its text 'None' matched
+        # no row, and the figure was not drawn)
+        datasets = comps.select(keys).unique().sort(keys, nulls_last=True).rows(named=True)
     n_bars = comps.select("dataset", *(["metric"] if multi else [])).n_unique()
     if one:  # one bar per dataset (and metric) in one panel
         datasets = [", ".join(sorted(comps["dataset"].unique().to_list()))] if datasets else []
     # two columns of panels, as many rows as fit a page
     # (one model: a dataset a row, room for a name wrapped on two lines)
-    height = 0.85 + 0.3 * n_bars if one else panel_height(n_models)
+    height = 0.85 + 0.3 * n_bars if one else named_rows_height(comps["model"], n_models)
     per_page = panels_per_page(height)
 
-    def draw_components(page: list[str], pal: dict[str, Any]) -> Any:
+    def draw_components(page: list[Any], pal: dict[str, Any]) -> Any:
         fig, axes = panels(len(page), width=7.0 if one else 3.5, height=height)
         for ax, d in zip(axes, page):
             if one:  # a bar per dataset, labelled by the dataset alone
@@ -453,11 +458,7 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
                 plots.plot_noise_components(per_dataset(comps, name), ax=ax)
                 panel_labels(ax, name, n_bars)
                 continue
-            cell = dict(part.split("\x1e", 1) for part in d.split("\x1f")) if "\x1e" in d else {}
-            here = comps.filter(pl.col("dataset") == cell.get("dataset", d))
-            for k, v in cell.items():
-                if k != "dataset":
-                    here = here.filter(pl.col(k).cast(pl.String) == v)
+            here = comps.filter(pl.all_horizontal([pl.col(k).eq_missing(v) for k, v in d.items()]))
             plots.plot_noise_components(here, ax=ax)
             panel_labels(ax, _cell_text(d), n_models)
         fit_titles(axes)

@@ -13,8 +13,8 @@ from evalstats.report._layout import (
     datasets_of,
     fit_titles,
     marker_legend,
+    named_rows_height,
     paged,
-    panel_height,
     panel_labels,
     panels,
     panels_per_page,
@@ -48,7 +48,7 @@ def forest(
         cells.sort(key=lambda c: (datasets.index(c[0]), [str(v) for v in c[1:]]))
     if len(cells) > 1 and (t["model"].n_unique() > 1 or multi):
         n_rows = int(t.group_by(keys).len()["len"].max() or 1)
-        height = panel_height(n_rows)
+        height = named_rows_height(t["model"], n_rows)
 
         def draw_panels(page: list[tuple], pal: dict[str, Any]) -> Any:
             fig, axes = panels(len(page), width=3.5, height=height)

@@ -19,11 +19,11 @@ __all__ = [
     "chunks",
     "datasets_of",
     "marker_legend",
+    "named_rows_height",
     "fit_titles",
     "legend_columns",
     "one_legend",
     "paged",
-    "panel_height",
     "panel_labels",
     "panels",
     "panels_per_page",
@@ -310,9 +310,18 @@ def said_once(fig: Any) -> Any:
     return fig
 
 
-def panel_height(n_rows: int) -> float:
-    """Height (inches) of a panel with ``n_rows`` rows: 0.17 inch a row, 0.12 beyond 16."""
-    return 0.85 + (0.17 if n_rows <= 16 else 0.12) * n_rows
+def named_rows_height(names: Any, n_rows: int) -> float:
+    """Height (inches) of a panel of ``n_rows`` rows named by ``names`` (models), as drawn.
+
+    Each name wrapped as the forest and bar figures wrap it
+    (:func:`evalstats.plots._style.tick_labels`), each row as tall as the most lines of one
+    (:func:`evalstats.plots._style.row_panel_height`), measured at the report's type sizes.
+    """
+    from evalstats.plots._style import paper_style, row_panel_height, tick_labels
+
+    _, _, lines = tick_labels(sorted({str(n) for n in names if n is not None}))
+    with paper_style():
+        return row_panel_height(n_rows, lines)
 
 
 def panels_per_page(height: float) -> int:

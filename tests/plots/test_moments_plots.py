@@ -15,6 +15,7 @@ from evalstats.plots import (  # noqa: E402
 )
 from evalstats.resampling import required_sample_size, sample_size_curve  # noqa: E402
 from evalstats.simulate import unit_table  # noqa: E402
+from tests._figures import tick_label_overlaps  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -251,3 +252,71 @@ def test_draw_boxes_places_quartiles_whiskers_and_outliers_in_either_orientation
     value_lim = ax.get_xlim() if horizontal else ax.get_ylim()
     assert value_lim[0] < 0.0 and value_lim[1] > 30.0  # the axis reaches every value
     plt.close(fig)
+
+
+#: Model names as long as real ones (a memorisation sweep's checkpoints on the Hub), which
+#: differ only after their first 40 characters.
+LONG_NAMES = {
+    f"m{i}": f"RylanSchaeffer/mem_Qwen3-93M_minerva_math_rep_{i}_sbst_1.0000_epch_1_ot_{i}"
+    for i in range(4)
+}
+
+
+def _uneven_units(n_datasets: int) -> pl.DataFrame:
+    """Four long-named models; dataset d<k> lacks model m<k mod 4>, so panels' models differ."""
+    units = unit_table(n_models=4, n_datasets=n_datasets, n_items=10, n_variants=6, seed=2)
+    missing = pl.format("m{}", pl.col("dataset").str.slice(1).cast(pl.Int64) % 4)
+    return units.filter(pl.col("model") != missing).with_columns(
+        pl.col("model").replace(LONG_NAMES)
+    )
+
+
+@pytest.mark.parametrize("orient", ["v", "h"])
+@pytest.mark.parametrize("n_datasets", [2, 4])
+def test_prompt_spread_panels_name_their_own_models_and_long_names_overlap_nothing(
+    orient, n_datasets
+):
+    """A real lm-eval folder (two models, five GPQA/MATH panels, each run by one model):
+    every panel had a slot for every model of the table, empty where the model had no
+    scores, and the 71-character name, slanted, ran into the title of the panel below.
+    Each panel now has its own models in the one order (and colours) of the figure, the
+    names wrapped, and the panels as tall as the names need."""
+    from evalstats.plots import paper_style
+
+    units = _uneven_units(n_datasets)
+    order = [LONG_NAMES[f"m{i}"] for i in (3, 1, 0, 2)]
+    palette = {m: f"C{i}" for i, m in enumerate(order)}
+    with paper_style():
+        fig = plot_prompt_spread(units, order=order, col_wrap=2, orient=orient, palette=palette)
+    panels = [a for a in fig.axes if a.get_visible()]
+    assert len(panels) == n_datasets
+    for ax in panels:
+        here = set(units.filter(pl.col("dataset") == ax.get_title())["model"].to_list())
+        ticks = ax.get_xticklabels() if orient == "v" else ax.get_yticklabels()
+        names = [t.get_text().replace("\n", "") for t in ticks]
+        if orient == "h" and ax.get_ylim()[0] < ax.get_ylim()[1]:
+            names = names[::-1]
+        assert names == [m for m in order if m in here], ax.get_title()  # exactly its models
+        assert all(t.get_text().count("\n") >= 1 for t in ticks)  # wrapped, not one long line
+        # each box in its model's colour, whatever slot it takes in this panel
+        faces = _drawn(ax, "boxes").get_facecolors()
+        expected = [matplotlib.colors.to_rgba(palette[m]) for m in order if m in here]
+        assert faces.ravel().tolist() == pytest.approx([c for rgba in expected for c in rgba])
+    assert tick_label_overlaps(fig) == []
+
+
+def test_slanted_labels_fit_between_their_neighbours_and_keep_each_name():
+    from evalstats.plots._style import slanted_drop, slanted_labels, text_inches
+
+    names = [*LONG_NAMES.values(), "gpt-4o"]
+    points = 8.0
+    for slot in (0.45, 0.9, 2.0):
+        wrapped, drop = slanted_labels(names, slot, points)
+        assert [w.replace("\n", "") for w in wrapped] == names  # broken, never cut
+        assert wrapped[-1] == "gpt-4o"  # a short name stays whole
+        gap = slot * 0.5**0.5  # neighbours' distance across their slant
+        assert all(text_inches(w, points)[1] <= 0.9 * gap or "\n" not in w for w in wrapped)
+        assert drop == pytest.approx(slanted_drop(wrapped, points))
+    # a wider slot takes more lines and hangs less far
+    assert slanted_labels(names, 2.0, points)[1] < slanted_labels(names, 0.45, points)[1]
+    assert slanted_labels([], 1.0) == ([], 0.0)
