@@ -28,9 +28,8 @@ the family known). It shows how much of the oracle's lead is knowing the spread 
 
 ``oracle-shift?`` (broken grid only) knows the items, factor effects, the bulk's sd and that a
 prompt is outlying with probability 1 / P, but not where: the outlier's effect is flat on
-[-6, 6] instead of the planted -3. It is the Bayes estimator for a user who knows everything
-but the broken prompt's location, and bounds what any estimator that does not know it can do
-on the worst prompt.
+[-6, 6] instead of the planted -3. It is the Bayes estimator for that knowledge: what knowing
+everything but the broken prompt's location buys on the worst prompt.
 
 Printed per grid, scheme and budget: the mean absolute errors of PE-Rasch, ours (optional, as
 ``bench_promptEval.py``'s ``ours``), oracle (mean) and oracle (median), and the ratios to

@@ -4,10 +4,10 @@ The posterior draws of the worst prompt's accuracy rest on the prompt prior's ta
 (:mod:`evalstats.sparse._prior`): a prompt whose cells look broken is pulled toward the bulk as
 far as the fitted family says such prompts are rare. On a grid with one broken prompt (0.37
 among prompts near 0.88) the worst prompt came out 0.29 too high at 2 % of the cells and 0.13
-at 5 %, and its interval covered 0.69 and 0.63 (16 fresh grids, the calibration included). No
-estimator that does not know where an outlying prompt lies does much better there
-(``benchmarks/bench_sparse_oracle.py``'s ``oracle-shift?``): the prior cannot be right about a
-tail the data barely show. The interval can be made not to depend on it.
+at 5 %, and its interval covered 0.69 and 0.63 (16 fresh grids, the calibration included). The
+Bayes estimator that knows everything but where the outlying prompt lies does not do much
+better there (``benchmarks/bench_sparse_oracle.py``'s ``oracle-shift?``): a prior cannot be
+right about a tail the data barely show. The interval can be made not to depend on it.
 
 For every prompt with observed cells, Q_p(q) is the q-quantile of its accuracy over the whole
 item grid when its residual effect has a flat prior (its posterior is then its own cells'
