@@ -121,6 +121,32 @@ def test_moments_of_a_sparse_dump_without_flags_are_the_models(dump):
     assert (sd["estimate"] < sd["naive"]).all()
 
 
+def test_moments_n_worlds_is_the_library_calibration(dump):
+    """``--n-worlds 0`` gives the library's uncalibrated intervals (the same estimates, intervals
+    no wider than the default's); a bad value is a one-line error; without the model it says
+    the option needs it."""
+    from evalstats.io import read
+    from evalstats.sparse import sparse_prompt_distribution
+
+    code, out, err = cli("moments", str(dump), "--n-resamples", "100", "--n-worlds", "0")
+    ok(code, err)
+    code, cal, err = cli("moments", str(dump), "--n-resamples", "100")
+    ok(code, err)
+    t, c = _csv(out), _csv(cal)
+    factors = ["template", "separator", "enumerator", "choices_order"]
+    ref = sparse_prompt_distribution(
+        read(dump).observations, n_resamples=100, seed=0, variant_factors=factors, n_worlds=0
+    )
+    assert np.allclose(t["ci_low"].to_numpy(), ref["ci_low"].to_numpy(), rtol=1e-9)
+    assert np.allclose(t["ci_high"].to_numpy(), ref["ci_high"].to_numpy(), rtol=1e-9)
+    assert np.allclose(t["estimate"].to_numpy(), c["estimate"].to_numpy(), rtol=1e-9)
+    assert (c["ci_high"] - c["ci_low"] >= t["ci_high"] - t["ci_low"] - 1e-12).all()
+    code, _, err = cli("moments", str(dump), "--n-worlds", "2")
+    one_line_error(code, err, "--n-worlds", "got 2")
+    code, _, err = cli("moments", str(dump), "--no-sparse", "--n-worlds", "0")
+    one_line_error(code, err, "--n-worlds", "--sparse")
+
+
 def test_moments_no_sparse_says_the_grid_is_partly_observed(dump):
     code, out, err = cli("moments", str(dump), "--no-sparse")
     ok(code, err)
