@@ -45,6 +45,9 @@ STATISTICS: tuple[tuple[str, float | None], ...] = (
 
 #: Posterior draws the level of the predictions is matched on (:func:`_level_shift`).
 _LEVEL_DRAWS = 20
+#: The largest shift of that level, in logits (the shifts measured on benchmarks/
+#: bench_promptEval.py's grids were 0.02 to 0.2).
+_MAX_LEVEL_SHIFT = 1.0
 
 #: Above this many item x prompt cells a draw sums sigmoid over items on a grid of prompt
 #: effects and interpolates, instead of evaluating every cell.
@@ -96,6 +99,11 @@ def _level_var(cells: CellData, fit: Fit, p_obs: np.ndarray, seen: np.ndarray) -
     observed is as uncertain as a mean of the observed items' effects (s_a^2 / I_seen) for
     their share of the grid.
     """
+    # each cell's probability kept 1/2 a cell away from 0 and 1 (a Jeffreys-like floor): when
+    # every observed cell is right (or wrong) the fit's intercept runs off and 1 / sum w with
+    # it; unfloored, such a group's draws put the level at +-1e6 and its mean accuracy at 0.6
+    eps = 0.5 / (float(np.sum(cells.n)) + 1.0)
+    p_obs = np.clip(p_obs, eps, 1.0 - eps)
     w = float(np.sum(cells.n * p_obs * (1 - p_obs)))
     n_seen = int(seen.sum())
     unseen = (cells.n_items - n_seen) / cells.n_items
@@ -168,8 +176,14 @@ def _level_shift(cells: CellData, mu: float, draws: list[tuple[np.ndarray, np.nd
     too high at 20 % of a grid and, without the earlier removal of the items' spread, 0.004 to
     0.02 too low from 20 % to 2 % (benchmarks/bench_promptEval.py's grids); matched on the
     observed cells the bias of the mean was within 0.0004 at 20 % and 2 %.
+
+    When every observed cell is at a bound (all right or all wrong) no shift matches them (the
+    equation asks for an infinite one) and the modes' level is kept; the shift is bounded by
+    :data:`_MAX_LEVEL_SHIFT` logits either way.
     """
     target = float(np.sum(cells.k))
+    if target <= 0.0 or target >= float(np.sum(cells.n)):
+        return 0.0
     delta = 0.0
     for _ in range(30):
         f = g = 0.0
@@ -178,7 +192,7 @@ def _level_shift(cells: CellData, mu: float, draws: list[tuple[np.ndarray, np.nd
             f += float(np.sum(cells.n * p))
             g += float(np.sum(cells.n * p * (1 - p)))
         step = (target * len(draws) - f) / max(g, 1e-12)
-        delta += step
+        delta = float(np.clip(delta + step, -_MAX_LEVEL_SHIFT, _MAX_LEVEL_SHIFT))
         if abs(step) < 1e-9:
             break
     return delta
