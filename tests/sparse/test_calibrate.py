@@ -12,8 +12,9 @@ from evalstats.errors import ParameterError
 from evalstats.sparse import full_grid, sparse_prompt_distribution, subsample_cells
 from evalstats.sparse._calibrate import _invert, calibrate
 from evalstats.sparse._draws import accuracy_draws, statistics_of
-from evalstats.sparse._fit import CellData, fit_cells
+from evalstats.sparse._fit import fit_cells
 from evalstats.sparse._prior import prompt_prior
+from tests.sparse._cells import subsample_as_cells as _cells
 
 
 def test_inversion_is_the_statsmodels_prediction_interval_read_backwards():
@@ -59,23 +60,6 @@ def test_an_undetermined_slope_falls_back_to_taking_off_the_mean_error():
     centre = 0.06 - d.mean()
     half = t_q * d.std(ddof=1) * np.sqrt(1 + 1 / 6)
     assert_allclose([lo, hi], [centre - half, centre + half], rtol=1e-12)
-
-
-def _cells(grid: pl.DataFrame, share: float, seed: int) -> tuple[CellData, np.ndarray]:
-    obs = subsample_cells(grid, share=share, seed=seed)
-    items = {v: j for j, v in enumerate(sorted(grid["item"].unique()))}
-    prompts = {v: j for j, v in enumerate(sorted(grid["variant"].unique()))}
-    cells = CellData(
-        item=np.array([items[v] for v in obs["item"]], dtype=np.int64),
-        prompt=np.array([prompts[v] for v in obs["variant"]], dtype=np.int64),
-        k=obs["score"].to_numpy().astype(float),
-        n=np.ones(obs.height),
-        n_items=len(items),
-        n_prompts=len(prompts),
-        levels=np.zeros((len(prompts), 0), dtype=np.int64),
-    )
-    truth = grid.group_by("variant").agg(pl.col("score").mean()).sort("variant")["score"]
-    return cells, truth.to_numpy()
 
 
 def test_a_full_grid_is_not_calibrated_and_keeps_a_zero_width_interval():

@@ -13,23 +13,7 @@ from evalstats.sparse._draws import accuracy_draws, statistics_of
 from evalstats.sparse._extremes import own_cells
 from evalstats.sparse._fit import CellData, fit_cells
 from evalstats.sparse._prior import prompt_prior
-
-
-def _cells(grid: pl.DataFrame, share: float, seed: int) -> tuple[CellData, np.ndarray]:
-    obs = subsample_cells(grid, share=share, seed=seed)
-    items = {v: j for j, v in enumerate(sorted(grid["item"].unique()))}
-    prompts = {v: j for j, v in enumerate(sorted(grid["variant"].unique()))}
-    cells = CellData(
-        item=np.array([items[v] for v in obs["item"]], dtype=np.int64),
-        prompt=np.array([prompts[v] for v in obs["variant"]], dtype=np.int64),
-        k=obs["score"].to_numpy().astype(float),
-        n=np.ones(obs.height),
-        n_items=len(items),
-        n_prompts=len(prompts),
-        levels=np.zeros((len(prompts), 0), dtype=np.int64),
-    )
-    truth = grid.group_by("variant").agg(pl.col("score").mean()).sort("variant")["score"]
-    return cells, truth.to_numpy()
+from tests.sparse._cells import subsample_as_cells as _cells
 
 
 def _own(cells: CellData):
