@@ -251,6 +251,25 @@ def test_prompt_scores_one_row_per_variant_with_intervals():
     assert err_model < err_naive
 
 
+def test_prompt_scores_are_the_draws_means_the_distribution_reads():
+    """Each variant's estimate is the mean of its posterior draws (the prompt prior the data
+    choose), the draws sparse_prompt_distribution reads: the variants' mean is the
+    distribution's mean estimate to rounding. Before, it was the normal prior's mode prediction:
+    a broken prompt (truth 0.29, 19 cells) at 0.667 instead of the draws' 0.633."""
+    grid = full_grid(
+        n_items=300, n_variants=60, factors={}, mean_logit=1.5, prompt_effects="broken", seed=2
+    )
+    obs = subsample_cells(grid, share=0.1, seed=2)
+    out = sparse_prompt_scores(obs, n_resamples=200, seed=0)
+    dist = sparse_prompt_distribution(obs, n_resamples=200, seed=0, n_worlds=0)
+    mean = dist.filter(pl.col("quantity") == "mean")["estimate"][0]
+    assert out["estimate"].mean() == pytest.approx(mean, abs=1e-12)
+    truth = grid.group_by("variant").agg(pl.col("score").mean().alias("truth"))
+    worst = out.join(truth, on="variant").sort("truth").row(0, named=True)
+    assert worst["ci_low"] <= worst["estimate"] <= worst["ci_high"]
+    assert worst["estimate"] < 0.65, worst
+
+
 def test_bad_input_named():
     obs, _ = sparse_grid(n_items=30, n_variants=10, share=0.5, seed=0)
     with pytest.raises(ParameterError, match="Did you mean 0.95"):
