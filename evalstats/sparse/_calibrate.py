@@ -31,10 +31,11 @@ was gone. The pull grows as the data weaken, so it is measured on the group's ow
    the regression's residual sd (with its leverage). The mean and median, whose errors do not
    follow the spread, get E_obs - mean error -+ that width.
 
-The reported interval is the hull of the draws' percentiles and the calibrated interval, and
-the estimate stays the draws' mean: the calibration only widens, toward where the worlds say
-the truth lies. On a full grid no world is simulated: the estimate is the data and the
-interval has zero width.
+The reported interval is the hull of the draws' percentiles and the calibrated interval (for
+the worst and best prompt also the own-cell bounds of :mod:`evalstats.sparse._extremes`, with
+or without worlds), and the estimate stays the draws' mean: the calibration only widens,
+toward where the worlds say the truth lies. On a full grid no world is simulated: the
+estimate is the data and the interval has zero width.
 """
 
 from __future__ import annotations
@@ -92,7 +93,9 @@ class Calibration:
 
     ``raw`` is the mean of each statistic over the group's posterior draws; ``truth`` and
     ``fitted`` are ``n_worlds x n_statistics``; empty when no calibration was run (a full grid,
-    or ``n_worlds`` 0), in which case :meth:`interval` gives the draws' percentiles.
+    or ``n_worlds`` 0), in which case :meth:`interval` gives the draws' percentiles. ``own``
+    holds each variant's own-cell bounds of the worst and best prompt (None on a full grid),
+    applied with or without worlds.
     """
 
     raw: np.ndarray
