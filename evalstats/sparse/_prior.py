@@ -55,6 +55,7 @@ import functools
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import log_expit
 
 from evalstats.sparse._fit import CellData, Fit
 
@@ -90,6 +91,8 @@ _CAVITY = False
 _SCALE_PRIOR_POWER = 0.5
 #: Cells per block when the (cells x grid) log-likelihood is built.
 _BLOCK = 100_000
+#: Candidates whose per-prompt posterior CDFs a :class:`PromptPrior` keeps between draws.
+_CDF_CACHE = 64
 
 
 class PromptPrior:
@@ -117,13 +120,22 @@ class PromptPrior:
         self.weight = weight  # posterior probabilities, n_eps x n_candidates
         self.item_mode = item_mode  # item effects refitted with the prompts at their new means
         self.family = family  # (df, scale, eps) of the most probable candidate
+        self._mom: tuple[np.ndarray, ...] | None = None
+        self._cdf: dict[tuple[int, int], np.ndarray] = {}
+
+    @property
+    def moments(self) -> tuple[np.ndarray, ...]:
+        """:func:`_moments` of the likelihoods, computed once (they do not change)."""
+        if self._mom is None:
+            self._mom = _moments(self.lik, self.priors, self.grid)
+        return self._mom
 
     def _prior(self, e: int, c: int) -> np.ndarray:
         return (1.0 - self.eps[e]) * self.priors[c] + self.eps[e] * _slab(self.grid)
 
     def slab_probability(self) -> np.ndarray:
         """P(u_p from the slab | data) for every prompt, averaged over the candidates."""
-        a, _, a_s, _ = _moments(self.lik, self.priors, self.grid)
+        a, _, a_s, _ = self.moments
         out = np.zeros(self.lik.shape[0])
         for e, eps in enumerate(self.eps):
             den = (1.0 - eps) * a + eps * a_s[:, None]
@@ -132,7 +144,7 @@ class PromptPrior:
 
     def posterior_mean(self) -> np.ndarray:
         """E[u_p | data], averaged over the candidate priors' posterior."""
-        a, b, a_s, b_s = _moments(self.lik, self.priors, self.grid)
+        a, b, a_s, b_s = self.moments
         out = np.zeros(self.lik.shape[0])
         for e, eps in enumerate(self.eps):
             if self.weight[e].max() <= 0:
@@ -147,9 +159,13 @@ class PromptPrior:
         flat = self.weight.ravel()
         j = int(np.searchsorted(np.cumsum(flat), rng.random() * flat.sum()))
         e, c = divmod(min(j, flat.size - 1), self.weight.shape[1])
-        post = self.lik * self._prior(e, c)[None, :]
-        cdf = np.cumsum(post, axis=1)
-        cdf /= cdf[:, -1:]
+        cdf = self._cdf.get((e, c))
+        if cdf is None:
+            # each candidate's posterior CDFs once: a few candidates carry most of the weight
+            cdf = np.cumsum(self.lik * self._prior(e, c)[None, :], axis=1)
+            cdf /= cdf[:, -1:]
+            if len(self._cdf) < _CDF_CACHE:
+                self._cdf[(e, c)] = cdf
         u = rng.random(cdf.shape[0])
         k = np.minimum((cdf < u[:, None]).sum(axis=1), self.grid.size - 1)
         step = self.grid[1] - self.grid[0]
@@ -201,12 +217,13 @@ def slab_weights(n_prompts: int) -> np.ndarray:
     return np.unique(eps)
 
 
-def _family_posterior(lik: np.ndarray, priors: np.ndarray, grid: np.ndarray, eps: np.ndarray):
+def _family_posterior(a: np.ndarray, a_s: np.ndarray, eps: np.ndarray):
     """Posterior of the candidates (eps x bulk): s^-power on the scale, half on eps = 0.
 
-    Flat over the dfs; the power is :data:`_SCALE_PRIOR_POWER`.
+    ``a`` and ``a_s`` are the observed prompts' marginal likelihoods under every bulk and
+    under the slab (:func:`_moments`). Flat over the dfs; the power is
+    :data:`_SCALE_PRIOR_POWER`.
     """
-    a, _, a_s, _ = _moments(lik, priors, grid)
     marg = np.stack(
         [np.log(np.maximum((1.0 - e) * a + e * a_s[:, None], 1e-300)).sum(axis=0) for e in eps]
     )
@@ -287,10 +304,17 @@ def _likelihoods(
     base = offset[cells.prompt] + a_out
     kappa = 1.0 / np.sqrt(1.0 + np.pi / (8.0 * h_out)) if _INTEGRATE else np.ones(base.size)
     out = np.zeros((cells.n_prompts, grid.size))
+    # one 0/1 outcome a cell (the usual case): log sigma(+-eta), a third cheaper than the
+    # binomial form and equal to it
+    binary = bool(np.all(cells.n == 1) and np.all((cells.k == 0) | (cells.k == 1)))
+    sign = np.where(cells.k > 0.5, 1.0, -1.0) * kappa if binary else kappa
     for start in range(0, base.size, _BLOCK):
         sl = slice(start, start + _BLOCK)
-        eta = kappa[sl, None] * (base[sl, None] + grid[None, :])
-        ll = cells.k[sl, None] * eta - cells.n[sl, None] * np.logaddexp(0.0, eta)
+        eta = sign[sl, None] * (base[sl, None] + grid[None, :])
+        if binary:
+            ll = log_expit(eta)
+        else:
+            ll = cells.k[sl, None] * eta - cells.n[sl, None] * np.logaddexp(0.0, eta)
         m = ll.shape[0]
         s = sp.csr_matrix(
             (np.ones(m), (cells.prompt[sl], np.arange(m))), shape=(cells.n_prompts, m)
@@ -340,9 +364,11 @@ def prompt_prior(cells: CellData, fit: Fit) -> PromptPrior:
     for rounds in range(_ROUNDS):
         loglik = _likelihoods(cells, fit, a, offset, u, grid)
         lik = np.exp(loglik - loglik.max(axis=1, keepdims=True))
-        weight = _family_posterior(lik[observed], priors, grid, eps)
+        mom = _moments(lik, priors, grid)
+        weight = _family_posterior(mom[0][observed], mom[2][observed], eps)
         e, c = np.unravel_index(int(np.argmax(weight)), weight.shape)
         result = PromptPrior(grid, lik, priors, eps, weight, a, (*labels[c], float(eps[e])))
+        result._mom = mom
         if rounds == _ROUNDS - 1:
             return result
         u = result.posterior_mean()
