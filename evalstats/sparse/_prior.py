@@ -55,7 +55,7 @@ import functools
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import log_expit
+from scipy.special import expit, log_expit
 
 from evalstats.sparse._fit import CellData, Fit
 
@@ -89,6 +89,10 @@ _CAVITY = False
 #: With the integrated likelihoods a flat prior put the scale at twice the planted 0.08 where
 #: prompts barely matter (tests/test_sparse.py's small-effects grids); 0.5 puts it at 0.11.
 _SCALE_PRIOR_POWER = 0.5
+#: Points of an item's grid and the stride on the prompt grid of the quadrature likelihoods
+#: (:func:`_quadrature_likelihoods`).
+_ITEM_POINTS = 48
+_T_STRIDE = 8
 #: Cells per block when the (cells x grid) log-likelihood is built.
 _BLOCK = 100_000
 #: Candidates whose per-prompt posterior CDFs a :class:`PromptPrior` keeps between draws.
@@ -304,12 +308,19 @@ def _likelihoods(
     base = offset[cells.prompt] + a_out
     kappa = 1.0 / np.sqrt(1.0 + np.pi / (8.0 * h_out)) if _INTEGRATE else np.ones(base.size)
     out = np.zeros((cells.n_prompts, grid.size))
+    # cells whose item's other cells are all right (or all wrong): the item's posterior is
+    # one-sided there and its normal approximation wrong (module docstring), so they are
+    # integrated over it on a grid instead
+    one_sided = _one_sided(cells) if _INTEGRATE else np.zeros(cells.item.size, dtype=bool)
+    if one_sided.any():
+        out += _quadrature_likelihoods(cells, fit, a, offset, u, grid, one_sided)
     # one 0/1 outcome a cell (the usual case): log sigma(+-eta), a third cheaper than the
     # binomial form and equal to it
     binary = bool(np.all(cells.n == 1) and np.all((cells.k == 0) | (cells.k == 1)))
     sign = np.where(cells.k > 0.5, 1.0, -1.0) * kappa if binary else kappa
-    for start in range(0, base.size, _BLOCK):
-        sl = slice(start, start + _BLOCK)
+    rest = np.flatnonzero(~one_sided)
+    for start in range(0, rest.size, _BLOCK):
+        sl = rest[start : start + _BLOCK]
         eta = sign[sl, None] * (base[sl, None] + grid[None, :])
         if binary:
             ll = log_expit(eta)
@@ -329,6 +340,88 @@ def _likelihoods(
     den = np.bincount(cells.prompt, w, cells.n_prompts)
     extra = np.where(den > 0, num / np.maximum(den, 1e-12) ** 2, 0.0)
     return _convolve(out, grid, extra)
+
+
+def _one_sided(cells: CellData) -> np.ndarray:
+    """Cells whose item has other cells, every one of them right (or every one wrong)."""
+    k_item = np.bincount(cells.item, cells.k, cells.n_items)
+    n_item = np.bincount(cells.item, cells.n, cells.n_items)
+    k_other = k_item[cells.item] - cells.k
+    n_other = n_item[cells.item] - cells.n
+    return (n_other > 0) & ((k_other <= 0) | (k_other >= n_other))
+
+
+def _cell_loglik(k: np.ndarray, n: np.ndarray, eta: np.ndarray) -> np.ndarray:
+    return k * log_expit(eta) + (n - k) * log_expit(-eta)
+
+
+def _quadrature_likelihoods(
+    cells: CellData,
+    fit: Fit,
+    a: np.ndarray,
+    offset: np.ndarray,
+    u: np.ndarray,
+    grid: np.ndarray,
+    chosen: np.ndarray,
+) -> np.ndarray:
+    """Sum over the ``chosen`` cells of log L_c(t), their item integrated out on a grid.
+
+    L_c(t) = E[P(cell | a + offset_p + t)] over the item's posterior without the cell
+    (its prior N(0, s_a^2) times its other cells' likelihoods at their prompts' current
+    effects), on :data:`_ITEM_POINTS` points around the item's mean; the expectation is taken
+    on every :data:`_T_STRIDE`-th point of ``grid`` and interpolated in between (it is
+    smooth in t). Exact up to the quadrature, where the probit approximation of
+    :func:`_likelihoods` takes the posterior as normal: for an item whose other cells are all
+    right that posterior is one-sided (bounded below, a long upper tail), the normal put a
+    third of its mass below the bound, and every right cell of an easy item then read as
+    evidence for its prompt (on PromptEval's real MMLU grid, 67 % of items right under every
+    template, the prompts' sd came out 0.03-0.05 for a true 0.011).
+    """
+    item_all = cells.item
+    off_all = offset[cells.prompt] + u[cells.prompt]
+    items = np.zeros(cells.n_items, dtype=bool)
+    items[item_all[chosen]] = True
+    in_items = items[item_all]
+    idx = np.flatnonzero(in_items)
+    # each item's grid: its mean +- 6 sd of its normal approximation (at most 6 prior sds)
+    p = expit(a[item_all[idx]] + off_all[idx])
+    h = np.bincount(item_all[idx], cells.n[idx] * p * (1 - p), cells.n_items)
+    h += 1.0 / fit.var_item
+    half = np.minimum(6.0 / np.sqrt(h), 6.0 * np.sqrt(fit.var_item)) + 1.0
+    z = np.linspace(-1.0, 1.0, _ITEM_POINTS)
+    a_grid = a[:, None] + half[:, None] * z[None, :]  # items x points
+    ll = _cell_loglik(
+        cells.k[idx, None], cells.n[idx, None], a_grid[item_all[idx]] + off_all[idx, None]
+    )
+    log_post = -0.5 * a_grid**2 / fit.var_item
+    for j in range(_ITEM_POINTS):
+        log_post[:, j] += np.bincount(item_all[idx], ll[:, j], cells.n_items)
+    pos = np.searchsorted(idx, np.flatnonzero(chosen))
+    sel = idx[pos]
+    lp = log_post[item_all[sel]] - ll[pos]  # without the cell itself
+    lp -= lp.max(axis=1, keepdims=True)
+    weight = np.exp(lp)
+    weight /= weight.sum(axis=1, keepdims=True)
+    coarse = np.unique(np.r_[grid[::_T_STRIDE], grid[-1]])
+    base = offset[cells.prompt[sel]]
+    binary = bool(np.all(cells.n[sel] == 1) and np.all((cells.k[sel] == 0) | (cells.k[sel] == 1)))
+    sums = np.zeros((cells.n_prompts, coarse.size))
+    step = max(1, _BLOCK // (_ITEM_POINTS * coarse.size))
+    for start in range(0, sel.size, step):
+        b = slice(start, start + step)
+        c = sel[b]
+        eta = a_grid[item_all[c]][:, :, None] + base[b, None, None] + coarse[None, None, :]
+        if binary:  # one 0/1 outcome: sigma(+-eta)
+            lik = expit(np.where(cells.k[c] > 0.5, 1.0, -1.0)[:, None, None] * eta)
+        else:
+            lik = np.exp(_cell_loglik(cells.k[c, None, None], cells.n[c, None, None], eta))
+        lc = np.log(np.maximum(np.einsum("cj,cjk->ck", weight[b], lik), 1e-300))
+        np.add.at(sums, cells.prompt[c], lc)
+    # a sum of linear interpolations is the interpolation of the sum
+    out = np.zeros((cells.n_prompts, grid.size))
+    for q in np.flatnonzero(np.bincount(cells.prompt[sel], minlength=cells.n_prompts)):
+        out[q] = np.interp(grid, coarse, sums[q])
+    return out
 
 
 def _convolve(loglik: np.ndarray, grid: np.ndarray, var: np.ndarray) -> np.ndarray:
