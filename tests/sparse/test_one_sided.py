@@ -107,6 +107,7 @@ def test_quadrature_likelihood_equals_numerical_integration() -> None:
 
     norm = quad(post, -60, 60, limit=200)[0]
     for t in (-2.0, 0.0, 1.5):
-        value = quad(lambda a: post(a) * expit(a + offset[0] + t), -60, 60, limit=200)[0] / norm
+        value = quad(lambda a, t=t: post(a) * expit(a + offset[0] + t), -60, 60, limit=200)[0]
+        value /= norm
         k = int(np.argmin(np.abs(grid - t)))
         assert out[0, k] == pytest.approx(np.log(value), abs=2e-3)
