@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, log_expit
 
 from evalstats.sparse._fit import CellData, Fit
 
@@ -43,6 +43,8 @@ STATISTICS: tuple[tuple[str, float | None], ...] = (
     ("max", 1.0),
 )
 
+#: Points of a one-sided item's posterior grid (:class:`_OneSidedItems`).
+_ITEM_POINTS = 64
 #: Posterior draws the level of the predictions is matched on (:func:`_level_shift`).
 _LEVEL_DRAWS = 20
 #: The largest shift of that level, in logits (the shifts measured on benchmarks/
@@ -110,6 +112,58 @@ def _level_var(cells: CellData, fit: Fit, p_obs: np.ndarray, seen: np.ndarray) -
     return 1.0 / max(w, 1e-12) + fit.var_item * unseen / max(n_seen, 1)
 
 
+class _OneSidedItems:
+    """Posterior draws of the items whose observed cells are all right (or all wrong).
+
+    Their posterior is one-sided: bounded on one side by the cells, the item prior's tail on
+    the other. The normal approximation at the mode spread it to both sides (on PromptEval's
+    real MMLU grid, items right under every template had posterior sds of 3 logits at a mode
+    of 5), and the draws put such items' unobserved cells at 0.9 where they are 1: the grid's
+    mean came out 0.01-0.02 low, beyond what the level match could take back. They are drawn
+    from their posterior on a grid of :data:`_ITEM_POINTS` points instead (the prompts at
+    their posterior means), by the inverse CDF and uniformly within a grid step.
+    """
+
+    def __init__(self, cells: CellData, fit: Fit, a_mode: np.ndarray, prompt_eta: np.ndarray):
+        k = np.bincount(cells.item, cells.k, cells.n_items)
+        n = np.bincount(cells.item, cells.n, cells.n_items)
+        self.items = np.flatnonzero((n > 0) & ((k <= 0) | (k >= n)))
+        if self.items.size == 0:
+            return
+        chosen = np.zeros(cells.n_items, dtype=bool)
+        chosen[self.items] = True
+        sel = np.flatnonzero(chosen[cells.item])
+        local = np.full(cells.n_items, -1, dtype=np.int64)
+        local[self.items] = np.arange(self.items.size)
+        it = local[cells.item[sel]]
+        off = prompt_eta[cells.prompt[sel]]
+        a0 = a_mode[self.items]
+        p = expit(a0[it] + off)
+        h = np.bincount(it, cells.n[sel] * p * (1 - p), self.items.size) + 1.0 / fit.var_item
+        half = np.minimum(6.0 / np.sqrt(h), 6.0 * np.sqrt(fit.var_item)) + 1.0
+        z = np.linspace(-1.0, 1.0, _ITEM_POINTS)
+        self.grid = a0[:, None] + half[:, None] * z[None, :]
+        eta = self.grid[it] + off[:, None]
+        kk, nn = cells.k[sel, None], cells.n[sel, None]
+        ll = kk * log_expit(eta) + (nn - kk) * log_expit(-eta)
+        log_post = -0.5 * self.grid**2 / fit.var_item
+        for j in range(_ITEM_POINTS):
+            log_post[:, j] += np.bincount(it, ll[:, j], self.items.size)
+        post = np.exp(log_post - log_post.max(axis=1, keepdims=True))
+        self.cdf = np.cumsum(post, axis=1)
+        self.cdf /= self.cdf[:, -1:]
+        self.step = self.grid[:, 1] - self.grid[:, 0]
+
+    def draw(self, a: np.ndarray, rng: np.random.Generator) -> None:
+        """Replace the one-sided items' entries of ``a`` by draws from their posteriors."""
+        if self.items.size == 0:
+            return
+        u = rng.random(self.items.size)
+        j = np.minimum((self.cdf < u[:, None]).sum(axis=1), _ITEM_POINTS - 1)
+        rows = np.arange(self.items.size)
+        a[self.items] = self.grid[rows, j] + self.step * (rng.random(self.items.size) - 0.5)
+
+
 def accuracy_draws(
     cells: CellData,
     fit: Fit,
@@ -143,9 +197,11 @@ def accuracy_draws(
     mu_sd = np.sqrt(_level_var(cells, fit, expit(eta0), seen))
     sd_a = np.sqrt(fit.a_var)
     sd_c = [np.sqrt(v) for v in fit.c_var]
+    one_sided = _OneSidedItems(cells, fit, a_mode, fit.mu + b0)
 
     def effects() -> tuple[np.ndarray, np.ndarray]:
         a = a_mode + sd_a * rng.standard_normal(a_mode.size)
+        one_sided.draw(a, rng)
         b = prior.draw(rng)
         for f, (c, s) in enumerate(zip(fit.c, sd_c)):
             b = b + (c + s * rng.standard_normal(c.size))[cells.levels[:, f]]

@@ -111,3 +111,50 @@ def test_quadrature_likelihood_equals_numerical_integration() -> None:
         value /= norm
         k = int(np.argmin(np.abs(grid - t)))
         assert out[0, k] == pytest.approx(np.log(value), abs=2e-3)
+
+
+def test_one_sided_items_are_drawn_from_their_posterior() -> None:
+    """An item right under every prompt it was seen with: its draws' mean and quartiles equal
+    those of its exact posterior (prior times its cells' likelihoods, scipy's quadrature)."""
+    from scipy.integrate import quad
+    from scipy.special import expit
+
+    from evalstats.sparse._draws import _OneSidedItems
+    from evalstats.sparse._fit import CellData, fit_cells
+
+    cells = CellData(
+        item=np.array([0, 0, 0, 1, 1, 2]),
+        prompt=np.array([0, 1, 2, 0, 1, 2]),
+        k=np.array([1, 1, 1, 1, 0, 0], dtype=float),
+        n=np.ones(6),
+        n_items=3,
+        n_prompts=3,
+        levels=np.zeros((3, 0), dtype=np.int64),
+    )
+    fit = fit_cells(cells)
+    eta = np.array([0.2, 0.5, -0.1])
+    sampler = _OneSidedItems(cells, fit, fit.a, eta)
+    assert sampler.items.tolist() == [0, 2]  # item 1 has a right and a wrong cell
+    rng = np.random.default_rng(0)
+    draws = []
+    for _ in range(20_000):
+        a = fit.a.copy()
+        sampler.draw(a, rng)
+        draws.append(a.copy())
+    draws = np.array(draws)
+    assert np.all(draws[:, 1] == fit.a[1])  # the mixed item is left to the normal draws
+    s2 = fit.var_item
+
+    def post(a: float) -> float:
+        return float(
+            np.exp(-0.5 * a * a / s2) * expit(a + eta[0]) * expit(a + eta[1]) * expit(a + eta[2])
+        )
+
+    norm = quad(post, -80, 80, limit=200)[0]
+    mean = quad(lambda a: a * post(a), -80, 80, limit=200)[0] / norm
+    sd = np.sqrt(quad(lambda a: (a - mean) ** 2 * post(a), -80, 80, limit=200)[0] / norm)
+    assert draws[:, 0].mean() == pytest.approx(mean, abs=0.03 * sd + 0.02)
+    assert draws[:, 0].std() == pytest.approx(sd, rel=0.05)
+    # one-sided: the posterior's lower quartile is nearer its median than the upper one is
+    q1, q2, q3 = np.quantile(draws[:, 0], [0.25, 0.5, 0.75])
+    assert q2 - q1 < q3 - q2
