@@ -5,7 +5,8 @@ The target of a prompt p is its mean cell score over *every* item of the group,
     acc_p = (1/I) * (sum of its observed cell scores + sum of its unobserved cell scores),
 
 and the unobserved cells are what the model predicts. A draw takes the item, factor and
-prompt effects from their approximate (Laplace, diagonal with Schur correction) posteriors,
+prompt effects from their approximate (Laplace, diagonal with Schur correction) posteriors
+(an item whose observed cells all agree from its one-sided posterior on a grid),
 predicts every unobserved cell, and adds the binomial noise of those cells (normal
 approximation). Observed cells stay as observed: on a full grid every draw is the data.
 

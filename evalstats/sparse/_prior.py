@@ -8,7 +8,9 @@ items it was seen on, which took part of its failures. Here, per group:
 1. every prompt's likelihood L_p(t) of its residual effect is computed on a grid of logit
    values t (481 points on [-6, 6]), each cell with its item's leave-this-cell-out mean,
    integrated over that mean's uncertainty, and the other effects at their modes
-   (:func:`_likelihoods`);
+   (:func:`_likelihoods`); where the item's other cells are all right (or all wrong) its
+   posterior is one-sided and the cell is integrated over it on a grid
+   (:func:`_quadrature_likelihoods`);
 2. the prior of the residual prompt effects is a Student t of scale s and degrees of freedom
    nu in :data:`DF` (nu = inf: normal), and the marginal likelihood
    prod_p sum_k prior_{nu,s}(t_k) L_p(t_k) gives their posterior on a grid (s in (0, 3]
