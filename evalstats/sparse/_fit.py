@@ -254,6 +254,17 @@ class _Blocks:
         out[self.rest] = xr
         return out
 
+    def rest_covariance(self, w: np.ndarray, lam: np.ndarray, params: np.ndarray) -> np.ndarray:
+        """The block of H^{-1} at ``params`` (parameter indices, all in the rest block).
+
+        It is the inverse Schur complement's block there.
+        """
+        _, _, c = self.schur(w, lam)
+        pos = np.where(params < self.diag.start, params, params - self.n_diag)
+        unit = np.zeros((self.n_rest, pos.size))
+        unit[pos, np.arange(pos.size)] = 1.0
+        return cho_solve((c, True), unit, check_finite=False)[pos]
+
     def logdet(self, w: np.ndarray, lam: np.ndarray) -> float:
         """log|X'WX + diag(lam)|."""
         a, _, c = self.schur(w, lam)
@@ -428,6 +439,13 @@ def _update(theta: np.ndarray, var: np.ndarray, current: float) -> float:
     return max(float(np.sum(theta**2)) / gamma, _MIN_VAR)
 
 
+#: Whether, after the Laplace fit, the item variance is re-estimated by the items' exact
+#: marginal likelihood (:mod:`evalstats.sparse._items`) and each prompt factor's variance
+#: taken at its posterior median (:func:`evalstats.sparse._laplace.factor_variances`).
+_EXACT_ITEMS = True
+_FACTOR_MEDIAN = True
+
+
 def fit_cells(
     cells: CellData, *, max_iter: int = 200, tol: float = 1e-3, laplace: bool = True
 ) -> Fit:
@@ -488,6 +506,27 @@ def fit_cells(
         )
         variances, theta = found
         method = "laplace"
+        if n_fac and _FACTOR_MEDIAN:
+            from evalstats.sparse._laplace import factor_variances
+
+            variances = factor_variances(
+                structure, x, n, theta, variances, _precision(blocks, variances), blocks
+            )
+    if _EXACT_ITEMS and method == "laplace":
+        from evalstats.sparse._items import item_variance
+
+        lam = _precision(blocks, variances)
+        theta, ok = _mode(x, xt, k, n, lam, theta, structure)
+        var = _posterior_var(x, theta, n, lam, cells, blocks)
+        b_mean, b_var = theta[blocks[-1]].copy(), var[blocks[-1]].copy()
+        for f, blk in enumerate(blocks[2:-1]):
+            b_mean += theta[blk][cells.levels[:, f]]
+            b_var += var[blk][cells.levels[:, f]]
+        found = item_variance(
+            cells, float(theta[0]), theta[blocks[1]], var[blocks[1]], b_mean, b_var
+        )
+        if found is not None:
+            variances[0] = found
     lam = _precision(blocks, variances)
     theta, ok = _mode(x, xt, k, n, lam, theta, structure)
     var = _posterior_var(x, theta, n, lam, cells, blocks)

@@ -143,29 +143,33 @@ def _coverage(reps: int, share: float, scheme: str, n_worlds: int, seed0: int) -
 
 
 @pytest.mark.parametrize(
-    ("share", "low", "high", "seed"), [(0.05, 0.0, 0.85, 6), (0.3, 0.85, 1.15, 7)]
+    ("share", "low", "high", "seeds"),
+    [(0.05, 0.0, 0.85, range(5, 12)), (0.3, 0.85, 1.15, (7, 8))],
 )
-def test_worlds_measure_the_inward_pull_of_the_spread(share, low, high, seed):
-    """A 40 x 160 grid: at 5 % the estimator's sd moves by less than 0.85 of the worlds' true
-    sd (the raw intervals sit too low; 0.5-0.7 on 50 x 200 grids at 4 %), at 30 % by about 1.
-    (At 5 % the calibrated upper end of the sd reached above the draws' on 6 of the grids of
-    seeds 5-11 with the draws' level matched on the observed cells; seed 7's did not.)"""
-    grid = full_grid(
-        n_items=160, n_variants=40, mean_logit=1.5, prompt_sd=0.6, factors={}, seed=seed
-    )
-    cells, _ = _cells(grid, share, seed)
-    fit = fit_cells(cells)
-    prior = prompt_prior(cells, fit)
-    rng = np.random.default_rng(0)
-    draws = accuracy_draws(cells, fit, n_resamples=50, rng=rng, prior=prior)
-    cal = calibrate(cells, fit, prior, draws, n_worlds=6, world_resamples=20, rng=rng)
-    slope = np.polyfit(cal.truth[:, 1], cal.fitted[:, 1], 1)[0]
-    assert low <= slope <= high, slope
-    est, lo, hi = cal.interval(0.9)
-    c_lo, c_hi = cal.calibrated(0.9)
+def test_worlds_measure_the_inward_pull_of_the_spread(share, low, high, seeds):
+    """40 x 160 grids: at 5 % the estimator's sd moves by less than 0.85 of the worlds' true sd
+    (the raw intervals sit too low), at 30 % by about 1; the slope averaged over grids (one
+    grid's six worlds give anything from -0.5 to 1.5: seed 6's was 0.12 before the items'
+    exact variance, 1.05 after; the mean over seeds 5-11 0.73 and 0.64). At 5 % the calibrated
+    upper end of the sd reaches above the draws' on most grids."""
+    slopes, above = [], []
+    for seed in seeds:
+        grid = full_grid(
+            n_items=160, n_variants=40, mean_logit=1.5, prompt_sd=0.6, factors={}, seed=seed
+        )
+        cells, _ = _cells(grid, share, seed)
+        fit = fit_cells(cells)
+        prior = prompt_prior(cells, fit)
+        rng = np.random.default_rng(0)
+        draws = accuracy_draws(cells, fit, n_resamples=50, rng=rng, prior=prior)
+        cal = calibrate(cells, fit, prior, draws, n_worlds=6, world_resamples=20, rng=rng)
+        slopes.append(np.polyfit(cal.truth[:, 1], cal.fitted[:, 1], 1)[0])
+        _, _, hi = cal.interval(0.9)
+        _, c_hi = cal.calibrated(0.9)
+        above.append(c_hi[1] > np.quantile(cal.draws_stats[:, 1], 0.95) and hi[1] == c_hi[1])
+    assert low <= np.mean(slopes) <= high, slopes
     if share < 0.1:  # the calibrated interval reaches above the draws' one
-        assert c_hi[1] > np.quantile(cal.draws_stats[:, 1], 0.95)
-        assert hi[1] == c_hi[1]
+        assert np.mean(above) >= 0.7, above
 
 
 @pytest.mark.slow

@@ -63,7 +63,11 @@ def test_gradient_is_the_objectives_derivative(n_items, n_prompts, share, factor
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
 
 
-def test_fitted_variances_are_stationary_or_at_a_bound() -> None:
+def test_fitted_variances_are_stationary_or_at_a_bound(monkeypatch) -> None:
+    """The Laplace step's optimum (the steps after it, the items' exact variance and the
+    factors' posterior medians, off: they move away from it on purpose)."""
+    monkeypatch.setattr(F, "_EXACT_ITEMS", False)
+    monkeypatch.setattr(F, "_FACTOR_MEDIAN", False)
     cells = _cells(300, 60, 0.1, seed=3, factors=(3,))
     fit = F.fit_cells(cells)
     x, blocks = F._design(cells)
