@@ -9,7 +9,10 @@ u_p ~ N(0, s_u^2). Modes by exact Newton steps through the Schur complement of t
 crossed facet (:class:`_Blocks`; its cross block kept sparse where the grid is; Newton-CG on
 the sparse design matrix beyond :data:`MAX_REST`); variances started by the fixed point of the
 EM update s^2 = mean(theta^2 + v) and refined by the Laplace marginal likelihood, with its
-exact gradient (:mod:`evalstats.sparse._laplace`); posterior variances v from the diagonal of
+exact gradient (:mod:`evalstats.sparse._laplace`); then the item variance by the items' exact
+marginal likelihood (:mod:`evalstats.sparse._items`) and each prompt factor's variance at its
+posterior median (:func:`evalstats.sparse._laplace.factor_variances`), where the Laplace
+values are biased low with few cells an item or few levels; posterior variances v from the diagonal of
 the penalised Hessian with a one-step Schur correction for the crossed facet (module
 ``_draws`` uses them).
 """
@@ -456,7 +459,9 @@ def fit_cells(
     relatively (or ``max_iter`` updates). With ``laplace`` they are then refined by the
     Laplace approximation of the marginal likelihood (:mod:`evalstats.sparse._laplace`), which
     the penalised-quasi-likelihood fixed point underestimates for binary cells; beyond its
-    size limit the fixed point is kept (``variance_method`` says which).
+    size limit the fixed point is kept (``variance_method`` says which). After the Laplace
+    fit, the item variance is re-estimated from the items' exact marginal likelihood and the
+    factor variances are taken at their posterior medians (module docstring).
     """
     x, blocks = _design(cells)
     xt = x.T.tocsr()

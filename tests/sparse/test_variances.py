@@ -129,12 +129,13 @@ def test_three_and_five_levels_are_not_shrunk_to_nothing() -> None:
 
 
 def test_items_marginal_likelihood_is_the_integral_of_each_item() -> None:
-    """-log L of :func:`marginal` against scipy's adaptive quadrature of every item's integral,
-    the same leave-one-out prompt effects, at two (intercept, sd) points."""
+    """log L of :func:`marginal` against scipy's adaptive quadrature of every item's integral,
+    the same leave-one-out prompt effects, at two (intercept, sd) points; its gradient and
+    Hessian against central differences."""
     cells = _cells(40, 30, 0.1, seed=7)
     fit = F.fit_cells(cells)
     b_var = fit.u_var
-    minus = marginal(cells, fit.mu, fit.a, fit.a_var, fit.u, b_var)
+    loglik = marginal(cells, fit.mu, fit.a, fit.a_var, fit.u, b_var)
     # the leave-one-out prompt effects, as the module docstring defines them
     p0 = expit(fit.mu + fit.a[cells.item] + fit.u[cells.prompt])
     w = p0 * (1 - p0)
@@ -154,7 +155,20 @@ def test_items_marginal_likelihood_is_the_integral_of_each_item() -> None:
                 return lik * np.exp(-0.5 * a * a / sd**2) / np.sqrt(2 * np.pi * sd**2)
 
             total += np.log(integrate.quad(integrand, -12 * sd, 12 * sd, limit=200)[0])
-        assert minus(np.array([shift, np.log(sd)])) == pytest.approx(-total, rel=1e-4)
+        par = np.array([shift, np.log(sd)])
+        assert loglik(par) == pytest.approx(total, rel=1e-4)
+        # and its gradient and Hessian against central differences
+        _, grad, hess = loglik(par, derivatives=True)
+        eps = 1e-4
+        for j in range(2):
+            e = np.eye(2)[j] * eps
+            assert grad[j] == pytest.approx(
+                (loglik(par + e) - loglik(par - e)) / (2 * eps), rel=1e-4, abs=1e-6
+            )
+            g_plus, g_minus = loglik(par + e, True)[1], loglik(par - e, True)[1]
+            np.testing.assert_allclose(
+                hess[:, j], (g_plus - g_minus) / (2 * eps), rtol=1e-4, atol=1e-6
+            )
 
 
 def test_exact_item_variance_is_closer_to_the_planted_one() -> None:
