@@ -189,6 +189,11 @@ def accuracy_draws(
     seen = np.bincount(cells.item, minlength=i_all) > 0
     prior = prompt_prior(cells, fit) if prior is None else prior
     a_mode = prior.item_mode
+    if fit.mu_marginal is not None and not seen.all():
+        # the items never observed: around the intercept their exact likelihood pairs with the
+        # item variance (evalstats.sparse._items), not the joint mode's
+        a_mode = a_mode.copy()
+        a_mode[~seen] += fit.mu_marginal - fit.mu
     # binomial noise of the unobserved cells, at the mode (their outcomes are unknown)
     b0 = fit.prompt_effect(cells.levels) - fit.u + prior.posterior_mean()
     eta0 = fit.mu + a_mode[cells.item] + b0[cells.prompt]

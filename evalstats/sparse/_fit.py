@@ -96,6 +96,10 @@ class Fit:
     iterations: int
     converged: bool
     variance_method: str = "pql"
+    #: The intercept paired with the item variance by the items' exact marginal likelihood
+    #: (:mod:`evalstats.sparse._items`), None when not computed: the items never observed are
+    #: drawn around it (``mu`` is the joint mode's, for the observed ones).
+    mu_marginal: float | None = None
 
     def prompt_effect(self, levels: np.ndarray) -> np.ndarray:
         """b_p = sum_f c_f[level] + u_p for every prompt."""
@@ -517,6 +521,7 @@ def fit_cells(
             variances = factor_variances(
                 structure, x, n, theta, variances, _precision(blocks, variances), blocks
             )
+    mu_marginal = None
     if _EXACT_ITEMS and method == "laplace":
         from evalstats.sparse._items import item_variance
 
@@ -531,7 +536,7 @@ def fit_cells(
             cells, float(theta[0]), theta[blocks[1]], var[blocks[1]], b_mean, b_var
         )
         if found is not None:
-            variances[0] = found
+            variances[0], mu_marginal = found
     lam = _precision(blocks, variances)
     theta, ok = _mode(x, xt, k, n, lam, theta, structure)
     var = _posterior_var(x, theta, n, lam, cells, blocks)
@@ -550,4 +555,5 @@ def fit_cells(
         iterations=it,
         converged=converged and ok,
         variance_method=method,
+        mu_marginal=mu_marginal,
     )
