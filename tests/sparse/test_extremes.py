@@ -60,17 +60,18 @@ def test_own_quantiles_grow_with_the_level_and_narrow_with_the_cells():
 def test_a_broken_prompt_the_prior_pulls_in_stays_inside_the_worst_prompts_interval():
     """One prompt shifted by -3 logits, 10 % of a 60 x 300 grid: the model's own interval of
     the worst prompt (draws and calibration) lies above the truth, the own-cell bound reaches
-    it; the estimate is unchanged. (The model alone missed the worst prompt on 6 of the 24
-    (seed, 5 or 10 %) cases of seeds 0-11; this is one.)"""
+    it; the estimate is unchanged. (The model alone missed the worst prompt on 5 of the 32
+    (seed, 5 or 10 %) cases of seeds 0-15 since issue 44's sixth round, 6 of 24 of seeds 0-11
+    before; this is one, seed 2 at 10 %; seed 11 was before.)"""
     grid = full_grid(
         n_items=300,
         n_variants=60,
         factors={},
         mean_logit=1.5,
         prompt_effects="broken",
-        seed=11,
+        seed=2,
     )
-    cells, truth = _cells(grid, 0.1, 11)
+    cells, truth = _cells(grid, 0.1, 2)
     fit, prior, draws, own = _own(cells)
     rng = np.random.default_rng(1)
     cal = calibrate(cells, fit, prior, draws, n_worlds=4, world_resamples=20, rng=rng)
