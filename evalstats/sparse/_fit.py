@@ -533,7 +533,7 @@ def fit_cells(
             b_mean += theta[blk][cells.levels[:, f]]
             b_var += var[blk][cells.levels[:, f]]
         found = item_variance(
-            cells, float(theta[0]), theta[blocks[1]], var[blocks[1]], b_mean, b_var
+            cells, float(theta[0]), (theta[blocks[1]], var[blocks[1]]), (b_mean, b_var)
         )
         if found is not None:
             variances[0], mu_marginal = found

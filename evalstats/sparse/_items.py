@@ -52,20 +52,19 @@ _MAX_STEPS = 50
 def item_variance(
     cells: CellData,
     mu: float,
-    a_mode: np.ndarray,
-    a_var: np.ndarray,
-    b_mean: np.ndarray,
-    b_var: np.ndarray,
+    items: tuple[np.ndarray, np.ndarray],
+    prompts: tuple[np.ndarray, np.ndarray],
 ) -> tuple[float, float] | None:
     """The (item variance, intercept) maximising the items' marginal likelihood (module doc).
 
-    None where the items cannot tell their spread (:data:`MAX_SD_LOG`). ``a_mode`` and
-    ``a_var`` centre and scale each item's quadrature; ``b_mean`` and ``b_var`` are every
+    None where the items cannot tell their spread (:data:`MAX_SD_LOG`). ``items`` (modes and
+    posterior variances) centre and scale each item's quadrature; ``prompts`` are every
     prompt's posterior mean and variance (factor levels included) with all its cells; ``mu``
     starts the intercept. Newton steps on (shift of the intercept, log s) with the exact
     gradient and Hessian of the quadrature sums, halved until the likelihood rises.
     """
-    loglik = marginal(cells, mu, a_mode, a_var, b_mean, b_var)
+    loglik = marginal(cells, mu, items, prompts)
+    a_mode, a_var = items
     seen = np.bincount(cells.item, minlength=cells.n_items) > 0
     par = np.array([0.0, 0.5 * np.log(max(float(np.mean(a_var[seen] + a_mode[seen] ** 2)), 1e-2))])
     value, grad, hess = loglik(par, derivatives=True)
@@ -101,10 +100,8 @@ def item_variance(
 def marginal(
     cells: CellData,
     mu: float,
-    a_mode: np.ndarray,
-    a_var: np.ndarray,
-    b_mean: np.ndarray,
-    b_var: np.ndarray,
+    items: tuple[np.ndarray, np.ndarray],
+    prompts: tuple[np.ndarray, np.ndarray],
 ):
     """``(shift, log s) -> log L(mu + shift, s)`` of the module docstring.
 
@@ -113,6 +110,7 @@ def marginal(
     i's node terms t_ij and their softmax weights pi_ij, d log L_i = E_pi[dt] and
     d2 log L_i = E_pi[d2 t] + Cov_pi(dt, dt').
     """
+    (a_mode, a_var), (b_mean, b_var) = items, prompts
     eta0 = mu + a_mode[cells.item] + b_mean[cells.prompt]
     p0 = expit(eta0)
     w = cells.n * p0 * (1 - p0)

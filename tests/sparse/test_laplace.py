@@ -7,27 +7,12 @@ import pytest
 
 from evalstats.sparse import _fit as F
 from evalstats.sparse._laplace import _objective
+from tests.sparse._cells import planted_cells
 
 
 def _cells(n_items: int, n_prompts: int, share: float, seed: int, factors: tuple[int, ...]):
-    rng = np.random.default_rng(seed)
-    levels = np.zeros((n_prompts, len(factors)), dtype=np.int64)
-    for f, n_lev in enumerate(factors):
-        levels[:, f] = rng.integers(0, n_lev, n_prompts)
-    eta = 1.0 + 1.5 * rng.standard_normal((n_prompts, n_items))
-    eta += 0.4 * rng.standard_normal((n_prompts, 1))
-    for f, n_lev in enumerate(factors):
-        eta += (0.3 * rng.standard_normal(n_lev))[levels[:, f]][:, None]
-    prompt, item = np.nonzero(rng.random((n_prompts, n_items)) < share)
-    y = rng.random(prompt.size) < 1 / (1 + np.exp(-eta[prompt, item]))
-    return F.CellData(
-        item=item.astype(np.int64),
-        prompt=prompt.astype(np.int64),
-        k=y.astype(float),
-        n=np.ones(item.size),
-        n_items=n_items,
-        n_prompts=n_prompts,
-        levels=levels,
+    return planted_cells(
+        n_items, n_prompts, share, seed, factors, mean=1.0, item_sd=1.5, prompt_sd=0.4
     )
 
 

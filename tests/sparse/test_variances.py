@@ -11,27 +11,7 @@ from scipy.special import expit
 from evalstats.sparse import _fit as F
 from evalstats.sparse._items import item_variance, marginal
 from evalstats.sparse._laplace import SD_HIGH, SD_LOW, factor_variances
-
-
-def _cells(n_items, n_prompts, share, seed, factors=(), item_sd=1.5, prompt_sd=0.58, factor_sd=0.3):
-    rng = np.random.default_rng(seed)
-    a = rng.normal(0.0, item_sd, n_items)
-    u = rng.normal(0.0, prompt_sd, n_prompts)
-    levels = np.zeros((n_prompts, len(factors)), dtype=np.int64)
-    for f, n_lev in enumerate(factors):
-        levels[:, f] = rng.integers(0, n_lev, n_prompts)
-        u = u + rng.normal(0.0, factor_sd, n_lev)[levels[:, f]]
-    prompt, item = np.nonzero(rng.random((n_prompts, n_items)) < share)
-    y = rng.random(prompt.size) < expit(1.5 + a[item] + u[prompt])
-    return F.CellData(
-        item=item.astype(np.int64),
-        prompt=prompt.astype(np.int64),
-        k=y.astype(float),
-        n=np.ones(item.size),
-        n_items=n_items,
-        n_prompts=n_prompts,
-        levels=levels,
-    )
+from tests.sparse._cells import planted_cells as _cells
 
 
 def _laplace_state(cells, variances):
@@ -135,7 +115,7 @@ def test_items_marginal_likelihood_is_the_integral_of_each_item() -> None:
     cells = _cells(40, 30, 0.1, seed=7)
     fit = F.fit_cells(cells)
     b_var = fit.u_var
-    loglik = marginal(cells, fit.mu, fit.a, fit.a_var, fit.u, b_var)
+    loglik = marginal(cells, fit.mu, (fit.a, fit.a_var), (fit.u, b_var))
     # the leave-one-out prompt effects, as the module docstring defines them
     p0 = expit(fit.mu + fit.a[cells.item] + fit.u[cells.prompt])
     w = p0 * (1 - p0)
@@ -205,4 +185,4 @@ def test_items_seen_once_each_keep_the_laplace_variance() -> None:
         levels=np.zeros((n_prompts, 0), dtype=np.int64),
     )
     fit = F.fit_cells(cells)
-    assert item_variance(cells, fit.mu, fit.a, fit.a_var, fit.u, fit.u_var) is None
+    assert item_variance(cells, fit.mu, (fit.a, fit.a_var), (fit.u, fit.u_var)) is None
