@@ -33,8 +33,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from evalstats.sparse._fit import CellData
-
 __all__ = ["item_variance", "marginal"]
 
 #: Gauss-Hermite nodes of each item's integral.
@@ -50,14 +48,16 @@ _MAX_STEPS = 50
 
 
 def item_variance(
-    cells: CellData,
+    cells,
     mu: float,
     items: tuple[np.ndarray, np.ndarray],
     prompts: tuple[np.ndarray, np.ndarray],
 ) -> tuple[float, float] | None:
     """The (item variance, intercept) maximising the items' marginal likelihood (module doc).
 
-    None where the items cannot tell their spread (:data:`MAX_SD_LOG`). ``items`` (modes and
+    ``cells`` is the group's :class:`~evalstats.sparse._fit.CellData` (not imported here:
+    :mod:`._fit` calls this module). None where the items cannot tell their spread
+    (:data:`MAX_SD_LOG`). ``items`` (modes and
     posterior variances) centre and scale each item's quadrature; ``prompts`` are every
     prompt's posterior mean and variance (factor levels included) with all its cells; ``mu``
     starts the intercept. Newton steps on (shift of the intercept, log s) with the exact
@@ -98,7 +98,7 @@ def item_variance(
 
 
 def marginal(
-    cells: CellData,
+    cells,
     mu: float,
     items: tuple[np.ndarray, np.ndarray],
     prompts: tuple[np.ndarray, np.ndarray],
