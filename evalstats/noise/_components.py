@@ -388,8 +388,16 @@ def _group_rows(
         fit = _fit(
             c, opts["method"], opts["level"], opts["n_resamples"], _group_rng(opts["seed"], key)
         )
+    if not fit.converged:
+        warnings.warn(
+            f"group {key!r}: the REML fit of the variance components did not reach a stationary "
+            "point from any of its starting values; its components and intervals are null.",
+            DegenerateDataWarning,
+            stacklevel=3,
+        )
+        fit = Fit(*(np.full(4, math.nan),) * 5, method="reml", converged=False)
     total = float(np.nansum(fit.estimate))
-    if total == 0 and ident.any():
+    if total == 0 and ident.any() and fit.converged:
         warnings.warn(
             f"group {key!r}: constant scores, all components are 0.",
             DegenerateDataWarning,
@@ -398,8 +406,8 @@ def _group_rows(
     rows = []
     for j, comp in enumerate(COMPONENTS):
         ok = bool(ident[j])
-        v = float(fit.estimate[j]) if ok else None
-        raw = float(fit.raw[j]) if ok else None
+        v = _num(fit.estimate[j]) if ok else None
+        raw = _num(fit.raw[j]) if ok else None
         rows.append(
             {
                 **base,
@@ -409,7 +417,7 @@ def _group_rows(
                 # most (hi - lo)^2 / 4 (0.25 for 0/1 scores; an interval reached 3.85)
                 "ci_low": _capped(fit.low[j], opts.get("cap")) if ok else None,
                 "ci_high": _capped(fit.high[j], opts.get("cap")) if ok else None,
-                "share": (v / total) if ok and total > 0 else None,
+                "share": (v / total) if v is not None and total > 0 else None,
                 "raw_estimate": raw,
                 "truncated": bool(ok and raw is not None and raw < 0),
                 "identified": ok,
