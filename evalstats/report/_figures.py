@@ -447,7 +447,9 @@ def _noise_figures(report: ReportContents) -> list[FigureSpec]:
         datasets = [", ".join(sorted(comps["dataset"].unique().to_list()))] if datasets else []
     # two columns of panels, as many rows as fit a page
     # (one model: a dataset a row, room for a name wrapped on two lines)
-    height = 0.85 + 0.3 * n_bars if one else named_rows_height(comps["model"], n_models)
+    # (one model: the x label on two lines and the legend with its title below the bars; at
+    # 0.85 in plus the bars they overlapped on a one-dataset sparse MMLU report)
+    height = 1.35 + 0.3 * n_bars if one else named_rows_height(comps["model"], n_models)
     per_page = panels_per_page(height)
 
     def draw_components(page: list[Any], pal: dict[str, Any]) -> Any:

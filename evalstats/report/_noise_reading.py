@@ -40,12 +40,16 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
     # a group says where its variance comes from only with two or more separable components
     # and some variance: constant scores have none to split, and a single separable
     # component holds 100 % by construction (one prompt and one run per item: the items)
-    informative, constant, single = [], 0, 0
-    flat: set[tuple] = set()  # the groups with constant scores: nothing to plan from
+    informative, constant, single, failed = [], 0, 0, 0
+    flat: set[tuple] = set()  # constant scores or no components: nothing to plan from
     for g in groups:
         ok = g.filter(pl.col("identified"))
         total = ok["variance"].fill_nan(None).drop_nulls().sum()
-        if not total > 0:
+        if ok.height and ok["variance"].fill_nan(None).null_count() == ok.height:
+            # identified but not estimated: the REML fit did not converge (a warning says so)
+            failed += 1
+            flat.add(tuple(g.row(0, named=True)[k] for k in keys))
+        elif not total > 0:
             constant += 1
             flat.add(tuple(g.row(0, named=True)[k] for k in keys))
         elif ok.height < 2:
@@ -94,6 +98,8 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
                 f"{int(t['truncated'].sum())} negative ANOVA estimate(s) were set to 0 "
                 "(a component smaller than its noise)."
             )
+    elif failed:
+        sentences.append(f"No {kind} (of {n}) has fitted components to read.")
     else:
         sentences.append(
             f"No {kind} (of {n}) has scores that vary and two or more separable "
@@ -101,6 +107,11 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
         )
     if constant:
         sentences.append(f"{constant} of {n} group(s) have constant scores (no variance).")
+    if failed:
+        sentences.append(
+            f"In {failed} of {n} group(s) the REML fit of the components reached no stationary "
+            "point: no components are reported there."
+        )
     if single:
         sentences.append(
             f"In {single} of {n} group(s) only one component is separable; it holds all the "
@@ -138,7 +149,12 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
             )
         )
         if not varied.height:
-            return text + " No plan: every group's scores are constant (no variance to plan from)."
+            why = (
+                "every group's scores are constant (no variance to plan from)"
+                if not failed
+                else "no group has both varying scores and fitted components"
+            )
+            return text + f" No plan: {why}."
     if allrow.height:
         row = allrow.row(0, named=True)
     else:  # the most demanding group where scores vary, named when there are several
@@ -164,8 +180,21 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
                 f" For a {level:.0%} interval of width {w:g} on {on}, the cheapest design is "
                 f"{design}."
             )
+        pilot = comps["n_items"].drop_nulls().max() if "n_items" in comps.columns else None
+        if row["n_items"] is not None and pilot is not None and row["n_items"] > pilot:
+            # the plan adds items from the benchmark's population: a dump of a whole benchmark
+            # (545 MMLU items planned at 1816) cannot run it as it stands
+            text += (
+                f" That is more items than the {pilot:,} the dump holds"
+                f"{'' if n == 1 else ' in its largest group'}: the width needs a "
+                "larger item pool, or a wider interval."
+            )
         if flat and not allrow.height:
-            text += " Groups with constant scores are left out: no variance to plan from."
+            text += (
+                " Groups with constant scores are left out: no variance to plan from."
+                if not failed
+                else " Groups with constant scores or without fitted components are left out."
+            )
         if row["at_limit"]:
             text += f" It sits at the search limit for {row['at_limit']}."
     else:

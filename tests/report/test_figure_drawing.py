@@ -448,3 +448,30 @@ def test_forest_panels_of_groups_without_a_value_are_drawn():
     drawn = [len(ax.get_yticks()) for ax in fig.axes if ax.get_title()]
     assert drawn == [2, 2, 1]
     plt.close(fig)
+
+
+@pytest.mark.parametrize("n_datasets", [1, 3])
+def test_one_models_noise_legend_stays_clear_of_the_axis_label(n_datasets):
+    """A one-model, one-dataset sparse MMLU report drew the component legend (with its title
+    "not separable here: ...") over the two-line x label: the panel was 0.85 in plus the bars."""
+    import polars as pl
+
+    from evalstats.report import ANALYSES, audit_report
+    from evalstats.report._figures import figure_specs, report_palette
+    from evalstats.simulate import observations
+
+    obs = observations(n_models=1, n_items=40, n_variants=6, n_datasets=n_datasets, seed=2)
+    obs = obs.filter(pl.Series(np.random.default_rng(1).random(obs.height) < 0.6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = audit_report(obs, skip=[a.key for a in ANALYSES if a.key != "noise"])
+    (spec,) = [s for s in figure_specs(rep) if s.key == "noise_components"]
+    with paper_style():
+        fig = spec.draw(report_palette(rep))
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+    legend = fig.legends[0].get_window_extent(renderer)
+    xlabel = fig.axes[0].xaxis.label.get_window_extent(renderer)
+    plt.close(fig)
+    assert "\n" in fig.axes[0].get_xlabel()  # the premise: a label on two lines
+    assert legend.y1 <= xlabel.y0 + 1.0, (legend, xlabel)

@@ -294,6 +294,40 @@ def test_noise_reading_counts_only_groups_with_variance_to_split():
     assert "run-to-run noise (in 1 of 3 groups)" in reading
 
 
+def test_noise_reading_of_a_fit_that_did_not_converge_says_so(monkeypatch):
+    """A REML fit with no stationary point has null components; the reading said "constant
+    scores (no variance)" of it, and the plan "every group's scores are constant"."""
+    from evalstats.noise import _kernels
+
+    monkeypatch.setattr(_kernels, "_stationary", lambda fv, th, tol=1e-2: False)
+    obs = observations(n_models=1, n_items=30, n_variants=4, seed=1)
+    keep = np.random.default_rng(0).random(obs.height) < 0.7
+    obs = obs.filter(pl.Series(keep))  # cells missing at random: unbalanced, so REML
+    rep = audit_report(obs, options=FAST, skip=tuple(a.key for a in ANALYSES if a.key != "noise"))
+    reading = rep["noise"].reading
+    assert "constant" not in reading, reading
+    assert "the REML fit of the components reached no stationary point" in reading
+    assert reading.endswith("No plan: no group has both varying scores and fitted components.")
+
+
+def test_the_plan_sentence_says_when_it_needs_more_items_than_the_dump_has():
+    """A 5 % sample of a 545-item MMLU grid planned "1816 items" with no word that the
+    benchmark has 545: the sentence now says the plan needs a larger item pool."""
+    import dataclasses
+
+    from evalstats.report._noise_reading import noise_reading
+
+    obs = observations(n_models=1, n_items=30, n_variants=4, seed=4)
+    rep = audit_report(obs, options=FAST, skip=tuple(a.key for a in ANALYSES if a.key != "noise"))
+    res = rep["noise"]
+    planned = res.tables["plan"].filter(pl.col("scope") == "group")["n_items"].item()
+    assert planned > 30
+    assert "That is more items than the 30 the dump holds" in res.reading, res.reading
+    within = res.tables["plan"].with_columns(n_items=pl.lit(25, dtype=pl.Int64))
+    text = noise_reading(dataclasses.replace(res, tables={**res.tables, "plan": within}), rep.data)
+    assert "more items than" not in text and "25 items ×" in text
+
+
 def test_a_dataset_with_one_model_leaves_comparisons_and_ranks_on_the_others():
     """Issue 41: one single-model dataset switched off every comparison and rank.
 
