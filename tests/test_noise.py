@@ -763,3 +763,61 @@ def test_reml_that_never_converges_gives_null_components_and_says_so(monkeypatch
         out = variance_components(_half_grid(3), method="reml")
     assert out["variance"].null_count() == out.height
     assert out["ci_low"].null_count() == out.height
+
+
+# --- repeated runs that never differ, one variant: the residual is 0 (llm-stability) -------------
+
+
+def _one_factor_reference(means: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    from scipy import stats
+
+    k, v = means.size, float(np.var(means, ddof=1))
+    a = 1 - level
+    hi = (k - 1) * v / stats.chi2.ppf(a / 2, k - 1)
+    # capped at the largest variance a 0/1 score has (issue 30)
+    return v, (k - 1) * v / stats.chi2.ppf(1 - a / 2, k - 1), min(hi, 0.25)
+
+
+def test_runs_that_never_differ_put_the_residual_at_zero_planted():
+    """1-9 runs an item, all identical: the REML likelihood grows without bound as the residual
+    falls to 0, and the optimiser returned its even starting split ("residual 0.024 = item
+    0.024" on real llm-stability runs). The residual is 0; the item variance is the items'
+    sample variance with the chi-square interval."""
+    rng = np.random.default_rng(3)
+    runs = rng.integers(1, 10, 60)
+    score = (rng.random(60) < 0.3).astype(float)
+    obs = pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "item": np.repeat([f"i{k:02d}" for k in range(60)], runs),
+            "variant": "v",
+            "run": np.concatenate([np.arange(r) for r in runs]),
+            "score": np.repeat(score, runs),
+        }
+    )
+    out = _by_component(variance_components(obs))
+    low = _by_component(variance_components(obs), "ci_low")
+    high = _by_component(variance_components(obs), "ci_high")
+    v, lo, hi = _one_factor_reference(score)
+    assert out["residual"] == 0.0 and low["residual"] == high["residual"] == 0.0
+    assert_allclose([out["item"], low["item"], high["item"]], [v, lo, hi], rtol=1e-12)
+
+
+def test_runs_that_never_differ_on_real_llm_stability_runs(fine_tuned_data):
+    """gpt-35-turbo on navigate (fine_tuned_data, 10 runs, answers identical in every run) with
+    the later runs of every other item dropped, so the design is unbalanced and REML decides."""
+    obs, _ = read(fine_tuned_data / "runs")
+    obs = obs.filter(
+        (pl.col("model") == "gpt-35-turbo") & (pl.col("dataset") == "navigate")
+    ).collect()
+    codes = obs["item"].rank("dense").cast(pl.Int64)
+    obs = obs.filter((codes % 2 == 0) | (pl.col("run") < 3))
+    assert obs.group_by("item", "variant").agg(pl.col("score").n_unique())["score"].max() == 1
+    out = variance_components(obs)
+    assert out["method"].unique().to_list() == ["reml"]
+    means = obs.group_by("item").agg(pl.col("score").mean())["score"].to_numpy()
+    v, lo, hi = _one_factor_reference(means)
+    est, low, high = (_by_component(out, c) for c in ("variance", "ci_low", "ci_high"))
+    assert est["residual"] == 0.0
+    assert_allclose([est["item"], low["item"], high["item"]], [v, lo, hi], rtol=1e-12)

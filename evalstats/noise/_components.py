@@ -243,6 +243,13 @@ def variance_components(
     :math:`\sigma^2_{iv}` and :math:`\sigma^2_e` are one term, reported as ``residual``. Merged
     rows have ``identified`` false and a null variance.
 
+    Repeated runs that never differ (a model at temperature 0 that answers every item the same
+    way each time) put the residual at 0 exactly: the REML likelihood grows without bound as it
+    falls, so it is fixed there and the other components are fitted without it (one factor: its
+    variance is the cell means' sample variance, with the chi-square interval). A REML fit that
+    reaches no stationary point from any of its starting values warns and reports null
+    components.
+
     Binary (0/1) scores are decomposed on this linear scale: the components still add up to the
     variance of a mean, which is what intervals and plans need, but they are not those of a
     latent logit model, and the residual of 0/1 scores depends on the mean. See

@@ -304,6 +304,8 @@ def reml_fit(
     stationary point.
     """
     ident = c.identified()
+    if ident[_E] and not ident[_IV] and c.ss_within <= 0.0 and bool(np.any(c.n > 1)):
+        return _one_factor_without_noise(c, ident, confidence_level)
     fixed_zero_e = bool(ident[_IV] and c.ss_within <= 0.0)
     if fixed_zero_e:
         # repeated runs that never differ: the residual is 0 exactly (the likelihood is unbounded
@@ -347,6 +349,34 @@ def reml_fit(
     if fixed_zero_e:
         low[_E] = high[_E] = 0.0
     return Fit(est, est, low, high, np.full(4, math.nan), "reml", converged)
+
+
+def _one_factor_without_noise(c: CellData, ident: np.ndarray, confidence_level: float) -> Fit:
+    """One factor (items, or variants of a unit table) whose repeated runs never differ.
+
+    The residual is 0 exactly (the REML likelihood grows without bound as it falls to 0, so no
+    optimiser stops: the llm-stability runs at temperature 0 read "residual 0.024 = item
+    0.024", the even split it started from). The cell means are then independent with the
+    factor's variance, whose REML estimate is their sample variance (``ddof = 1``) with the
+    chi-square interval.
+    """
+    from scipy import stats
+
+    j = _I if ident[_I] else _V
+    k = c.mean.size
+    est = np.full(4, math.nan)
+    low = np.full(4, math.nan)
+    high = np.full(4, math.nan)
+    var = float(np.var(c.mean, ddof=1)) if k > 1 else math.nan
+    est[j], est[_E] = var, 0.0
+    low[_E] = high[_E] = 0.0
+    if k > 1 and var > 0:
+        a = 1.0 - confidence_level
+        low[j] = (k - 1) * var / stats.chi2.ppf(1 - a / 2, k - 1)
+        high[j] = (k - 1) * var / stats.chi2.ppf(a / 2, k - 1)
+    elif k > 1:
+        low[j] = high[j] = 0.0
+    return Fit(est, est, low, high, np.full(4, math.nan), "reml", True)
 
 
 def _embed(v: np.ndarray, idx: np.ndarray) -> np.ndarray:
