@@ -821,3 +821,24 @@ def test_runs_that_never_differ_on_real_llm_stability_runs(fine_tuned_data):
     est, low, high = (_by_component(out, c) for c in ("variance", "ci_low", "ci_high"))
     assert est["residual"] == 0.0
     assert_allclose([est["item"], low["item"], high["item"]], [v, lo, hi], rtol=1e-12)
+
+
+def test_a_component_is_never_above_its_own_upper_bound():
+    """Real llm-stability runs read "item 0.252 (0.195 to 0.250)": the bounds were capped at
+    the most a 0/1 score's variance can be (0.25) and the estimate was not. The estimate is
+    capped the same way; ``raw_estimate`` keeps the uncapped value."""
+    score = np.r_[np.zeros(50), np.ones(50)]  # ddof-1 variance 0.25 * 100 / 99
+    runs = np.where(np.arange(100) % 3 == 0, 2, 1)
+    obs = pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "item": np.repeat([f"i{k:03d}" for k in range(100)], runs),
+            "variant": "v",
+            "run": np.concatenate([np.arange(r) for r in runs]),
+            "score": np.repeat(score, runs),
+        }
+    )
+    out = variance_components(obs).filter(pl.col("component") == "item").row(0, named=True)
+    assert out["raw_estimate"] == pytest.approx(0.25 * 100 / 99)
+    assert out["variance"] == 0.25 and out["ci_high"] == 0.25

@@ -189,7 +189,8 @@ def variance_components(
     polars.DataFrame
         Four rows per group (``component`` = ``item``, ``variant``, ``item_variant``,
         ``residual``), the group columns first, then the columns of
-        :data:`COMPONENT_COLUMNS`: ``variance`` (truncated at 0), ``ci_low, ci_high``,
+        :data:`COMPONENT_COLUMNS`: ``variance`` (truncated at 0, and at the largest variance
+        the metric's range allows, as the bounds are), ``ci_low, ci_high``,
         ``share`` (of the total of the identified components), ``raw_estimate`` (before
         truncation), ``truncated`` (a negative ANOVA estimate set to 0), ``identified`` (false:
         the design cannot separate it, see Notes; ``variance`` is null), ``df`` (degrees of
@@ -413,7 +414,9 @@ def _group_rows(
     rows = []
     for j, comp in enumerate(COMPONENTS):
         ok = bool(ident[j])
-        v = _num(fit.estimate[j]) if ok else None
+        # at most what the metric allows, as the bounds: the sample variance of 100 items half
+        # right (ddof 1) is 0.2525, and a row read "0.252 (0.195 to 0.250)"
+        v = _capped(fit.estimate[j], opts.get("cap")) if ok else None
         raw = _num(fit.raw[j]) if ok else None
         rows.append(
             {

@@ -55,8 +55,14 @@ def providers_reading(res: AnalysisResult, data: DataSummary) -> str:
     if anyerr.height:
         n_calls, n_err = int(anyerr["n_calls"].sum()), int(anyerr["n_errors"].sum())
         n_endpoints = anyerr.height
+        # no provider column: the audit is per model, and a "(model, model) pair" is a model
+        to = (
+            f"{n_endpoints} models"
+            if provider == "model"
+            else f"{n_endpoints} (model, {provider}) pairs"
+        )
         text = (
-            f"{n_calls:,} calls to {n_endpoints} (model, {provider}) pairs; {n_err:,} "
+            f"{n_calls:,} calls to {to}; {n_err:,} "
             f"({_pct(n_err / n_calls if n_calls else None)}) ended in an error"
         )
         by_class = (
@@ -115,10 +121,16 @@ def providers_reading(res: AnalysisResult, data: DataSummary) -> str:
             more = f" and {n - 3} more" if n > 3 else ""
             parts.append(f"{n} {verdict} ({', '.join(names)}{more})")
         if parts:
+            correction = _CORRECTION_NAMES.get(
+                str(res.params.get("correction", "holm")), res.params.get("correction")
+            )
+            against, over = (
+                ("Against the reference model", "the models")
+                if provider == "model"
+                else ("Against the reference of each model", f"the model's {provider}s")
+            )
             sentences.append(
-                f"Against the reference of each model (paired on items, "
-                f"{_CORRECTION_NAMES.get(str(res.params.get('correction', 'holm')), res.params.get('correction'))}"
-                f" over the model's {provider}s; "
+                f"{against} (paired on items, {correction} over {over}; "
                 f"reference: {ref_text}): {'; '.join(parts)}."
             )
         mdd = others["mdd"].drop_nulls()

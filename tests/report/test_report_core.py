@@ -126,6 +126,11 @@ def test_errors_without_provider_column_are_audited_per_model():
     res = rep["providers"]
     assert res.params["provider"] == "model" and tuple(res.params["by"]) == ()
     assert "no provider column" in res.reading
+    # a real llm-stability report read "calls to 10 (model, model) pairs" and "Holm over the
+    # model's models"
+    assert "calls to 2 models;" in res.reading, res.reading
+    assert "(model, model)" not in res.reading and "model's models" not in res.reading
+    assert "Against the reference model (paired on items, Holm over the models;" in res.reading
     expected = provider_audit(obs, provider="model", by=(), n_resamples=99, seed=0)
     assert_frame_equal(res.tables["errors"], expected.errors)
 
