@@ -842,3 +842,56 @@ def test_a_component_is_never_above_its_own_upper_bound():
     out = variance_components(obs).filter(pl.col("component") == "item").row(0, named=True)
     assert out["raw_estimate"] == pytest.approx(0.25 * 100 / 99)
     assert out["variance"] == 0.25 and out["ci_high"] == 0.25
+
+
+# --- exactly additive cell means: no interaction, no residual (lm-eval run twice) ------------------
+
+
+def test_exactly_additive_cells_have_no_residual_planted():
+    """Cell means exactly mu + a_i + b_v on 40 % of a 30 x 5 grid, one run a cell: the REML
+    likelihood grows without bound as the residual falls to 0. The residual is 0, and each
+    factor's variance is the sample variance of its planted effects (contrasts are what the
+    cells determine), with the chi-square interval."""
+    from scipy import stats
+
+    rng = np.random.default_rng(8)
+    a, b = rng.normal(0, 2, 30), rng.normal(0, 0.5, 5)
+    keep = rng.random((30, 5)) < 0.4
+    keep[np.arange(30), rng.integers(0, 5, 30)] = True  # every item seen
+    keep[0, :] = True  # one item under every variant: the design is connected
+    i, v = np.nonzero(keep)
+    obs = pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "item": [f"i{x:02d}" for x in i],
+            "variant": [f"v{x}" for x in v],
+            "run": 0,
+            "score": 3.0 + a[i] + b[v],
+        }
+    )
+    out = variance_components(obs)
+    est, low, high = (_by_component(out, c) for c in ("variance", "ci_low", "ci_high"))
+    assert est["residual"] == 0.0 and low["residual"] == high["residual"] == 0.0
+    for name, eff in (("item", a), ("variant", b)):
+        k, s2 = eff.size, float(np.var(eff, ddof=1))
+        ref = [
+            s2,
+            (k - 1) * s2 / stats.chi2.ppf(0.975, k - 1),
+            (k - 1) * s2 / stats.chi2.ppf(0.025, k - 1),
+        ]
+        assert_allclose([est[name], low[name], high[name]], ref, rtol=1e-8)
+
+
+def test_two_runs_scoring_shared_documents_alike_on_real_lm_eval(lm_eval_subsets):
+    """lm-eval truthfulqa_gen run on 60 and on 20 documents: the 20 shared documents score the
+    same in both runs, so with the document sets as prompt variants the cells are exactly
+    additive. The components read "variant 74.5, residual 4.3" (REML stopped short); now the
+    variant and the residual are 0 and the item variance is the items' sample variance."""
+    obs, _ = read(lm_eval_subsets / "results__truthfulqa")
+    out = variance_components(obs, roles="doc_set=prompt").filter(pl.col("metric") == "bleu_max")
+    est = _by_component(out)
+    assert est["variant"] == 0.0 and est["residual"] == 0.0
+    raw = obs.collect() if isinstance(obs, pl.LazyFrame) else obs
+    items = raw.filter(pl.col("metric") == "bleu_max").group_by("item").agg(pl.col("score").mean())
+    assert est["item"] == pytest.approx(float(items["score"].var(ddof=1)), rel=1e-9)

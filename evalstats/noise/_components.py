@@ -247,7 +247,10 @@ def variance_components(
     Repeated runs that never differ (a model at temperature 0 that answers every item the same
     way each time) put the residual at 0 exactly: the REML likelihood grows without bound as it
     falls, so it is fixed there and the other components are fitted without it (one factor: its
-    variance is the cell means' sample variance, with the chi-square interval). A REML fit that
+    variance is the cell means' sample variance, with the chi-square interval). Cell means that
+    are exactly additive (``mu + a_i + b_v``, no noise within cells: a deterministic model run
+    twice over overlapping documents) have no interaction and no residual; each factor's
+    variance is then the sample variance of its least-squares effects. A REML fit that
     reaches no stationary point from any of its starting values warns and reports null
     components.
 

@@ -95,6 +95,11 @@ def _groups_noun(keys: list[str], key_count: int, t: pl.DataFrame) -> str:
     return f"all {key_count} groups ({', '.join(named)}){of}"
 
 
+def _kind(keys: list[str]) -> str:
+    """What a group is called in a count: 'datasets', or 'groups' when other keys split them."""
+    return "datasets" if [k for k in keys if k != "metric"] == ["dataset"] else "groups"
+
+
 def _label(keys: list[str], key: tuple, t: pl.DataFrame) -> str:
     """'d0' or 'd0, temperature 0.7' for a group key ('On d0, ' without its frame)."""
     return _on(keys, key, t).removeprefix("On ").removesuffix(", ")
@@ -127,10 +132,20 @@ def _intervals_summary(
     noun, rows = _leaders(groups, keys, t, "mean", top)
     if len(rows) < 2:
         return None
+    alone = sum(n == 1 for *_, n in rows)
+    if alone and alone < len(rows):
+        # a group with one model has no "highest": it is not counted among the leaders (a real
+        # Inspect dump read "claude on 1 and gpt-4o-mini on 1" where gpt-4o-mini ran alone)
+        rows = [r for r in rows if r[2] > 1]
+        if len(rows) < 2:
+            return None
+        noun = f"the {len(rows)} {_kind(keys)} with two or more models"
     lo = min(rows, key=lambda r: r[1]["mean"])
     hi = max(rows, key=lambda r: r[1]["mean"])
     one_scale = "metric" not in t.columns or t["metric"].n_unique() == 1
     span = f"{_pct(lo[1]['mean'])} on {lo[0]} to {_pct(hi[1]['mean'])} on {hi[0]}"
+    if _pct(lo[1]["mean"]) == _pct(hi[1]["mean"]):  # "from 100.0 % on a to 100.0 % on a"
+        span = f"{_pct(hi[1]['mean'])} on each"
     if not one_scale:  # means of several metrics are not one range
         span = ""
     if all(n == 1 for *_, n in rows):
@@ -149,7 +164,11 @@ def _intervals_summary(
         tail = f" ({span})" if span else ""
         return f"{next(iter(counts))} has the {word} mean {_score_word()} on {noun}{tail}."
     parts = [f"{m} on {c}" for m, c in counts.most_common()]
-    tail = f" (its mean from {span})" if span else ""
+    tail = (
+        ""
+        if not span
+        else f" (the leading mean {'is ' if span.endswith(' on each') else 'from '}{span})"
+    )
     return (
         f"Across {noun}, the model with the {word} mean {_score_word()} differs: "
         f"{_listed(parts)}{tail}."

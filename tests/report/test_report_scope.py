@@ -148,3 +148,34 @@ def test_listed_pairs_name_the_held_setting_they_were_compared_at():
         report = audit_report(table, skip=("attribution", "moments", "nstar", "converge", "anova"))
     reading = report["compare"].reading
     assert "(temperature 0.0)" in reading and "(temperature 0.7)" in reading, reading
+
+
+def _unit_rows(rows: list[tuple[str, str, float]]) -> pl.DataFrame:
+    """A unit table (one score per model and dataset, no items), as an Inspect header gives."""
+    return pl.DataFrame(rows, schema=["model", "dataset", "score"], orient="row").with_columns(
+        variant=pl.lit("v"), n_items=pl.lit(3)
+    )
+
+
+def test_a_dataset_with_one_model_has_no_leader_and_tied_leaders_are_said_once():
+    """A real Every Eval Ever Inspect record read "the model with the highest mean accuracy
+    differs: claude on 1 and gpt-4o-mini on 1 (its mean from 100.0 % on ai2_arc/choice to
+    100.0 % on ai2_arc/choice)": gpt-4o-mini ran alone on the other dataset, and the two ends
+    of the range were the same row."""
+    from evalstats.report import ANALYSES
+
+    only = [a.key for a in ANALYSES if a.key != "intervals"]
+    rep = audit_report(
+        _unit_rows([("a", "d0", 1.0), ("b", "d0", 1 / 3), ("c", "d1", 1.0)]), skip=only
+    )
+    reading = rep["intervals"].reading
+    assert "differs" not in reading and "c on 1" not in reading, reading
+    assert reading.startswith("On d0, a has the highest mean"), reading
+    three = _unit_rows(
+        [("a", "d0", 1.0), ("b", "d0", 0.5), ("b", "d1", 1.0), ("a", "d1", 0.2), ("c", "d2", 0.4)]
+    )
+    reading = audit_report(three, skip=only)["intervals"].reading
+    assert reading.startswith(
+        "Across the 2 datasets with two or more models, the model with the highest mean "
+        "accuracy differs: a on 1 and b on 1 (the leading mean is 100.0 % on each)."
+    ), reading
