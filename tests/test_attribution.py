@@ -792,3 +792,56 @@ def test_xgboost_cell_fit_equals_row_level_fit():
         )
     cv = 1 - np.sum((y - oof) ** 2) / np.sum((y - y.mean()) ** 2)
     assert_allclose(res.cv_r_sq, cv, rtol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# the smallest permutation p a design allows
+
+
+def _distinct_arrangements(blocks: list[int], cells: list[int]) -> int:
+    """Brute force: distinct within-block orderings of the cell labels (written here)."""
+    import itertools
+
+    per_block = {}
+    for b, c in zip(blocks, cells):
+        per_block.setdefault(b, []).append(c)
+    count = 1
+    for labels in per_block.values():
+        count *= len(set(itertools.permutations(labels)))
+    return count
+
+
+@pytest.mark.parametrize(
+    ("n_blocks", "levels", "reps"), [(4, 2, 1), (3, 3, 1), (2, 2, 2), (5, 2, 1)]
+)
+def test_the_smallest_permutation_p_is_one_over_the_distinct_arrangements(n_blocks, levels, reps):
+    """Four models with two arena positions each read "0 of 1 term has a permutation p < 0.05"
+    (η² 0.85, F-test p 0.027): only 16 arrangements exist, so no p falls below 0.0625."""
+    rng = np.random.default_rng(n_blocks)
+    rows = [
+        {"model": f"m{b}", "pos": f"p{v}", "run": r, "score": float(rng.random())}
+        for b in range(n_blocks)
+        for v in range(levels)
+        for r in range(reps)
+    ]
+    units = pl.DataFrame(rows).with_columns(dataset=pl.lit("d"), variant=pl.col("pos"))
+    res = factor_anova(units, factors=["pos"], block="model", runs="replicates", n_resamples=99)
+    blocks = [int(r["model"][1:]) for r in rows]
+    cells = [int(r["pos"][1:]) for r in rows]
+    assert res.min_pvalue_perm == pytest.approx(1 / _distinct_arrangements(blocks, cells))
+
+
+def test_the_anova_reading_says_when_no_permutation_p_can_reach_005():
+    from evalstats.report import ANALYSES, audit_report
+
+    rng = np.random.default_rng(0)
+    rows = [
+        {"model": f"m{b}", "dataset": "d", "item": f"q{i}", "position": pos, "score": float(y)}
+        for b in range(4)
+        for pos, p in (("a", 0.3), ("b", 0.8))
+        for i, y in enumerate(rng.random(40) < p)
+    ]
+    skip = [a.key for a in ANALYSES if a.key != "anova"]
+    reading = audit_report(pl.DataFrame(rows), factors=["position"], skip=skip)["anova"].reading
+    assert "0 of 1 term has a permutation p < 0.05, but none could: with 16 distinct " in reading
+    assert "no permutation p falls below 0.0625, whatever the effect; the F-test p of " in reading

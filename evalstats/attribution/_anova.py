@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -377,9 +378,11 @@ def factor_anova(
     if random_items:
         strata = term_scores(y, core, n_subjects)
         perm = sign_flip_f(strata, int(n_resamples), seed, max_exceedances)
+        log_arrangements = n_subjects * math.log(2.0)  # one sign per item
     else:
         # the configuration cell of each row: Q_X's rows are equal within a block and a cell
         cells = np.unique(np.column_stack(factor_codes), axis=0, return_inverse=True)[1]
+        log_arrangements = _log_arrangements(block_codes, cells.ravel())
         with _single_blas_thread():
             perm = freedman_lane(
                 core["resid"],
@@ -478,6 +481,24 @@ def factor_anova(
         aliased=aliased,
         n_permutations=tuple(int(u) for u in perm.used),
         max_exceedances=max_exceedances,
+        min_pvalue_perm=math.exp(-log_arrangements) if n_resamples else None,
+    )
+
+
+def _log_arrangements(blocks: np.ndarray | None, cells: np.ndarray) -> float:
+    """Log of the number of distinct within-block permutations of the residuals.
+
+    Rows swapped inside one configuration cell of one block give the same F, so the count is
+    ``prod_b n_b! / prod_(b, cell) m_(b, cell)!``; one over it is the smallest permutation
+    p-value the design allows (four models with two arena positions each: 16 arrangements, so
+    no p below 0.0625, whatever the effect).
+    """
+    blocks = np.zeros(cells.size, dtype=np.int64) if blocks is None else np.asarray(blocks)
+    per_block = np.bincount(blocks)
+    key = blocks.astype(np.int64) * (int(cells.max()) + 1) + cells
+    per_cell = np.unique(key, return_counts=True)[1]
+    return float(
+        sum(math.lgamma(k + 1.0) for k in per_block) - sum(math.lgamma(k + 1.0) for k in per_cell)
     )
 
 

@@ -109,6 +109,11 @@ class AnovaResult:
         ``n_resamples`` when the term stopped at ``max_exceedances`` exceedances.
     max_exceedances : int or None
         Besag–Clifford stopping limit (None: every term drew ``n_resamples``).
+    min_pvalue_perm : float or None
+        The smallest ``pvalue_perm`` the design allows: one over the number of distinct
+        permutations (within-block orderings of the residuals up to swaps inside a
+        configuration cell; ``2^items`` sign vectors with items random). Above 0.05, no term
+        can reach 0.05 whatever its effect. None without permutations.
     """
 
     table: pl.DataFrame
@@ -126,6 +131,7 @@ class AnovaResult:
     aliased: dict[str, str] = field(default_factory=dict)
     n_permutations: tuple[int, ...] = field(repr=False, default=())
     max_exceedances: int | None = None
+    min_pvalue_perm: float | None = None
 
     def to_frame(self) -> pl.DataFrame:
         """The ANOVA table: ``term, df, sum_sq, mean_sq, statistic, pvalue, pvalue_perm, eta_sq,

@@ -135,6 +135,7 @@ def _run_anova(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
         "n_obs": res.n_obs,
         "strongest_interaction": term,
         "aliased": dict(res.aliased),
+        "min_pvalue_perm": res.min_pvalue_perm,
     }
     return tables, values, {"anova": res}
 

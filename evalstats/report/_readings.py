@@ -8,6 +8,7 @@ follow each metric's direction.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -394,6 +395,20 @@ def _anova(res: AnalysisResult, data: DataSummary) -> str:
     )
     if sig.height:
         text += f": {_listed(sig['term'].to_list())}"
+    floor = res.values.get("min_pvalue_perm")
+    if pcol == "pvalue_perm" and floor is not None and floor >= 0.05:
+        # 4 models x 2 arena positions: 16 arrangements; "0 of 1 term has p < 0.05" read as no
+        # effect where the test could not have found one (η² 0.85, F-test p 0.027)
+        first = t.sort("eta_sq", descending=True, nulls_last=True).row(0, named=True)
+        ftest = (
+            f"; the F-test p of {first['term']} is {first['pvalue']:.3g}"
+            if first["pvalue"] is not None and math.isfinite(first["pvalue"])
+            else ""
+        )
+        text += (
+            f", but none could: with {round(1 / floor):,} distinct permutations in this design "
+            f"no permutation p falls below {floor:.3g}, whatever the effect{ftest}"
+        )
     text += "."
     block = res.params.get("block")
     if block:
