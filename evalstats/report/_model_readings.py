@@ -152,7 +152,8 @@ def _intervals_summary(
         models = sorted({r["model"] for _, r, _ in rows})
         who = f"{models[0]} scores" if len(models) == 1 else f"the {len(models)} models score"
         if span:
-            return f"Across {noun}, {who} from {span}."
+            tied = span.endswith(" on each")  # "from 0.0 % on a to 0.0 % on a" before
+            return f"Across {noun}, {who} {'' if tied else 'from '}{span}."
         n_metrics = t["metric"].n_unique()
         return (
             f"Across {noun}, each has one model ({_listed(models)}), on {n_metrics} different "

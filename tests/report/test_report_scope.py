@@ -179,3 +179,14 @@ def test_a_dataset_with_one_model_has_no_leader_and_tied_leaders_are_said_once()
         "Across the 2 datasets with two or more models, the model with the highest mean "
         "accuracy differs: a on 1 and b on 1 (the leading mean is 100.0 % on each)."
     ), reading
+
+
+def test_one_model_scoring_the_same_everywhere_is_said_once():
+    """A real lm-eval dump read "SOLAR scores from 0.0 % on math_hard to 0.0 % on math_hard"."""
+    from evalstats.report import ANALYSES
+
+    only = [a.key for a in ANALYSES if a.key != "intervals"]
+    rep = audit_report(_unit_rows([("a", "d0", 0.0), ("a", "d1", 0.0)]), skip=only)
+    assert rep["intervals"].reading.startswith("Across both datasets, a scores 0.0 % on each."), (
+        rep["intervals"].reading
+    )
