@@ -138,10 +138,13 @@ def _need_factors(ctx: Context) -> str | None:
     if not ctx.data.factors:
         const, partial = ctx.data.constant_factors, ctx.data.incomplete_factors
         notes = []
-        if const:
-            notes.append(f"{', '.join(const)} have a single level")
+        if const:  # "version have a single level" on a real MBSE dump
+            notes.append(
+                f"{', '.join(const)} {'has' if len(const) == 1 else 'have'} a single level"
+            )
         if partial:
-            notes.append(f"{', '.join(partial)} have rows without a value")
+            verb = "has" if len(partial) == 1 else "have"
+            notes.append(f"{', '.join(partial)} {verb} rows without a value")
         tail = f" ({'; '.join(notes)})" if notes else ""
         return f"no complete factor column with two or more levels{tail}; name them with --factors"
     return None

@@ -417,3 +417,15 @@ def test_the_plan_sentence_leaves_out_groups_of_constant_scores():
     assert noise_reading(flat_res, rep.data).endswith(
         "No plan: every group's scores are constant (no variance to plan from)."
     )
+
+
+def test_the_anova_skip_reason_agrees_in_number():
+    """A real MBSE dump read "(version have a single level)"."""
+    obs = observations(n_models=2, n_items=30, n_variants=1, seed=0)
+    skip = tuple(a.key for a in ANALYSES if a.key != "anova")
+    one = audit_report(obs.with_columns(version=pl.lit("1.0")), skip=skip)
+    two = audit_report(obs.with_columns(version=pl.lit("1.0"), build=pl.lit("b")), skip=skip)
+    (r1,) = [s.reason for s in one.skipped if s.key == "anova"]
+    (r2,) = [s.reason for s in two.skipped if s.key == "anova"]
+    assert "(version has a single level)" in r1, r1
+    assert " have a single level" in r2 and "version" in r2 and "build" in r2, r2
