@@ -500,6 +500,7 @@ def plot_convergence(
                 color=color,
             )
     ax.set_xlabel(label("n"))
+    _whole_ticks(ax)
     ax.set_ylabel(label("delta_mean", curve))
     ax.set_title(f"{m} · {d}")
     outside_legend(ax, fontsize=6)
@@ -629,11 +630,20 @@ def plot_convergence_overlay(
             eps, color=COLORS["highlight"], linestyle="--", linewidth=1, label=f"ε = {eps:g}"
         )
     ax.set_xlabel(label("n"))
+    _whole_ticks(ax)
     ax.set_ylabel(label("delta_mean", curve))
-    setting = ", ".join(f"{k} {v}" for k, v in held.items())
+    # a setting missing for the group reads "–", as in the other figures ("None" before)
+    setting = ", ".join(f"{k} {'–' if v is None else v}" for k, v in held.items())
     ax.set_title(f"{d} · {moment}" + (f" ({setting})" if setting else ""))
     _legend(ax, len(models) + (eps is not None))
     return fig
+
+
+def _whole_ticks(ax: Any) -> None:
+    """A count of variants takes whole values: no tick at 1.5 (a real 4-variant panel had them)."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _legend(ax: Any, entries: int) -> None:

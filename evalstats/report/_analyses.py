@@ -79,7 +79,19 @@ def _run_moments(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
 def _run_nstar(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
     from evalstats.report._sparse import nstar_tables
 
-    return nstar_tables(ctx, p), {}, {}
+    tables = nstar_tables(ctx, p)
+    # a group with one prompt variant has no spread over prompts: its "n* = 1 of 1" and "the
+    # variance is within ε of 0" (a real llm-stability group) say nothing; it is left out
+    nstar = tables["nstar"]
+    keys = list(nstar.columns[: nstar.columns.index("moment")])
+    single = nstar.filter(pl.col("n_available") < 2).select(keys).unique(maintain_order=True)
+    if not single.height or single.height == nstar.select(keys).unique().height:
+        return tables, {}, {}
+    kept = {
+        k: t.join(single, on=[c for c in keys if c in t.columns], how="anti", nulls_equal=True)
+        for k, t in tables.items()
+    }
+    return kept, {"single_variant_groups": single.height}, {}
 
 
 def _nstar_fixed(ctx: Context) -> dict[str, Any]:

@@ -217,6 +217,12 @@ def _nstar(res: AnalysisResult, data: DataSummary) -> str:
     held = _held(t)
     if held:
         text += f" Each value of {_listed(held)} is analysed on its own (not a prompt variant)."
+    single = res.values.get("single_variant_groups")
+    if single:
+        text += (
+            f" {single} group{'s' if single > 1 else ''} with a single prompt variant "
+            f"{'are' if single > 1 else 'is'} left out: n* needs two or more."
+        )
     return text
 
 

@@ -429,3 +429,62 @@ def test_the_anova_skip_reason_agrees_in_number():
     (r2,) = [s.reason for s in two.skipped if s.key == "anova"]
     assert "(version has a single level)" in r1, r1
     assert " have a single level" in r2 and "version" in r2 and "build" in r2, r2
+
+
+def test_n_star_leaves_out_groups_with_a_single_prompt_variant():
+    """A real llm-stability dump held three groups apart by a setting, one of them run under a
+    single prompt: the reading said its mean "needs 1 of 1 variants" and its variance "is
+    within ε of 0", and the figure drew an empty panel with n* = 1 on axes from 0.96 to 1.04.
+    Such a group is left out and counted; the variant axis has whole ticks only."""
+    import warnings
+
+    from evalstats.report._figures import figure_specs, report_palette
+
+    obs = observations(n_models=1, n_items=30, n_variants=6, seed=3)
+    obs = pl.concat(
+        [
+            obs.with_columns(setting=pl.lit("a")),
+            obs.filter(pl.col("variant").is_in(["v00", "v01", "v02", "v03"])).with_columns(
+                setting=pl.lit("b")
+            ),
+            obs.filter(pl.col("variant") == "v00").with_columns(setting=pl.lit("c")),
+        ]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = audit_report(
+            obs,
+            roles={"setting": "setting"},
+            skip=tuple(a.key for a in ANALYSES if a.key not in ("moments", "nstar")),
+            options={"nstar": {"n_resamples": 200}},
+        )
+    res = rep["nstar"]
+    assert set(res.tables["nstar"]["setting"]) == {"a", "b"}
+    assert set(res.tables["curve"]["setting"]) == {"a", "b"}
+    assert "1 group with a single prompt variant is left out: n* needs two or more." in res.reading
+    assert "1 of 1 variants" not in res.reading
+    (spec,) = [s for s in figure_specs(rep) if s.key == "convergence"]
+    assert len([ax for ax in spec.draw(report_palette(rep)).axes if ax.get_visible()]) == 2
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_the_variant_axis_of_a_convergence_panel_has_whole_ticks(n):
+    """A 4-variant panel of a real report ticked 1.0, 1.5, ..., 4.0 (a count of variants)."""
+    import matplotlib.pyplot as plt
+
+    from evalstats.plots import paper_style
+    from evalstats.plots.moments import plot_convergence_overlay
+
+    curve = pl.DataFrame(
+        {"model": "m", "dataset": "d", "metric": "accuracy", "moment": "mean",
+         "n": list(range(1, n + 1)), "delta_mean": [0.02 / k for k in range(1, n + 1)],
+         "ci_low": 0.0, "ci_high": 0.04, "exhaustive": False}
+    )  # fmt: skip
+    with paper_style():
+        fig, ax = plt.subplots(figsize=(5.0, 2.5))
+        plot_convergence_overlay(curve, epsilon=0.01, ax=ax)
+        fig.canvas.draw()
+    lo, hi = ax.get_xlim()
+    ticks = [float(t) for t in ax.get_xticks() if lo <= t <= hi]
+    plt.close(fig)
+    assert ticks and all(t.is_integer() for t in ticks), ticks
