@@ -100,9 +100,9 @@ def _nstar_fixed(ctx: Context) -> dict[str, Any]:
 
 
 def _run_converge(ctx: Context, p: dict) -> tuple[dict, dict, dict]:
-    from evalstats.compare import convergence
+    from evalstats.report._sparse import converge_table
 
-    return {"converge": convergence(ctx.obs, **p)}, {}, {}
+    return {"converge": converge_table(ctx, p)}, {}, {}
 
 
 def _run_stability(ctx: Context, p: dict) -> tuple[dict, dict, dict]:

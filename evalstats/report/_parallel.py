@@ -46,10 +46,11 @@ DEPENDS = {"correlation": "stability", "ranks": "compare"}  # ranks reuse the pa
 
 
 def dependencies(ctx: Context) -> dict[str, str]:
-    """:data:`DEPENDS`, and n* after the moments when the design has sparse groups.
+    """:data:`DEPENDS`, and n* and the stopping rule after the moments when groups are sparse.
 
-    n* of a sparse group reads the whole-grid scores the moments analysis draws from its fit
-    (evalstats/report/_sparse.py); without a design to tell, n* fits the model itself.
+    n* and the stopping rule of a sparse group read the whole-grid scores the moments analysis
+    draws from its fit (evalstats/report/_sparse.py); without a design to tell, they fit the
+    model themselves.
     """
     from evalstats.report._sparse import SPARSE_SHARE
 
@@ -58,7 +59,7 @@ def dependencies(ctx: Context) -> dict[str, str]:
         return DEPENDS
     share = groups.filter(pl.col("structure") == "sparse")["cells_observed"]
     if share.len() and share.min() <= SPARSE_SHARE:
-        return {**DEPENDS, "nstar": "moments"}
+        return {**DEPENDS, "nstar": "moments", "converge": "moments"}
     return DEPENDS
 
 

@@ -242,6 +242,22 @@ def _converge(res: AnalysisResult, data: DataSummary) -> str:
         f"orders, the rule stopped early in {share} of orders; otherwise every recorded variant "
         f"was needed. The stopped mean was at most {_pts(worst['error_max'])}{_points()} from the "
         f"mean of all variants ({_where(worst)})."
+    ) + _sparse_note(t)
+
+
+def _sparse_note(t: pl.DataFrame) -> str:
+    """A sentence on the groups replayed over the sparse-grid model's scores ('' when none)."""
+    from evalstats.report._sparse import MODELLED, SCORES_COLUMN
+
+    if SCORES_COLUMN not in t.columns:
+        return ""
+    k = t.filter(pl.col(SCORES_COLUMN) == MODELLED).height
+    if not k:
+        return ""
+    return (
+        f" In the {k} group{'s' if k > 1 else ''} observing only part of the item x prompt grid, "
+        "the replay runs over the sparse-grid model's whole-grid variant scores, as n* does "
+        "(docs/methods/sparse.md), not over means of a few items each."
     )
 
 
