@@ -660,15 +660,23 @@ def test_reml_reaches_the_optimum_at_and_off_the_boundary(seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = variance_components(obs, method="reml")
+    ours, best = _against_dense_optimum(obs, out)
+    assert ours >= -best.fun - 1e-6
+    assert abs(ours + best.fun) < 1e-6
+
+
+def _against_dense_optimum(obs: pl.DataFrame, out: pl.DataFrame):
+    """The dense REML log-likelihood at ``out``'s components, and the dense optimum's result."""
     est = dict(zip(out["component"], out["variance"]))
     theta = np.array([est["item"], est["variant"], est["item_variant"], est["residual"]])
+    theta = np.nan_to_num(theta.astype(float))  # a merged term (null) is 0 in the dense model
     _, item = np.unique(obs["item"].to_numpy(), return_inverse=True)
     _, variant = np.unique(obs["variant"].to_numpy(), return_inverse=True)
     y = obs["score"].to_numpy()
-    ours = _dense_reml_loglik(theta, item, variant, y)
-    best = _dense_reml_optimum(item, variant, y)
-    assert ours >= -best.fun - 1e-6
-    assert abs(ours + best.fun) < 1e-6
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the reference's own optimiser
+        best = _dense_reml_optimum(item, variant, y)
+    return _dense_reml_loglik(theta, item, variant, y), best
 
 
 def test_component_intervals_stay_within_what_the_metric_allows():
@@ -740,15 +748,8 @@ def test_reml_does_not_stop_where_the_residual_meets_its_bound(seed):
     7.97 for 2.7 on seed 14); the estimate is the dense REML optimum's and stationary."""
     obs = _half_grid(seed)
     out = variance_components(obs, method="reml")
-    est = dict(zip(out["component"], out["variance"]))
-    theta = np.array([est["item"], est["variant"], est["item_variant"], est["residual"]])
-    _, item = np.unique(obs["item"].to_numpy(), return_inverse=True)
-    _, variant = np.unique(obs["variant"].to_numpy(), return_inverse=True)
-    y = obs["score"].to_numpy()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # the reference's own optimiser
-        best = _dense_reml_optimum(item, variant, y)
-    assert _dense_reml_loglik(theta, item, variant, y) >= -best.fun - 1e-6
+    ours, best = _against_dense_optimum(obs, out)
+    assert ours >= -best.fun - 1e-6
     lo, hi = out["ci_low"].drop_nulls().to_numpy(), out["ci_high"].drop_nulls().to_numpy()
     assert np.all(hi > lo)  # no zero-width interval
 
@@ -768,6 +769,20 @@ def test_reml_that_never_converges_gives_null_components_and_says_so(monkeypatch
 # --- repeated runs that never differ, one variant: the residual is 0 (llm-stability) -------------
 
 
+def _repeated_alike(score: np.ndarray, runs: np.ndarray) -> pl.DataFrame:
+    """One variant; item k scored ``score[k]`` in each of its ``runs[k]`` runs."""
+    return pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "item": np.repeat([f"i{k:03d}" for k in range(score.size)], runs),
+            "variant": "v",
+            "run": np.concatenate([np.arange(r) for r in runs]),
+            "score": np.repeat(score, runs),
+        }
+    )
+
+
 def _one_factor_reference(means: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
     from scipy import stats
 
@@ -784,18 +799,8 @@ def test_runs_that_never_differ_put_the_residual_at_zero_planted():
     0.024" on real llm-stability runs). The residual is 0; the item variance is the items'
     sample variance with the chi-square interval."""
     rng = np.random.default_rng(3)
-    runs = rng.integers(1, 10, 60)
     score = (rng.random(60) < 0.3).astype(float)
-    obs = pl.DataFrame(
-        {
-            "model": "m",
-            "dataset": "d",
-            "item": np.repeat([f"i{k:02d}" for k in range(60)], runs),
-            "variant": "v",
-            "run": np.concatenate([np.arange(r) for r in runs]),
-            "score": np.repeat(score, runs),
-        }
-    )
+    obs = _repeated_alike(score, rng.integers(1, 10, 60))
     out = _by_component(variance_components(obs))
     low = _by_component(variance_components(obs), "ci_low")
     high = _by_component(variance_components(obs), "ci_high")
@@ -828,17 +833,7 @@ def test_a_component_is_never_above_its_own_upper_bound():
     the most a 0/1 score's variance can be (0.25) and the estimate was not. The estimate is
     capped the same way; ``raw_estimate`` keeps the uncapped value."""
     score = np.r_[np.zeros(50), np.ones(50)]  # ddof-1 variance 0.25 * 100 / 99
-    runs = np.where(np.arange(100) % 3 == 0, 2, 1)
-    obs = pl.DataFrame(
-        {
-            "model": "m",
-            "dataset": "d",
-            "item": np.repeat([f"i{k:03d}" for k in range(100)], runs),
-            "variant": "v",
-            "run": np.concatenate([np.arange(r) for r in runs]),
-            "score": np.repeat(score, runs),
-        }
-    )
+    obs = _repeated_alike(score, np.where(np.arange(100) % 3 == 0, 2, 1))
     out = variance_components(obs).filter(pl.col("component") == "item").row(0, named=True)
     assert out["raw_estimate"] == pytest.approx(0.25 * 100 / 99)
     assert out["variance"] == 0.25 and out["ci_high"] == 0.25
