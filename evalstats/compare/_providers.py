@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
@@ -15,7 +17,7 @@ from evalstats.compare._intervals import mean_interval
 from evalstats.compare._multiplicity import CORRECTIONS, adjust
 from evalstats.compare._paired import paired_difference
 from evalstats.design._frames import analysis_input
-from evalstats.errors import SchemaError
+from evalstats.errors import DegenerateDataWarning, SchemaError
 from evalstats.io._errors import error_class
 from evalstats.results import check_choice, check_confidence_level
 from evalstats.schema import factor_columns, validate_by, validate_observations
@@ -428,6 +430,29 @@ def _versus_reference(
     )
 
 
+@contextmanager
+def _said_where(group: dict, policy: str) -> Iterator[None]:
+    """Re-issue the interval's degenerate-data warnings with the group and policy they are of.
+
+    A real MBSE dump's report read "constant scores: cluster-robust SE is 0; NaN." and
+    "interval of 0 score(s) is undefined" with no word of which model (two that errored on
+    every call) or which scoring policy.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DegenerateDataWarning)
+        yield
+    where = ", ".join(f"{k}={v!r}" for k, v in group.items())
+    for w in caught:
+        if issubclass(w.category, DegenerateDataWarning):
+            warnings.warn(
+                f"{where} ({policy.replace('_', ' ')}): {w.message}",
+                DegenerateDataWarning,
+                stacklevel=3,
+            )
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 def _within_range(g: pl.DataFrame, low: float, high: float) -> tuple[float, float]:
     """``(low, high)`` cut to the group's declared metric range (unchanged where none is)."""
     if "metric_low" in g.columns and g.height:
@@ -646,9 +671,10 @@ def provider_audit(
             sub = g if policy == "errors_as_failures" else g.filter(~pl.col("__err"))
             x = sub["__fail"].to_numpy()
             clusters = sub["__cluster"].to_numpy()
-            mean, se, low, high = mean_interval(
-                x, method=method, confidence_level=level, clusters=clusters
-            )
+            with _said_where(dict(zip(keys, key)), policy):
+                mean, se, low, high = mean_interval(
+                    x, method=method, confidence_level=level, clusters=clusters
+                )
             low, high = _within_range(g, low, high)
             score_rows.append((*key, policy, n, n_err, n_err / n, x.size, mean, se, low, high))
     scores = pl.DataFrame(

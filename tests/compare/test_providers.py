@@ -203,3 +203,25 @@ def test_templates_are_compared_at_each_temperature_not_pooled_over_unequal_ones
     # given explicitly, `by` pools on purpose
     pooled = provider_audit(table, provider="template", by=("model", "metric"), n_resamples=99)
     assert pooled.policies.height == 2
+
+
+def test_degenerate_interval_warnings_name_their_model_and_policy():
+    """A real MBSE report read "constant scores: cluster-robust SE is 0; NaN." and "interval of
+    0 score(s) is undefined" with no word of which model or which scoring policy."""
+    import warnings
+
+    from evalstats.errors import DegenerateDataWarning
+
+    obs = observations(
+        n_models=2, n_items=30, n_variants=1, providers=("p",),
+        error_rates={"p": {"timeout": 0.1}}, seed=0,
+    ).drop("provider")  # fmt: skip
+    obs = obs.with_columns(  # m1 errored on every call
+        error=pl.when(pl.col("model") == "m1").then(pl.lit("api_error")).otherwise("error")
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        provider_audit(obs, provider="model", by=(), n_resamples=99, seed=0)
+    said = [str(w.message) for w in caught if issubclass(w.category, DegenerateDataWarning)]
+    assert said and all(m.startswith("model='m1' (errors ") for m in said), said
+    assert any("(errors excluded): interval of 0 score(s)" in m for m in said), said
