@@ -5,11 +5,14 @@ random) from ``evalstats.simulate.crossed_scores``. statsmodels: ``MixedLM`` wit
 variance components item, variant and item:variant (REML, its default optimiser). evalstats:
 ``variance_components(method="reml")`` (REML on cell summaries, Sherman-Morrison and Woodbury),
 timed in the same process. The larger sizes run evalstats only (``--sizes``); statsmodels runs on
-the first size. A balanced ANOVA fit of the largest size is timed too.
+the first size. A balanced ANOVA fit of the largest size is timed too, and REML on sparse 0/1
+grids (``--sparse``: items x variants x share of the cells observed, one run a cell; the prompt
+grids of ``evalstats.sparse``), where one variance-components fit costs most.
 
 Timings on a shared machine are noisy: the ratio in one run is what to read.
 
-Run:  python benchmarks/bench_noise.py [--sizes 60x8x2,1000x20x3] [--seed 0]
+Run:  python benchmarks/bench_noise.py [--sizes 60x8x2,1000x20x3]
+      [--sparse 5000x200x0.1,20000x100x0.05] [--seed 0]
 """
 
 from __future__ import annotations
@@ -28,6 +31,23 @@ def dump(a: int, b: int, r: int, seed: int, drop: float = 0.2) -> pl.DataFrame:
     obs = crossed_scores(n_items=a, n_variants=b, n_runs=r, seed=seed)
     keep = np.random.default_rng(seed).random(obs.height) > drop
     return obs.filter(pl.Series(keep))
+
+
+def sparse_dump(a: int, b: int, share: float, seed: int) -> pl.DataFrame:
+    """0/1 scores on ``share`` of an items x variants grid (logistic item and variant effects)."""
+    rng = np.random.default_rng(seed)
+    item, variant = np.nonzero(rng.random((a, b)) < share)
+    eta = rng.normal(0.5, 1.0, a)[item] + rng.normal(0.0, 0.3, b)[variant]
+    y = (rng.random(item.size) < 1.0 / (1.0 + np.exp(-eta))).astype(float)
+    return pl.DataFrame(
+        {
+            "model": "m",
+            "dataset": "d",
+            "item": [f"i{i}" for i in item],
+            "variant": [f"v{v}" for v in variant],
+            "score": y,
+        }
+    )
 
 
 def statsmodels_seconds(obs: pl.DataFrame) -> tuple[float, np.ndarray]:
@@ -57,6 +77,7 @@ def ours_seconds(obs: pl.DataFrame, method: str = "reml") -> tuple[float, np.nda
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="60x8x2,1000x20x3")
+    parser.add_argument("--sparse", default="5000x200x0.1,20000x100x0.05")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     sizes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",")]
@@ -81,6 +102,13 @@ def main() -> None:
     print(
         f"balanced {a} x {b} x {r} ({bal.height} rows): evalstats ANOVA + intervals {t_anova:.2f} s"
     )
+    for spec in filter(None, args.sparse.split(",")):
+        a, b, share = spec.split("x")
+        obs = sparse_dump(int(a), int(b), float(share), args.seed)
+        t_ours, _ = ours_seconds(obs)
+        print(
+            f"sparse 0/1 {a} x {b} at {float(share):.0%} ({obs.height} cells): evalstats REML {t_ours:.2f} s"
+        )
 
 
 if __name__ == "__main__":

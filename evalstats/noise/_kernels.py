@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg, optimize
+from scipy import linalg, optimize, sparse
 
 __all__ = [
     "COMPONENTS",
@@ -255,11 +255,14 @@ def reml_objective(theta: np.ndarray, c: CellData, ident: np.ndarray) -> float:
     # W^-1 quadratic forms: sum w a b - sum_k kappa_k (sum_k w a)(sum_k w b)
     q = wv @ vecs.T - (bsum * kappa) @ bsum.T
     if nw > 1 and sw != 0.0:
-        m = np.zeros((nb, nw))
-        m[blk, wb] = w
-        ztwz = np.diag(m.sum(axis=0)) - (m.T * kappa) @ m
+        # Z'W^-1 Z and Z'W^-1 a through the (blocks x levels) matrix of the weights, sparse: one
+        # entry a cell (a dense one cost O(blocks x levels^2) a call, 40 ms at 5,000 x 200)
+        m = sparse.csr_matrix((w, (blk, wb)), shape=(nb, nw))
+        mk = sparse.csr_matrix((w * kappa[blk], (blk, wb)), shape=(nb, nw))
+        ztwz = np.diag(np.bincount(wb, weights=w, minlength=nw)) - (m.T @ mk).toarray()
         zw = (
-            np.stack([np.bincount(wb, weights=x, minlength=nw) for x in wv]) - (bsum * kappa) @ m
+            np.stack([np.bincount(wb, weights=x, minlength=nw) for x in wv])
+            - (m.T @ (bsum * kappa).T).T
         )  # (2, nw): Z'W^-1 a
         bmat = np.eye(nw) + sw * ztwz
         try:
@@ -484,7 +487,7 @@ def _quasi_newton(fv, start: np.ndarray, floor: int | None, max_iter: int) -> np
             x0,
             method="L-BFGS-B",
             bounds=bounds,
-            options={"ftol": 1e-14, "gtol": 1e-9, "maxiter": max_iter, "maxcor": 20},
+            options={"ftol": 1e-10, "gtol": 1e-9, "maxiter": max_iter, "maxcor": 20},
         )
     return to_var(np.asarray(res.x, dtype=float))
 
@@ -619,6 +622,10 @@ def _newton(f, x: np.ndarray, max_iter: int = 20) -> np.ndarray:
         except np.linalg.LinAlgError:
             break
         if np.any(np.linalg.eigvalsh(hess) <= 0):
+            break
+        if 0.5 * float(g @ step) < 1e-10:
+            # the Newton decrement: the objective is within 1e-10 of the local quadratic's
+            # minimum (further steps chased the finite differences' rounding)
             break
         t = 1.0
         while t > 1e-4:
