@@ -18,6 +18,7 @@ only when it is named (``set_index("doc_id")``), as a file written with ``to_csv
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import polars as pl
@@ -89,6 +90,17 @@ def describe(obj: Any) -> str:
     'polars LazyFrame'
     """
     return f"{_module(obj)} {type(obj).__name__}"
+
+
+def describe_group(group: Mapping[str, Any]) -> str:
+    """A group's key for messages: ``model='a', dataset='b'``.
+
+    Examples
+    --------
+    >>> describe_group({"model": "a", "n": 2})
+    "model='a', n=2"
+    """
+    return ", ".join(f"{k}={v!r}" for k, v in group.items())
 
 
 def _wrong_type(obj: Any, what: str) -> SchemaError:

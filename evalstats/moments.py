@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from evalstats._frames import describe_group
 from evalstats._kernels import CONSTANT_RTOL, mls_interval, two_way_mean_squares
 from evalstats._ordered import grouped_in_order
 from evalstats.design._frames import analysis_input
@@ -420,11 +421,12 @@ def prompt_spread(
         *(pl.when(constant).then(nan).otherwise(pl.col(c)).alias(c) for c in _UNDEFINED),
         pl.when(constant).then(pl.col("min")).otherwise(pl.col("max")).alias("max"),
     )
-    n_constant = out.filter(constant).height
-    if n_constant:
+    flat = out.filter(constant).sort(list(by))
+    if flat.height:
+        first = describe_group(flat.select(*by).row(0, named=True))
         warnings.warn(
-            f"{n_constant} group(s) have variant scores equal up to rounding; their variance is "
-            "0 and their skewness and kurtosis are NaN.",
+            f"{flat.height} group(s) have variant scores equal up to rounding (first: {first}); "
+            "their variance is 0 and their skewness and kurtosis are NaN.",
             DegenerateDataWarning,
             stacklevel=2,
         )
@@ -447,9 +449,9 @@ def prompt_spread(
     out = out.select(*by, *SPREAD_COLUMNS).sort(list(by))
     small = out.filter(pl.col("n_variants") < 2)
     if small.height:
-        first = small.select(*by).row(0)
+        first = describe_group(small.select(*by).row(0, named=True))
         warnings.warn(
-            f"{small.height} group(s) have a single variant (first: {first!r}); their variance, "
+            f"{small.height} group(s) have a single variant (first: {first}); their variance, "
             "skewness and kurtosis are NaN.",
             DegenerateDataWarning,
             stacklevel=2,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from evalstats._frames import describe_group
 from evalstats._kernels import first_reached, last_crossing, subset_deviations
 from evalstats._threads import parallel_map
 from evalstats.design._frames import analysis_input
@@ -247,9 +248,11 @@ def _epsilons(
     relative_epsilon: float | None,
     relative_to: str,
     compat: str | None = None,
+    where: str = "",
 ) -> tuple[dict[str, float], str]:
     """Epsilon of each moment in the metric's units, and the rule that gave it.
 
+    ``where`` names the group in the warning of an undefined relative epsilon.
     The mean's epsilon is in metric units and the variance's in squared metric units, so a
     relative epsilon ``r`` is ``r * s`` for the mean and ``r * s**2`` for the variance, with
     ``s`` the metric's range or the group's across-variant standard deviation: on [0, 1]
@@ -299,8 +302,8 @@ def _epsilons(
         what = f"the across-variant sd {s:.6g}"
         if not (math.isfinite(s) and s > 0):
             warnings.warn(
-                f"the across-variant standard deviation is {s!r}, so a relative epsilon is "
-                "undefined; n* is not reached.",
+                f"{where + ': ' if where else ''}the across-variant standard deviation is "
+                f"{s!r}, so a relative epsilon is undefined; n* is not reached.",
                 DegenerateDataWarning,
                 stacklevel=3,
             )
@@ -823,7 +826,15 @@ def required_sample_size(
     )
     for (key, x), curve in zip(groups, curves):
         eps, rule = _epsilons(
-            x, metrics.of(key), metrics, moments, epsilon, relative_epsilon, relative_to, compat
+            x,
+            metrics.of(key),
+            metrics,
+            moments,
+            epsilon,
+            relative_epsilon,
+            relative_to,
+            compat,
+            where=describe_group(dict(zip(by, key))),
         )
         ns, _ = _nstar_one(
             x,
@@ -997,7 +1008,15 @@ def sample_size_uncertainty(
     for key, x in groups:
         rng = _group_seed(seed, key, by)
         eps, rule = _epsilons(
-            x, metrics.of(key), metrics, moments, epsilon, relative_epsilon, relative_to, compat
+            x,
+            metrics.of(key),
+            metrics,
+            moments,
+            epsilon,
+            relative_epsilon,
+            relative_to,
+            compat,
+            where=describe_group(dict(zip(by, key))),
         )
         kw = dict(
             moments=moments,
@@ -1148,7 +1167,15 @@ def reference_model_check(
     results = {}
     for key, x in groups:
         eps, rule = _epsilons(
-            x, metrics.of(key), metrics, moments, epsilon, relative_epsilon, relative_to, compat
+            x,
+            metrics.of(key),
+            metrics,
+            moments,
+            epsilon,
+            relative_epsilon,
+            relative_to,
+            compat,
+            where=describe_group(dict(zip(by, key))),
         )
         ns, high = _nstar_one(
             x,

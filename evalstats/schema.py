@@ -85,6 +85,7 @@ from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 
+from evalstats._frames import describe_group
 from evalstats.errors import EvalstatsWarning, ParameterError, SchemaError
 
 if TYPE_CHECKING:
@@ -795,9 +796,6 @@ def align_item_sets(
     if not short.height:
         return lf
 
-    def describe(group: dict) -> str:
-        return ", ".join(f"{k}={v!r}" for k, v in group.items())
-
     groups = short.select(keys).unique(maintain_order=True)
     first = groups.row(0, named=True)
     where = pl.all_horizontal([pl.col(k).eq_missing(v) for k, v in first.items()])
@@ -808,7 +806,7 @@ def align_item_sets(
     if on_mismatch == "error":
         more = f" ({groups.height} groups in all)" if groups.height > 1 else ""
         raise SchemaError(
-            f"the runs of {describe(first)} cover different items ({lacking}){more}. Pass "
+            f"the runs of {describe_group(first)} cover different items ({lacking}){more}. Pass "
             "--on-mismatch intersect (Python: on_mismatch='intersect') to analyse the items "
             "every run scored (this biases TAR upward), or --on-mismatch keep to use each run "
             "over its own items."
@@ -823,7 +821,7 @@ def align_item_sets(
     out = lf.join(complete, on=[*keys, "item"], how="semi", nulls_equal=True)
     warnings.warn(
         f"{groups.height} configuration(s) have runs over different items (e.g. "
-        f"{describe(first)}: {lacking}); analysed only the items every run scored. "
+        f"{describe_group(first)}: {lacking}); analysed only the items every run scored. "
         "Intersecting keeps the items every run reached and biases TAR upward.",
         EvalstatsWarning,
         stacklevel=2,

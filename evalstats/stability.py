@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import polars as pl
 
+from evalstats._frames import describe_group
 from evalstats.design._frames import analysis_input
 from evalstats.errors import (
     DegenerateDataWarning,
@@ -121,10 +122,6 @@ def _effective_answer(has_a: bool, has_r: bool, normalize: str) -> pl.Expr:
     return pl.coalesce(answer, pl.lit("\x00unparsed:") + _text("response", has_r, normalize))
 
 
-def _describe(group: dict) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in group.items())
-
-
 def _prepare(
     observations: pl.DataFrame | pl.LazyFrame,
     by: Sequence[str] | str,
@@ -200,7 +197,7 @@ def _reduce(
         )
         raise SchemaError(
             f"the observation table has {row['len']} rows for item {first['item']!r}, run "
-            f"{row['run']} in the group {_describe(group)}; each run must score an item once."
+            f"{row['run']} in the group {describe_group(group)}; each run must score an item once."
         )
     gap = per_item.filter(pl.col("__runs") < pl.col("__n_runs"))
     if not gap.height:
@@ -224,7 +221,7 @@ def _reduce(
             for r in short.filter(_where(group)).iter_rows(named=True)
         )
         raise SchemaError(
-            f"the runs of the group {_describe(group)} cover different items ({lacking}). "
+            f"the runs of the group {describe_group(group)} cover different items ({lacking}). "
             "Stability compares the same items across runs: pass on_mismatch='intersect' "
             "(CLI: --on-mismatch intersect) to analyse the items present in every run."
         )
@@ -232,7 +229,7 @@ def _reduce(
         group = {k: r[k] for k in keys}
         runs = short.filter(_where(group))["run"].to_list()
         warnings.warn(
-            f"group {_describe(group)}: analysed only the items present in every run; left "
+            f"group {describe_group(group)}: analysed only the items present in every run; left "
             f"out {r['n']} item(s) (e.g. {', '.join(map(repr, r['ex']))}) missing from "
             f"run(s) {', '.join(map(str, runs))}.",
             EvalstatsWarning,
@@ -453,7 +450,7 @@ def stability_table(
     if single.height:
         warnings.warn(
             f"{single.height} group(s) have a single run (e.g. "
-            f"{_describe({k: single[k][0] for k in keys})}); tar_a and tar_r are NaN.",
+            f"{describe_group({k: single[k][0] for k in keys})}); tar_a and tar_r are NaN.",
             DegenerateDataWarning,
             stacklevel=2,
         )

@@ -156,10 +156,37 @@ def test_constant_variant_scores_have_zero_variance_and_nan_shape():
             "score": [0.7 - 0.5, 0.4 - 0.2, 0.2, 0.2],  # 0.19999999999999996 and 0.2
         }
     )
-    with pytest.warns(DegenerateDataWarning, match="equal up to rounding"):
+    with pytest.warns(DegenerateDataWarning, match="equal up to rounding") as caught:
         out = prompt_spread(u)
     assert out["variance"][0] == 0.0 and out["spread"][0] == 0.0
     assert np.isnan(out["skewness"][0]) and np.isnan(out["kurtosis"][0])
+    # the warning names the group it is about, as the report lists it without the table
+    assert "(first: model='m', dataset='d'" in str(caught[0].message)
+
+
+def test_relative_epsilon_warning_names_its_group():
+    """A group whose prompt variants all score alike has no sd to take a share of; among many
+    groups, the warning says which one."""
+    from evalstats.resampling import required_sample_size
+
+    u = pl.DataFrame(
+        {
+            "model": ["flat"] * 4 + ["varied"] * 4,
+            "dataset": ["d"] * 8,
+            "variant": ["a", "b", "c", "d"] * 2,
+            "run": [0] * 8,
+            "score": [0.5] * 4 + [0.2, 0.4, 0.6, 0.8],
+        }
+    )
+    with pytest.warns(DegenerateDataWarning, match="relative epsilon is undefined") as caught:
+        required_sample_size(
+            u, relative_epsilon=0.1, relative_to="sd", moments="mean", n_resamples=50
+        )
+    said = [str(w.message) for w in caught if "relative epsilon" in str(w.message)]
+    assert said == [
+        "model='flat', dataset='d', metric='score': the across-variant standard deviation is "
+        "0.0, so a relative epsilon is undefined; n* is not reached."
+    ]
 
 
 def test_attribution_on_scores_equal_up_to_rounding_is_nan():
