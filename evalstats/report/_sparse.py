@@ -12,6 +12,7 @@ which of the model; table ``sparse_distribution`` has the model's estimates with
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import polars as pl
 
@@ -172,22 +173,7 @@ def _sparse_units(ctx: Context, p: dict) -> pl.DataFrame | None:
 
 def nstar_tables(ctx: Context, p: dict) -> dict[str, pl.DataFrame]:
     """n*, its curve (and the recorded-variants n*), sparse groups on their whole-grid scores."""
-    units = _sparse_units(ctx, p) if "by" not in p else None
-    if units is None or not units.height:
-        return _nstar(ctx.obs, p)
-    keys = _unit_groups(units)
-    rest = ctx.obs.join(units.select(keys).unique(), on=keys, how="anti", nulls_equal=True)
-    on_units = {k: v for k, v in p.items() if k != "variant_factors"} | {"by": keys}
-    sparse = {k: _marked(t, MODELLED) for k, t in _nstar(units, on_units).items()}
-    if not rest.height:
-        return sparse
-    observed = {k: _marked(t, OBSERVED) for k, t in _nstar(rest, p).items()}
-    out = {}
-    for k, t in observed.items():
-        cols = [c for c in t.columns if c in sparse[k].columns]
-        both = pl.concat([t, sparse[k]], how="diagonal_relaxed").select(cols)
-        out[k] = both.sort([c for c in keys if c in cols], nulls_last=True, maintain_order=True)
-    return out
+    return _on_whole_grid(ctx, p, _nstar)
 
 
 def converge_table(ctx: Context, p: dict) -> pl.DataFrame:
@@ -200,19 +186,33 @@ def converge_table(ctx: Context, p: dict) -> pl.DataFrame:
     """
     from evalstats.compare import convergence
 
+    return _on_whole_grid(ctx, p, lambda obs, q: {"converge": convergence(obs, **q)})["converge"]
+
+
+def _on_whole_grid(
+    ctx: Context, p: dict, run: Callable[[pl.DataFrame, dict], dict[str, pl.DataFrame]]
+) -> dict[str, pl.DataFrame]:
+    """``run``'s tables over the sparse groups and the rest, in group order.
+
+    Sparse groups run on the model's whole-grid variant scores (marked modelled), every other
+    group on its observed cells (marked observed).
+    """
     units = _sparse_units(ctx, p) if "by" not in p else None
     if units is None or not units.height:
-        return convergence(ctx.obs, **p)
+        return run(ctx.obs, p)
     keys = _unit_groups(units)
     rest = ctx.obs.join(units.select(keys).unique(), on=keys, how="anti", nulls_equal=True)
     on_units = {k: v for k, v in p.items() if k != "variant_factors"} | {"by": keys}
-    sparse = _marked(convergence(units, **on_units), MODELLED)
+    sparse = {k: _marked(t, MODELLED) for k, t in run(units, on_units).items()}
     if not rest.height:
         return sparse
-    observed = _marked(convergence(rest, **p), OBSERVED)
-    cols = [c for c in observed.columns if c in sparse.columns]
-    both = pl.concat([observed, sparse], how="diagonal_relaxed").select(cols)
-    return both.sort([c for c in keys if c in cols], nulls_last=True, maintain_order=True)
+    out = {}
+    for k, t in run(rest, p).items():
+        t = _marked(t, OBSERVED)
+        cols = [c for c in t.columns if c in sparse[k].columns]
+        both = pl.concat([t, sparse[k]], how="diagonal_relaxed").select(cols)
+        out[k] = both.sort([c for c in keys if c in cols], nulls_last=True, maintain_order=True)
+    return out
 
 
 def _nstar(obs: pl.DataFrame, p: dict) -> dict[str, pl.DataFrame]:
