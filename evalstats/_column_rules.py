@@ -326,6 +326,33 @@ def _correction(column: str) -> str:
     return f"--roles {column}=metadata"
 
 
+def nested_text(dtype: pl.DataType, *, shown: int = 6) -> str:
+    """A nested column's type in words, the same on every read (struct fields sorted).
+
+    polars' JSON schema inference orders a struct's fields as the rows it reads first show them,
+    and on real MBSE records (keys in varying order) two reads of one file gave two orders: the
+    report's text changed between identical runs.
+
+    Examples
+    --------
+    >>> nested_text(pl.List(pl.Struct({"b": pl.Int64, "a": pl.String})))
+    'lists of objects (fields a, b)'
+    >>> nested_text(pl.Struct({}))
+    'empty objects'
+    """
+    if isinstance(dtype, (pl.List, pl.Array)):
+        inner = dtype.inner
+        what = nested_text(inner, shown=shown) if inner.is_nested() else f"{inner} values"
+        return f"lists of {what}"
+    if isinstance(dtype, pl.Struct):
+        names = sorted(f.name for f in dtype.fields)
+        if not names:
+            return "empty objects"
+        more = f", … {len(names) - shown} more" if len(names) > shown else ""
+        return f"objects (fields {', '.join(names[:shown])}{more})"
+    return f"{dtype} values"
+
+
 def classify(
     frame: pl.LazyFrame | pl.DataFrame,
     columns: Sequence[str],
@@ -378,7 +405,7 @@ def classify(
         if rule is not None and rule.role in ("text", "metadata"):
             out[c] = rule
         elif schema[c].is_nested():
-            out[c] = ColumnRule(c, "metadata", f"holds {schema[c]} values (lists or objects)")
+            out[c] = ColumnRule(c, "metadata", f"holds {nested_text(schema[c])}")
         else:
             pending.append(c)
     if not pending:

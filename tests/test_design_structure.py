@@ -434,3 +434,17 @@ def test_roles_on_a_column_the_loader_fills_are_refused_not_ignored(capsys):
     err = capsys.readouterr().err
     assert "'dataset' is the dataset column the lm-eval loader fills" in err
     assert "Traceback" not in err
+
+
+def test_a_nested_column_reads_the_same_whatever_its_field_order():
+    """polars' JSON inference ordered a struct's fields as the first rows showed them: two reads
+    of the real MBSE records gave ``{'patch', 'path'}`` and ``{'path', 'patch'}``, and the
+    report's text changed between identical runs. The words are the same for both orders."""
+
+    def frame(order):
+        dtype = pl.List(pl.Struct({k: pl.String for k in order}))
+        return pl.DataFrame({"score": [1.0], "calls": pl.Series([[]], dtype=dtype)})
+
+    one = classify(frame(["patch", "path"]), ["calls"])["calls"]
+    two = classify(frame(["path", "patch"]), ["calls"])["calls"]
+    assert one.evidence == two.evidence == "holds lists of objects (fields patch, path)"
