@@ -712,8 +712,13 @@ def test_warnings_of_constant_groups_come_in_group_order():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         variance_components(obs)
-    named = [str(w.message).split("'")[1] for w in caught if "constant scores" in str(w.message)]
-    assert named == sorted(models)
+    said = [str(w.message) for w in caught if "constant scores" in str(w.message)]
+    assert [m.split("'")[1] for m in said] == sorted(models)
+    # the group by its columns' names, not a tuple ending in None (the pair column)
+    assert (
+        said[0]
+        == "group model='m0', dataset='d', metric='score': constant scores, all components are 0."
+    )
 
 
 # --- REML that stops short: the residual at its bound (a sparse real grid) -----------------------

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from evalstats._frames import describe_group
 from evalstats._ordered import grouped_in_order
 from evalstats.design._frames import analysis_input
 from evalstats.errors import DegenerateDataWarning, InsufficientDataError, SchemaError
@@ -367,6 +368,7 @@ def _group_rows(
     c = _to_celldata(g)
     ident = c.identified()
     key = (*group.values(), model_b)
+    where = describe_group({**group, **({"model_b": model_b} if model_b is not None else {})})
     base = {
         **group,
         "model_b": model_b,
@@ -383,7 +385,7 @@ def _group_rows(
     }
     if not ident.any():
         warnings.warn(
-            f"group {key!r} has one item, one variant and one run per cell: no component is "
+            f"group {where} has one item, one variant and one run per cell: no component is "
             "identified; returning NaN.",
             DegenerateDataWarning,
             stacklevel=3,
@@ -401,7 +403,7 @@ def _group_rows(
         )
     if not fit.converged:
         warnings.warn(
-            f"group {key!r}: the REML fit of the variance components did not reach a stationary "
+            f"group {where}: the REML fit of the variance components did not reach a stationary "
             "point from any of its starting values; its components and intervals are null.",
             DegenerateDataWarning,
             stacklevel=3,
@@ -410,7 +412,7 @@ def _group_rows(
     total = float(np.nansum(fit.estimate))
     if total == 0 and ident.any() and fit.converged:
         warnings.warn(
-            f"group {key!r}: constant scores, all components are 0.",
+            f"group {where}: constant scores, all components are 0.",
             DegenerateDataWarning,
             stacklevel=3,
         )
