@@ -5,13 +5,15 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 from scipy import special, stats
 
+from evalstats._frames import describe_group
 from evalstats._ordered import grouped_in_order
 from evalstats.design._frames import analysis_input
 from evalstats.errors import (
@@ -260,9 +262,52 @@ def _check_binary(x: np.ndarray) -> None:
         )
 
 
+@contextmanager
+def naming(where: str) -> Iterator[None]:
+    """Re-issue the degenerate-data warnings raised inside with ``where`` (the group) in front.
+
+    An interval's warning ("constant scores: the interval is degenerate") said nothing of
+    which group it was about, and a report lists warnings without their table.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DegenerateDataWarning)
+        yield
+    for w in caught:
+        if issubclass(w.category, DegenerateDataWarning):
+            warnings.warn(f"{where}: {w.message}", DegenerateDataWarning, stacklevel=3)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 def _degenerate(msg: str) -> tuple[float, float, float]:
     warnings.warn(msg, DegenerateDataWarning, stacklevel=4)
     return math.nan, math.nan, math.nan
+
+
+def at_a_bound(
+    x: np.ndarray, bounds: tuple[float, float], units: int, alpha: float
+) -> tuple[float, float] | None:
+    """The exact interval of a mean whose ``units`` independent scores all sit at one bound.
+
+    For scores on [lo, hi] with mean mu, a score is at lo with probability at most
+    (hi - mu) / (hi - lo) (Markov's inequality on hi - X), so all ``units`` at lo has
+    probability at most (1 - m)^units with m = (mu - lo) / (hi - lo). The mean is within
+    ``lo + (hi - lo) (1 - (alpha/2)^(1/units))`` with confidence 1 - alpha/2; the
+    Clopper-Pearson bound of 0 successes, valid for any scores on [lo, hi], not only 0/1
+    (mirrored at hi). None when the scores are not all at one finite bound.
+
+    >>> [round(v, 4) for v in at_a_bound(np.zeros(59), (0.0, 1.0), 59, 0.05)]
+    [0.0, 0.0606]
+    """
+    lo, hi = bounds
+    if units < 1 or not (math.isfinite(lo) and math.isfinite(hi) and hi > lo) or x.size == 0:
+        return None
+    width = (hi - lo) * (1.0 - (alpha / 2.0) ** (1.0 / units))
+    if np.all(x == lo):
+        return lo, lo + width
+    if np.all(x == hi):
+        return hi - width, hi
+    return None
 
 
 def mean_interval(
@@ -274,6 +319,7 @@ def mean_interval(
     n_resamples: int = 9999,
     seed: int = 0,
     bounds: tuple[float, float] = (0.0, 1.0),
+    exact_at_bounds: bool = False,
 ) -> tuple[float, float, float, float]:
     """Mean of ``x`` with its standard error and interval: ``(mean, se, low, high)``.
 
@@ -293,13 +339,19 @@ def mean_interval(
     seed : int, default 0
         Seed of the bootstrap.
     bounds : tuple of float, default (0.0, 1.0)
-        The metric's bounds, for ``method='logit'``.
+        The metric's bounds, for ``method='logit'`` and ``exact_at_bounds``.
+    exact_at_bounds : bool, default False
+        Scores all at one of two finite ``bounds`` (a model that failed every item): the
+        exact interval :func:`at_a_bound` over the independent units (the clusters with
+        ``method='cluster'``, else the scores) instead of NaN. Only where ``bounds`` are the
+        metric's own.
 
     Returns
     -------
     tuple of float
         NaN interval (with a :class:`~evalstats.errors.DegenerateDataWarning`) when fewer than
-        two scores, or constant scores for ``t``, ``bootstrap`` and ``cluster``.
+        two scores, or constant scores for ``t``, ``bootstrap`` and ``cluster`` (but see
+        ``exact_at_bounds``).
 
     Examples
     --------
@@ -333,11 +385,15 @@ def mean_interval(
         sums = np.bincount(codes, weights=x - mean, minlength=g)
         # CR1 with statsmodels' small-sample factor G/(G-1) (the (N-1)/(N-K) factor is 1 for K=1)
         se = math.sqrt(g / (g - 1) * float(np.sum(sums**2))) / n
+        if se == 0 and exact_at_bounds and (exact := at_a_bound(x, bounds, g, alpha)):
+            return mean, 0.0, *exact
         if se == 0:
             return (mean, *_degenerate("constant scores: cluster-robust SE is 0; NaN."))
         q = float(stats.t.ppf(1 - alpha / 2, g - 1))
         return mean, se, mean - q * se, mean + q * se
     if np.all(x == x[0]):
+        if exact_at_bounds and (exact := at_a_bound(x, bounds, n, alpha)):
+            return mean, 0.0, *exact
         return (mean, *_degenerate("constant scores: the interval is degenerate; NaN."))
     if method == "logit":
         lo_b, hi_b = bounds
@@ -799,15 +855,17 @@ def intervals(
                 + (math.nan, math.nan, math.nan, note, None, None)
             )
             continue
-        mean, se, low, high = _scaled_interval(
-            x,
-            (lo_b, hi_b),
-            method=used,
-            confidence_level=level,
-            clusters=clusters,
-            n_resamples=n_resamples,
-            seed=seed,
-        )
+        with naming(describe_group(dict(zip(by, key)))):
+            mean, se, low, high = _scaled_interval(
+                x,
+                (lo_b, hi_b),
+                method=used,
+                confidence_level=level,
+                clusters=clusters,
+                n_resamples=n_resamples,
+                seed=seed,
+                exact_at_bounds=True,
+            )
         note = None
         if math.isnan(low):
             note = _missing_reason(x, used)
@@ -1027,14 +1085,16 @@ def _design_intervals(
             # one prompt, independent items: the interval over item scores, as before
             x = y  # one cell per item: the item's mean over its runs
             used = _auto_method(x, (lo_b, hi_b)) if method == "auto" else method
-            mean, se, low, high = _scaled_interval(
-                x,
-                (lo_b, hi_b),
-                method=used,
-                confidence_level=level,
-                n_resamples=n_resamples,
-                seed=seed,
-            )
+            with naming(describe_group(dict(zip(by, key)))):
+                mean, se, low, high = _scaled_interval(
+                    x,
+                    (lo_b, hi_b),
+                    method=used,
+                    confidence_level=level,
+                    n_resamples=n_resamples,
+                    seed=seed,
+                    exact_at_bounds=True,
+                )
             note = _missing_reason(x, used) if math.isnan(low) else None
             low, high = _clip(low, lo_b, hi_b), _clip(high, lo_b, hi_b)
             df = None if used in ("wilson", "bootstrap-t") else float(x.size - 1)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-import warnings
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
@@ -13,11 +11,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from evalstats.compare._intervals import mean_interval
+from evalstats._frames import describe_group
+from evalstats.compare._intervals import _metric_bounds, mean_interval, naming
 from evalstats.compare._multiplicity import CORRECTIONS, adjust
 from evalstats.compare._paired import paired_difference
 from evalstats.design._frames import analysis_input
-from evalstats.errors import DegenerateDataWarning, SchemaError
+from evalstats.errors import SchemaError
 from evalstats.io._errors import error_class
 from evalstats.results import check_choice, check_confidence_level
 from evalstats.schema import factor_columns, validate_by, validate_observations
@@ -430,27 +429,14 @@ def _versus_reference(
     )
 
 
-@contextmanager
-def _said_where(group: dict, policy: str) -> Iterator[None]:
-    """Re-issue the interval's degenerate-data warnings with the group and policy they are of.
+def _said_where(group: dict, policy: str):
+    """The interval's degenerate-data warnings with the group and policy they are of.
 
     A real MBSE dump's report read "constant scores: cluster-robust SE is 0; NaN." and
     "interval of 0 score(s) is undefined" with no word of which model (two that errored on
     every call) or which scoring policy.
     """
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DegenerateDataWarning)
-        yield
-    where = ", ".join(f"{k}={v!r}" for k, v in group.items())
-    for w in caught:
-        if issubclass(w.category, DegenerateDataWarning):
-            warnings.warn(
-                f"{where} ({policy.replace('_', ' ')}): {w.message}",
-                DegenerateDataWarning,
-                stacklevel=3,
-            )
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return naming(f"{describe_group(group)} ({policy.replace('_', ' ')})")
 
 
 def _within_range(g: pl.DataFrame, low: float, high: float) -> tuple[float, float]:
@@ -663,6 +649,9 @@ def provider_audit(
     ).sort([*keys, "category"])
 
     # scores under the two policies --------------------------------------------------------
+    # the metric's bounds (declared, or [0, 1] when every score is), for the exact interval of
+    # a model at one of them (every call failed: 0 % with [0, 6.1 %] over 59 items, not NaN)
+    bounds_of = _metric_bounds(df, keys)
     score_rows = []
     for key, g in _groups(df, keys).items():
         n = g.height
@@ -673,7 +662,12 @@ def provider_audit(
             clusters = sub["__cluster"].to_numpy()
             with _said_where(dict(zip(keys, key)), policy):
                 mean, se, low, high = mean_interval(
-                    x, method=method, confidence_level=level, clusters=clusters
+                    x,
+                    method=method,
+                    confidence_level=level,
+                    clusters=clusters,
+                    bounds=bounds_of(key),
+                    exact_at_bounds=True,
                 )
             low, high = _within_range(g, low, high)
             score_rows.append((*key, policy, n, n_err, n_err / n, x.size, mean, se, low, high))

@@ -281,3 +281,41 @@ def test_intervals_cli_at_a_tiny_df_exits_0(tmp_path):
     ok(code, err)
     row = pl.read_csv(out.encode()).row(0, named=True)
     assert (row["method"], row["ci_low"], row["ci_high"]) == ("logit", 0.0, 1.0)
+
+
+def test_scores_all_at_a_bound_get_the_exact_interval_not_nan():
+    """A model scoring 0 on every item of a metric on [0, 100] (a BLEU-like score): the t and
+    logit intervals have no spread to use and gave NaN. Every item at the lower bound has
+    probability at most (1 - m)^n for a mean m of the range, so the interval is
+    [0, 100 (1 - 0.025^(1/n))], the Clopper-Pearson bound of 0 successes; scores constant
+    inside the range stay NaN (nothing bounds them)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    n = 40
+    obs = pl.DataFrame(
+        {
+            "model": ["zero"] * n + ["mid"] * n,
+            "dataset": "d",
+            "item": [str(i) for i in range(n)] * 2,
+            "score": [0.0] * n + [37.5] * n,
+            "metric_low": 0.0,
+            "metric_high": 100.0,
+        }
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = intervals(obs, method="t").sort("model")
+    zero = out.filter(pl.col("model") == "zero").row(0, named=True)
+    _, upper = proportion_confint(0, n, alpha=0.05, method="beta")
+    assert zero["mean"] == 0.0 and zero["ci_low"] == 0.0
+    assert zero["ci_high"] == pytest.approx(100 * upper, rel=1e-12)
+    mid = out.filter(pl.col("model") == "mid").row(0, named=True)
+    assert np.isnan(mid["ci_low"]) or mid["ci_low"] is None
+    said = [str(w.message) for w in caught if "constant scores" in str(w.message)]
+    # named: a report lists its warnings without the table
+    assert said == [
+        "model='mid', dataset='d', metric='score': constant scores: the interval is "
+        "degenerate; NaN."
+    ]
+    # mean_interval keeps NaN unless asked: its default bounds are not a metric's
+    assert np.isnan(mean_interval(np.zeros(5))[2])

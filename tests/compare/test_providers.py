@@ -225,3 +225,34 @@ def test_degenerate_interval_warnings_name_their_model_and_policy():
     said = [str(w.message) for w in caught if issubclass(w.category, DegenerateDataWarning)]
     assert said and all(m.startswith("model='m1' (errors ") for m in said), said
     assert any("(errors excluded): interval of 0 score(s)" in m for m in said), said
+
+
+def test_a_model_that_failed_every_call_scores_0_with_an_exact_interval():
+    """A real MBSE report gave the models that errored on every call (59 tasks) a NaN interval
+    ("constant scores: cluster-robust SE is 0"). Scored as failures they sit at the metric's
+    lower bound on every item: the interval is the exact one over the items, the
+    Clopper-Pearson bound of 0 successes (statsmodels), valid for any scores on [0, 1]."""
+    import warnings
+
+    from statsmodels.stats.proportion import proportion_confint
+
+    from evalstats.errors import DegenerateDataWarning
+
+    rows = []
+    for item in range(30):
+        for run in range(3):
+            rows.append(("ok", str(item), run, float((item + run) % 3 > 0), None))
+            rows.append(("down", str(item), run, None, "api_error"))
+    obs = pl.DataFrame(
+        rows, schema=["model", "item", "run", "score", "error"], orient="row"
+    ).with_columns(pl.lit("d").alias("dataset"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = provider_audit(obs, provider="model", by=(), n_resamples=99, seed=0)
+    row = res.scores.filter(pl.col("model") == "down", pl.col("policy") == "errors_as_failures")
+    row = row.row(0, named=True)
+    _, upper = proportion_confint(0, 30, alpha=0.05, method="beta")  # 30 items, the clusters
+    assert row["mean"] == 0.0 and row["ci_low"] == 0.0
+    assert row["ci_high"] == pytest.approx(upper, rel=1e-12)
+    said = [str(w.message) for w in caught if issubclass(w.category, DegenerateDataWarning)]
+    assert not any("cluster-robust SE is 0" in m for m in said), said
