@@ -715,9 +715,9 @@ def test_warnings_of_constant_groups_come_in_group_order():
     said = [str(w.message) for w in caught if "constant scores" in str(w.message)]
     assert [m.split("'")[1] for m in said] == sorted(models)
     # the group by its columns' names, not a tuple ending in None (the pair column)
-    assert (
-        said[0]
-        == "group model='m0', dataset='d', metric='score': constant scores, all components are 0."
+    assert said[0].startswith(
+        "group model='m0', dataset='d', metric='score': constant scores, all components are 0 "
+        "in this sample; every score at the metric's bound, so each is at most "
     )
 
 
@@ -997,3 +997,29 @@ def test_variance_interval_covers_on_scores(case, k):
         draw, truth = (lambda rng, n: rng.normal(0.0, 2.0, n)), 4.0
     ours, _ = _closed_form_coverage(draw, truth, 3000, k, seed=k)
     assert 0.92 <= ours <= 0.98
+
+
+def test_constant_scores_at_a_bound_bound_each_component_by_its_units():
+    """50 items x 8 prompts x 2 runs, every score 1: the components are 0 in the sample, but
+    not known to be 0. Each is at most m (1 - m) (Bhatia-Davis) with m the Clopper-Pearson
+    bound of 0 misses over its units: items, prompts, cells, runs. Inside the range nothing
+    bounds them: a constant 0.5 keeps [0, 0]."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    rows = [
+        {"model": "m", "dataset": "d", "item": str(i), "variant": v, "run": r, "score": 1.0}
+        for i in range(50)
+        for v in "abcdefgh"
+        for r in range(2)
+    ]
+    obs = pl.DataFrame(rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = variance_components(obs)
+        mid = variance_components(obs.with_columns(pl.lit(0.5).alias("score")))
+    high = _by_component(out, "ci_high")
+    for comp, units in (("item", 50), ("variant", 8), ("item_variant", 400), ("residual", 800)):
+        m = proportion_confint(0, units, alpha=0.05, method="beta")[1]
+        assert high[comp] == pytest.approx(m * (1 - m), rel=1e-12), comp
+    assert (out["variance"] == 0).all() and (out["ci_low"] == 0).all()
+    assert (mid["ci_high"] == 0).all()

@@ -306,7 +306,9 @@ def variance_components(
     cells = _cells(lf, keys)
     for key, g in _partitions(cells, keys):
         opts["cap"] = cap(tuple(key), False)
+        opts["bounds"] = bounds_of(tuple(key))
         rows += _group_rows(dict(zip(keys, key)), None, g, None, level, opts)
+    opts["bounds"] = None  # differences constant at 0 sit inside their range
     if pairs:
         rest = [b for b in keys if b != "model"]
         for ma, mb, joined, both in _paired_rows(lf, by):
@@ -391,12 +393,18 @@ def _group_rows(
             stacklevel=3,
         )
         fit = Fit(*(np.full(4, math.nan),) * 5, method="none")
-    elif _constant(c) and (opts["method"] == "reml" or not c.balanced):
-        # constant scores: every component is 0. REML's likelihood is flat there (no residual
-        # to scale it), and its optimiser returned 1/3 of an arbitrary total per component
-        # (a GPQA group of all-zero scores read "item 0.333, prompt 0.333, item x prompt 0.333")
+    elif _constant(c):
+        # constant scores: every component is 0 in the sample. REML's likelihood is flat there
+        # (no residual to scale it), and its optimiser returned 1/3 of an arbitrary total per
+        # component (a GPQA group of all-zero scores read "item 0.333, prompt 0.333, item x
+        # prompt 0.333"); at a bound of the metric each is at most _constant_bound
         zero = np.zeros(4)
-        fit = Fit(zero, zero, zero, zero, np.full(4, math.nan), method="reml")
+        # each component over its own units, the other facets at their recorded levels: items,
+        # variants, cells (the interaction), runs (the residual)
+        units = (c.n_items, c.n_variants, int(c.n.size), int(c.n_obs))
+        high = np.array([_constant_bound(c, opts.get("bounds"), opts["level"], n) for n in units])
+        anova = c.balanced and opts["method"] != "reml"
+        fit = Fit(zero, zero, zero, high, np.full(4, math.nan), "anova" if anova else "reml")
     else:
         fit = _fit(
             c, opts["method"], opts["level"], opts["n_resamples"], _group_rng(opts["seed"], key)
@@ -411,8 +419,14 @@ def _group_rows(
         fit = Fit(*(np.full(4, math.nan),) * 5, method="reml", converged=False)
     total = float(np.nansum(fit.estimate))
     if total == 0 and ident.any() and fit.converged:
+        top = float(np.nanmax(fit.high)) if np.any(fit.high > 0) else 0.0
+        bound = (
+            f" in this sample; every score at the metric's bound, so each is at most {top:.3g}"
+            if top > 0
+            else ""
+        )
         warnings.warn(
-            f"group {where}: constant scores, all components are 0.",
+            f"group {where}: constant scores, all components are 0{bound}.",
             DegenerateDataWarning,
             stacklevel=3,
         )
@@ -442,6 +456,31 @@ def _group_rows(
             }
         )
     return rows
+
+
+def _constant_bound(
+    c: CellData, bounds: tuple[float, float] | None, level: float, units: int
+) -> float:
+    """Upper bound of a component of a group whose scores all sit at one metric bound.
+
+    Twenty items all right say the item variance is small, not 0. For scores on [L, H] with
+    mean mu the variance is at most (mu - L)(H - mu) (Bhatia-Davis), and mu is within
+    :func:`~evalstats.compare._intervals.at_a_bound` of the bound over the component's
+    ``units`` (its facet's levels, independent given the other facets' recorded levels; the
+    cells for the interaction, the runs for the residual): the component is at most
+    (H - L)^2 m (1 - m), m = 1 - (alpha/2)^(1/units) (m at most 1/2). 0 when the constant is
+    inside the range, or the metric has no two finite bounds (nothing bounds it).
+    """
+    from evalstats.compare._intervals import at_a_bound
+
+    if bounds is None or units < 2:
+        return 0.0
+    exact = at_a_bound(c.mean, bounds, units, 1.0 - level)
+    if exact is None:
+        return 0.0
+    span = bounds[1] - bounds[0]
+    m = min((exact[1] - exact[0]) / span, 0.5)
+    return span * span * m * (1.0 - m)
 
 
 def _constant(c: CellData) -> bool:

@@ -603,6 +603,9 @@ def run_analysis(
         warnings=messages,
         objects=objects,
     )
-    with scale(ctx.data.percent):
-        reading = READINGS[spec.key](result, ctx.data)
+    try:
+        with scale(ctx.data.percent):
+            reading = READINGS[spec.key](result, ctx.data)
+    except Exception as exc:  # a bug in the reading: reported like one in the analysis
+        return None, failed_reason(exc)
     return replace(result, reading=reading), None

@@ -41,6 +41,7 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
     # and some variance: constant scores have none to split, and a single separable
     # component holds 100 % by construction (one prompt and one run per item: the items)
     informative, constant, single, failed = [], 0, 0, 0
+    at_most = 0.0  # the largest upper bound of a constant group's components (at a metric bound)
     flat: set[tuple] = set()  # constant scores or no components: nothing to plan from
     for g in groups:
         ok = g.filter(pl.col("identified"))
@@ -51,6 +52,7 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
             flat.add(tuple(g.row(0, named=True)[k] for k in keys))
         elif not total > 0:
             constant += 1
+            at_most = max(at_most, float(ok["ci_high"].fill_nan(None).drop_nulls().max() or 0.0))
             flat.add(tuple(g.row(0, named=True)[k] for k in keys))
         elif ok.height < 2:
             single += 1
@@ -106,7 +108,15 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
             "components: there is no variance to split."
         )
     if constant:
-        sentences.append(f"{constant} of {n} group(s) have constant scores (no variance).")
+        bounded = (
+            f"; their scores sit at the metric's bound, which leaves each component at most "
+            f"{at_most:.3g} beyond the sample"
+            if at_most > 0
+            else ""
+        )
+        sentences.append(
+            f"{constant} of {n} group(s) have constant scores (no variance in the sample{bounded})."
+        )
     if failed:
         sentences.append(
             f"In {failed} of {n} group(s) the REML fit of the components reached no stationary "

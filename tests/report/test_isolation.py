@@ -47,3 +47,27 @@ def test_without_a_bug_the_report_exits_0(tmp_path, capsys):
          "--skip", SKIP, "--figures", "none"]
     )  # fmt: skip
     assert code == 0, capsys.readouterr().err
+
+
+def test_a_failing_reading_is_reported_like_a_failing_analysis(tmp_path, monkeypatch, capsys):
+    """A reading that raised (a name clash in the components' reading, found on a real lm-eval
+    dump) crashed the whole report with a traceback; it fails its analysis alone."""
+    obs = observations(n_models=2, n_items=20, n_variants=3, seed=0)
+    path = tmp_path / "obs.parquet"
+    obs.write_parquet(path)
+
+    def broken(result, data):
+        raise TypeError("planted reading bug")
+
+    monkeypatch.setitem(_analyses.READINGS, "intervals", broken)
+    out = tmp_path / "rep"
+    code = main(
+        ["report", str(path), "--out", str(out), "--quiet", "--workers", "1", "--skip", SKIP,
+         "--figures", "none"]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    doc = json.loads((out / "results.json").read_text())
+    reasons = {s["key"]: s["reason"] for s in doc["skipped"]}
+    assert reasons["intervals"].startswith("failed (an evalstats bug): TypeError: planted reading")
+    assert any(a["key"] == "moments" for a in doc["analyses"])
