@@ -109,8 +109,8 @@ def noise_reading(res: AnalysisResult, data: DataSummary) -> str:
         )
     if constant:
         bounded = (
-            f"; their scores sit at the metric's bound, which leaves each component at most "
-            f"{at_most:.3g} beyond the sample"
+            f"; their scores sit at the metric's bound, so the components are not known to be "
+            f"0 beyond it: upper bounds up to {at_most:.3g} in the table"
             if at_most > 0
             else ""
         )

@@ -295,6 +295,13 @@ def test_noise_reading_counts_only_groups_with_variance_to_split():
     reading = rep["noise"].reading
     assert "1 of the 1 model-dataset groups (of 3) where scores vary" in reading, reading
     assert "1 of 3 group(s) have constant scores" in reading
+    # every score of m1 is 1, the metric's bound: 0 in the sample, not a known 0; its largest
+    # upper bound is the items' (30): m (1 - m), m = 1 - 0.025^(1/30)
+    m = 1 - 0.025 ** (1 / 30)
+    assert (
+        "(no variance in the sample; their scores sit at the metric's bound, so the components "
+        f"are not known to be 0 beyond it: upper bounds up to {m * (1 - m):.3g} in the table)"
+    ) in reading, reading
     assert "In 1 of 3 group(s) only one component is separable" in reading
     assert "run-to-run noise (in 1 of 3 groups)" in reading
 
