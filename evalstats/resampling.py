@@ -241,18 +241,20 @@ def _validate_epsilon(
 
 def _epsilons(
     x: np.ndarray,
-    info: MetricInfo,
     metrics: _Metrics,
     moments: tuple[str, ...],
     epsilon: float | None,
     relative_epsilon: float | None,
     relative_to: str,
     compat: str | None = None,
-    where: str = "",
+    *,
+    key: tuple = (),
+    by: Sequence[str] = (),
 ) -> tuple[dict[str, float], str]:
     """Epsilon of each moment in the metric's units, and the rule that gave it.
 
-    ``where`` names the group in the warning of an undefined relative epsilon.
+    ``key`` is the group's values of ``by``: its metric, and its name in the warning of an
+    undefined relative epsilon.
     The mean's epsilon is in metric units and the variance's in squared metric units, so a
     relative epsilon ``r`` is ``r * s`` for the mean and ``r * s**2`` for the variance, with
     ``s`` the metric's range or the group's across-variant standard deviation: on [0, 1]
@@ -267,6 +269,7 @@ def _epsilons(
     What Art groups). ``compat='reliable-eval'`` and a given ``epsilon`` keep one epsilon for
     both moments, as the paper defines it.
     """
+    info = metrics.of(key)
     if epsilon is not None:
         return dict.fromkeys(moments, float(epsilon)), f"given: {float(epsilon):g}"
     if relative_epsilon is None:
@@ -301,9 +304,10 @@ def _epsilons(
         s = float(np.std(x, ddof=1)) if x.size > 1 else math.nan
         what = f"the across-variant sd {s:.6g}"
         if not (math.isfinite(s) and s > 0):
+            where = describe_group(dict(zip(by, key))) + ": " if by else ""
             warnings.warn(
-                f"{where + ': ' if where else ''}the across-variant standard deviation is "
-                f"{s!r}, so a relative epsilon is undefined; n* is not reached.",
+                f"{where}the across-variant standard deviation is {s!r}, so a relative epsilon "
+                "is undefined; n* is not reached.",
                 DegenerateDataWarning,
                 stacklevel=3,
             )
@@ -826,15 +830,7 @@ def required_sample_size(
     )
     for (key, x), curve in zip(groups, curves):
         eps, rule = _epsilons(
-            x,
-            metrics.of(key),
-            metrics,
-            moments,
-            epsilon,
-            relative_epsilon,
-            relative_to,
-            compat,
-            where=describe_group(dict(zip(by, key))),
+            x, metrics, moments, epsilon, relative_epsilon, relative_to, compat, key=key, by=by
         )
         ns, _ = _nstar_one(
             x,
@@ -1008,15 +1004,7 @@ def sample_size_uncertainty(
     for key, x in groups:
         rng = _group_seed(seed, key, by)
         eps, rule = _epsilons(
-            x,
-            metrics.of(key),
-            metrics,
-            moments,
-            epsilon,
-            relative_epsilon,
-            relative_to,
-            compat,
-            where=describe_group(dict(zip(by, key))),
+            x, metrics, moments, epsilon, relative_epsilon, relative_to, compat, key=key, by=by
         )
         kw = dict(
             moments=moments,
@@ -1167,15 +1155,7 @@ def reference_model_check(
     results = {}
     for key, x in groups:
         eps, rule = _epsilons(
-            x,
-            metrics.of(key),
-            metrics,
-            moments,
-            epsilon,
-            relative_epsilon,
-            relative_to,
-            compat,
-            where=describe_group(dict(zip(by, key))),
+            x, metrics, moments, epsilon, relative_epsilon, relative_to, compat, key=key, by=by
         )
         ns, high = _nstar_one(
             x,
