@@ -1116,6 +1116,10 @@ def _design_intervals(
                 used = "logit"
             else:  # an unbounded metric: t, or for skewed top units lognormal / bootstrap-t
                 used = skewed_method(item_means(g["__item"].to_numpy(), y))
+                if used == "lognormal" and not bool(np.all(y > 0)):
+                    # the item means are positive, a cell is not: no log scale for the cells
+                    # (auto chose lognormal, then refused it, and the report stopped)
+                    used = "bootstrap-t"
         over = ("clusters" if cluster else "items") + (
             "+prompts" if space and mv.n_prompts >= 2 else ""
         )

@@ -319,3 +319,23 @@ def test_scores_all_at_a_bound_get_the_exact_interval_not_nan():
     ]
     # mean_interval keeps NaN unless asked: its default bounds are not a metric's
     assert np.isnan(mean_interval(np.zeros(5))[2])
+
+
+def test_auto_never_picks_a_log_scale_for_cells_at_zero():
+    """An unbounded metric, right-skewed and positive item means, but some cells at 0 (the
+    report's property test drew such a 0/100 table): 'auto' chose lognormal from the item means
+    and then refused it on the cells ("needs positive scores"), and the report stopped. It
+    takes the studentized bootstrap there."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(30):
+        mu = float(np.exp(rng.normal(3, 1.2)))
+        for p in range(4):
+            s = 0.0 if (p == 0 and i % 3 == 0) else mu * float(np.exp(rng.normal(0, 0.2)))
+            rows.append(("m", "d", f"i{i}", f"p{p}", 0, s))
+    obs = pl.DataFrame(
+        rows, schema=["model", "dataset", "item", "prompt_id", "run", "score"], orient="row"
+    )
+    out = intervals(obs).row(0, named=True)
+    assert out["method"] == "bootstrap-t"
+    assert out["ci_low"] < out["mean"] < out["ci_high"]
