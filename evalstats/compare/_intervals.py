@@ -5,8 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -262,25 +261,13 @@ def _check_binary(x: np.ndarray) -> None:
         )
 
 
-@contextmanager
-def naming(where: str) -> Iterator[None]:
-    """Re-issue the degenerate-data warnings raised inside with ``where`` (the group) in front.
+def _degenerate(msg: str, where: str = "") -> tuple[float, float, float]:
+    """NaN with a warning, ``where`` (the group) in front.
 
-    An interval's warning ("constant scores: the interval is degenerate") said nothing of
-    which group it was about, and a report lists warnings without their table.
+    A report lists warnings without their table: "constant scores: the interval is degenerate"
+    said nothing of which group.
     """
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DegenerateDataWarning)
-        yield
-    for w in caught:
-        if issubclass(w.category, DegenerateDataWarning):
-            warnings.warn(f"{where}: {w.message}", DegenerateDataWarning, stacklevel=3)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-
-
-def _degenerate(msg: str) -> tuple[float, float, float]:
-    warnings.warn(msg, DegenerateDataWarning, stacklevel=4)
+    warnings.warn(f"{where}: {msg}" if where else msg, DegenerateDataWarning, stacklevel=4)
     return math.nan, math.nan, math.nan
 
 
@@ -320,6 +307,7 @@ def mean_interval(
     seed: int = 0,
     bounds: tuple[float, float] = (0.0, 1.0),
     exact_at_bounds: bool = False,
+    where: str = "",
 ) -> tuple[float, float, float, float]:
     """Mean of ``x`` with its standard error and interval: ``(mean, se, low, high)``.
 
@@ -345,6 +333,8 @@ def mean_interval(
         exact interval :func:`at_a_bound` over the independent units (the clusters with
         ``method='cluster'``, else the scores) instead of NaN. Only where ``bounds`` are the
         metric's own.
+    where : str, default ''
+        The group, put in front of the degenerate-data warnings.
 
     Returns
     -------
@@ -364,7 +354,7 @@ def mean_interval(
     alpha = 1.0 - confidence_level
     if method == "wilson":
         if n == 0:
-            return (mean, *_degenerate("Wilson interval of no scores; returning NaN."))
+            return (mean, *_degenerate("Wilson interval of no scores; returning NaN.", where))
         _check_binary(x)
         count = int(x.sum())
         low, high = _wilson(count, n, alpha)
@@ -374,27 +364,27 @@ def mean_interval(
         high = 1.0 if count == n else high
         return mean, math.sqrt(mean * (1 - mean) / n), float(low), float(high)
     if n < 2:
-        return (mean, *_degenerate(f"interval of {n} score(s) is undefined; returning NaN."))
+        return (mean, *_degenerate(f"interval of {n} score(s) is undefined; returning NaN.", where))
     if method == "cluster":
         if clusters is None:
             raise ParameterError("`method='cluster'` needs `cluster`, the column naming clusters.")
         _, codes = np.unique(clusters, return_inverse=True)
         g = int(codes.max()) + 1
         if g < 2:
-            return (mean, *_degenerate("cluster-robust SE needs at least 2 clusters; NaN."))
+            return (mean, *_degenerate("cluster-robust SE needs at least 2 clusters; NaN.", where))
         sums = np.bincount(codes, weights=x - mean, minlength=g)
         # CR1 with statsmodels' small-sample factor G/(G-1) (the (N-1)/(N-K) factor is 1 for K=1)
         se = math.sqrt(g / (g - 1) * float(np.sum(sums**2))) / n
         if se == 0 and exact_at_bounds and (exact := at_a_bound(x, bounds, g, alpha)):
             return mean, 0.0, *exact
         if se == 0:
-            return (mean, *_degenerate("constant scores: cluster-robust SE is 0; NaN."))
+            return (mean, *_degenerate("constant scores: cluster-robust SE is 0; NaN.", where))
         q = float(stats.t.ppf(1 - alpha / 2, g - 1))
         return mean, se, mean - q * se, mean + q * se
     if np.all(x == x[0]):
         if exact_at_bounds and (exact := at_a_bound(x, bounds, n, alpha)):
             return mean, 0.0, *exact
-        return (mean, *_degenerate("constant scores: the interval is degenerate; NaN."))
+        return (mean, *_degenerate("constant scores: the interval is degenerate; NaN.", where))
     if method == "logit":
         lo_b, hi_b = bounds
         if not (math.isfinite(lo_b) and math.isfinite(hi_b) and hi_b > lo_b):
@@ -855,17 +845,17 @@ def intervals(
                 + (math.nan, math.nan, math.nan, note, None, None)
             )
             continue
-        with naming(describe_group(dict(zip(by, key)))):
-            mean, se, low, high = _scaled_interval(
-                x,
-                (lo_b, hi_b),
-                method=used,
-                confidence_level=level,
-                clusters=clusters,
-                n_resamples=n_resamples,
-                seed=seed,
-                exact_at_bounds=True,
-            )
+        mean, se, low, high = _scaled_interval(
+            x,
+            (lo_b, hi_b),
+            method=used,
+            confidence_level=level,
+            clusters=clusters,
+            n_resamples=n_resamples,
+            seed=seed,
+            exact_at_bounds=True,
+            where=describe_group(dict(zip(by, key))),
+        )
         note = None
         if math.isnan(low):
             note = _missing_reason(x, used)
@@ -1085,16 +1075,16 @@ def _design_intervals(
             # one prompt, independent items: the interval over item scores, as before
             x = y  # one cell per item: the item's mean over its runs
             used = _auto_method(x, (lo_b, hi_b)) if method == "auto" else method
-            with naming(describe_group(dict(zip(by, key)))):
-                mean, se, low, high = _scaled_interval(
-                    x,
-                    (lo_b, hi_b),
-                    method=used,
-                    confidence_level=level,
-                    n_resamples=n_resamples,
-                    seed=seed,
-                    exact_at_bounds=True,
-                )
+            mean, se, low, high = _scaled_interval(
+                x,
+                (lo_b, hi_b),
+                method=used,
+                confidence_level=level,
+                n_resamples=n_resamples,
+                seed=seed,
+                exact_at_bounds=True,
+                where=describe_group(dict(zip(by, key))),
+            )
             note = _missing_reason(x, used) if math.isnan(low) else None
             low, high = _clip(low, lo_b, hi_b), _clip(high, lo_b, hi_b)
             df = None if used in ("wilson", "bootstrap-t") else float(x.size - 1)

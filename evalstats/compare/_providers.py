@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from evalstats._frames import describe_group
-from evalstats.compare._intervals import _metric_bounds, mean_interval, naming
+from evalstats.compare._intervals import _metric_bounds, mean_interval
 from evalstats.compare._multiplicity import CORRECTIONS, adjust
 from evalstats.compare._paired import paired_difference
 from evalstats.design._frames import analysis_input
@@ -429,16 +429,6 @@ def _versus_reference(
     )
 
 
-def _said_where(group: dict, policy: str):
-    """The interval's degenerate-data warnings with the group and policy they are of.
-
-    A real MBSE dump's report read "constant scores: cluster-robust SE is 0; NaN." and
-    "interval of 0 score(s) is undefined" with no word of which model (two that errored on
-    every call) or which scoring policy.
-    """
-    return naming(f"{describe_group(group)} ({policy.replace('_', ' ')})")
-
-
 def _within_range(g: pl.DataFrame, low: float, high: float) -> tuple[float, float]:
     """``(low, high)`` cut to the group's declared metric range (unchanged where none is)."""
     if "metric_low" in g.columns and g.height:
@@ -660,15 +650,18 @@ def provider_audit(
             sub = g if policy == "errors_as_failures" else g.filter(~pl.col("__err"))
             x = sub["__fail"].to_numpy()
             clusters = sub["__cluster"].to_numpy()
-            with _said_where(dict(zip(keys, key)), policy):
-                mean, se, low, high = mean_interval(
-                    x,
-                    method=method,
-                    confidence_level=level,
-                    clusters=clusters,
-                    bounds=bounds_of(key),
-                    exact_at_bounds=True,
-                )
+            # the warnings name the model and the policy: a real MBSE report read "constant
+            # scores: cluster-robust SE is 0; NaN." with no word of which
+            where = f"{describe_group(dict(zip(keys, key)))} ({policy.replace('_', ' ')})"
+            mean, se, low, high = mean_interval(
+                x,
+                method=method,
+                confidence_level=level,
+                clusters=clusters,
+                bounds=bounds_of(key),
+                exact_at_bounds=True,
+                where=where,
+            )
             low, high = _within_range(g, low, high)
             score_rows.append((*key, policy, n, n_err, n_err / n, x.size, mean, se, low, high))
     scores = pl.DataFrame(

@@ -339,3 +339,16 @@ def test_auto_never_picks_a_log_scale_for_cells_at_zero():
     out = intervals(obs).row(0, named=True)
     assert out["method"] == "bootstrap-t"
     assert out["ci_low"] < out["mean"] < out["ci_high"]
+
+
+@pytest.mark.parametrize("n", [5, 30, 59])
+def test_the_exact_interval_at_a_bound_misses_at_most_alpha_over_two(n):
+    """Over every mean mu of scores on [0, 1], the chance that all n units sit at 0 and the
+    interval then misses mu is at most 0.025 (95 %): 0/1 scores are the worst case (P(X = 0) =
+    1 - mu is the largest Markov allows), computed exactly on a grid of mu; and it is reached
+    there, so the bound is not wider than it needs to be for 0/1 scores."""
+    _, _, _, high = mean_interval(np.zeros(n), method="t", bounds=(0.0, 1.0), exact_at_bounds=True)
+    mu = np.linspace(1e-4, 1.0, 20_001)
+    miss = np.where(mu > high, (1.0 - mu) ** n, 0.0)
+    assert miss.max() <= 0.025 + 1e-12
+    assert miss.max() >= 0.0249
